@@ -1,0 +1,91 @@
+"""Default settings: the one source of defaults for the command line and the crawler.
+
+Everything that changes a fingerprint lives in :class:`FingerprintConfig`; its :meth:`model_id`
+names the model so that an index can refuse fingerprints made by another one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+#: Bump when the feature extraction changes in a way that changes fingerprints.
+MODEL_VERSION = 1
+
+#: Maximum Hamming distance for a near-duplicate (Manku et al.: f = 64, k = 3).
+DEFAULT_MAX_DISTANCE = 3
+
+
+@dataclass(frozen=True)
+class FingerprintConfig:
+    """How a page becomes a 64-bit simhash.  Every field takes part in :meth:`model_id`."""
+
+    #: Share of the total feature weight given to DOM structure (the rest goes to text), 0..1.
+    structure_weight: float = 0.1
+    #: Factor by which a DOM structure feature's weight decays per level of depth.
+    dom_decay: float = 0.45
+    #: Weight of text outside the main content (navigation, headers, footers, link lists, ads),
+    #: relative to text inside it.
+    boilerplate_weight: float = 0.05
+    #: Word n-gram sizes used as text features (1 = single words).
+    ngrams: tuple[int, ...] = (1, 2)
+    #: Pages with fewer distinct features than this get status ``too_few_features`` and no fingerprint.
+    min_features: int = 8
+    #: Work cap: only the first ``max_bytes`` of a page are parsed.
+    max_bytes: int = 4_000_000
+    #: Work cap: at most this many elements are visited.
+    max_elements: int = 200_000
+    #: Work cap: at most this many text tokens are used.
+    max_tokens: int = 200_000
+    #: Seed of xxhash for feature hashing.
+    seed: int = 0x5EED
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.structure_weight <= 1.0:
+            raise ValueError(f"structure_weight must be in [0, 1], got {self.structure_weight!r}")
+        if not 0.0 < self.dom_decay <= 1.0:
+            raise ValueError(f"dom_decay must be in (0, 1], got {self.dom_decay!r}")
+        if not 0.0 <= self.boilerplate_weight <= 1.0:
+            raise ValueError(f"boilerplate_weight must be in [0, 1], got {self.boilerplate_weight!r}")
+        if not self.ngrams or any(n < 1 for n in self.ngrams):
+            raise ValueError(f"ngrams must be positive sizes, got {self.ngrams!r}")
+        for name in ("min_features", "max_bytes", "max_elements", "max_tokens"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)!r}")
+
+    def with_options(self, **changes: Any) -> FingerprintConfig:
+        """A copy with some fields changed (``None`` values are ignored)."""
+        return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+    def model(self) -> dict[str, Any]:
+        """Everything a stored fingerprint depends on, as plain JSON-able values."""
+        from simhash_filter.segment import SEGMENTER_ID
+        from simhash_filter.weights import IDF_SOURCE_ID
+
+        d = asdict(self)
+        d["ngrams"] = list(self.ngrams)
+        d.update(version=MODEL_VERSION, f=64, segmenter=SEGMENTER_ID, idf=IDF_SOURCE_ID)
+        return d
+
+    def model_id(self) -> str:
+        """A short stable name of :meth:`model` (same value on every machine)."""
+        blob = json.dumps(self.model(), sort_keys=True, separators=(",", ":")).encode()
+        return f"v{MODEL_VERSION}-{hashlib.sha256(blob).hexdigest()[:12]}"
+
+
+@dataclass(frozen=True)
+class FilterConfig:
+    """The filter's decision settings, shared by ``dedup`` and the Scrapy components."""
+
+    fingerprint: FingerprintConfig = field(default_factory=FingerprintConfig)
+    #: A page within this Hamming distance of a kept page is a near-duplicate (k).
+    max_distance: int = DEFAULT_MAX_DISTANCE
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.max_distance <= 16:
+            raise ValueError(f"max_distance must be in [0, 16], got {self.max_distance!r}")
+
+
+DEFAULTS = FilterConfig()

@@ -1,0 +1,211 @@
+"""Walk a parsed page once and split its visible text by role: main content, other text, boilerplate.
+
+The walk is iterative (``etree.iterwalk``), so hostile nesting cannot hit a recursion limit, and it
+visits at most ``max_elements`` elements.  Roles come from generic signals only:
+
+- *boilerplate*: navigation-like elements (``nav``, ``header``, ``footer``, ``aside``, ``menu``, or a
+  class/id word such as ``nav``, ``menu``, ``sidebar``, ``banner``, ``ad``), and link lists (blocks whose
+  visible text is mostly link text);
+- *main content*: the deepest element that still holds most of the page's non-boilerplate, non-link
+  text (a readability-style descent from the root);
+- *other*: the rest (titles and text outside the content element).
+
+Structure features (tag, parent tag, depth) are collected in the same walk; inside the content
+element the depth counts from the content element, so the same article keeps its structure when it
+is moved into another site's template.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+from lxml import etree
+
+BOILERPLATE_TAGS = frozenset({"nav", "header", "footer", "aside", "menu"})
+BOILERPLATE_WORDS = frozenset(
+    """nav navbar navigation menu menubar header masthead footer sidebar sidenav breadcrumb breadcrumbs
+    banner ad ads advert adverts advertisement advertising sponsor sponsored promo promotion cookie cookies
+    share sharing social toolbar topbar pager pagination widget widgets subscribe newsletter popup modal
+    related skip""".split()
+)
+LINK_LIST_TAGS = frozenset({"ul", "ol", "dl", "div", "table", "tbody", "tr", "td", "p", "section", "span", "li"})
+_WORD_SPLIT = re.compile(r"[\s_\-:.]+|(?<=[a-z])(?=[A-Z])")
+
+#: A block whose text is more than this share of link text is a link list.
+LINK_DENSITY = 0.6
+#: A boilerplate-looking element holding more than this share of the page's text is not boilerplate.
+MAX_BOILERPLATE_SHARE = 0.6
+#: Descend into a child while it holds at least this share of the page's good text.
+OUTSIDE_MIN_WEIGHT = 0.0
+
+
+@dataclass(slots=True)
+class PageText:
+    """Visible text of one page by role, and its structure features."""
+
+    texts: tuple[tuple[float, str], ...] = ()  # (weight, text), heaviest first
+    structure: Counter[str] = field(default_factory=Counter)  # feature -> summed decayed weight
+    elements: int = 0
+    truncated: bool = False
+
+
+def _looks_like_boilerplate(tag: str, el: etree._Element) -> bool:
+    if tag in BOILERPLATE_TAGS:
+        return True
+    for attr in ("class", "id", "role"):
+        value = el.get(attr)
+        if value and any(w.lower() in BOILERPLATE_WORDS for w in _WORD_SPLIT.split(value)):
+            return True
+    return False
+
+
+def extract(root: etree._Element, *, dom_decay: float, boilerplate_weight: float, max_elements: int) -> PageText:
+    """Split the visible text under ``root`` by role and collect decayed structure features."""
+    tags: list[str] = []
+    parents: list[int] = []
+    depths: list[int] = []
+    ends: list[int] = []
+    in_link: list[bool] = []
+    candidates: list[int] = []
+    seg_owner: list[int] = []
+    seg_text: list[str] = []
+    stack: list[int] = []
+    truncated = False
+    for event, el in etree.iterwalk(root, events=("start", "end")):
+        tag = el.tag
+        if not isinstance(tag, str):  # entities and other non-element nodes: keep their tail only
+            if event == "end" and stack and el.tail:
+                seg_owner.append(stack[-1])
+                seg_text.append(el.tail)
+            continue
+        if event == "start":
+            i = len(tags)
+            if i >= max_elements:
+                truncated = True
+                break
+            tag = tag.lower()
+            parent = stack[-1] if stack else -1
+            tags.append(tag)
+            parents.append(parent)
+            depths.append(len(stack))
+            ends.append(i)
+            in_link.append(tag == "a" or (parent >= 0 and in_link[parent]))
+            if _looks_like_boilerplate(tag, el):
+                candidates.append(i)
+            stack.append(i)
+            if el.text:
+                seg_owner.append(i)
+                seg_text.append(el.text)
+        else:
+            i = stack.pop()
+            ends[i] = len(tags) - 1
+            if stack and el.tail:
+                seg_owner.append(stack[-1])
+                seg_text.append(el.tail)
+    n = len(tags)
+    if n == 0:
+        return PageText(truncated=truncated)
+    if truncated:  # close the elements still open when the cap was hit
+        for i in stack:
+            ends[i] = n - 1
+    return _split(tags, parents, depths, ends, in_link, candidates, seg_owner, seg_text, dom_decay,
+                  boilerplate_weight, truncated)
+
+
+def _subtree_sums(values: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Sum of ``values`` over each element's subtree (elements are numbered in document order)."""
+    cum = np.concatenate(([0], np.cumsum(values)))
+    return cum[ends + 1] - cum[starts]
+
+
+def _mark(n: int, starts: list[int] | np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Boolean per element: inside any of the subtrees given by ``starts``."""
+    diff = np.zeros(n + 1, dtype=np.int64)
+    s = np.asarray(starts, dtype=np.int64)
+    np.add.at(diff, s, 1)
+    np.add.at(diff, ends[s] + 1, -1)
+    return np.cumsum(diff[:n]) > 0
+
+
+def _split(tags, parents, depths, ends_l, in_link_l, candidates, seg_owner, seg_text, dom_decay,
+           boilerplate_weight, truncated):
+    n = len(tags)
+    idx = np.arange(n)
+    ends = np.asarray(ends_l, dtype=np.int64)
+    parent = np.asarray(parents, dtype=np.int64)
+    owner = np.asarray(seg_owner, dtype=np.int64)
+    seg_len = np.fromiter((len(t.strip()) for t in seg_text), dtype=np.int64, count=len(seg_text))
+    link = np.asarray(in_link_l, dtype=bool)
+    own_text = np.bincount(owner, weights=seg_len, minlength=n) if len(owner) else np.zeros(n)
+    text = _subtree_sums(own_text, idx, ends)
+    link_text = _subtree_sums(np.where(link, own_text, 0), idx, ends)
+    total = text[0] if n else 0.0
+
+    # Boilerplate: navigation-like elements that do not hold most of the page, and link lists.
+    boiler_starts = [i for i in candidates if text[i] <= MAX_BOILERPLATE_SHARE * total]
+    tag_arr = np.asarray(tags)
+    is_list_tag = np.isin(tag_arr, list(LINK_LIST_TAGS))
+    dense = is_list_tag & (text > 0) & (link_text > LINK_DENSITY * text) & (text <= MAX_BOILERPLATE_SHARE * total)
+    boiler_starts.extend(np.flatnonzero(dense).tolist())
+    boiler = _mark(n, boiler_starts, ends) if boiler_starts else np.zeros(n, dtype=bool)
+
+    # Main content: descend into the child holding most of the good (non-boilerplate, non-link) text
+    # while it holds a majority.  Text left outside at each step is weighted down smoothly by the
+    # share the child holds, so a small change in the page never flips a whole block in or out.
+    good_own = np.where(boiler | link, 0, own_text)
+    good = _subtree_sums(good_own, idx, ends)
+    content = 0
+    level_weight = np.ones(n)  # weight of text owned at each element on the descent path
+    path_weight = 1.0
+    chain: list[tuple[int, float]] = []  # (element, share its best child holds)
+    if good[0] > 0:
+        while True:
+            children = np.flatnonzero(parent == content)
+            if len(children) == 0:
+                break
+            best = int(children[np.argmax(good[children])])
+            share = good[best] / good[content] if good[content] > 0 else 0.0
+            if share < 0.5:
+                break
+            chain.append((content, share))
+            content = best
+    # Text outside the final content element: weight is the product of g(share) from its level down.
+    outside = np.zeros(n)
+    for node, share in reversed(chain):
+        path_weight *= 1.0 - (share - 0.5) / 0.5 * (1.0 - OUTSIDE_MIN_WEIGHT)
+        outside[node] = path_weight
+    in_content = (idx >= content) & (idx <= ends[content])
+    # Each element outside the content takes the weight of its nearest ancestor on the chain.
+    chain_nodes = [c for c, _ in chain]
+    level_weight[:] = 1.0
+    for node in chain_nodes:  # outer to inner: inner chain nodes overwrite their subtrees
+        level_weight[node : ends[node] + 1] = outside[node]
+    level_weight[in_content] = 1.0
+    seg_weight = np.where(boiler | (link & ~in_content), boilerplate_weight, level_weight)
+    groups: dict[float, list[str]] = {}
+    if len(owner):
+        for w, t in zip(np.round(seg_weight[owner], 3).tolist(), seg_text):
+            groups.setdefault(w, []).append(t)
+
+    # Structure: (parent tag, tag, depth) with weight dom_decay ** depth; depth counts from the
+    # content element inside it, from the root outside it.
+    structure: Counter[str] = Counter()
+    base = depths[content]
+    decay_pow = [dom_decay**d for d in range(max(depths) + 1)]
+    for i in range(n):
+        if boiler[i]:
+            continue
+        p = parents[i]
+        ptag = tags[p] if p >= 0 else ""
+        if in_content[i]:
+            d = depths[i] - base
+            key = f"c|{ptag}>{tags[i]}|{d}"
+        else:
+            d = depths[i]
+            key = f"o|{ptag}>{tags[i]}|{d}"
+        structure[key] += decay_pow[d]
+    texts = tuple((w, "\n".join(ts)) for w, ts in sorted(groups.items(), reverse=True) if w > 0)
+    return PageText(texts=texts, structure=structure, elements=n, truncated=truncated)

@@ -1,0 +1,107 @@
+"""Turn page bytes into an lxml tree, safely.
+
+Encoding: the caller's declared encoding (an HTTP header), then a byte-order mark, then the page's
+own ``<meta charset>``, then a strict UTF-8 / GB18030 sniff, then windows-1252 — the order a browser
+follows (w3lib does the first three).  The parser never fetches anything, never resolves external
+entities and never recurses: libxml2 caps nesting depth by itself, and everything after parsing walks
+the tree iteratively.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lxml import etree
+from w3lib.encoding import html_to_unicode
+
+#: Elements whose content is never visible text.
+INVISIBLE_TAGS = ("script", "style", "noscript", "template", "head", "iframe", "svg", "math", "object",
+                  "canvas", "select", "textarea", "button")
+
+_PARSER = etree.HTMLParser(
+    encoding="utf-8",  # the text is decoded first; libxml2 is handed UTF-8 bytes
+    recover=True,
+    no_network=True,
+    remove_comments=True,
+    remove_pis=True,
+    compact=True,
+    default_doctype=False,
+    collect_ids=False,
+)
+
+
+class NotHtml(ValueError):
+    """The input is not text that could be an HTML page (binary garbage, NUL bytes, ...)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Parsed:
+    root: etree._Element | None
+    encoding: str
+    truncated: bool
+
+
+def _sniff(data: bytes) -> str | None:
+    """Guess an undeclared encoding by strict decoding: UTF-8 first, then GB18030 (covers GBK/GB2312)."""
+    for enc in ("utf-8", "gb18030"):
+        try:
+            data.decode(enc)
+        except UnicodeDecodeError:
+            continue
+        return enc
+    return "cp1252"
+
+
+def _cut_utf8_safely(data: bytes, limit: int) -> bytes:
+    """Cut at ``limit`` bytes without splitting a UTF-8 sequence (other encodings tolerate a torn tail)."""
+    cut = data[:limit]
+    i = len(cut)
+    while i > 0 and len(cut) - i < 4 and (cut[i - 1] & 0xC0) == 0x80:
+        i -= 1
+    if i > 0 and cut[i - 1] >= 0xC0:
+        cut = cut[: i - 1]
+    return cut
+
+
+def decode(html: bytes | str, encoding: str | None = None, max_bytes: int = 4_000_000) -> tuple[str, str, bool]:
+    """Return ``(text, encoding, truncated)``; raise :class:`NotHtml` for binary input."""
+    if isinstance(html, str):
+        truncated = len(html) > max_bytes
+        text = html[:max_bytes] if truncated else html
+        enc = "unicode"
+    else:
+        truncated = len(html) > max_bytes
+        data = _cut_utf8_safely(html, max_bytes) if truncated else html
+        _check_binary(data[:8192])
+        header = f"text/html; charset={encoding}" if encoding else None
+        enc, text = html_to_unicode(header, data, default_encoding="utf-8", auto_detect_fun=_sniff)
+    if "\x00" in text[:8192]:
+        raise NotHtml("NUL characters in the text: not an HTML page")
+    return text, enc, truncated
+
+
+def _check_binary(head: bytes) -> None:
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16 with a BOM is text
+        return
+    if b"\x00" in head:
+        raise NotHtml("NUL bytes in the first 8 KiB: binary content, not an HTML page")
+    control = sum(head.count(bytes([c])) for c in range(1, 32) if c not in (9, 10, 12, 13, 27))
+    if head and control / len(head) > 0.05:
+        raise NotHtml(f"{control} control bytes in the first {len(head)}: binary content, not an HTML page")
+
+
+def parse(html: bytes | str, encoding: str | None = None, max_bytes: int = 4_000_000) -> Parsed:
+    """Decode and parse a page; drop invisible elements.  ``root`` is None when nothing parsed."""
+    text, enc, truncated = decode(html, encoding, max_bytes)
+    if not text.strip():
+        return Parsed(None, enc, truncated)
+    data = text.encode("utf-8", "replace")
+    try:
+        root = etree.fromstring(data, _PARSER)
+    except (etree.ParserError, etree.XMLSyntaxError, ValueError):
+        root = None
+    if root is None:
+        return Parsed(None, enc, truncated)
+    etree.strip_elements(root, *INVISIBLE_TAGS, with_tail=False)
+    return Parsed(root, enc, truncated)
+
