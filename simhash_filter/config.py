@@ -23,14 +23,19 @@ class FingerprintConfig:
     """How a page becomes a 64-bit simhash.  Every field takes part in :meth:`model_id`."""
 
     #: Share of the total feature weight given to DOM structure (the rest goes to text), 0..1.
-    structure_weight: float = 0.1
+    structure_weight: float = 0.03
     #: Factor by which a DOM structure feature's weight decays per level of depth.
     dom_decay: float = 0.45
     #: Weight of text outside the main content (navigation, headers, footers, link lists, ads),
     #: relative to text inside it.
-    boilerplate_weight: float = 0.05
+    boilerplate_weight: float = 0.01
     #: Word n-gram sizes used as text features (1 = single words).
-    ngrams: tuple[int, ...] = (1, 2)
+    ngrams: tuple[int, ...] = (1,)
+    #: Single words are split into character n-grams of this size (0 = whole words), so that a typo or
+    #: a spelling variant changes a few features of a word rather than all of it.
+    char_ngram: int = 4
+    #: IDF values are raised to this power (1 = plain TF-IDF; lower flattens the weights).
+    idf_power: float = 0.5
     #: Pages with fewer distinct features than this get status ``too_few_features`` and no fingerprint.
     min_features: int = 8
     #: Work cap: only the first ``max_bytes`` of a page are parsed.
@@ -49,6 +54,8 @@ class FingerprintConfig:
             raise ValueError(f"dom_decay must be in (0, 1], got {self.dom_decay!r}")
         if not 0.0 <= self.boilerplate_weight <= 1.0:
             raise ValueError(f"boilerplate_weight must be in [0, 1], got {self.boilerplate_weight!r}")
+        if self.char_ngram < 0 or self.idf_power < 0:
+            raise ValueError(f"char_ngram and idf_power must be >= 0, got {self.char_ngram!r}, {self.idf_power!r}")
         if not self.ngrams or any(n < 1 for n in self.ngrams):
             raise ValueError(f"ngrams must be positive sizes, got {self.ngrams!r}")
         for name in ("min_features", "max_bytes", "max_elements", "max_tokens"):

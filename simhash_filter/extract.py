@@ -40,6 +40,8 @@ LINK_DENSITY = 0.6
 MAX_BOILERPLATE_SHARE = 0.6
 #: Descend into a child while it holds at least this share of the page's good text.
 OUTSIDE_MIN_WEIGHT = 0.0
+#: Boilerplate text carries at most this share of the weight of the other text.
+MAX_BOILERPLATE_MASS = 0.1
 
 
 @dataclass(slots=True)
@@ -141,16 +143,19 @@ def _split(tags, parents, depths, ends_l, in_link_l, candidates, seg_owner, seg_
     link = np.asarray(in_link_l, dtype=bool)
     own_text = np.bincount(owner, weights=seg_len, minlength=n) if len(owner) else np.zeros(n)
     text = _subtree_sums(own_text, idx, ends)
-    link_text = _subtree_sums(np.where(link, own_text, 0), idx, ends)
-    total = text[0] if n else 0.0
+    total = text[0]
 
-    # Boilerplate: navigation-like elements that do not hold most of the page, and link lists.
+    # Boilerplate: navigation-like elements that do not hold most of the page; then link lists, judged
+    # on the text that is left (an ad inside a block must not make the block look like content).
     boiler_starts = [i for i in candidates if text[i] <= MAX_BOILERPLATE_SHARE * total]
-    tag_arr = np.asarray(tags)
-    is_list_tag = np.isin(tag_arr, list(LINK_LIST_TAGS))
-    dense = is_list_tag & (text > 0) & (link_text > LINK_DENSITY * text) & (text <= MAX_BOILERPLATE_SHARE * total)
-    boiler_starts.extend(np.flatnonzero(dense).tolist())
     boiler = _mark(n, boiler_starts, ends) if boiler_starts else np.zeros(n, dtype=bool)
+    kept_own = np.where(boiler, 0, own_text)
+    text = _subtree_sums(kept_own, idx, ends)
+    link_text = _subtree_sums(np.where(link, kept_own, 0), idx, ends)
+    is_list_tag = np.isin(np.asarray(tags), list(LINK_LIST_TAGS))
+    dense = is_list_tag & (text > 0) & (link_text > LINK_DENSITY * text) & (text <= MAX_BOILERPLATE_SHARE * total)
+    if dense.any():
+        boiler |= _mark(n, np.flatnonzero(dense), ends)
 
     # Main content: descend into the child holding most of the good (non-boilerplate, non-link) text
     # while it holds a majority.  Text left outside at each step is weighted down smoothly by the
@@ -184,7 +189,13 @@ def _split(tags, parents, depths, ends_l, in_link_l, candidates, seg_owner, seg_
     for node in chain_nodes:  # outer to inner: inner chain nodes overwrite their subtrees
         level_weight[node : ends[node] + 1] = outside[node]
     level_weight[in_content] = 1.0
-    seg_weight = np.where(boiler | (link & ~in_content), boilerplate_weight, level_weight)
+    is_boiler = boiler | (link & ~in_content)
+    # Boilerplate never outweighs the page: its mass is capped to a share of the rest.
+    boiler_chars = float(own_text[is_boiler].sum())
+    rest_mass = float((own_text * level_weight)[~is_boiler].sum())
+    if boiler_chars > 0:
+        boilerplate_weight = min(boilerplate_weight, MAX_BOILERPLATE_MASS * rest_mass / boiler_chars)
+    seg_weight = np.where(is_boiler, boilerplate_weight, level_weight)
     groups: dict[float, list[str]] = {}
     if len(owner):
         for w, t in zip(np.round(seg_weight[owner], 3).tolist(), seg_text):

@@ -15,6 +15,7 @@ import re
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 
 from simhash_filter.config import FingerprintConfig
 from simhash_filter.extract import PageText
@@ -25,8 +26,6 @@ from simhash_filter.weights import chinese_idf, english_idf
 WORD = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+|[^\W_\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 HAS_DIGIT = re.compile(r"\d")
 DIGIT_WEIGHT = 0.1
-#: IDF values are raised to this power (1 = plain TF-IDF; lower flattens the weights).
-IDF_POWER = 1.0
 #: IDF given to words found in no table (typos, identifiers, random strings).
 UNKNOWN_IDF = 12.0
 
@@ -92,11 +91,26 @@ def text_features(page: PageText, config: FingerprintConfig) -> dict[str, float]
     out: dict[str, float] = {}
     for g, w in tf.items():
         parts = g.split(" ")
-        idf = (sum(_idf(p, en, zh, zh_default) for p in parts) / len(parts)) ** IDF_POWER
+        idf = (sum(_idf(p, en, zh, zh_default) for p in parts) / len(parts)) ** config.idf_power
         if HAS_DIGIT.search(g):
             idf *= DIGIT_WEIGHT
-        out[g] = idf * _sublinear(w)
+        weight = idf * _sublinear(w)
+        if config.char_ngram and len(parts) == 1:
+            grams = _char_grams(g, config.char_ngram)
+            share = weight / len(grams)
+            for cg in grams:
+                out[cg] = out.get(cg, 0.0) + share
+        else:
+            out[g] = out.get(g, 0.0) + weight
     return out
+
+
+@lru_cache(maxsize=100_000)
+def _char_grams(word: str, n: int) -> tuple[str, ...]:
+    padded = f"<{word}>"
+    if len(padded) <= n:
+        return (padded,)
+    return tuple(padded[i : i + n] for i in range(len(padded) - n + 1))
 
 
 def page_features(page: PageText, config: FingerprintConfig) -> Features:
