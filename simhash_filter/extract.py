@@ -20,16 +20,19 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 from lxml import etree
 
 BOILERPLATE_TAGS = frozenset({"nav", "header", "footer", "aside", "menu"})
 BOILERPLATE_WORDS = frozenset(
-    """nav navbar navigation menu menubar header masthead footer sidebar sidenav breadcrumb breadcrumbs
-    banner ad ads advert adverts advertisement advertising sponsor sponsored promo promotion cookie cookies
-    share sharing social toolbar topbar pager pagination widget widgets subscribe newsletter popup modal
-    related skip""".split()
+    (
+        "nav navbar navigation menu menubar header masthead footer sidebar sidenav breadcrumb breadcrumbs "
+        "banner ad ads advert adverts advertisement advertising sponsor sponsored promo promotion cookie "
+        "cookies share sharing social toolbar topbar pager pagination widget widgets subscribe newsletter "
+        "popup modal related skip"
+    ).split(" ")
 )
 LINK_LIST_TAGS = frozenset({"ul", "ol", "dl", "div", "table", "tbody", "tr", "td", "p", "section", "span", "li"})
 _WORD_SPLIT = re.compile(r"[\s_\-:.]+|(?<=[a-z])(?=[A-Z])")
@@ -54,17 +57,30 @@ class PageText:
     truncated: bool = False
 
 
-def _looks_like_boilerplate(tag: str, el: etree._Element) -> bool:
-    if tag in BOILERPLATE_TAGS:
-        return True
-    for attr in ("class", "id", "role"):
-        value = el.get(attr)
-        if value and any(w.lower() in BOILERPLATE_WORDS for w in _WORD_SPLIT.split(value)):
-            return True
-    return False
+_CANDIDATES = etree.XPath(
+    "//*[@class or @id or @role] | " + " | ".join(f"//{t}" for t in sorted(BOILERPLATE_TAGS))
+)
 
 
-def extract(root: etree._Element, *, dom_decay: float, boilerplate_weight: float, max_elements: int) -> PageText:
+@lru_cache(maxsize=50_000)
+def _boilerplate_words(value: str) -> bool:
+    return any(w.lower() in BOILERPLATE_WORDS for w in _WORD_SPLIT.split(value))
+
+
+def _boilerplate_elements(root: etree._Element) -> set[etree._Element]:
+    """Elements that look like navigation, headers, footers, sidebars or ads by tag, class, id or role."""
+    found = set()
+    for el in _CANDIDATES(root):
+        if el.tag in BOILERPLATE_TAGS or any(
+            (v := el.get(a)) and _boilerplate_words(v) for a in ("class", "id", "role")
+        ):
+            found.add(el)
+    return found
+
+
+def extract(
+    root: etree._Element, *, dom_decay: float, boilerplate_weight: float, max_elements: int
+) -> PageText:
     """Split the visible text under ``root`` by role and collect decayed structure features."""
     tags: list[str] = []
     parents: list[int] = []
@@ -76,6 +92,7 @@ def extract(root: etree._Element, *, dom_decay: float, boilerplate_weight: float
     seg_text: list[str] = []
     stack: list[int] = []
     truncated = False
+    boiler_elements = _boilerplate_elements(root)
     for event, el in etree.iterwalk(root, events=("start", "end")):
         tag = el.tag
         if not isinstance(tag, str):  # entities and other non-element nodes: keep their tail only
@@ -88,14 +105,13 @@ def extract(root: etree._Element, *, dom_decay: float, boilerplate_weight: float
             if i >= max_elements:
                 truncated = True
                 break
-            tag = tag.lower()
             parent = stack[-1] if stack else -1
             tags.append(tag)
             parents.append(parent)
             depths.append(len(stack))
             ends.append(i)
             in_link.append(tag == "a" or (parent >= 0 and in_link[parent]))
-            if _looks_like_boilerplate(tag, el):
+            if el in boiler_elements:
                 candidates.append(i)
             stack.append(i)
             if el.text:
@@ -153,7 +169,8 @@ def _split(tags, parents, depths, ends_l, in_link_l, candidates, seg_owner, seg_
     text = _subtree_sums(kept_own, idx, ends)
     link_text = _subtree_sums(np.where(link, kept_own, 0), idx, ends)
     is_list_tag = np.isin(np.asarray(tags), list(LINK_LIST_TAGS))
-    dense = is_list_tag & (text > 0) & (link_text > LINK_DENSITY * text) & (text <= MAX_BOILERPLATE_SHARE * total)
+    small = text <= MAX_BOILERPLATE_SHARE * total
+    dense = is_list_tag & (text > 0) & (link_text > LINK_DENSITY * text) & small
     if dense.any():
         boiler |= _mark(n, np.flatnonzero(dense), ends)
 
@@ -198,25 +215,22 @@ def _split(tags, parents, depths, ends_l, in_link_l, candidates, seg_owner, seg_
     seg_weight = np.where(is_boiler, boilerplate_weight, level_weight)
     groups: dict[float, list[str]] = {}
     if len(owner):
-        for w, t in zip(np.round(seg_weight[owner], 3).tolist(), seg_text):
+        for w, t in zip(np.round(seg_weight[owner], 3).tolist(), seg_text, strict=True):
             groups.setdefault(w, []).append(t)
 
     # Structure: (parent tag, tag, depth) with weight dom_decay ** depth; depth counts from the
     # content element inside it, from the root outside it.
-    structure: Counter[str] = Counter()
+    acc: dict[tuple[bool, int, str, str], float] = {}
     base = depths[content]
     decay_pow = [dom_decay**d for d in range(max(depths) + 1)]
-    for i in range(n):
-        if boiler[i]:
-            continue
-        p = parents[i]
-        ptag = tags[p] if p >= 0 else ""
-        if in_content[i]:
-            d = depths[i] - base
-            key = f"c|{ptag}>{tags[i]}|{d}"
-        else:
-            d = depths[i]
-            key = f"o|{ptag}>{tags[i]}|{d}"
-        structure[key] += decay_pow[d]
+    content_flags = in_content.tolist()
+    for i in np.flatnonzero(~boiler).tolist():
+        inside = content_flags[i]
+        d = depths[i] - base if inside else depths[i]
+        acc_key = (inside, d, tags[parents[i]] if parents[i] >= 0 else "", tags[i])
+        acc[acc_key] = acc.get(acc_key, 0.0) + decay_pow[d]
+    structure: Counter[str] = Counter(
+        {f"{'c' if inside else 'o'}|{ptag}>{tag}|{d}": w for (inside, d, ptag, tag), w in acc.items()}
+    )
     texts = tuple((w, "\n".join(ts)) for w, ts in sorted(groups.items(), reverse=True) if w > 0)
     return PageText(texts=texts, structure=structure, elements=n, truncated=truncated)

@@ -1,7 +1,9 @@
 """Weighted features of a page: TF-IDF text n-grams weighted by role, and decayed DOM structure.
 
 Text is NFKC-normalised and case-folded; Latin-script (and any non-CJK) words are runs of letters and
-digits; runs of CJK ideographs are segmented into words with jieba.  A feature's weight is
+digits; runs of CJK ideographs are segmented into words with jieba.  A word enters the fingerprint as
+the character n-grams of ``<word>`` (``char_ngram``), its weight shared among them, so that a typo or
+a spelling variant (colour/color) changes a few features instead of a whole word.  A feature's weight is
 ``idf * role weight * tf`` with sublinear tf (``1 + ln tf``); n-grams of several words take the mean IDF
 of their words.  Words with digits (counters, dates, session ids, versions) count ``DIGIT_WEIGHT`` of
 a word, so that numbers that change between fetches move the fingerprint little.  Structure features
@@ -15,7 +17,6 @@ import re
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass
-from functools import lru_cache
 
 from simhash_filter.config import FingerprintConfig
 from simhash_filter.extract import PageText
@@ -23,7 +24,8 @@ from simhash_filter.segment import CJK_RUN, segment_run
 from simhash_filter.weights import chinese_idf, english_idf
 
 #: Words: a CJK run (segmented later) or a run of other letters/digits.
-WORD = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+|[^\W_\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+WORD = re.compile(f"[{_CJK}]+|[^\\W_{_CJK}]+")
 HAS_DIGIT = re.compile(r"\d")
 DIGIT_WEIGHT = 0.1
 #: IDF given to words found in no table (typos, identifiers, random strings).
@@ -71,7 +73,7 @@ def _sublinear(w: float) -> float:
 
 
 def text_features(page: PageText, config: FingerprintConfig) -> dict[str, float]:
-    """TF-IDF weights of the page's words and word n-grams, by role."""
+    """TF-IDF weight of each distinct word (and word n-gram) of the page, by role."""
     en = english_idf()
     zh, zh_default = chinese_idf()
     tf: dict[str, float] = {}
@@ -85,32 +87,33 @@ def text_features(page: PageText, config: FingerprintConfig) -> dict[str, float]
             if n == 1:
                 grams = Counter(words)
             else:
-                grams = Counter(" ".join(g) for g in zip(*(words[i:] for i in range(n))))
+                grams = Counter(" ".join(g) for g in zip(*(words[i:] for i in range(n)), strict=False))
             for g, c in grams.items():
                 tf[g] = tf.get(g, 0.0) + rw * c
+    power = config.idf_power
     out: dict[str, float] = {}
     for g, w in tf.items():
-        parts = g.split(" ")
-        idf = (sum(_idf(p, en, zh, zh_default) for p in parts) / len(parts)) ** config.idf_power
-        if HAS_DIGIT.search(g):
-            idf *= DIGIT_WEIGHT
-        weight = idf * _sublinear(w)
-        if config.char_ngram and len(parts) == 1:
-            grams = _char_grams(g, config.char_ngram)
-            share = weight / len(grams)
-            for cg in grams:
-                out[cg] = out.get(cg, 0.0) + share
-        else:
-            out[g] = out.get(g, 0.0) + weight
+        idf = _IDF_CACHE.get(g)
+        if idf is None:
+            parts = g.split(" ")
+            idf = sum(_idf(p, en, zh, zh_default) for p in parts) / len(parts)
+            if HAS_DIGIT.search(g):
+                idf *= DIGIT_WEIGHT
+            if len(_IDF_CACHE) < 500_000:
+                _IDF_CACHE[g] = idf
+        out[g] = idf**power * _sublinear(w)
     return out
 
 
-@lru_cache(maxsize=100_000)
-def _char_grams(word: str, n: int) -> tuple[str, ...]:
+_IDF_CACHE: dict[str, float] = {}
+
+
+def char_grams(word: str, n: int) -> list[str]:
+    """Character n-grams of ``<word>`` (the whole padded word when it is shorter than n)."""
     padded = f"<{word}>"
-    if len(padded) <= n:
-        return (padded,)
-    return tuple(padded[i : i + n] for i in range(len(padded) - n + 1))
+    if n == 0 or len(padded) <= n:
+        return [padded]
+    return [padded[i : i + n] for i in range(len(padded) - n + 1)]
 
 
 def page_features(page: PageText, config: FingerprintConfig) -> Features:
@@ -121,10 +124,8 @@ def page_features(page: PageText, config: FingerprintConfig) -> Features:
     if sw > 0 and page.structure:
         s_total = sum(page.structure.values())
         t_total = sum(text.values())
-        if t_total > 0 and sw < 1:
-            scale = sw / (1 - sw) * t_total / s_total
-        else:  # no text at all: structure is all there is
-            scale = 1.0 / s_total
+        # with no text at all, structure is all there is
+        scale = sw / (1 - sw) * t_total / s_total if t_total > 0 and sw < 1 else 1.0 / s_total
         structure = {k: v * scale for k, v in page.structure.items()}
     if sw >= 1:
         text = {}

@@ -19,7 +19,7 @@ import xxhash
 
 from simhash_filter.config import FingerprintConfig
 from simhash_filter.extract import extract
-from simhash_filter.features import Features, page_features
+from simhash_filter.features import Features, char_grams, page_features
 from simhash_filter.html import NotHtml, parse
 
 F = 64
@@ -85,8 +85,11 @@ class Fingerprinter:
 
     def __init__(self, config: FingerprintConfig | None = None) -> None:
         self.config = config or FingerprintConfig()
+        self._word_cache: dict[str, np.ndarray] = {}  # word -> hashes of its character n-grams
 
-    def features(self, html: bytes | str, encoding: str | None = None) -> tuple[Features | None, Status, str | None]:
+    def features(
+        self, html: bytes | str, encoding: str | None = None
+    ) -> tuple[Features | None, Status, str | None]:
         """The page's weighted features, or None with the reason."""
         cfg = self.config
         try:
@@ -113,15 +116,35 @@ class Fingerprinter:
         return Fingerprint(self.fingerprint_features(feats), Status.OK, n, feats.truncated, enc)
 
     def fingerprint_features(self, feats: Features) -> int:
-        names = [*feats.text, *feats.structure]
-        weights = np.fromiter((*feats.text.values(), *feats.structure.values()), dtype=np.float64, count=len(names))
-        return simhash(feature_hashes(names, self.config.seed), weights)
+        """Simhash of a page's features: each word as its character n-grams, then the structure."""
+        cache = self._word_cache
+        if len(cache) > 500_000:
+            cache.clear()
+        hash_parts: list[np.ndarray] = []
+        weights: list[float] = []
+        counts: list[int] = []
+        for word, w in feats.text.items():
+            h = cache.get(word)
+            if h is None:
+                n = self.config.char_ngram if " " not in word else 0
+                h = cache[word] = feature_hashes(char_grams(word, n), self.config.seed)
+            hash_parts.append(h)
+            weights.append(w / len(h))
+            counts.append(len(h))
+        if feats.structure:
+            hash_parts.append(feature_hashes(list(feats.structure), self.config.seed))
+            weights.extend(feats.structure.values())
+            counts.extend([1] * len(feats.structure))
+        hashes = np.concatenate(hash_parts)
+        return simhash(hashes, np.repeat(np.asarray(weights), counts))
 
 
 _DEFAULT: Fingerprinter | None = None
 
 
-def fingerprint(html: bytes | str, encoding: str | None = None, config: FingerprintConfig | None = None) -> Fingerprint:
+def fingerprint(
+    html: bytes | str, encoding: str | None = None, config: FingerprintConfig | None = None
+) -> Fingerprint:
     """Fingerprint one page with the default settings (or ``config``)."""
     global _DEFAULT
     if config is not None:
