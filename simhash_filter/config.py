@@ -34,6 +34,8 @@ class FingerprintConfig:
     #: Single words are split into character n-grams of this size (0 = whole words), so that a typo or
     #: a spelling variant changes a few features of a word rather than all of it.
     char_ngram: int = 4
+    #: The same for Chinese words (jieba words are one to four characters long).
+    cjk_char_ngram: int = 2
     #: IDF values are raised to this power (1 = plain TF-IDF; lower flattens the weights).
     idf_power: float = 0.5
     #: Pages with fewer distinct features than this get status ``too_few_features`` and no fingerprint.
@@ -54,8 +56,8 @@ class FingerprintConfig:
             raise ValueError(f"dom_decay must be in (0, 1], got {self.dom_decay!r}")
         if not 0.0 <= self.boilerplate_weight <= 1.0:
             raise ValueError(f"boilerplate_weight must be in [0, 1], got {self.boilerplate_weight!r}")
-        if self.char_ngram < 0 or self.idf_power < 0:
-            raise ValueError(f"char_ngram and idf_power must be >= 0, got {self.char_ngram!r}, {self.idf_power!r}")
+        if min(self.char_ngram, self.cjk_char_ngram) < 0 or self.idf_power < 0:
+            raise ValueError("char_ngram, cjk_char_ngram and idf_power must be >= 0")
         if not self.ngrams or any(n < 1 for n in self.ngrams):
             raise ValueError(f"ngrams must be positive sizes, got {self.ngrams!r}")
         for name in ("min_features", "max_bytes", "max_elements", "max_tokens"):

@@ -52,7 +52,7 @@ def tokenize(text: str, max_tokens: int) -> list[str]:
         return words[:max_tokens]
     out: list[str] = []
     for w in words:
-        if "\u3400" <= w[0] <= "\u9fff" or "\uf900" <= w[0] <= "\ufaff":
+        if is_cjk(w[0]):
             out.extend(segment_run(w))
         else:
             out.append(w)
@@ -61,9 +61,13 @@ def tokenize(text: str, max_tokens: int) -> list[str]:
     return out[:max_tokens]
 
 
+def is_cjk(c: str) -> bool:
+    """Whether the character is a CJK ideograph."""
+    return "\u3400" <= c <= "\u9fff" or "\uf900" <= c <= "\ufaff"
+
+
 def _idf(word: str, en: dict[str, float], zh: dict[str, float], zh_default: float) -> float:
-    c = word[0]
-    if "\u3400" <= c <= "\u9fff" or "\uf900" <= c <= "\ufaff":
+    if is_cjk(word[0]):
         return zh.get(word, zh_default)
     return en.get(word, UNKNOWN_IDF)
 
