@@ -23,7 +23,7 @@ class FingerprintConfig:
     """How a page becomes a 64-bit simhash.  Every field takes part in :meth:`model_id`."""
 
     #: Share of the total feature weight given to DOM structure (the rest goes to text), 0..1.
-    structure_weight: float = 0.03
+    structure_weight: float = 0.05
     #: Factor by which a DOM structure feature's weight decays per level of depth.
     dom_decay: float = 0.45
     #: Weight of text outside the main content (navigation, headers, footers, link lists, ads),

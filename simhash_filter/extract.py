@@ -57,25 +57,17 @@ class PageText:
     truncated: bool = False
 
 
-_CANDIDATES = etree.XPath(
-    "//*[@class or @id or @role] | " + " | ".join(f"//{t}" for t in sorted(BOILERPLATE_TAGS))
-)
-
-
 @lru_cache(maxsize=50_000)
 def _boilerplate_words(value: str) -> bool:
     return any(w.lower() in BOILERPLATE_WORDS for w in _WORD_SPLIT.split(value))
 
 
-def _boilerplate_elements(root: etree._Element) -> set[etree._Element]:
-    """Elements that look like navigation, headers, footers, sidebars or ads by tag, class, id or role."""
-    found = set()
-    for el in _CANDIDATES(root):
-        if el.tag in BOILERPLATE_TAGS or any(
-            (v := el.get(a)) and _boilerplate_words(v) for a in ("class", "id", "role")
-        ):
-            found.add(el)
-    return found
+def _looks_like_boilerplate(tag: str, el: etree._Element) -> bool:
+    """Navigation, headers, footers, sidebars or ads, by tag, class, id or role."""
+    if tag in BOILERPLATE_TAGS:
+        return True
+    get = el.get
+    return any((v := get(a)) and _boilerplate_words(v) for a in ("class", "id", "role"))
 
 
 def extract(
@@ -92,7 +84,6 @@ def extract(
     seg_text: list[str] = []
     stack: list[int] = []
     truncated = False
-    boiler_elements = _boilerplate_elements(root)
     for event, el in etree.iterwalk(root, events=("start", "end")):
         tag = el.tag
         if not isinstance(tag, str):  # entities and other non-element nodes: keep their tail only
@@ -111,7 +102,7 @@ def extract(
             depths.append(len(stack))
             ends.append(i)
             in_link.append(tag == "a" or (parent >= 0 and in_link[parent]))
-            if el in boiler_elements:
+            if _looks_like_boilerplate(tag, el):
                 candidates.append(i)
             stack.append(i)
             if el.text:
@@ -227,7 +218,9 @@ def _split(tags, parents, depths, ends_l, in_link_l, candidates, seg_owner, seg_
     for i in np.flatnonzero(~boiler).tolist():
         inside = content_flags[i]
         d = depths[i] - base if inside else depths[i]
-        acc_key = (inside, d, tags[parents[i]] if parents[i] >= 0 else "", tags[i])
+        # the content element's own parent belongs to the template, not to the content
+        ptag = tags[parents[i]] if parents[i] >= 0 and i != content else ""
+        acc_key = (inside, d, ptag, tags[i])
         acc[acc_key] = acc.get(acc_key, 0.0) + decay_pow[d]
     structure: Counter[str] = Counter(
         {f"{'c' if inside else 'o'}|{ptag}>{tag}|{d}": w for (inside, d, ptag, tag), w in acc.items()}

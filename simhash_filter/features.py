@@ -120,16 +120,29 @@ def char_grams(word: str, n: int) -> list[str]:
     return [padded[i : i + n] for i in range(len(padded) - n + 1)]
 
 
+def gram_count(word: str, n: int) -> int:
+    """How many features :func:`char_grams` makes of ``word``."""
+    return len(word) + 3 - n if n and len(word) + 2 > n else 1
+
+
 def page_features(page: PageText, config: FingerprintConfig) -> Features:
-    """All weighted features of an extracted page; structure scaled to ``structure_weight`` of the total."""
+    """All weighted features of an extracted page, structure scaled to ``structure_weight`` of the vote.
+
+    A simhash bit is the sign of a sum of +-weights: how much a group of features sways it grows with
+    the root of the sum of its squared weights, not with its total weight.  The structure (a few heavy
+    features) is therefore scaled against the text (many light character n-grams) in that measure.
+    """
     text = text_features(page, config)
     structure: dict[str, float] = {}
     sw = config.structure_weight
     if sw > 0 and page.structure:
-        s_total = sum(page.structure.values())
-        t_total = sum(text.values())
+        s_norm = math.sqrt(sum(v * v for v in page.structure.values()))
+        latin, cjk = config.char_ngram, config.cjk_char_ngram
+        t_norm = math.sqrt(
+            sum(w * w / gram_count(g, 0 if " " in g else cjk if is_cjk(g[0]) else latin) for g, w in text.items())
+        )
         # with no text at all, structure is all there is
-        scale = sw / (1 - sw) * t_total / s_total if t_total > 0 and sw < 1 else 1.0 / s_total
+        scale = sw / (1 - sw) * t_norm / s_norm if t_norm > 0 and sw < 1 else 1.0 / s_norm
         structure = {k: v * scale for k, v in page.structure.items()}
     if sw >= 1:
         text = {}

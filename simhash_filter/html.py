@@ -1,6 +1,6 @@
 """Turn page bytes into an lxml tree, safely.
 
-Encoding: the caller's declared encoding (an HTTP header), then a byte-order mark, then the page's
+Encoding: a byte-order mark, then the caller's declared encoding (an HTTP header), then the page's
 own ``<meta charset>``, then a strict UTF-8 / GB18030 sniff, then windows-1252 — the order a browser
 follows (w3lib does the first three).  The parser never fetches anything, never resolves external
 entities and never recurses: libxml2 caps nesting depth by itself, and everything after parsing walks
@@ -55,19 +55,27 @@ def _sniff(data: bytes) -> str | None:
 def _cut_utf8_safely(data: bytes, limit: int) -> bytes:
     """Cut at ``limit`` bytes without splitting a UTF-8 sequence (other encodings tolerate a torn tail)."""
     cut = data[:limit]
-    i = len(cut)
-    while i > 0 and len(cut) - i < 4 and (cut[i - 1] & 0xC0) == 0x80:
-        i -= 1
-    if i > 0 and cut[i - 1] >= 0xC0:
-        cut = cut[: i - 1]
+    j = len(cut)
+    while j > 0 and len(cut) - j < 3 and cut[j - 1] & 0xC0 == 0x80:
+        j -= 1
+    if j > 0 and cut[j - 1] >= 0xC0:  # a lead byte: drop its sequence only if it is incomplete
+        lead = cut[j - 1]
+        need = 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
+        if len(cut) - (j - 1) < need:
+            cut = cut[: j - 1]
     return cut
 
 
 def decode(html: bytes | str, encoding: str | None = None, max_bytes: int = 4_000_000) -> tuple[str, str, bool]:
     """Return ``(text, encoding, truncated)``; raise :class:`NotHtml` for binary input."""
     if isinstance(html, str):
-        truncated = len(html) > max_bytes
-        text = html[:max_bytes] if truncated else html
+        truncated = False
+        if len(html) > max_bytes // 4:  # up to 4 bytes a character: measure the cap in UTF-8 bytes
+            data = html.encode("utf-8", "replace")
+            truncated = len(data) > max_bytes
+            if truncated:
+                html = _cut_utf8_safely(data, max_bytes).decode("utf-8", "replace")
+        text = html
         enc = "unicode"
     else:
         truncated = len(html) > max_bytes

@@ -1,0 +1,194 @@
+"""End-to-end ``dedup`` speed over a whole page stream, against the baselines, alternated in one run.
+
+Each command reads the same uncompressed JSON Lines file and writes one output line per input line;
+the wall-clock time of the whole process is measured (start-up, imports and I/O included):
+
+- ``simhash-filter``: ``simhash-filter dedup INPUT --output OUT`` (one process);
+- ``simhash-filter --workers 2``: the same with two fingerprinting processes (reported apart: the
+  baselines are single-process);
+- ``simhash-pypi``: ``python ../shared/eval/baselines.py simhash INPUT OUT --k 3``;
+- ``minhash``: ``python ../shared/eval/baselines.py minhash INPUT OUT``.
+
+Every repeat runs every command once, in a rotated order; figures are medians over ``--repeat`` runs.
+
+    python benchmarks/bench_dedup.py --repeat 3 [--input PAGES.jsonl[.gz]] [--json out/bench_dedup.json]
+
+Targets: at least 3x faster than the simhash baseline and 2x faster than the minhash baseline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared"
+DEFAULT_INPUT = SHARED / "datasets" / "neardup-public" / "pages.jsonl.gz"
+BASELINES = SHARED / "eval" / "baselines.py"
+CLI_MODULE = ROOT / "simhash_filter" / "cli.py"
+
+
+def our_command() -> list[str]:
+    """``simhash-filter`` from the environment's scripts, else ``python -m simhash_filter``."""
+    script = Path(sys.executable).parent / "simhash-filter"
+    if script.exists():
+        return [str(script)]
+    found = shutil.which("simhash-filter")
+    return [found] if found else [sys.executable, "-m", "simhash_filter"]
+
+
+def commands(input_path: Path, out_dir: Path, workers: int) -> dict[str, list[str]]:
+    ours = our_command()
+    cmds = {
+        "simhash-filter": [*ours, "dedup", str(input_path), "--output", str(out_dir / "ours.jsonl")],
+        "simhash-pypi": [
+            sys.executable,
+            str(BASELINES),
+            "simhash",
+            str(input_path),
+            str(out_dir / "simhash.jsonl"),
+            "--k",
+            "3",
+        ],
+        "minhash": [sys.executable, str(BASELINES), "minhash", str(input_path), str(out_dir / "minhash.jsonl")],
+    }
+    if workers > 1:
+        cmds[f"simhash-filter --workers {workers}"] = [
+            *ours,
+            "dedup",
+            str(input_path),
+            "--output",
+            str(out_dir / f"ours-w{workers}.jsonl"),
+            "--workers",
+            str(workers),
+        ]
+    return cmds
+
+
+def output_path(cmd: list[str]) -> Path:
+    if "--output" in cmd:
+        return Path(cmd[cmd.index("--output") + 1])
+    return Path(cmd[4])  # baselines.py METHOD INPUT OUTPUT
+
+
+def check_output(path: Path, lines: int) -> int:
+    """Number of pages flagged as duplicates; fail if the output does not have one line per input line."""
+    rows = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+    if len(rows) != lines:
+        raise SystemExit(f"{path}: {len(rows)} output lines for {lines} input lines")
+    return sum(r.get("duplicate_of") is not None for r in rows)
+
+
+def wait_for_cli(seconds: float) -> None:
+    """The command line is written concurrently: wait for simhash_filter/cli.py to exist."""
+    deadline = time.monotonic() + seconds
+    while not CLI_MODULE.exists():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"{CLI_MODULE} does not exist (waited {seconds:.0f} s)")
+        time.sleep(5)
+
+
+def run_once(cmd: list[str]) -> float:
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    elapsed = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"command failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stderr[-2000:]}")
+    return elapsed
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--input", type=Path, default=DEFAULT_INPUT, help="JSON Lines page stream, optionally .gz")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--workers", type=int, default=2, help="also time simhash-filter with N workers (default: 2)")
+    ap.add_argument("--wait-cli", type=float, default=0, help="seconds to wait for simhash_filter/cli.py to appear")
+    ap.add_argument("--json", type=Path, help="also write the results as JSON")
+    args = ap.parse_args(argv)
+    wait_for_cli(args.wait_cli)
+    if not BASELINES.exists():
+        raise SystemExit(f"baselines not found: {BASELINES}")
+
+    with tempfile.TemporaryDirectory(prefix="bench-dedup-") as tmp:
+        tmp_dir = Path(tmp)
+        # The baselines read plain JSON Lines: every command gets the same uncompressed file (not timed).
+        plain = tmp_dir / "pages.jsonl"
+        opener = gzip.open if args.input.suffix == ".gz" else open
+        with opener(args.input, "rb") as src, open(plain, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+        lines = sum(1 for x in plain.open(encoding="utf-8") if x.strip())
+        mb = plain.stat().st_size / 1e6
+        cmds = commands(plain, tmp_dir, args.workers)
+        names = list(cmds)
+        times: dict[str, list[float]] = {n: [] for n in names}
+        flagged: dict[str, int] = {}
+        load_before = os.getloadavg()
+        print(f"{lines} pages, {mb:.1f} MB; load average {load_before[0]:.2f}", file=sys.stderr)
+        for r in range(args.repeat):
+            order = names[r % len(names) :] + names[: r % len(names)]
+            for name in order:
+                t = run_once(cmds[name])
+                times[name].append(t)
+                flagged[name] = check_output(output_path(cmds[name]), lines)
+                print(f"  repeat {r + 1}/{args.repeat} {name}: {t:.2f} s", file=sys.stderr, flush=True)
+        load_after = os.getloadavg()
+
+    med = {n: statistics.median(v) for n, v in times.items()}
+    ours = med["simhash-filter"]
+    print(f"# dedup over {args.input.name}: {lines} pages, {mb:.1f} MB, median of {args.repeat} (alternated)")
+    print("| command | median s | pages/s | MB/s | flagged | simhash-filter (1 process) is Nx faster |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for n in names:
+        print(f"| {n} | {med[n]:.2f} | {lines / med[n]:.0f} | {mb / med[n]:.2f} | {flagged[n]} | {med[n] / ours:.2f} |")
+    goals = [
+        {
+            "target": ">= 3x faster than simhash-pypi",
+            "value": round(med["simhash-pypi"] / ours, 2),
+            "met": med["simhash-pypi"] / ours >= 3,
+        },
+        {
+            "target": ">= 2x faster than minhash",
+            "value": round(med["minhash"] / ours, 2),
+            "met": med["minhash"] / ours >= 2,
+        },
+    ]
+    print("\n### Targets (simhash-filter, one process)")
+    for g in goals:
+        print(f"- {g['target']}: {g['value']}x -> {'met' if g['met'] else 'NOT met'}")
+    print(f"\nload average before/after: {load_before[0]:.2f} / {load_after[0]:.2f} on {os.cpu_count()} CPUs")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        blob = {
+            "command": " ".join(sys.argv),
+            "input": str(args.input),
+            "pages": lines,
+            "mb": mb,
+            "repeat": args.repeat,
+            "commands": {n: " ".join(c) for n, c in cmds.items()},
+            "runs_s": times,
+            "median_s": med,
+            "flagged": flagged,
+            "targets": goals,
+            "environment": {
+                "python": platform.python_version(),
+                "cpus": os.cpu_count(),
+                "load_before": load_before,
+                "load_after": load_after,
+            },
+        }
+        args.json.write_text(json.dumps(blob, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

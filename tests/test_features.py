@@ -1,0 +1,117 @@
+"""Weighted page features: normalisation, Chinese words, TF-IDF and digit weights, work caps."""
+
+from __future__ import annotations
+
+import logging
+import math
+
+import jieba
+import pytest
+
+from simhash_filter.config import FingerprintConfig
+from simhash_filter.extract import PageText
+from simhash_filter.features import WORD, gram_count, page_features, text_features, tokenize
+
+jieba.setLogLevel(logging.WARNING)
+
+WORDS = FingerprintConfig(ngrams=(1,))
+
+
+def features(text: str, config: FingerprintConfig = WORDS, weight: float = 1.0) -> dict[str, float]:
+    return text_features(PageText(texts=((weight, text),)), config)
+
+
+def test_nfkc_and_casefold() -> None:
+    """Full-width letters and digits, ligatures and case all normalise (ＡＢＣ → abc, ß → ss)."""
+    assert tokenize("ＡＢＣ Ｄｅｆ Straße ﬁne １２３ ÉCOLE", 100) == ["abc", "def", "strasse", "fine", "123", "école"]
+
+
+def test_punctuation_and_underscores_split_words() -> None:
+    """Words are runs of letters and digits; punctuation, underscores and full-width commas split them."""
+    assert tokenize("snake_case, dash-word；“quoted”！end", 100) == ["snake", "case", "dash", "word", "quoted", "end"]
+
+
+def test_chinese_runs_are_segmented_like_jieba() -> None:
+    """A CJK run between Latin words and digits becomes jieba's words; the rest stays as it is."""
+    text = "我们在北京大学学习Python编程，版本3.11的新功能很多。"
+    expected: list[str] = []
+    for w in WORD.findall(text.casefold()):
+        expected.extend(jieba.lcut(w, HMM=True) if "\u4e00" <= w[0] <= "\u9fff" else [w])
+    got = tokenize(text, 100)
+    assert got == expected
+    assert "北京大学" in got
+    assert "python" in got
+
+
+def test_words_with_digits_weigh_less() -> None:
+    """A word with digits (counter, date, session id) weighs less than a word without."""
+    f = features("qqzxv qqzx7 release release2024 build b4ac9f 阅读 阅读3")
+    assert f["qqzx7"] < f["qqzxv"]
+    assert f["release2024"] < f["release"]
+    assert f["b4ac9f"] < f["build"]
+
+
+@pytest.mark.parametrize(
+    ("common", "rare"),
+    [("the", "photosynthesis"), ("and", "estuary"), ("我们", "光合作用"), ("的", "杀青")],
+)
+def test_rare_words_weigh_more(common: str, rare: str) -> None:
+    """Inverse document frequency: with equal counts, a rare word outweighs a common one."""
+    f = features(f"{common} {rare} {common} {rare}")
+    assert f[rare] > f[common] > 0
+
+
+def test_term_frequency_is_sublinear() -> None:
+    """A repeated word weighs more than once-seen, but far less than proportionally."""
+    once, many = features("estuary harbour"), features("estuary " * 100 + "harbour")
+    assert once["estuary"] < many["estuary"] < 10 * once["estuary"]
+
+
+def test_role_weight_scales_text() -> None:
+    """Text with a lower role weight (boilerplate) gives lower feature weights."""
+    assert features("estuary harbour", weight=0.05)["estuary"] < features("estuary harbour")["estuary"]
+
+
+def test_max_tokens_caps_tokenize() -> None:
+    """tokenize returns at most max_tokens words, English or Chinese."""
+    en = " ".join(f"word{i}" for i in range(1000))
+    zh = "社区图书馆延长开放时间居民非常高兴" * 100
+    assert tokenize(en, 7) == [f"word{i}" for i in range(7)]
+    assert len(tokenize(zh, 7)) == 7
+    assert tokenize(zh, 7) == tokenize(zh, 1000)[:7]
+
+
+def test_max_tokens_caps_features_across_texts() -> None:
+    """The token budget is shared by all text groups: later groups get what is left."""
+    cfg = FingerprintConfig(ngrams=(1,), max_tokens=10)
+    page = PageText(
+        texts=((1.0, " ".join(f"alpha{i}" for i in range(8))), (0.5, " ".join(f"beta{i}" for i in range(8))))
+    )
+    f = text_features(page, cfg)
+    assert len(f) == 10
+    assert {k for k in f if k.startswith("alpha")} == {f"alpha{i}" for i in range(8)}
+    assert {k for k in f if k.startswith("beta")} == {"beta0", "beta1"}
+
+
+def test_word_ngrams_take_the_mean_idf() -> None:
+    """A word bigram weighs the mean IDF of its words (tf 1, plain IDF)."""
+    cfg = FingerprintConfig(ngrams=(1, 2), idf_power=1.0)
+    f = text_features(PageText(texts=((1.0, "estuary the"),)), cfg)
+    assert f["estuary the"] == pytest.approx((f["estuary"] + f["the"]) / 2)
+
+
+def test_structure_gets_its_share_of_the_vote() -> None:
+    """page_features scales structure to structure_weight of the vote (root of summed squared weights)."""
+    cfg = FingerprintConfig(ngrams=(1,), structure_weight=0.2)
+    page = PageText(
+        texts=((1.0, "marsh harriers return to the estuary reed beds"),),
+        structure={"o|>html|0": 1.0, "o|html>body|1": 0.45},
+    )
+    feats = page_features(page, cfg)
+    s = math.sqrt(sum(v * v for v in feats.structure.values()))
+    t = math.sqrt(sum(w * w / gram_count(g, cfg.char_ngram) for g, w in feats.text.items()))
+    assert s / (s + t) == pytest.approx(0.2)
+    assert len(feats) == len(feats.structure) + len(feats.text)
+    only_structure = page_features(PageText(structure={"o|>html|0": 1.0}), cfg)
+    assert only_structure.text == {}
+    assert math.sqrt(sum(v * v for v in only_structure.structure.values())) == pytest.approx(1.0)
