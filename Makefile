@@ -1,0 +1,49 @@
+# simhash-filter: common tasks.  Needs only python3 (with venv and pip) and network access to PyPI.
+PYTHON ?= python3
+VENV ?= .venv
+TEST_VENV ?= .venv-test
+BIN := $(VENV)/bin
+OUT ?= out
+
+.PHONY: help install demo test lint bench clean
+
+help:
+	@echo "make demo     generate a sample of pages with known near-duplicates, dedup it, report"
+	@echo "make test     fresh virtualenv in $(TEST_VENV), lint, full test suite (what CI runs)"
+	@echo "make install  virtualenv in $(VENV) with the package (editable) and its test tools"
+	@echo "make lint     ruff check"
+	@echo "make bench    run the benchmark scripts (benchmarks/bench_*.py)"
+
+# The stamp is refreshed when the dependencies change.
+$(VENV)/.installed: pyproject.toml
+	test -x $(BIN)/python || { $(PYTHON) -m venv $(VENV) && $(BIN)/python -m pip install --quiet --upgrade pip; }
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $@
+
+install: $(VENV)/.installed
+
+demo: $(VENV)/.installed
+	$(BIN)/python benchmarks/make_sample.py $(OUT)/sample.jsonl
+	$(BIN)/simhash-filter dedup $(OUT)/sample.jsonl --output $(OUT)/sample.dedup.jsonl
+	$(BIN)/python benchmarks/demo_report.py $(OUT)/sample.jsonl $(OUT)/sample.dedup.jsonl
+
+test:
+	rm -rf $(TEST_VENV)
+	$(PYTHON) -m venv $(TEST_VENV)
+	$(TEST_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(TEST_VENV)/bin/python -m pip install --quiet -e '.[test]'
+	$(TEST_VENV)/bin/ruff check .
+	$(TEST_VENV)/bin/python -m pytest -q
+
+lint: $(VENV)/.installed
+	$(BIN)/ruff check .
+
+bench: $(VENV)/.installed
+	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
+	@set -e; found=; for script in benchmarks/bench_*.py; do \
+		[ -f "$$script" ] || continue; found=1; \
+		echo "== $$script"; $(BIN)/python "$$script"; \
+	done; [ -n "$$found" ] || echo "no benchmarks/bench_*.py yet"
+
+clean:
+	rm -rf $(TEST_VENV) $(OUT) build dist *.egg-info .pytest_cache .ruff_cache .hypothesis

@@ -1,0 +1,8 @@
+"""``python -m simhash_filter``: the ``simhash-filter`` command line."""
+
+import sys
+
+from simhash_filter.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,340 @@
+"""The ``simhash-filter`` command line: ``fingerprint``, ``compare`` and ``dedup``.
+
+Every default comes from :data:`simhash_filter.config.DEFAULTS`, the same object the crawler reads.
+This module only parses arguments, reads and writes files, and prints; the work is done by
+:mod:`~simhash_filter.fingerprint`, :mod:`~simhash_filter.explain` and :mod:`~simhash_filter.dedup`.
+
+Exit status: 0 on success; 1 when a page could not be fingerprinted or a file could not be read;
+2 for a usage error, or when ``dedup`` met malformed input lines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import re
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, suppress
+from typing import IO
+
+from simhash_filter import __version__
+from simhash_filter.config import DEFAULTS, FilterConfig, FingerprintConfig
+from simhash_filter.dedup import ERROR, MALFORMED, Outcome, Summary, dedup, open_index
+from simhash_filter.explain import Explanation, FeatureDifference, explain
+from simhash_filter.fingerprint import Fingerprint, Fingerprinter, Status
+from simhash_filter.index import hamming
+
+PROG = "simhash-filter"
+HEX_FINGERPRINT = re.compile(r"[0-9a-fA-F]{16}")
+EXIT_OK, EXIT_FAILED = 0, 1
+EXIT_MALFORMED = 2
+
+
+class _UsageError(Exception):
+    """Bad arguments found after parsing (reported like argparse errors, exit status 2)."""
+
+
+def _warn(message: str) -> None:
+    print(f"{PROG}: {message}", file=sys.stderr)
+
+
+def _read_bytes(path: str) -> bytes:
+    if path == "-":
+        return sys.stdin.buffer.read()
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def _fingerprint_config(args: argparse.Namespace) -> FingerprintConfig:
+    try:
+        return DEFAULTS.fingerprint.with_options(structure_weight=args.structure_weight, dom_decay=args.dom_decay)
+    except ValueError as exc:
+        raise _UsageError(str(exc)) from None
+
+
+def _filter_config(args: argparse.Namespace) -> FilterConfig:
+    try:
+        return FilterConfig(fingerprint=_fingerprint_config(args), max_distance=args.max_distance)
+    except ValueError as exc:
+        raise _UsageError(str(exc)) from None
+
+
+# --- fingerprint ---------------------------------------------------------------------------------
+
+
+def cmd_fingerprint(args: argparse.Namespace) -> int:
+    fingerprinter = Fingerprinter(_fingerprint_config(args))
+    status = EXIT_OK
+    for path in args.files:
+        try:
+            data = _read_bytes(path)
+        except OSError as exc:
+            _warn(f"{path}: cannot read: {exc.strerror or exc}")
+            status = EXIT_FAILED
+            continue
+        fp = fingerprinter.fingerprint(data)
+        if fp.hex is None:
+            _warn(f"{path}: cannot fingerprint: {fp.status}")
+            status = EXIT_FAILED
+            continue
+        print(f"{fp.hex}  {path}")
+    return status
+
+
+# --- compare -------------------------------------------------------------------------------------
+
+
+def _is_fingerprint(arg: str) -> bool:
+    return arg != "-" and not os.path.exists(arg) and HEX_FINGERPRINT.fullmatch(arg) is not None
+
+
+def _format_weight(w: float) -> str:
+    return "-" if w == 0.0 else f"{w:.3g}"
+
+
+def _print_differences(title: str, diffs: Sequence[FeatureDifference]) -> None:
+    print(f"{title} (weight in A / in B):")
+    if not diffs:
+        print("  (none)")
+        return
+    width = min(40, max(len(d.name) for d in diffs))
+    for d in diffs:
+        side = {"a": "only A", "b": "only B", None: "both"}[d.only_in]
+        print(f"  {d.name:<{width}}  {_format_weight(d.weight_a):>7} / {_format_weight(d.weight_b):<7}  {side}")
+
+
+def _print_explanation(e: Explanation) -> None:
+    print(
+        f"weight difference: {e.text_share:.0%} text, {e.structure_share:.0%} structure "
+        f"(weighted Jaccard similarity {e.weighted_jaccard:.2f})"
+    )
+    _print_differences("text features that differ most", e.text)
+    _print_differences("structure features that differ most", e.structure)
+
+
+def _compared_fingerprint(arg: str, data: bytes | None, fingerprinter: Fingerprinter) -> Fingerprint:
+    if data is None:
+        return Fingerprint(int(arg, 16), Status.OK)
+    return fingerprinter.fingerprint(data)
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    config = _filter_config(args)
+    names = (args.a, args.b)
+    if names == ("-", "-"):
+        raise _UsageError("only one of A and B can be '-' (standard input)")
+    given = [_is_fingerprint(arg) for arg in names]
+    if args.explain and any(given):
+        raise _UsageError("--explain needs two HTML files, not fingerprints")
+    if args.top < 0:
+        raise _UsageError(f"--top must be >= 0, got {args.top}")
+    pages: list[bytes | None] = []
+    for arg, is_fp in zip(names, given, strict=True):
+        try:
+            pages.append(None if is_fp else _read_bytes(arg))
+        except OSError as exc:
+            _warn(f"{arg}: cannot read: {exc.strerror or exc}")
+            return EXIT_FAILED
+    explanation = None
+    if args.explain:
+        a_html, b_html = pages
+        assert a_html is not None and b_html is not None  # --explain with a fingerprint was refused
+        explanation = explain(a_html, b_html, config=config.fingerprint, top=args.top)
+        fps = [explanation.a, explanation.b]
+    else:
+        fingerprinter = Fingerprinter(config.fingerprint)
+        fps = [_compared_fingerprint(arg, data, fingerprinter) for arg, data in zip(names, pages, strict=True)]
+    failed = [(arg, fp) for arg, fp in zip(names, fps, strict=True) if fp.value is None]
+    for arg, fp in failed:
+        _warn(f"{arg}: cannot fingerprint: {fp.status}")
+    if not failed:
+        d = hamming(fps[0].value, fps[1].value)
+        k = config.max_distance
+        print(f"distance {d}: {'near-duplicate' if d <= k else 'distinct'} (k={k})")
+    if explanation is not None:
+        _print_explanation(explanation)
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+# --- dedup ---------------------------------------------------------------------------------------
+
+
+def _open_input(path: str, stack: ExitStack) -> IO[bytes]:
+    if path == "-":
+        return sys.stdin.buffer
+    if path.endswith(".gz"):
+        return stack.enter_context(gzip.open(path, "rb"))
+    return stack.enter_context(open(path, "rb"))
+
+
+def _open_output(path: str | None, stack: ExitStack) -> IO[str]:
+    if path is None or path == "-":
+        return sys.stdout
+    if path.endswith(".gz"):
+        return stack.enter_context(gzip.open(path, "wt", encoding="utf-8", newline="\n"))
+    return stack.enter_context(open(path, "w", encoding="utf-8", newline="\n"))
+
+
+def _progress(outcomes: Iterator[Outcome], enabled: bool) -> Iterator[Outcome]:
+    if not enabled:
+        yield from outcomes
+        return
+    from tqdm import tqdm
+
+    with tqdm(outcomes, unit=" pages", file=sys.stderr, dynamic_ncols=True) as bar:
+        yield from bar
+
+
+def _summary_line(s: Summary, seconds: float) -> str:
+    rate = s.pages / seconds if seconds > 0 else 0.0
+    by_status = ", ".join(f"{status} {n}" for status, n in sorted(s.skipped.items()))
+    return (
+        f"dedup: {s.pages} pages and {s.malformed} malformed lines in {seconds:.1f} s ({rate:.1f} pages/s): "
+        f"{s.kept} kept, {s.duplicates} near-duplicates, {sum(s.skipped.values())} skipped"
+        + (f" ({by_status})" if by_status else "")
+    )
+
+
+def cmd_dedup(args: argparse.Namespace) -> int:
+    config = _filter_config(args)
+    if args.workers < 1:
+        raise _UsageError(f"--workers must be >= 1, got {args.workers}")
+    summary = Summary()
+    start = time.perf_counter()
+    with ExitStack() as stack:
+        try:
+            source = _open_input(args.input, stack)
+            out = _open_output(args.output, stack)
+        except OSError as exc:
+            _warn(f"cannot open {exc.filename or args.input}: {exc.strerror or exc}")
+            return EXIT_FAILED
+        try:
+            index = stack.enter_context(open_index(config, args.index))
+        except (ValueError, OSError) as exc:
+            _warn(f"cannot open index {args.index!r}: {exc}")
+            return EXIT_FAILED
+        outcomes = dedup(source, config=config, workers=args.workers, index=index)
+        try:
+            for outcome in _progress(outcomes, args.progress and sys.stderr.isatty()):
+                summary.count(outcome)
+                if outcome.status == MALFORMED:
+                    _warn(f"{args.input}:{outcome.line}: malformed line: {outcome.reason}")
+                elif outcome.status == ERROR:
+                    _warn(f"{args.input}:{outcome.line}: {outcome.url}: fingerprinting failed: {outcome.reason}")
+                out.write(json.dumps(outcome.record()) + "\n")
+        except BrokenPipeError:
+            raise
+        except (OSError, EOFError) as exc:  # a truncated .gz, an unreadable file
+            out.flush()
+            _warn(f"{args.input}: read error after {summary.lines} lines: {exc}")
+            print(_summary_line(summary, time.perf_counter() - start), file=sys.stderr)
+            return EXIT_FAILED
+        out.flush()
+    print(_summary_line(summary, time.perf_counter() - start), file=sys.stderr)
+    return EXIT_MALFORMED if summary.malformed else EXIT_OK
+
+
+# --- parser --------------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    fdefaults = DEFAULTS.fingerprint
+    model = argparse.ArgumentParser(add_help=False)
+    group = model.add_argument_group("fingerprint model")
+    group.add_argument(
+        "--structure-weight",
+        type=float,
+        metavar="W",
+        help=f"share of the weight given to DOM structure, 0..1 (default: {fdefaults.structure_weight})",
+    )
+    group.add_argument(
+        "--dom-decay",
+        type=float,
+        metavar="D",
+        help=f"weight factor per level of DOM depth, (0, 1] (default: {fdefaults.dom_decay})",
+    )
+    threshold = argparse.ArgumentParser(add_help=False)
+    threshold.add_argument(
+        "-k",
+        "--max-distance",
+        type=int,
+        default=DEFAULTS.max_distance,
+        metavar="K",
+        help=f"largest Hamming distance of a near-duplicate (default: {DEFAULTS.max_distance})",
+    )
+
+    parser = argparse.ArgumentParser(
+        prog=PROG, description="Near-duplicate detection of web pages with 64-bit simhash fingerprints."
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser(
+        "fingerprint",
+        parents=[model],
+        help="print the fingerprint of HTML files",
+        description="Print one line per file: 16 hex digits, two spaces, the path.",
+    )
+    p.add_argument("files", nargs="+", metavar="FILE", help="HTML file ('-' for standard input)")
+    p.set_defaults(func=cmd_fingerprint, parser=p)
+
+    p = sub.add_parser(
+        "compare",
+        parents=[model, threshold],
+        help="Hamming distance and decision for two pages",
+        description="Print the Hamming distance of two pages and whether they are near-duplicates.",
+    )
+    p.add_argument("a", metavar="A", help="HTML file or 16-hex-digit fingerprint ('-' for standard input)")
+    p.add_argument("b", metavar="B", help="HTML file or 16-hex-digit fingerprint")
+    p.add_argument("--explain", action="store_true", help="list the features that pushed the two pages apart")
+    p.add_argument("--top", type=int, default=10, metavar="N", help="features listed per kind (default: 10)")
+    p.set_defaults(func=cmd_compare, parser=p)
+
+    p = sub.add_parser(
+        "dedup",
+        parents=[model, threshold],
+        help="flag near-duplicates in a JSON Lines file of pages",
+        description=(
+            "Read JSON Lines objects with 'url' and 'html'; write one line per input line, in order: "
+            '{"url", "fingerprint", "duplicate_of", "distance"}. Each page is checked against all '
+            "pages kept before it."
+        ),
+    )
+    p.add_argument("input", metavar="INPUT", help="JSON Lines file, optionally .gz ('-' for standard input)")
+    p.add_argument("-o", "--output", metavar="OUT", help="output file, .gz compressed if so named (default: stdout)")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="fingerprint in N processes; output is the same for any N (default: 1)",
+    )
+    p.add_argument("--index", default="memory://", metavar="URI", help="index backend (default: memory://)")
+    p.add_argument(
+        "--no-progress",
+        dest="progress",
+        action="store_false",
+        help="no progress bar (it is shown only when stderr is a terminal)",
+    )
+    p.set_defaults(func=cmd_dedup, parser=p)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except _UsageError as exc:
+        args.parser.error(str(exc))  # exits with status 2
+    except BrokenPipeError:  # `simhash-filter dedup pages.jsonl | head`: stop quietly
+        with suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        return 130

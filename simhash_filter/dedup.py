@@ -1,0 +1,215 @@
+"""Batch near-duplicate filtering of JSON Lines pages, in input order (the core of ``simhash-filter dedup``).
+
+Each input line is an object with at least ``url`` and ``html`` (strings).  Pages are fingerprinted
+(optionally in worker processes), then checked in input order against every page kept before them
+with :meth:`NearDuplicateIndex.check_and_add`.  Every input line yields exactly one :class:`Outcome`:
+a malformed line or a page that cannot be fingerprinted is reported, never dropped.
+
+The input is streamed: at most a few chunks of lines per worker are in flight at any time.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+from collections import Counter, deque
+from collections.abc import Iterable, Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from typing import Any
+
+from simhash_filter.config import FilterConfig, FingerprintConfig
+from simhash_filter.fingerprint import Fingerprinter
+from simhash_filter.index import NearDuplicateIndex
+
+__all__ = ["ERROR", "MALFORMED", "Outcome", "Summary", "dedup", "open_index", "parse_line"]
+
+#: Status of an input line that is not a JSON object with string ``url`` and ``html``.
+MALFORMED = "malformed"
+#: Status of a page whose fingerprinting raised an unexpected error (a bug: please report it).
+ERROR = "error"
+#: Lines sent to a worker at a time, and chunks kept in flight per worker.
+CHUNK_LINES = 32
+CHUNKS_IN_FLIGHT = 4
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What happened to one input line (``line`` counts from 1)."""
+
+    line: int
+    url: str | None
+    fingerprint: int | None = None
+    duplicate_of: str | None = None
+    distance: int | None = None
+    #: ``None`` for a fingerprinted page; a :class:`~simhash_filter.fingerprint.Status` value or
+    #: :data:`MALFORMED` otherwise.
+    status: str | None = None
+    #: Why a line is malformed or failed (for messages; not part of the output record).
+    reason: str | None = None
+
+    def record(self) -> dict[str, Any]:
+        """The output JSON object: ``url``, ``fingerprint``, ``duplicate_of``, ``distance``, and
+        ``status`` (plus ``line`` for a malformed line) only when the page has no fingerprint."""
+        out: dict[str, Any] = {
+            "url": self.url,
+            "fingerprint": None if self.fingerprint is None else f"{self.fingerprint:016x}",
+            "duplicate_of": self.duplicate_of,
+            "distance": self.distance,
+        }
+        if self.status is not None:
+            out["status"] = self.status
+            if self.status == MALFORMED:
+                out["line"] = self.line
+        return out
+
+
+@dataclass(slots=True)
+class Summary:
+    """Counts over a run: every input line is one page or one malformed line (``skipped`` by status)."""
+
+    lines: int = 0
+    pages: int = 0
+    kept: int = 0
+    duplicates: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)
+    malformed: int = 0
+
+    def count(self, outcome: Outcome) -> None:
+        self.lines += 1
+        if outcome.status == MALFORMED:
+            self.malformed += 1
+            return
+        self.pages += 1
+        if outcome.status is not None:
+            self.skipped[outcome.status] += 1
+        elif outcome.duplicate_of is not None:
+            self.duplicates += 1
+        else:
+            self.kept += 1
+
+
+def parse_line(line: bytes | str) -> tuple[str | None, str | None, str | None]:
+    """``(url, html, None)`` for a good line, else ``(url if known, None, reason)``."""
+    if not line.strip():
+        return None, None, "empty line"
+    try:
+        obj = json.loads(line)
+    except RecursionError:
+        return None, None, "not JSON (nested too deeply)"
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, too many digits
+        return None, None, f"not JSON ({exc})"
+    if not isinstance(obj, dict):
+        return None, None, f"not a JSON object (got {type(obj).__name__})"
+    if "url" not in obj:
+        return None, None, 'missing "url"'
+    url = obj["url"]
+    if not isinstance(url, str):
+        return None, None, f'"url" is not a string (got {type(url).__name__})'
+    if "html" not in obj:
+        return url, None, 'missing "html"'
+    html = obj["html"]
+    if not isinstance(html, str):
+        return url, None, f'"html" is not a string (got {type(html).__name__})'
+    return url, html, None
+
+
+# A fingerprinted line before the index sees it: (url, fingerprint, status, reason).
+_Prepared = tuple[str | None, int | None, str | None, str | None]
+
+_worker_fingerprinter: Fingerprinter | None = None
+
+
+def _init_worker(config: FingerprintConfig) -> None:
+    global _worker_fingerprinter
+    _worker_fingerprinter = Fingerprinter(config)
+
+
+def _prepare(fingerprinter: Fingerprinter, line: bytes) -> _Prepared:
+    url, html, reason = parse_line(line)
+    if html is None:
+        return url, None, MALFORMED, reason
+    try:
+        fp = fingerprinter.fingerprint(html)
+    except Exception as exc:  # one bad page must not end a run over millions
+        return url, None, ERROR, f"{type(exc).__name__}: {exc}"
+    return url, fp.value, None if fp.ok else str(fp.status), None
+
+
+def _prepare_chunk(lines: list[bytes]) -> list[_Prepared]:
+    assert _worker_fingerprinter is not None, "worker not initialised"
+    return [_prepare(_worker_fingerprinter, line) for line in lines]
+
+
+def _chunks(lines: Iterable[bytes], size: int) -> Iterator[list[bytes]]:
+    chunk: list[bytes] = []
+    for line in lines:
+        chunk.append(line)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _prepared(lines: Iterable[bytes], config: FingerprintConfig, workers: int) -> Iterator[_Prepared]:
+    """Fingerprint lines in order, in this process or in ``workers`` processes.
+
+    ``Pool.imap`` would read the whole input ahead of the workers; a bounded queue of chunks keeps
+    memory flat on inputs of any size and the output in input order.
+    """
+    if workers <= 1:
+        fingerprinter = Fingerprinter(config)
+        for line in lines:
+            yield _prepare(fingerprinter, line)
+        return
+    ctx = multiprocessing.get_context("spawn")  # no fork of a threaded parent; same on every OS
+    with ctx.Pool(workers, initializer=_init_worker, initargs=(config,)) as pool:
+        pending: deque[Any] = deque()
+        for chunk in _chunks(lines, CHUNK_LINES):
+            pending.append(pool.apply_async(_prepare_chunk, (chunk,)))
+            if len(pending) >= workers * CHUNKS_IN_FLIGHT:
+                yield from pending.popleft().get()
+        while pending:
+            yield from pending.popleft().get()
+
+
+def open_index(config: FilterConfig, backend: str = "memory://") -> NearDuplicateIndex:
+    """An index for ``config``: k = ``config.max_distance``, tagged with the fingerprint model's id."""
+    return NearDuplicateIndex(config.max_distance, backend=backend, metadata={"model": config.fingerprint.model_id()})
+
+
+def dedup(
+    lines: Iterable[bytes],
+    *,
+    config: FilterConfig,
+    workers: int = 1,
+    index: NearDuplicateIndex | None = None,
+) -> Iterator[Outcome]:
+    """One :class:`Outcome` per input line, in input order; a page within k of a page kept before it
+    (in this run or already in ``index``) is a near-duplicate of the nearest such page.
+
+    Without ``index`` a memory index with k = ``config.max_distance`` is used and closed at the end;
+    a given ``index`` is used with its own k and left open.  Lines are read lazily, as the outcomes
+    are consumed.
+    """
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be an int >= 1, got {workers!r}")
+    return _dedup(lines, config, workers, index)
+
+
+def _dedup(
+    lines: Iterable[bytes], config: FilterConfig, workers: int, index: NearDuplicateIndex | None
+) -> Iterator[Outcome]:
+    with ExitStack() as stack:
+        if index is None:
+            index = stack.enter_context(open_index(config))
+        for n, (url, value, status, reason) in enumerate(_prepared(lines, config.fingerprint, workers), 1):
+            if value is None or url is None:
+                yield Outcome(n, url, status=status, reason=reason)
+                continue
+            match = index.check_and_add(value, url)
+            if match is None:
+                yield Outcome(n, url, value)
+            else:
+                yield Outcome(n, url, value, match.key, match.distance)

@@ -1,0 +1,412 @@
+"""Tests of the ``simhash-filter`` command line, in process (``main``) and as a real subprocess."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from simhash_filter import DEFAULTS, fingerprint, hamming
+from simhash_filter.cli import build_parser, main
+
+LINE = re.compile(r"^[0-9a-f]{16}  (.+)$")
+DECISION = re.compile(r"^distance (\d+): (near-duplicate|distinct) \(k=(\d+)\)$")
+
+
+def run_cli(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m simhash_filter`` with ``args``; text output."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "simhash_filter", *args],
+        input=stdin,
+        capture_output=True,
+        timeout=300,
+        check=False,
+    )
+    return subprocess.CompletedProcess(
+        proc.args, proc.returncode, proc.stdout.decode("utf-8"), proc.stderr.decode("utf-8")
+    )
+
+
+def write_jsonl(path: Path, lines: list[str]) -> Path:
+    """Write raw lines (already JSON or deliberately not) to ``path``, gzip-compressed if it ends in .gz."""
+    data = "".join(line + "\n" for line in lines).encode("utf-8")
+    path.write_bytes(gzip.compress(data) if path.suffix == ".gz" else data)
+    return path
+
+
+def page_line(url: str, html: str) -> str:
+    return json.dumps({"url": url, "html": html})
+
+
+def read_records(text: str) -> list[dict]:
+    return [json.loads(line) for line in text.splitlines()]
+
+
+@pytest.fixture
+def corpus(pages) -> list[tuple[str, str]]:
+    """(url, html) in input order: originals first, their near-duplicates later, distinct pages between."""
+    return [
+        ("https://a.example/garden", pages["en_article"]),
+        ("https://a.example/rail", pages["en_other"]),
+        ("https://b.example/garden-copy", pages["en_edited"]),
+        ("https://a.example/library", pages["zh_article"]),
+        ("https://a.example/tea", pages["zh_other"]),
+        ("https://c.example/library", pages["zh_edited"]),
+    ]
+
+
+# --- fingerprint ---------------------------------------------------------------------------------
+
+
+def test_fingerprint_prints_hex_two_spaces_path(page_files, capsys):
+    """Each file gives one line: 16 lowercase hex digits, two spaces, the path as given."""
+    paths = [str(page_files[n]) for n in ("en_article", "zh_article", "en_other")]
+    assert main(["fingerprint", *paths]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [LINE.fullmatch(line).group(1) for line in lines] == paths
+    assert lines[0].split()[0] == fingerprint(page_files["en_article"].read_bytes()).hex
+
+
+def test_fingerprint_subprocess_and_stdin(page_files):
+    """``python -m simhash_filter fingerprint`` works on files and on '-' (standard input)."""
+    path = page_files["zh_article"]
+    from_file = run_cli("fingerprint", str(path))
+    from_stdin = run_cli("fingerprint", "-", stdin=path.read_bytes())
+    assert from_file.returncode == from_stdin.returncode == 0
+    assert from_file.stdout == f"{from_file.stdout[:16]}  {path}\n"
+    assert from_stdin.stdout == f"{from_file.stdout[:16]}  -\n"
+
+
+def test_fingerprint_sniffs_encoding(pages, tmp_path, capsys):
+    """A GB18030-encoded file with a meta charset gets the same fingerprint as its UTF-8 twin."""
+    utf8 = tmp_path / "utf8.html"
+    gbk = tmp_path / "gbk.html"
+    utf8.write_bytes(pages["zh_article"].encode("utf-8"))
+    gbk.write_bytes(pages["zh_article"].replace('charset="utf-8"', 'charset="gbk"').encode("gb18030"))
+    assert main(["fingerprint", str(utf8), str(gbk)]) == 0
+    a, b = (line.split()[0] for line in capsys.readouterr().out.splitlines())
+    assert a == b
+
+
+def test_fingerprint_failures_are_reported_and_the_rest_printed(page_files, tmp_path, capsys):
+    """Unfingerprintable or missing files are named on stderr with the reason; exit status 1."""
+    missing = tmp_path / "missing.html"
+    args = [str(page_files["image_only"]), str(page_files["en_article"]), str(page_files["blank"]), str(missing)]
+    assert main(["fingerprint", *args]) == 1
+    out, err = capsys.readouterr()
+    assert [LINE.fullmatch(line).group(1) for line in out.splitlines()] == [str(page_files["en_article"])]
+    assert f"{page_files['image_only']}: cannot fingerprint: too_few_features" in err
+    assert f"{page_files['blank']}: cannot fingerprint: empty" in err
+    assert f"{missing}: cannot read" in err
+
+
+# --- compare -------------------------------------------------------------------------------------
+
+
+def test_compare_near_duplicate(page_files, capsys):
+    """A page and its lightly edited copy: distance <= k and 'near-duplicate', exit status 0."""
+    assert main(["compare", str(page_files["en_article"]), str(page_files["en_edited"])]) == 0
+    m = DECISION.fullmatch(capsys.readouterr().out.strip())
+    assert m is not None
+    assert int(m.group(1)) <= DEFAULTS.max_distance
+    assert m.group(2) == "near-duplicate" and int(m.group(3)) == DEFAULTS.max_distance
+
+
+def test_compare_distinct(page_files):
+    """Two articles in the same template are 'distinct' (subprocess, exit status 0)."""
+    proc = run_cli("compare", str(page_files["en_article"]), str(page_files["en_other"]))
+    assert proc.returncode == 0
+    m = DECISION.fullmatch(proc.stdout.strip())
+    assert m is not None and m.group(2) == "distinct"
+    assert int(m.group(1)) > DEFAULTS.max_distance
+
+
+def test_compare_accepts_hex_fingerprints(pages, page_files, capsys):
+    """Fingerprints given as 16 hex digits (alone or with a file) give the same distance."""
+    a, b = fingerprint(pages["en_article"]), fingerprint(pages["zh_other"])
+    d = hamming(a.value, b.value)
+    assert main(["compare", a.hex, b.hex.upper()]) == 0
+    assert main(["compare", str(page_files["en_article"]), b.hex]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == [f"distance {d}: distinct (k={DEFAULTS.max_distance})"] * 2
+
+
+def test_compare_max_distance_changes_the_decision(capsys):
+    """``--max-distance`` sets k for the decision: distance 3 is distinct under k=2, a near-duplicate under k=3."""
+    a, b = "0000000000000000", "0000000000000007"
+    assert main(["compare", a, b, "--max-distance", "2"]) == 0
+    assert main(["compare", a, b, "-k", "3"]) == 0
+    assert capsys.readouterr().out.splitlines() == ["distance 3: distinct (k=2)", "distance 3: near-duplicate (k=3)"]
+
+
+def test_compare_explain_lists_differing_features(pages, page_files, capsys):
+    """``--explain`` prints the share of text vs structure and the top differing features of each kind."""
+    from simhash_filter.explain import explain
+
+    a, b = page_files["en_article"], page_files["en_copy"]
+    assert main(["compare", str(a), str(b), "--explain", "--top", "5"]) == 0
+    out = capsys.readouterr().out
+    e = explain(pages["en_article"], pages["en_copy"], top=5)
+    assert out.splitlines()[0] == f"distance {e.distance}: {'near-duplicate' if e.distance <= 3 else 'distinct'} (k=3)"
+    assert re.search(r"weight difference: \d+% text, \d+% structure", out)
+    assert "text features that differ most" in out and "structure features that differ most" in out
+    for d in (*e.text, *e.structure):
+        assert d.name in out
+    assert "only A" in out and "only B" in out
+
+
+def test_compare_explain_needs_files(pages, page_files, capsys):
+    """``--explain`` with a hex fingerprint is a usage error (exit status 2)."""
+    with pytest.raises(SystemExit) as exc:
+        main(["compare", str(page_files["en_article"]), fingerprint(pages["en_other"]).hex, "--explain"])
+    assert exc.value.code == 2
+    assert "--explain needs two HTML files" in capsys.readouterr().err
+
+
+def test_compare_unfingerprintable_page(page_files, capsys):
+    """Comparing with an image-only page names the file and status on stderr; exit status 1."""
+    assert main(["compare", str(page_files["image_only"]), str(page_files["en_article"])]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert f"{page_files['image_only']}: cannot fingerprint: too_few_features" in err
+
+
+def test_compare_missing_file(tmp_path, capsys):
+    """A path that is neither a file nor a fingerprint is reported; exit status 1."""
+    assert main(["compare", str(tmp_path / "nope.html"), "0123456789abcdef"]) == 1
+    assert "nope.html: cannot read" in capsys.readouterr().err
+
+
+# --- dedup ---------------------------------------------------------------------------------------
+
+
+def test_dedup_defaults_come_from_config():
+    """Option defaults of ``dedup`` are read from simhash_filter.config.DEFAULTS."""
+    args = build_parser().parse_args(["dedup", "in.jsonl"])
+    assert args.max_distance == DEFAULTS.max_distance
+    assert args.workers == 1 and args.index == "memory://"
+    assert args.structure_weight is None and args.dom_decay is None  # None = FingerprintConfig's own default
+
+
+def test_dedup_one_line_per_input_line_in_order(corpus, tmp_path, capsys):
+    """The output has one line per input line, same order, and the four contract keys."""
+    src = write_jsonl(tmp_path / "in.jsonl", [page_line(u, h) for u, h in corpus])
+    assert main(["dedup", str(src)]) == 0
+    records = read_records(capsys.readouterr().out)
+    assert [r["url"] for r in records] == [u for u, _ in corpus]
+    for r, (_, html) in zip(records, corpus, strict=True):
+        assert list(r) == ["url", "fingerprint", "duplicate_of", "distance"]
+        assert r["fingerprint"] == fingerprint(html).hex
+
+
+def test_dedup_flags_near_duplicates_of_earlier_pages(corpus, tmp_path, capsys):
+    """Edited copies point to the earlier page with distance <= k; originals and distinct pages are kept."""
+    src = write_jsonl(tmp_path / "in.jsonl", [page_line(u, h) for u, h in corpus])
+    assert main(["dedup", str(src)]) == 0
+    by_url = {r["url"]: r for r in read_records(capsys.readouterr().out)}
+    for copy, original in [
+        ("https://b.example/garden-copy", "https://a.example/garden"),
+        ("https://c.example/library", "https://a.example/library"),
+    ]:
+        assert by_url[copy]["duplicate_of"] == original
+        assert 0 <= by_url[copy]["distance"] <= DEFAULTS.max_distance
+    for kept in (
+        "https://a.example/garden",
+        "https://a.example/rail",
+        "https://a.example/library",
+        "https://a.example/tea",
+    ):
+        assert by_url[kept]["duplicate_of"] is None and by_url[kept]["distance"] is None
+
+
+def test_dedup_max_distance_zero_flags_only_exact_matches(corpus, pages, tmp_path, capsys):
+    """With ``--max-distance 0`` only identical fingerprints are flagged (an exact copy is)."""
+    rows = [*corpus, ("https://d.example/garden-mirror", pages["en_article"])]
+    src = write_jsonl(tmp_path / "in.jsonl", [page_line(u, h) for u, h in rows])
+    assert main(["dedup", str(src), "--max-distance", "0"]) == 0
+    records = read_records(capsys.readouterr().out)
+    assert {r["distance"] for r in records} <= {None, 0}
+    assert records[-1]["duplicate_of"] == "https://a.example/garden" and records[-1]["distance"] == 0
+
+
+def test_dedup_fingerprint_options_change_fingerprints(corpus, tmp_path, capsys):
+    """``--structure-weight`` and ``--dom-decay`` reach the fingerprinter."""
+    src = write_jsonl(tmp_path / "in.jsonl", [page_line(u, h) for u, h in corpus[:1]])
+    assert main(["dedup", str(src)]) == 0
+    default = read_records(capsys.readouterr().out)[0]["fingerprint"]
+    assert main(["dedup", str(src), "--structure-weight", "0.6", "--dom-decay", "0.9"]) == 0
+    assert read_records(capsys.readouterr().out)[0]["fingerprint"] != default
+
+
+@pytest.mark.parametrize(
+    "option", [["--structure-weight", "1.5"], ["--dom-decay", "0"], ["--max-distance", "99"], ["--workers", "0"]]
+)
+def test_dedup_invalid_option_is_a_usage_error(tmp_path, capsys, option):
+    """Out-of-range settings exit with status 2 and the config's message."""
+    src = write_jsonl(tmp_path / "in.jsonl", [])
+    with pytest.raises(SystemExit) as exc:
+        main(["dedup", str(src), *option])
+    assert exc.value.code == 2
+    assert "error:" in capsys.readouterr().err
+
+
+def test_dedup_gzip_input_and_output(corpus, tmp_path, capsys):
+    """``.gz`` input is decompressed and ``.gz`` output is compressed, with the same records."""
+    lines = [page_line(u, h) for u, h in corpus]
+    plain = write_jsonl(tmp_path / "in.jsonl", lines)
+    packed = write_jsonl(tmp_path / "in.jsonl.gz", lines)
+    out = tmp_path / "out.jsonl.gz"
+    assert main(["dedup", str(plain)]) == 0
+    expected = capsys.readouterr().out
+    assert main(["dedup", str(packed), "--output", str(out)]) == 0
+    assert capsys.readouterr().out == ""
+    assert gzip.decompress(out.read_bytes()).decode("utf-8") == expected
+
+
+def test_dedup_malformed_lines_are_reported_not_dropped(pages, tmp_path, capsys):
+    """Bad lines get an output line with status 'malformed' and their line number, a stderr message; exit 2."""
+    lines = [
+        page_line("https://a.example/garden", pages["en_article"]),
+        "{not json",
+        json.dumps({"url": "https://a.example/no-html"}),
+        json.dumps(["https://a.example/list", "<p>x</p>"]),
+        json.dumps({"url": 42, "html": "<p>x</p>"}),
+        json.dumps({"url": "https://a.example/bytes", "html": None}),
+        "",
+        page_line("https://a.example/rail", pages["en_other"]),
+    ]
+    src = write_jsonl(tmp_path / "in.jsonl", lines)
+    assert main(["dedup", str(src)]) == 2
+    out, err = capsys.readouterr()
+    records = read_records(out)
+    assert len(records) == len(lines)
+    assert [r.get("status") for r in records] == [None, *["malformed"] * 6, None]
+    bad = records[1:7]
+    assert [r["line"] for r in bad] == [2, 3, 4, 5, 6, 7]
+    assert [r["url"] for r in bad] == [None, "https://a.example/no-html", None, None, "https://a.example/bytes", None]
+    for r in bad:
+        assert (r["fingerprint"], r["duplicate_of"], r["distance"]) == (None, None, None)
+    for n, reason in [
+        (2, "not JSON"),
+        (3, 'missing "html"'),
+        (4, "not a JSON object"),
+        (5, '"url" is not a string'),
+        (6, '"html" is not a string'),
+        (7, "empty line"),
+    ]:
+        assert re.search(rf"in\.jsonl:{n}: malformed line: {re.escape(reason)}", err), (n, err)
+    assert "6 malformed lines" in err
+
+
+def test_dedup_unfingerprintable_pages_get_a_status(pages, tmp_path, capsys):
+    """Image-only and empty pages are written with fingerprint null and the reason in 'status'."""
+    lines = [
+        page_line("https://a.example/img", pages["image_only"]),
+        page_line("https://a.example/empty", ""),
+        page_line("https://a.example/img2", pages["image_only"]),
+    ]
+    src = write_jsonl(tmp_path / "in.jsonl", lines)
+    assert main(["dedup", str(src)]) == 0
+    out, err = capsys.readouterr()
+    records = read_records(out)
+    assert [r["status"] for r in records] == ["too_few_features", "empty", "too_few_features"]
+    assert all(r["fingerprint"] is None and r["duplicate_of"] is None for r in records)
+    assert "3 skipped (empty 1, too_few_features 2)" in err
+
+
+def test_dedup_summary_on_stderr(corpus, tmp_path, capsys):
+    """The summary counts pages, kept, near-duplicates, skipped and malformed, with a rate."""
+    src = write_jsonl(tmp_path / "in.jsonl", [page_line(u, h) for u, h in corpus])
+    assert main(["dedup", str(src)]) == 0
+    err = capsys.readouterr().err
+    assert re.search(
+        r"6 pages and 0 malformed lines in [\d.]+ s \([\d.]+ pages/s\): 4 kept, 2 near-duplicates, "
+        r"0 skipped",
+        err,
+    ), err
+
+
+def test_dedup_progress_bar_only_on_a_terminal(corpus, tmp_path, capsys, monkeypatch):
+    """No progress bar when stderr is not a terminal; a bar when it is, unless --no-progress."""
+    src = write_jsonl(tmp_path / "in.jsonl", [page_line(u, h) for u, h in corpus])
+    assert main(["dedup", str(src)]) == 0
+    assert "pages/s]" not in capsys.readouterr().err
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert main(["dedup", str(src)]) == 0
+    assert "6 pages" in capsys.readouterr().err.split("dedup:")[0]  # tqdm's counter, before the summary
+    assert main(["dedup", str(src), "--no-progress"]) == 0
+    assert capsys.readouterr().err.startswith("dedup:")
+
+
+def test_dedup_workers_give_identical_output(pages, make_page, tmp_path, capsys):
+    """``--workers 2`` writes exactly what ``--workers 1`` writes, over several chunks."""
+    lines = []
+    for i in range(90):
+        name = ("en_article", "en_other", "zh_article", "zh_other", "image_only")[i % 5]
+        html = pages[name] if i % 3 else pages[name].replace("</article>", f"<p>Update {i}: corrected.</p></article>")
+        lines.append(page_line(f"https://x.example/{i}", html))
+    lines.insert(40, "oops")
+    src = write_jsonl(tmp_path / "in.jsonl", lines)
+    assert main(["dedup", str(src), "--workers", "1"]) == 2
+    one = capsys.readouterr().out
+    assert main(["dedup", str(src), "--workers", "2"]) == 2
+    two = capsys.readouterr().out
+    assert len(one.splitlines()) == len(lines)
+    assert one == two
+
+
+def test_dedup_subprocess_stdin_to_stdout(corpus):
+    """``python -m simhash_filter dedup -`` reads standard input and writes standard output."""
+    data = "".join(page_line(u, h) + "\n" for u, h in corpus).encode("utf-8")
+    proc = run_cli("dedup", "-", stdin=data)
+    assert proc.returncode == 0, proc.stderr
+    records = read_records(proc.stdout)
+    assert [r["url"] for r in records] == [u for u, _ in corpus]
+    assert sum(r["duplicate_of"] is not None for r in records) == 2
+    assert "dedup:" in proc.stderr and "\r" not in proc.stderr
+
+
+def test_dedup_missing_input(tmp_path, capsys):
+    """A missing input file is reported; exit status 1."""
+    assert main(["dedup", str(tmp_path / "none.jsonl")]) == 1
+    assert "cannot open" in capsys.readouterr().err
+
+
+def test_version(capsys):
+    """``--version`` prints the package version."""
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0
+    assert capsys.readouterr().out.startswith("simhash-filter ")
+
+
+def test_dedup_unknown_index_backend(tmp_path, capsys):
+    """An unknown ``--index`` scheme is reported with the known ones; exit status 1."""
+    src = write_jsonl(tmp_path / "in.jsonl", [])
+    assert main(["dedup", str(src), "--index", "bogus://x"]) == 1
+    assert "cannot open index 'bogus://x'" in capsys.readouterr().err
+
+
+def test_dedup_empty_input(tmp_path, capsys):
+    """An empty input gives an empty output and a zero summary; exit status 0."""
+    src = write_jsonl(tmp_path / "in.jsonl", [])
+    assert main(["dedup", str(src)]) == 0
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert "0 pages and 0 malformed lines" in err
+
+
+def test_dedup_truncated_gzip_keeps_what_was_read(corpus, tmp_path, capsys):
+    """A .gz cut short: the lines read so far are written, the error is reported; exit status 1."""
+    data = gzip.compress("".join(page_line(u, h) + "\n" for u, h in corpus).encode("utf-8"))
+    src = tmp_path / "cut.jsonl.gz"
+    src.write_bytes(data[: len(data) * 2 // 3])
+    assert main(["dedup", str(src)]) == 1
+    out, err = capsys.readouterr()
+    assert 0 < len(out.splitlines()) < len(corpus)
+    assert "read error after" in err

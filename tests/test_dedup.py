@@ -1,0 +1,97 @@
+"""Tests of simhash_filter.dedup: line parsing, order, streaming and the output record."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from simhash_filter.config import DEFAULTS
+from simhash_filter.dedup import MALFORMED, Outcome, Summary, dedup, parse_line
+
+
+@pytest.mark.parametrize(
+    ("line", "url", "reason"),
+    [
+        (b"", None, "empty line"),
+        (b"   \n", None, "empty line"),
+        (b"{oops", None, "not JSON"),
+        (b"\xff\xfe{}", None, "not JSON"),
+        (b"[" * 100_000, None, "not JSON"),
+        (b'"just a string"', None, "not a JSON object (got str)"),
+        (b'{"html": "<p>x</p>"}', None, 'missing "url"'),
+        (b'{"url": null, "html": "<p>x</p>"}', None, '"url" is not a string'),
+        (b'{"url": "u"}', "u", 'missing "html"'),
+        (b'{"url": "u", "html": 5}', "u", '"html" is not a string'),
+    ],
+)
+def test_parse_line_reasons(line, url, reason):
+    """Malformed lines give the url when known and a reason that says what is wrong."""
+    got_url, html, got_reason = parse_line(line)
+    assert html is None and got_url == url
+    assert got_reason is not None and got_reason.startswith(reason)
+
+
+def test_parse_line_accepts_extra_fields():
+    """A good line returns url and html; other fields are ignored."""
+    assert parse_line(b'{"url": "u", "html": "<p>x</p>", "status": 200}\r\n') == ("u", "<p>x</p>", None)
+
+
+def test_outcome_record_shapes():
+    """Records have the four contract keys; status only without a fingerprint; line only when malformed."""
+    assert Outcome(1, "u", 0xAB).record() == {"url": "u", "fingerprint": "00000000000000ab", "duplicate_of": None,
+                                              "distance": None}  # fmt: skip
+    assert Outcome(2, "u", status="empty").record()["status"] == "empty"
+    assert "line" not in Outcome(2, "u", status="empty").record()
+    assert Outcome(3, None, status=MALFORMED).record()["line"] == 3
+
+
+def test_dedup_streams_its_input(pages):
+    """Outcomes come out before the whole input is read (lines are pulled one at a time)."""
+    pulled = []
+
+    def lines():
+        for i in range(1000):
+            pulled.append(i)
+            yield json.dumps({"url": f"u{i}", "html": pages["en_article"]}).encode()
+
+    outcomes = dedup(lines(), config=DEFAULTS)
+    first = next(outcomes)
+    assert first.duplicate_of is None and first.line == 1
+    second = next(outcomes)
+    assert second.duplicate_of == "u0" and second.distance == 0
+    assert len(pulled) <= 2
+    outcomes.close()
+
+
+def test_dedup_rejects_bad_workers(pages):
+    """workers < 1 is an error raised at the call (not at the first line), naming the argument."""
+    with pytest.raises(ValueError, match="workers"):
+        dedup([], config=DEFAULTS, workers=0)
+
+
+def test_summary_counts_each_outcome_once():
+    """The summary separates kept, near-duplicates, skipped by status and malformed lines."""
+    s = Summary()
+    for o in [Outcome(1, "a", 1), Outcome(2, "b", 1, "a", 0), Outcome(3, "c", status="empty"),
+              Outcome(4, None, status=MALFORMED)]:  # fmt: skip
+        s.count(o)
+    assert (s.lines, s.pages, s.kept, s.duplicates, dict(s.skipped), s.malformed) == (4, 3, 1, 1, {"empty": 1}, 1)
+
+
+def test_unexpected_fingerprint_error_is_an_outcome(pages, monkeypatch):
+    """A page whose fingerprinting raises gets status 'error' with the exception; the run goes on."""
+    from simhash_filter.fingerprint import Fingerprinter
+
+    real = Fingerprinter.fingerprint
+
+    def flaky(self, html, encoding=None):
+        if "boom" in html:
+            raise RuntimeError("boom")
+        return real(self, html, encoding)
+
+    monkeypatch.setattr(Fingerprinter, "fingerprint", flaky)
+    lines = [json.dumps({"url": u, "html": h}).encode() for u, h in [("a", "<p>boom</p>"), ("b", pages["en_article"])]]
+    first, second = dedup(lines, config=DEFAULTS)
+    assert (first.url, first.fingerprint, first.status, first.reason) == ("a", None, "error", "RuntimeError: boom")
+    assert second.status is None and second.fingerprint is not None
