@@ -1,0 +1,81 @@
+"""Index backends, chosen by URI scheme.
+
+``BACKENDS_BASE`` maps a scheme to the dotted path of a :class:`Backend` subclass; callers merge
+their own table over it (as Scrapy merges ``FEED_STORAGES`` over ``FEED_STORAGES_BASE``), where
+``None`` disables a scheme.  Classes are imported only when a URI asks for them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from simhash_filter.backends.base import Backend, MetadataMismatchError, check_metadata
+
+if TYPE_CHECKING:
+    from simhash_filter.index import TableDesign
+
+__all__ = [
+    "BACKENDS_BASE",
+    "Backend",
+    "MetadataMismatchError",
+    "backend_registry",
+    "check_metadata",
+    "open_backend",
+]
+
+#: Built-in backends by URI scheme.
+BACKENDS_BASE: dict[str, str] = {
+    "memory": "simhash_filter.backends.memory.MemoryBackend",
+}
+
+
+def backend_registry(backends: Mapping[str, str | type[Backend] | None] | None = None) -> dict[str, Any]:
+    """``BACKENDS_BASE`` updated with *backends*; entries set to ``None`` are removed."""
+    merged: dict[str, Any] = {**BACKENDS_BASE, **{s.lower(): v for s, v in (backends or {}).items()}}
+    return {scheme: spec for scheme, spec in merged.items() if spec is not None}
+
+
+def _load(spec: str | type[Backend]) -> type[Backend]:
+    if isinstance(spec, str):
+        module_name, _, attr = spec.rpartition(".")
+        if not module_name:
+            raise ValueError(f"backend {spec!r} is not a dotted path like 'package.module.Class'")
+        obj = getattr(importlib.import_module(module_name), attr)
+    else:
+        obj = spec
+    if not (isinstance(obj, type) and issubclass(obj, Backend)):
+        raise TypeError(f"backend {spec!r} is not a subclass of simhash_filter.backends.Backend")
+    return obj
+
+
+def uri_scheme(uri: str) -> str:
+    """The scheme of a backend URI, lower-cased: ``"memory"`` for ``"memory://"``."""
+    if not isinstance(uri, str):
+        raise TypeError(f"a backend URI must be a str, got {type(uri).__name__}")
+    scheme, sep, _ = uri.partition("://")
+    if not sep or not scheme:
+        raise ValueError(f"backend URI {uri!r} has no scheme; expected e.g. 'memory://'")
+    return scheme.lower()
+
+
+def open_backend(
+    uri: str,
+    *,
+    k: int,
+    design: TableDesign,
+    metadata: Mapping[str, Any] | None = None,
+    backends: Mapping[str, str | type[Backend] | None] | None = None,
+) -> Backend:
+    """Open the backend named by *uri* for distances up to *k* with the table *design*.
+
+    *backends* is merged over :data:`BACKENDS_BASE` (``None`` disables a scheme).
+    """
+    scheme = uri_scheme(uri)
+    registry = backend_registry(backends)
+    spec = registry.get(scheme)
+    if spec is None:
+        known = ", ".join(f"{s}://" for s in sorted(registry)) or "none"
+        raise ValueError(f"unknown index backend scheme {scheme!r} in {uri!r}; known schemes: {known}")
+    return _load(spec).from_uri(uri, k=k, design=design, metadata=metadata)

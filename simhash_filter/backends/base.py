@@ -1,0 +1,130 @@
+"""The interface every index backend implements.
+
+A backend stores (fingerprint, key) pairs and answers "which stored fingerprints are within k
+bits of this one" exactly.  The interface stays at that level (query, atomic check-and-add) so a
+server-side backend such as Redis can run probe + verify + add in one round trip; it never hands
+out its internal sorted tables.
+
+Arguments reaching a backend are already validated by
+:class:`~simhash_filter.index.NearDuplicateIndex`: fingerprints are ints in [0, 2**64) (or
+``uint64`` arrays), keys are str, and ``k <= self.k``.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from simhash_filter.index import Match, TableDesign
+
+__all__ = ["Backend", "MetadataMismatchError", "check_metadata"]
+
+
+class MetadataMismatchError(ValueError):
+    """A stored index was built with different metadata (another fingerprint model, say)."""
+
+
+def check_metadata(stored: Mapping[str, Any], requested: Mapping[str, Any] | None) -> None:
+    """Raise :class:`MetadataMismatchError` if *requested* is given and differs from *stored*.
+
+    Persistent backends call this on open; ``requested=None`` accepts whatever is stored.
+    """
+    if requested is None or dict(stored) == dict(requested):
+        return
+    keys = sorted(set(stored) | set(requested))
+    diff = ", ".join(
+        f"{key}: stored {stored.get(key, '<missing>')!r} != requested {requested.get(key, '<missing>')!r}"
+        for key in keys
+        if stored.get(key, "<missing>") != requested.get(key, "<missing>")
+    )
+    raise MetadataMismatchError(f"the index was stored with other metadata ({diff})")
+
+
+class Backend(abc.ABC):
+    """Storage of an exact near-duplicate index.
+
+    *k* is the largest query distance the backend must answer; *design* the permuted-table design
+    (``design.k >= k``); *metadata* a JSON-like dict kept with the index (the fingerprint model id,
+    say): a persistent backend stores it on creation and compares it on open
+    (:func:`check_metadata`).
+
+    Contract (tested for every backend in ``tests/test_backends.py``): :meth:`query` returns exactly
+    the stored fingerprints within k, nearest first, ties in insertion order, one :class:`Match`
+    per stored pair; :meth:`check_and_add` is atomic, also between threads.
+    """
+
+    def __init__(self, *, k: int, design: TableDesign, metadata: Mapping[str, Any] | None = None) -> None:
+        if design.k < k:
+            raise ValueError(f"design {design.name} answers distances up to {design.k}, but k={k}")
+        self._k = k
+        self._design = design
+        self._metadata: dict[str, Any] = dict(metadata or {})
+
+    @classmethod
+    def from_uri(cls, uri: str, *, k: int, design: TableDesign, metadata: Mapping[str, Any] | None = None) -> Backend:
+        """Build the backend for *uri* (``scheme://location?options``); override to parse the location."""
+        return cls(k=k, design=design, metadata=metadata)
+
+    @property
+    def k(self) -> int:
+        """Largest query distance this backend answers."""
+        return self._k
+
+    @property
+    def design(self) -> TableDesign:
+        """The permuted-table design."""
+        return self._design
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """The metadata kept with the index (a copy)."""
+        return dict(self._metadata)
+
+    @abc.abstractmethod
+    def add_many(self, fingerprints: np.ndarray, keys: Sequence[str]) -> None:
+        """Store ``uint64`` *fingerprints* with *keys* (same length), in order."""
+
+    def add(self, fingerprint: int, key: str) -> None:
+        """Store one fingerprint."""
+        import numpy as np
+
+        self.add_many(np.array([fingerprint], dtype=np.uint64), [key])
+
+    @abc.abstractmethod
+    def query(self, fingerprint: int, k: int) -> list[Match]:
+        """Every stored fingerprint within *k*, nearest first, ties in insertion order."""
+
+    def query_many(self, fingerprints: np.ndarray, k: int) -> list[list[Match]]:
+        """:meth:`query` for each of a ``uint64`` array; override with a batched version."""
+        return [self.query(int(fp), k) for fp in fingerprints.tolist()]
+
+    @abc.abstractmethod
+    def check_and_add(self, fingerprint: int, key: str, k: int) -> Match | None:
+        """Atomically: the nearest stored fingerprint within *k* (not adding), or add and return None."""
+
+    def check_and_add_many(self, fingerprints: np.ndarray, keys: Sequence[str], k: int) -> list[Match | None]:
+        """:meth:`check_and_add` for each pair in order; override to batch the round trips."""
+        return [self.check_and_add(fp, key, k) for fp, key in zip(fingerprints.tolist(), keys, strict=True)]
+
+    @abc.abstractmethod
+    def __len__(self) -> int:
+        """Number of stored (fingerprint, key) pairs."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook, a no-op for backends without resources
+        """Release resources (flush files, close connections).  Further calls fail."""
+
+    def __enter__(self) -> Backend:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

@@ -1,0 +1,376 @@
+"""In-process backend: numpy arrays, an LSM of bucketed runs and a small unsorted buffer.
+
+Layout (per stored fingerprint, keys excluded):
+
+* the fingerprints once, in insertion order, as a ``uint64`` array (8 bytes); the row number is the
+  key id, and the keys live in a plain list beside it;
+* per table and per *run* (a contiguous range of rows): the row ids sorted by the table's lead
+  value (its leading blocks; ``uint32``, 4 bytes), the rows' 16-bit folds (:func:`fold16`) in the
+  same order (``uint16``, 2 bytes), and a bucket -> offset array addressed directly by the top
+  bits of the lead value (at most 1/4 as many buckets as rows, and at most 2**lead_bits: under
+  1 byte, 0.03 bytes for 4x16 at 10M);
+* the newest rows (fewer than ``buffer_size``) are in no run: queries scan them with one XOR and
+  popcount.  A full buffer becomes a run; a run is rebuilt together with the newer run after it
+  while it is at most ``merge_factor`` times larger, so there are few runs and each row is
+  rebuilt O(log n) times.  Bulk adds become one run directly.
+
+With 4 tables that is 8 + 4 * 6 = 32 bytes per fingerprint.  A query reads one bucket per table
+and run, drops the candidates whose fold is more than k bits from the query's (the fold distance
+never exceeds the true distance), and verifies the rest on the full 64 bits.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+import numpy as np
+
+from simhash_filter.backends.base import Backend
+from simhash_filter.index import F, Match, TableDesign, bucket_bits, fold16, fold16_array
+
+__all__ = ["MemoryBackend"]
+
+#: With fewer candidates than this, fetch and verify them all instead of filtering on folds first.
+_FOLD_FILTER_MIN = 48
+#: With at most this many candidates left, verify them in Python (cheaper than numpy calls).
+_PY_VERIFY_MAX = 24
+#: Queries per step of :meth:`MemoryBackend.query_many` (bounds its temporary memory).
+_BATCH = 2048
+
+
+#: (bucket offsets, 16-bit folds in bucket order, row ids in bucket order, lead bits below the bucket)
+_Table = tuple[np.ndarray, np.ndarray, np.ndarray, int]
+
+
+class _Run:
+    """Bucketed tables over rows ``start..end-1``."""
+
+    __slots__ = ("end", "start", "tables")
+
+    def __init__(self, start: int, end: int, tables: list[_Table]) -> None:
+        self.start = start
+        self.end = end
+        self.tables = tables
+
+    @property
+    def size(self) -> int:
+        return self.end - self.start
+
+    @property
+    def nbytes(self) -> int:
+        return sum(off.nbytes + folds.nbytes + rows.nbytes for off, folds, rows, _ in self.tables)
+
+
+def _build_run(fps: np.ndarray, start: int, design: TableDesign) -> _Run:
+    """Sort the rows ``start..start+len(fps)-1`` into one bucketed table per design table."""
+    size = len(fps)
+    end = start + size
+    row_dtype = np.uint32 if end <= 2**32 else np.uint64
+    off_dtype = np.uint32 if size < 2**32 else np.uint64
+    row_bits = max(1, (size - 1).bit_length())
+    local_ids = np.arange(size, dtype=np.uint64)
+    folds = fold16_array(fps)
+    tables = []
+    for t, lead in enumerate(design.lead_bits):
+        b = bucket_bits(lead, size)
+        drop = lead - b
+        key = design.lead_array(fps, t)
+        if drop:
+            key >>= np.uint64(drop)
+        offsets = np.zeros((1 << b) + 1, dtype=off_dtype)
+        np.cumsum(np.bincount(key.astype(np.intp), minlength=1 << b), out=offsets[1:])
+        if b + row_bits <= F:  # one sort of (bucket, local row) packed in 64 bits
+            key <<= np.uint64(row_bits)
+            key |= local_ids
+            key.sort()
+            key &= np.uint64((1 << row_bits) - 1)
+            local = key
+        else:  # pragma: no cover - needs more than 2**38 rows in one run
+            local = np.argsort(key, kind="stable")
+        rows = local.astype(row_dtype)
+        if start:
+            rows += row_dtype(start)
+        tables.append((offsets, folds[local], rows, drop))
+    return _Run(start, end, tables)
+
+
+class MemoryBackend(Backend):
+    """Everything in process memory; lost on exit.  ``memory://?buffer_size=2048&merge_factor=8``.
+
+    Thread-safe: one lock serialises every call, so :meth:`check_and_add` is atomic.
+    """
+
+    def __init__(
+        self,
+        *,
+        k: int,
+        design: TableDesign,
+        metadata: Mapping[str, Any] | None = None,
+        buffer_size: int = 2048,
+        merge_factor: int = 8,
+    ) -> None:
+        super().__init__(k=k, design=design, metadata=metadata)
+        if isinstance(buffer_size, bool) or not isinstance(buffer_size, int) or buffer_size < 1:
+            raise ValueError(f"buffer_size must be an int >= 1, got {buffer_size!r}")
+        if isinstance(merge_factor, bool) or not isinstance(merge_factor, int) or merge_factor < 1:
+            raise ValueError(f"merge_factor must be an int >= 1, got {merge_factor!r}")
+        self._buffer_size = buffer_size
+        self._merge_factor = merge_factor
+        self._fps = np.empty(0, dtype=np.uint64)
+        self._n = 0
+        self._sealed = 0  # rows below this are in runs, the rest is the buffer
+        self._runs: list[_Run] = []
+        self._keys: list[str] = []
+        self._lock = threading.Lock()
+        self._closed = False
+
+    @classmethod
+    def from_uri(
+        cls, uri: str, *, k: int, design: TableDesign, metadata: Mapping[str, Any] | None = None
+    ) -> MemoryBackend:
+        """``memory://`` with optional ``?buffer_size=N&merge_factor=N``."""
+        parts = urlsplit(uri)
+        if parts.netloc or parts.path:
+            raise ValueError(f"a memory backend takes no location: {uri!r} (use 'memory://')")
+        options: dict[str, int] = {}
+        for name, value in parse_qsl(parts.query, keep_blank_values=True):
+            if name not in ("buffer_size", "merge_factor"):
+                raise ValueError(f"unknown memory backend option {name!r} in {uri!r}")
+            try:
+                options[name] = int(value)
+            except ValueError:
+                raise ValueError(f"option {name} must be an integer, got {value!r} in {uri!r}") from None
+        return cls(k=k, design=design, metadata=metadata, **options)
+
+    # -- introspection ---------------------------------------------------------------------------
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held in numpy arrays (fingerprints, tables, offsets); the key list is not counted."""
+        return self._fps.nbytes + sum(run.nbytes for run in self._runs)
+
+    @property
+    def run_sizes(self) -> list[int]:
+        """Sizes of the sorted runs, oldest first, then the unsorted buffer's size."""
+        return [run.size for run in self._runs] + [self._n - self._sealed]
+
+    def __len__(self) -> int:
+        return self._n
+
+    def close(self) -> None:
+        """Drop the arrays; later calls raise ``ValueError``."""
+        with self._lock:
+            self._closed = True
+            self._fps = np.empty(0, dtype=np.uint64)
+            self._runs = []
+            self._keys = []
+            self._n = self._sealed = 0
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ValueError("operation on a closed index backend")
+
+    # -- writes ----------------------------------------------------------------------------------
+
+    def _reserve(self, n: int) -> None:
+        if n > len(self._fps):
+            capacity = max(n, len(self._fps) + len(self._fps) // 4 + self._buffer_size)
+            grown = np.empty(capacity, dtype=np.uint64)
+            grown[: self._n] = self._fps[: self._n]
+            self._fps = grown
+
+    def _seal(self) -> None:
+        """Turn the buffer into a run, then merge runs that have become of similar size."""
+        runs = self._runs
+        runs.append(_build_run(self._fps[self._sealed : self._n], self._sealed, self._design))
+        self._sealed = self._n
+        while len(runs) >= 2 and runs[-2].size <= self._merge_factor * runs[-1].size:
+            newer = runs.pop()
+            older = runs.pop()
+            runs.append(_build_run(self._fps[older.start : newer.end], older.start, self._design))
+
+    def _add_one(self, fingerprint: int, key: str) -> None:
+        n = self._n
+        if n == len(self._fps):
+            self._reserve(n + 1)
+        self._fps[n] = fingerprint
+        self._keys.append(key)
+        self._n = n + 1
+        if self._n - self._sealed >= self._buffer_size:
+            self._seal()
+
+    def add(self, fingerprint: int, key: str) -> None:
+        """Store one fingerprint."""
+        with self._lock:
+            self._check_open()
+            self._add_one(fingerprint, key)
+
+    def add_many(self, fingerprints: np.ndarray, keys: Sequence[str]) -> None:
+        """Store many fingerprints; a large batch becomes one sorted run directly."""
+        with self._lock:
+            self._check_open()
+            m = len(fingerprints)
+            if m == 0:
+                return
+            self._reserve(self._n + m)
+            self._fps[self._n : self._n + m] = fingerprints
+            self._keys.extend(keys)
+            self._n += m
+            if self._n - self._sealed >= self._buffer_size:
+                self._seal()
+
+    # -- reads -----------------------------------------------------------------------------------
+
+    def _query(self, fingerprint: int, k: int) -> list[Match]:
+        fps = self._fps
+        hits: list[tuple[int, int, int]] = []  # (distance, row, fingerprint)
+        if self._runs:
+            leads = self._design.lead_values(fingerprint)
+            row_parts = []
+            fold_parts = []
+            for run in self._runs:
+                for (off, folds, rows, drop), lead in zip(run.tables, leads, strict=True):
+                    b = lead >> drop
+                    lo = off.item(b)
+                    hi = off.item(b + 1)
+                    if hi != lo:
+                        row_parts.append(rows[lo:hi])
+                        fold_parts.append(folds[lo:hi])
+            if row_parts:
+                cand = np.concatenate(row_parts) if len(row_parts) > 1 else row_parts[0]
+                if len(cand) > _FOLD_FILTER_MIN:
+                    qfold = np.uint16(fold16(fingerprint))
+                    if len(fold_parts) > 1:
+                        folds = np.concatenate(fold_parts)
+                        folds ^= qfold
+                    else:
+                        folds = fold_parts[0] ^ qfold  # never in place: a view of the table
+                    cand = cand[np.bitwise_count(folds) <= k]
+                if len(cand) <= _PY_VERIFY_MAX:
+                    for r, f in zip(cand.tolist(), fps[cand].tolist(), strict=True):
+                        d = (f ^ fingerprint).bit_count()
+                        if d <= k:
+                            hits.append((d, r, f))
+                else:
+                    self._verify(fps[cand], fingerprint, k, hits, cand)
+        if self._n > self._sealed:  # scan the buffer
+            self._verify(fps[self._sealed : self._n], fingerprint, k, hits, self._sealed)
+        if not hits:
+            return []
+        if len(hits) > 1:
+            hits = sorted(set(hits))  # a match can be found through several tables
+        keys = self._keys
+        return [Match(keys[r], d, f) for d, r, f in hits]
+
+    @staticmethod
+    def _verify(
+        values: np.ndarray,
+        fingerprint: int,
+        k: int,
+        hits: list[tuple[int, int, int]],
+        rows: np.ndarray | int,
+    ) -> None:
+        """Append (distance, row, fingerprint) of the *values* within *k* to *hits*.
+
+        *rows* are the values' rows, or the row of the first value when they are consecutive.
+        """
+        dist = np.bitwise_count(values ^ np.uint64(fingerprint))
+        sel = np.flatnonzero(dist <= k)
+        if len(sel):
+            found = sel + rows if isinstance(rows, int) else rows[sel]
+            hits.extend(zip(dist[sel].tolist(), found.tolist(), values[sel].tolist(), strict=True))
+
+    def query(self, fingerprint: int, k: int) -> list[Match]:
+        """Every stored fingerprint within *k*, nearest first, ties in insertion order."""
+        with self._lock:
+            self._check_open()
+            return self._query(fingerprint, k)
+
+    def check_and_add(self, fingerprint: int, key: str, k: int) -> Match | None:
+        """Atomically: the nearest stored fingerprint within *k*, or add this one and return None."""
+        with self._lock:
+            self._check_open()
+            found = self._query(fingerprint, k)
+            if found:
+                return found[0]
+            self._add_one(fingerprint, key)
+            return None
+
+    def check_and_add_many(self, fingerprints: np.ndarray, keys: Sequence[str], k: int) -> list[Match | None]:
+        """:meth:`check_and_add` for each pair in order, under one lock."""
+        with self._lock:
+            self._check_open()
+            out: list[Match | None] = []
+            for fp, key in zip(fingerprints.tolist(), keys, strict=True):
+                found = self._query(fp, k)
+                if found:
+                    out.append(found[0])
+                else:
+                    self._add_one(fp, key)
+                    out.append(None)
+            return out
+
+    def query_many(self, fingerprints: np.ndarray, k: int) -> list[list[Match]]:
+        """Every stored fingerprint within *k* of each query, vectorised over the batch."""
+        with self._lock:
+            self._check_open()
+            out: list[list[Match]] = [[] for _ in range(len(fingerprints))]
+            if self._n == 0 or len(fingerprints) == 0:
+                return out
+            runs = list(self._runs)
+            if self._n > self._sealed:  # a throwaway run over the buffer
+                runs.append(_build_run(self._fps[self._sealed : self._n], self._sealed, self._design))
+            keys = self._keys
+            fps = self._fps
+            for lo in range(0, len(fingerprints), _BATCH):
+                qs = fingerprints[lo : lo + _BATCH]
+                qidx, rows, dist = self._probe_batch(runs, qs, k)
+                if not len(qidx):
+                    continue
+                order = np.lexsort((rows, dist, qidx))
+                qidx, rows, dist = qidx[order], rows[order], dist[order]
+                keep = np.ones(len(qidx), dtype=bool)
+                keep[1:] = (qidx[1:] != qidx[:-1]) | (rows[1:] != rows[:-1])
+                qidx, rows, dist = qidx[keep], rows[keep], dist[keep]
+                for qi, r, d, f in zip(
+                    (qidx + lo).tolist(), rows.tolist(), dist.tolist(), fps[rows].tolist(), strict=True
+                ):
+                    out[qi].append(Match(keys[r], d, f))
+            return out
+
+    def _probe_batch(self, runs: list[_Run], qs: np.ndarray, k: int) -> tuple[np.ndarray, ...]:
+        """(query index, row, distance) of every match of the queries *qs* in *runs*, unsorted."""
+        fps = self._fps
+        design = self._design
+        leads = [design.lead_array(qs, t) for t in range(design.n_tables)]
+        qfolds = fold16_array(qs)
+        found_q, found_r, found_d = [], [], []
+        for run in runs:
+            for (off, folds, rows, drop), lead in zip(run.tables, leads, strict=True):
+                b = (lead >> np.uint64(drop) if drop else lead).astype(np.intp)
+                start = off[b].astype(np.intp)
+                lens = off[b + 1].astype(np.intp)
+                lens -= start
+                ends = np.cumsum(lens)
+                total = int(ends[-1])
+                if total == 0:
+                    continue
+                # candidate j of query i sits at start[i] + j: one arange shifted per query
+                pos = np.repeat(start - ends + lens, lens)
+                pos += np.arange(total, dtype=np.intp)
+                near = np.bitwise_count(folds[pos] ^ np.repeat(qfolds, lens)) <= k
+                hit = np.flatnonzero(near)
+                qidx = np.searchsorted(ends, hit, side="right")
+                cand = rows[pos[hit]]
+                dist = np.bitwise_count(fps[cand] ^ qs[qidx])
+                sel = dist <= k
+                found_q.append(qidx[sel])
+                found_r.append(cand[sel].astype(np.int64))
+                found_d.append(dist[sel])
+        if not found_q:
+            empty = np.empty(0, dtype=np.int64)
+            return empty, empty, empty
+        return np.concatenate(found_q), np.concatenate(found_r), np.concatenate(found_d)
