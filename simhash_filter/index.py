@@ -3,9 +3,10 @@
 The 64 bits are split into blocks.  A stored fingerprint within Hamming distance k of a query
 differs in at most k blocks (pigeonhole), so it agrees exactly with the query on every choice of
 ``len(blocks) - k`` blocks taken from the blocks where they agree.  The index keeps one table per
-such choice (a *permutation* that brings the chosen blocks to the front), probes each table by
-exact match on its leading bits, and verifies the Hamming distance of the few candidates.
-The answer is exact: never a false negative, never a false positive.
+such choice (a *permutation* that brings the chosen blocks to the front; here: the rows sorted by
+the table's *lead value*, its leading blocks side by side), probes each table by exact match on
+its leading bits, and verifies the Hamming distance of the few candidates.  The answer is exact:
+never a false negative, never a false positive.
 
 :class:`NearDuplicateIndex` is the facade; the storage lives behind a backend
 (:mod:`simhash_filter.backends`) chosen by URI, ``memory://`` by default.
