@@ -87,7 +87,7 @@ def extract(
     for event, el in etree.iterwalk(root, events=("start", "end")):
         tag = el.tag
         if not isinstance(tag, str):  # entities and other non-element nodes: keep their tail only
-            if event == "end" and stack and el.tail:
+            if event == "end" and stack and el.tail and not el.tail.isspace():
                 seg_owner.append(stack[-1])
                 seg_text.append(el.tail)
             continue
@@ -105,13 +105,13 @@ def extract(
             if _looks_like_boilerplate(tag, el):
                 candidates.append(i)
             stack.append(i)
-            if el.text:
+            if el.text and not el.text.isspace():
                 seg_owner.append(i)
                 seg_text.append(el.text)
         else:
             i = stack.pop()
             ends[i] = len(tags) - 1
-            if stack and el.tail:
+            if stack and el.tail and not el.tail.isspace():
                 seg_owner.append(stack[-1])
                 seg_text.append(el.tail)
     n = len(tags)
@@ -137,6 +137,39 @@ def _mark(n: int, starts: list[int] | np.ndarray, ends: np.ndarray) -> np.ndarra
     np.add.at(diff, s, 1)
     np.add.at(diff, ends[s] + 1, -1)
     return np.cumsum(diff[:n]) > 0
+
+
+def _structure(
+    tags: list[str],
+    parent: np.ndarray,
+    depth: np.ndarray,
+    in_content: np.ndarray,
+    keep: np.ndarray,
+    content: int,
+    dom_decay: float,
+) -> Counter[str]:
+    """(inside content?, parent tag, tag, depth) features, each summing ``dom_decay ** depth``.
+
+    Depth counts from the content element inside it and from the root outside it; the content
+    element's own parent belongs to the template, so it is left out of that element's feature.
+    """
+    names: dict[str, int] = {}
+    tid = np.fromiter((names.setdefault(t, len(names)) for t in tags), dtype=np.int64, count=len(tags))
+    ptid = np.where(parent >= 0, tid[np.maximum(parent, 0)], -1)
+    ptid[content] = -1
+    d = np.where(in_content, depth - depth[content], depth)
+    n_tags, n_depth = len(names), int(d.max()) + 1
+    key = ((in_content.astype(np.int64) * (n_tags + 1) + ptid + 1) * n_tags + tid) * n_depth + d
+    uniq, inverse = np.unique(key[keep], return_inverse=True)
+    weights = np.bincount(inverse, weights=dom_decay ** d[keep].astype(np.float64), minlength=len(uniq))
+    tag_of = list(names)
+    out: Counter[str] = Counter()
+    for k, w in zip(uniq.tolist(), weights.tolist(), strict=True):
+        k, dd = divmod(k, n_depth)
+        k, t = divmod(k, n_tags)
+        inside, p = divmod(k, n_tags + 1)
+        out[f"{'c' if inside else 'o'}|{tag_of[p - 1] if p else ''}>{tag_of[t]}|{dd}"] = w
+    return out
 
 
 def _split(tags, parents, depths, ends_l, in_link_l, candidates, seg_owner, seg_text, dom_decay,
@@ -211,19 +244,6 @@ def _split(tags, parents, depths, ends_l, in_link_l, candidates, seg_owner, seg_
 
     # Structure: (parent tag, tag, depth) with weight dom_decay ** depth; depth counts from the
     # content element inside it, from the root outside it.
-    acc: dict[tuple[bool, int, str, str], float] = {}
-    base = depths[content]
-    decay_pow = [dom_decay**d for d in range(max(depths) + 1)]
-    content_flags = in_content.tolist()
-    for i in np.flatnonzero(~boiler).tolist():
-        inside = content_flags[i]
-        d = depths[i] - base if inside else depths[i]
-        # the content element's own parent belongs to the template, not to the content
-        ptag = tags[parents[i]] if parents[i] >= 0 and i != content else ""
-        acc_key = (inside, d, ptag, tags[i])
-        acc[acc_key] = acc.get(acc_key, 0.0) + decay_pow[d]
-    structure: Counter[str] = Counter(
-        {f"{'c' if inside else 'o'}|{ptag}>{tag}|{d}": w for (inside, d, ptag, tag), w in acc.items()}
-    )
+    structure = _structure(tags, parent, np.asarray(depths), in_content, ~boiler, content, dom_decay)
     texts = tuple((w, "\n".join(ts)) for w, ts in sorted(groups.items(), reverse=True) if w > 0)
     return PageText(texts=texts, structure=structure, elements=n, truncated=truncated)
