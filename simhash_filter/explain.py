@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from simhash_filter.config import FingerprintConfig
-from simhash_filter.fingerprint import Fingerprint, Fingerprinter, Status, hamming
+from simhash_filter.fingerprint import Fingerprint, Fingerprinter, Status
+from simhash_filter.index import hamming
 
 __all__ = ["Explanation", "FeatureDifference", "explain"]
 

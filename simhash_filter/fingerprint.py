@@ -57,11 +57,6 @@ class Fingerprint:
         return None if self.value is None else f"{self.value:016x}"
 
 
-def hamming(a: int, b: int) -> int:
-    """Number of differing bits of two fingerprints."""
-    return (a ^ b).bit_count()
-
-
 def feature_hashes(names: list[str], seed: int) -> np.ndarray:
     """xxhash64 of each feature name (UTF-8), as uint64."""
     h = xxhash.xxh64_intdigest

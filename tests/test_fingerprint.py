@@ -27,7 +27,8 @@ from pages import (
     portal,
 )
 
-from simhash_filter.fingerprint import Fingerprint, Fingerprinter, Status, fingerprint, hamming, simhash
+from simhash_filter.fingerprint import Fingerprint, Fingerprinter, Status, fingerprint, simhash
+from simhash_filter.index import hamming
 
 ROOT = Path(__file__).resolve().parent.parent
 FP = Fingerprinter()
