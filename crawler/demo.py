@@ -1,0 +1,246 @@
+"""The demo: a generated website with near-duplicates, crawled by ``scrapy crawl site``, and a report.
+
+    python -m crawler.demo [--articles 120] [--seed 7] [--action drop|flag] [--out out/demo]
+
+The site is built from ``benchmarks/make_sample.py`` (every word generated there: English and Chinese
+articles in eight site templates) and served on this machine only: originals, copies in another
+site's template, ad/visit-counter/session-id variants (``?utm_source=...``) and one-sentence edits on
+http://127.0.0.1:PORT/, and mirrors (the same pages in another site's chrome) on
+http://127.0.0.2:PORT/ (the same port), next to pages that must not stop a crawl (an image, JSON, an
+empty page, an image-only page, redirects, a path robots.txt forbids).  Then ``scrapy crawl site``
+runs over both hosts in a subprocess with ``SIMHASH_DEBUG``, and the report says what was kept, what
+was dropped (near-duplicate of which page, at which distance) and whether that was right: the
+generator knows which pages tell the same article.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from urllib.parse import unquote, urlsplit
+
+from crawler.localsite import HOSTS, LocalSite, Page
+
+ROOT = Path(__file__).resolve().parent.parent
+MAIN, MIRROR = HOSTS
+VARIANTS = ("original", "mirror", "copy", "ads", "edit")
+_DROPPED = re.compile(r"simhash: dropped (?P<url>\S+): near-duplicate of (?P<of>\S+) \(distance (?P<distance>\d+)")
+_SUMMARY = re.compile(r"simhash: \d+ pages checked: .*")
+
+
+@dataclass(frozen=True)
+class Truth:
+    """What the generator knows about a page: its article (group), how it was made, its language."""
+
+    group: str
+    variant: str
+    lang: str
+
+
+def load_make_sample() -> ModuleType:
+    """``benchmarks/make_sample.py`` of this source tree, as a module."""
+    path = ROOT / "benchmarks" / "make_sample.py"
+    if not path.exists():
+        raise SystemExit(f"the demo needs a source checkout: {path} is missing")
+    spec = importlib.util.spec_from_file_location("make_sample", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["make_sample"] = module  # dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module
+
+
+def _page(text: str) -> Page:
+    return Page(text.encode("utf-8"))
+
+
+def _listing(title: str, intro: str, links: list[tuple[str, str]]) -> Page:
+    e = html.escape
+    items = "\n".join(f'<li><a href="{e(href)}">{e(label)}</a></li>' for href, label in links)
+    return _page(
+        f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>{e(title)}</title></head>'
+        f"<body><h1>{e(title)}</h1><p>{e(intro)}</p><ul>\n{items}\n</ul></body></html>"
+    )
+
+
+def build_site(articles: int, seed: int) -> tuple[dict[str, Page], dict[str, Truth]]:
+    """The pages (keys: path, or host + path) and the truth about each article page (host + path)."""
+    sample = load_make_sample().sample(articles, seed)
+    site: dict[str, Page] = {}
+    truth: dict[str, Truth] = {}
+    listings: dict[str, list[tuple[str, str]]] = defaultdict(list)  # site prefix -> links (main host)
+    mirrored: list[tuple[str, str]] = []
+    titles = re.compile(r"<title>(.*?)</title>", re.S)
+    for row in sample:
+        parts = urlsplit(row["url"])
+        prefix = parts.netloc.removesuffix(".example")
+        path = f"/{prefix}{parts.path}" + (f"?{parts.query}" if parts.query else "")
+        host = MIRROR if row["variant"] == "mirror" else MAIN
+        site[f"{host}{path}"] = _page(row["html"])
+        truth[f"{host}{path}"] = Truth(row["group"], row["variant"], row["lang"])
+        found = titles.search(row["html"])
+        label = html.unescape(found.group(1)) if found else path
+        (mirrored if host == MIRROR else listings[prefix]).append((path, label))
+    for prefix, links in listings.items():
+        site[f"{MAIN}/{prefix}/"] = _listing(
+            f"{prefix}: all stories", f"Every story published on {prefix}, newest last.", links
+        )
+    a_story = next(iter(truth)).removeprefix(MAIN) if next(iter(truth)).startswith(MAIN) else "/"
+    site.update(
+        {
+            "/robots.txt": Page(b"User-agent: *\nDisallow: /private/\n", content_type="text/plain"),
+            "/private/drafts": _page("<html><body><p>Drafts are not for crawlers.</p></body></html>"),
+            "/files/logo": Page(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(64), content_type="image/png"),
+            "/api/latest": Page(json.dumps({"stories": len(sample)}).encode(), content_type="application/json"),
+            "/empty": Page(b""),
+            "/gallery": _page('<html><body><img src="/files/logo" alt=""></body></html>'),
+            "/old-home": Page(status=301, location="/", content_type=None),
+            "/print/first-story": Page(status=302, location=a_story, content_type=None),
+        }
+    )
+    extras = [(p, p) for p in ("/files/logo", "/api/latest", "/empty", "/gallery", "/old-home", "/print/first-story")]
+    extras.append(("/private/drafts", "drafts"))
+    site[f"{MAIN}/"] = _listing(
+        "Local demo: eight generated news sites",
+        "Stories from generated news sites, blogs and portals in English and Chinese, with their copies.",
+        [(f"/{prefix}/", prefix) for prefix in sorted(listings)] + extras,
+    )
+    site[f"{MIRROR}/"] = _listing("镜像站 Mirror", "Mirrored stories / 转载的文章", mirrored)
+    return site, truth
+
+
+def key_of(url: str) -> str:
+    """``http://127.0.0.1:8000/a?b`` → ``127.0.0.1/a?b`` (the keys of :func:`build_site`)."""
+    parts = urlsplit(url)
+    return unquote(f"{parts.hostname}{parts.path}" + (f"?{parts.query}" if parts.query else ""))
+
+
+def crawl(server: LocalSite, out: Path, action: str) -> tuple[list[dict], str, float]:
+    """``scrapy crawl site`` over both hosts; the stored items, the log and the crawl's seconds."""
+    out.mkdir(parents=True, exist_ok=True)
+    feed, log = out / "pages.jsonl", out / "crawl.log"
+    log.unlink(missing_ok=True)  # Scrapy appends to LOG_FILE (LOG_FILE_APPEND=False would cut its first lines)
+    starts = ",".join(server.url("/", host) for host in HOSTS)
+    cmd = [
+        sys.executable, "-m", "scrapy.cmdline", "crawl", "site", "-a", f"start_urls={starts}",
+        "-O", f"{feed}:jsonlines", "-s", f"SIMHASH_ACTION={action}", "-s", "SIMHASH_DEBUG=True",
+        "-s", f"LOG_FILE={log}", "-s", "LOG_LEVEL=DEBUG",
+    ]  # fmt: skip
+    print("$ scrapy crawl site -a start_urls=" + starts + f" -O {feed} -s SIMHASH_ACTION={action} ...", flush=True)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    text = log.read_text(encoding="utf-8") if log.exists() else ""
+    if proc.returncode != 0:
+        raise SystemExit(f"the crawl failed ({proc.returncode}):\n{proc.stderr[-3000:]}{text[-3000:]}")
+    items = [json.loads(line) for line in feed.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return items, text, seconds
+
+
+def report(items: list[dict], log: str, truth: dict[str, Truth], action: str) -> list[str]:
+    """What was kept, what was dropped (or flagged) and why, judged against the generator's truth."""
+    if action == "drop":
+        near = {m["url"]: (m["of"], int(m["distance"])) for m in _DROPPED.finditer(log)}
+        kept = [key_of(i["url"]) for i in items]
+    else:
+        near = {i["url"]: (i["duplicate_of"], i["distance"]) for i in items if i.get("duplicate_of")}
+        kept = [key_of(i["url"]) for i in items if not i.get("duplicate_of")]
+    lines: list[str] = []
+    summary = _SUMMARY.search(log)
+    if summary:
+        lines += [summary.group(0), ""]
+    kept_groups = Counter(truth[k].group for k in kept if k in truth)
+    groups = {t.group for t in truth.values()}
+    # per variant: pages, kept as the first page of their article, rightly near-dup, missed, wrong
+    table: dict[str, Counter[str]] = defaultdict(Counter)
+    wrong: list[str] = []
+    missed: list[str] = []
+    seen_first: set[str] = set()
+    for k in kept:
+        t = truth.get(k)
+        if t is None:
+            continue
+        cell = table[t.variant]
+        cell["pages"] += 1
+        if t.group in seen_first:
+            cell["missed"] += 1
+            missed.append(f"  {t.variant:<8} {k} (article {t.group} was already kept)")
+        else:
+            seen_first.add(t.group)
+            cell["kept first"] += 1
+    examples: dict[str, list[str]] = defaultdict(list)
+    for url, (of, distance) in near.items():
+        t, t_of = truth.get(key_of(url)), truth.get(key_of(of))
+        if t is None:
+            continue
+        cell = table[t.variant]
+        cell["pages"] += 1
+        line = f"  {t.variant:<8} {key_of(url)}\n           ≈ {key_of(of)} (distance {distance})"
+        if t_of is not None and t_of.group == t.group:
+            cell["near-dup"] += 1
+            examples[t.variant].append(line)
+        else:
+            cell["wrong"] += 1
+            wrong.append(line + "  <- a different article!")
+    word = "dropped" if action == "drop" else "flagged"
+    stored = f"Stored {len(items)} pages;" if action == "drop" else f"Stored {len(items)} pages: {len(kept)} unflagged,"
+    lines.append(
+        f"{stored} {word} {len(near)} near-duplicates. Of {len(groups)} articles, "
+        f"{sum(1 for g in groups if kept_groups[g] == 1)} are stored exactly once"
+        + (" (the others also as a near-duplicate that was missed)." if action == "drop" else " unflagged.")
+    )
+    lines.append("")
+    lines.append(f"{'variant':<10}{'pages':>7}{'kept (first)':>14}{f'{word} ok':>12}{'missed':>8}{'wrong':>7}")
+    for variant in VARIANTS:
+        c = table.get(variant, Counter())
+        lines.append(
+            f"{variant:<10}{c['pages']:>7}{c['kept first']:>14}{c['near-dup']:>12}{c['missed']:>8}{c['wrong']:>7}"
+        )
+    lines.append("")
+    lines.append(f"Examples of {word} pages (why: the page each one nearly duplicates, and the distance):")
+    for variant in VARIANTS[1:]:
+        lines += examples[variant][:2]
+    lines.append(f"Wrongly {word} (false positives): {len(wrong)}")
+    lines += wrong[:5]
+    lines.append(f"Near-duplicates stored anyway (missed): {len(missed)}")
+    lines += missed[:5]
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--articles", type=int, default=120, help="distinct articles (default: 120)")
+    parser.add_argument("--seed", type=int, default=7, help="seed of the generated site (default: 7)")
+    parser.add_argument("--action", choices=("drop", "flag"), default="drop", help="SIMHASH_ACTION (default: drop)")
+    parser.add_argument("--out", type=Path, default=ROOT / "out" / "demo", help="feed and log (default: out/demo)")
+    args = parser.parse_args(argv)
+    site, truth = build_site(args.articles, args.seed)
+    variants = Counter(t.variant for t in truth.values())
+    print(
+        f"Generated {len(truth)} article pages of {args.articles} articles ("
+        + ", ".join(f"{variants[v]} {v}" for v in VARIANTS)
+        + f") and {len(site) - len(truth)} other pages.",
+        flush=True,
+    )
+    with LocalSite(site) as server:
+        print(f"Serving them on {server.url('/')} and {server.url('/', MIRROR)} (mirrors).", flush=True)
+        items, log, seconds = crawl(server, args.out, args.action)
+    print(f"Crawled in {seconds:.1f} s. Feed: {args.out / 'pages.jsonl'}, log: {args.out / 'crawl.log'}\n")
+    print("\n".join(report(items, log, truth, args.action)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,47 @@
+"""The Scrapy add-on: one line in any project's ``settings.py`` turns the near-duplicate filter on.
+
+    ADDONS = {"simhash_filter.SimhashAddon": 0}
+
+It sets every ``SIMHASH_*`` default at add-on priority (the project's own values win) and adds the
+downloader middleware, the spider middleware and the item pipeline unless the project already lists
+them (so a project can move one, or disable it with ``None``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from scrapy.exceptions import NotConfigured
+
+from simhash_filter.middlewares import SimhashDownloaderMiddleware, SimhashSpiderMiddleware
+from simhash_filter.pipelines import SimhashPipeline
+from simhash_filter.settings import default_settings
+
+if TYPE_CHECKING:
+    from scrapy.settings import Settings
+
+__all__ = ["DOWNLOADER_MIDDLEWARE_PRIORITY", "PIPELINE_PRIORITY", "SPIDER_MIDDLEWARE_PRIORITY", "SimhashAddon"]
+
+#: After retries (550), meta refresh (580), decompression (590) and redirects (600).
+DOWNLOADER_MIDDLEWARE_PRIORITY = 540
+#: Next to the engine, so that it sees the item objects that the pipelines will get.
+SPIDER_MIDDLEWARE_PRIORITY = 40
+#: Early, so that later pipelines (storage) never see a dropped near-duplicate.
+PIPELINE_PRIORITY = 100
+
+
+class SimhashAddon:
+    """Enables the near-duplicate filter with the ``SIMHASH_*`` defaults."""
+
+    def update_settings(self, settings: Settings) -> None:
+        for name, value in default_settings().items():
+            settings.set(name, value, priority="addon")
+        if not settings.getbool("SIMHASH_ENABLED"):
+            raise NotConfigured  # silently: the project turned the filter off
+        settings.setdefault_in_component_priority_dict(
+            "DOWNLOADER_MIDDLEWARES", SimhashDownloaderMiddleware, DOWNLOADER_MIDDLEWARE_PRIORITY
+        )
+        settings.setdefault_in_component_priority_dict(
+            "SPIDER_MIDDLEWARES", SimhashSpiderMiddleware, SPIDER_MIDDLEWARE_PRIORITY
+        )
+        settings.setdefault_in_component_priority_dict("ITEM_PIPELINES", SimhashPipeline, PIPELINE_PRIORITY)

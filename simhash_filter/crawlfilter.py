@@ -1,0 +1,515 @@
+"""The near-duplicate filter of one Scrapy crawl, shared by the downloader middleware, the spider
+middleware and the item pipeline (one :class:`CrawlFilter` per crawler).
+
+A page (a response, or an item's own fields) is fingerprinted, in the reactor thread or in worker
+threads (``SIMHASH_THREADS``), then checked and added in the index in the reactor thread
+(:meth:`NearDuplicateIndex.check_and_add` is atomic): the outcome is a :class:`Decision`.  Nothing
+here raises into the crawl: a page that cannot be fingerprinted or checked is counted under
+``simhash/skipped/<reason>``, logged once, and let through.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import logging
+import re
+import threading
+import time
+from collections import Counter, OrderedDict
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+from weakref import WeakKeyDictionary
+
+from itemadapter import ItemAdapter
+from scrapy import signals
+from scrapy.exceptions import NotConfigured
+from scrapy.http import HtmlResponse, Request, Response
+from scrapy.utils.asyncio import is_asyncio_available
+from w3lib.encoding import http_content_type_encoding
+
+from simhash_filter import settings as defaults
+from simhash_filter.backends import open_backend
+from simhash_filter.config import FilterConfig
+from simhash_filter.fingerprint import Fingerprint, Fingerprinter, Status
+from simhash_filter.index import NearDuplicateIndex, resolve_design
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.settings import BaseSettings
+    from scrapy.statscollectors import StatsCollector
+
+__all__ = ["ACTIONS", "META_KEY", "CrawlFilter", "Decision", "filter_config"]
+
+logger = logging.getLogger(__name__)
+
+#: ``request.meta`` / ``response.meta`` key of the decision (a dict, see :meth:`Decision.to_meta`).
+META_KEY = "simhash"
+#: ``request.meta`` key that exempts a request from the filter (like ``dont_filter``, ``dont_cache``).
+DONT_META_KEY = "dont_simhash"
+ACTIONS = ("drop", "flag")
+#: Content types fingerprinted when a response declares one.
+HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+#: Reason of a page whose fingerprinting raised (a bug in the fingerprinter: please report it).
+ERROR = "error"
+INDEX_ERROR = "index_error"
+#: Decisions remembered by URL for items that reach the pipeline without the spider middleware.
+RECENT_URLS = 10_000
+#: Items waiting for the pipeline with their response's decision, at most.
+PENDING_LIMIT = 100_000
+#: The index is sized for this many pages (it chooses its table design from it).
+EXPECTED_SIZE = 1_000_000
+
+_HTML_MARKUP = re.compile(
+    r"<\s*(?:!doctype|html|head|body|div|p|br|span|a|article|section|main|h[1-6]|ul|ol|li|table|tr|td)\b", re.I
+)
+_T = TypeVar("_T")
+#: Fingerprinted once when the filter starts, so that loading the word tables (about a second) does
+#: not stall the first page.
+_WARM_UP = (
+    "<html><body><article><p>Loading the word tables before the crawl starts, once.</p>"
+    "<p>在抓取开始之前加载词表。</p></article></body></html>"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What the filter decided about one page.
+
+    ``status`` is ``"ok"`` for a page checked in the index (then ``duplicate_of`` is the URL of the
+    kept page it duplicates, or None if it was kept), else why it was let through unchecked
+    (``not_html``, ``empty``, ``too_few_features``, ``index_error``, ...).
+    """
+
+    url: str
+    status: str
+    fingerprint: int | None = None
+    duplicate_of: str | None = None
+    distance: int | None = None
+
+    @property
+    def checked(self) -> bool:
+        return self.status == Status.OK.value
+
+    @property
+    def near_duplicate(self) -> bool:
+        return self.duplicate_of is not None
+
+    @property
+    def hex(self) -> str | None:
+        return None if self.fingerprint is None else f"{self.fingerprint:016x}"
+
+    def to_meta(self) -> dict[str, Any]:
+        """The decision as ``response.meta["simhash"]``: plain values, the dedup command's names."""
+        return {
+            "status": self.status,
+            "fingerprint": self.hex,
+            "duplicate_of": self.duplicate_of,
+            "distance": self.distance,
+        }
+
+    @classmethod
+    def from_meta(cls, url: str, meta: Any) -> Decision | None:
+        """The decision stored by :meth:`to_meta`, or None if ``meta`` is not one."""
+        if not isinstance(meta, dict) or not isinstance(meta.get("status"), str):
+            return None
+        fp = meta.get("fingerprint")
+        value = int(fp, 16) if isinstance(fp, str) and fp else None
+        return cls(url, meta["status"], value, meta.get("duplicate_of"), meta.get("distance"))
+
+
+def _setting_name(message: str) -> str:
+    for name in ("structure_weight", "dom_decay", "max_distance"):
+        message = message.replace(name, f"SIMHASH_{name.upper()}")
+    return message
+
+
+def filter_config(settings: BaseSettings) -> FilterConfig:
+    """The :class:`FilterConfig` described by the ``SIMHASH_*`` settings (defaults: ``DEFAULTS``)."""
+    try:
+        fingerprint = FilterConfig().fingerprint.with_options(
+            structure_weight=settings.getfloat("SIMHASH_STRUCTURE_WEIGHT", defaults.SIMHASH_STRUCTURE_WEIGHT),
+            dom_decay=settings.getfloat("SIMHASH_DOM_DECAY", defaults.SIMHASH_DOM_DECAY),
+        )
+        return FilterConfig(fingerprint, settings.getint("SIMHASH_MAX_DISTANCE", defaults.SIMHASH_MAX_DISTANCE))
+    except ValueError as exc:
+        raise ValueError(_setting_name(str(exc))) from None
+
+
+def is_html(response: Response) -> bool:
+    """HTML by the declared Content-Type; without one, by Scrapy's sniffing (URL and body)."""
+    content_type = response.headers.get(b"Content-Type")
+    if content_type:
+        mime = content_type.split(b";", 1)[0].strip().lower().decode("latin-1")
+        return mime in HTML_TYPES
+    return isinstance(response, HtmlResponse)
+
+
+def item_document(values: list[Any]) -> bytes | str | None:
+    """One page to fingerprint from item field values: HTML as is, plain text as paragraphs."""
+    parts: list[str] = []
+    for value in values:
+        if isinstance(value, (list, tuple)):
+            value = "\n\n".join(str(v) for v in value if isinstance(v, (str, bytes)))
+        if isinstance(value, bytes):
+            if len(values) == 1:
+                return value
+            value = value.decode("utf-8", "replace")
+        if not isinstance(value, str) or not value.strip():
+            continue
+        if _HTML_MARKUP.search(value[:4096]):
+            parts.append(value)
+        else:
+            parts.extend(f"<p>{html.escape(p.strip())}</p>" for p in re.split(r"\n\s*\n", value) if p.strip())
+    if not parts:
+        return None
+    if len(parts) == 1 and _HTML_MARKUP.match(parts[0].lstrip()) and "<p>" not in parts[0][:3]:
+        return parts[0]
+    return "<html><body><article>\n" + "\n".join(parts) + "\n</article></body></html>"
+
+
+class _Job:
+    """Fingerprint one page; thread-safe (one :class:`Fingerprinter` per thread)."""
+
+    def __init__(self, fingerprinter: Fingerprinter) -> None:
+        self._config = fingerprinter.config
+        self._local = threading.local()
+        self._local.fingerprinter = fingerprinter  # the reactor thread's
+
+    def __call__(self, body: bytes | str, encoding: str | None) -> tuple[Fingerprint, float, bool]:
+        """``(fingerprint, seconds, charset_error)``; charset_error: the bytes are invalid in the
+        encoding the page was decoded with (a wrong declared charset)."""
+        fingerprinter = getattr(self._local, "fingerprinter", None)
+        if fingerprinter is None:
+            fingerprinter = self._local.fingerprinter = Fingerprinter(self._config)
+        start = time.perf_counter()
+        fp = fingerprinter.fingerprint(body, encoding)
+        charset_error = False
+        if fp.ok and isinstance(body, bytes) and fp.encoding:
+            try:
+                body[: self._config.max_bytes].decode(fp.encoding)
+            except UnicodeDecodeError as exc:
+                charset_error = exc.start < self._config.max_bytes - 4  # not a character cut at the cap
+            except LookupError:
+                pass
+        return fp, time.perf_counter() - start, charset_error
+
+
+def _future_to_deferred(future: Future[_T]) -> Any:
+    from twisted.internet import reactor
+    from twisted.internet.defer import Deferred
+
+    d: Deferred[_T] = Deferred()
+
+    def fire(f: Future[_T]) -> None:
+        exc = f.exception()
+        if exc is None:
+            d.callback(f.result())
+        else:
+            d.errback(exc)
+
+    future.add_done_callback(lambda f: reactor.callFromThread(fire, f))
+    return d
+
+
+#: One filter per crawler (weak keys: a finished crawler takes its filter with it).
+_FILTERS: WeakKeyDictionary[Crawler, CrawlFilter] = WeakKeyDictionary()
+
+
+class CrawlFilter:
+    """The index, the fingerprinter, the stats and the logging of one crawl's near-duplicate filter."""
+
+    def __init__(
+        self,
+        config: FilterConfig,
+        *,
+        stats: StatsCollector,
+        action: str = defaults.SIMHASH_ACTION,
+        backend: str = defaults.SIMHASH_BACKEND,
+        backends: dict[str, Any] | None = None,
+        item_fields: list[str] | None = None,
+        threads: int = defaults.SIMHASH_THREADS,
+        debug: bool = defaults.SIMHASH_DEBUG,
+    ) -> None:
+        if action not in ACTIONS:
+            raise ValueError(f"SIMHASH_ACTION must be 'drop' or 'flag', got {action!r}")
+        if threads < 0:
+            raise ValueError(f"SIMHASH_THREADS must be >= 0, got {threads!r}")
+        self.config = config
+        self.action = action
+        self.item_fields = list(item_fields or [])
+        self.threads = threads
+        self.debug = debug
+        self.stats = stats
+        k = config.max_distance
+        metadata = {"model": config.fingerprint.model_id()}
+        # A wrong URI or an unreachable server fails here, when the crawl starts.
+        store = open_backend(
+            backend,
+            k=k,
+            design=resolve_design("auto", k, EXPECTED_SIZE),
+            metadata=metadata,
+            backends=backends,
+        )
+        self.index = NearDuplicateIndex(k, backend=store, metadata=metadata)
+        self.backend_uri = backend
+        self._job = _Job(Fingerprinter(config.fingerprint))
+        self._job(_WARM_UP, None)
+        self._executor = ThreadPoolExecutor(threads, thread_name_prefix="simhash") if threads else None
+        self._pending: dict[int, tuple[Any, Decision]] = {}
+        self._recent: OrderedDict[str, Decision] = OrderedDict()
+        self._logged: set[str] = set()
+        self._counts: Counter[str] = Counter()
+        self._item_number = 0
+        self._fingerprinted = 0
+        self.closed = False
+
+    # --- construction ------------------------------------------------------------------------
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings, stats: StatsCollector) -> CrawlFilter:
+        return cls(
+            filter_config(settings),
+            stats=stats,
+            action=settings.get("SIMHASH_ACTION", defaults.SIMHASH_ACTION),
+            backend=settings.get("SIMHASH_BACKEND", defaults.SIMHASH_BACKEND),
+            backends=settings.getdict("SIMHASH_BACKENDS", defaults.SIMHASH_BACKENDS),
+            item_fields=settings.getlist("SIMHASH_ITEM_FIELDS", defaults.SIMHASH_ITEM_FIELDS),
+            threads=settings.getint("SIMHASH_THREADS", defaults.SIMHASH_THREADS),
+            debug=settings.getbool("SIMHASH_DEBUG", defaults.SIMHASH_DEBUG),
+        )
+
+    @classmethod
+    def for_crawler(cls, crawler: Crawler) -> CrawlFilter:
+        """The crawler's filter, created by the first component that asks for it.
+
+        Raises ``NotConfigured`` when ``SIMHASH_ENABLED`` is False.
+        """
+        if not crawler.settings.getbool("SIMHASH_ENABLED", defaults.SIMHASH_ENABLED):
+            raise NotConfigured("SIMHASH_ENABLED is False")
+        found = _FILTERS.get(crawler)
+        if found is None:
+            assert crawler.stats is not None
+            found = _FILTERS[crawler] = cls.from_settings(crawler.settings, crawler.stats)
+            crawler.signals.connect(found.spider_closed, signal=signals.spider_closed)
+            for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
+                crawler.signals.connect(found._item_done, signal=signal)
+            found.stats.set_value("simhash/index_size", len(found.index))
+            logger.info(
+                "simhash filter: action=%s, k=%d, backend=%s, model %s, %s",
+                found.action,
+                found.config.max_distance,
+                found.backend_uri,
+                found.config.fingerprint.model_id(),
+                f"fingerprinting in {found.threads} worker thread(s)" if found.threads else "in the reactor thread",
+                extra={"crawler": crawler},
+            )
+        return found
+
+    # --- checking pages -----------------------------------------------------------------------
+
+    async def check_response(self, request: Request, response: Response) -> Decision | None:
+        """Fingerprint an HTML response and check-and-add it; ``None`` if the request is exempt."""
+        if request.meta.get(DONT_META_KEY):
+            self._skip(response.url, DONT_META_KEY)
+            return None
+        url = response.url
+        if not 200 <= response.status < 300:
+            return self._skip(url, "http_status", level=logging.DEBUG)  # HttpErrorMiddleware logs them
+        if not is_html(response):
+            return self._skip(url, Status.NOT_HTML.value, level=logging.DEBUG)
+        if len(response.body) < 65536 and not response.body.strip():  # larger blank pages: the fingerprinter
+            return self._skip(url, Status.EMPTY.value)
+        if "dataloss" in response.flags:
+            self._count_once("simhash/dataloss", url, "download cut short (dataloss); fingerprinting what arrived")
+        encoding = http_content_type_encoding(response.headers.get(b"Content-Type", b"").decode("latin-1"))
+        return await self._check(url, response.body, encoding)
+
+    async def check_item(self, item: Any) -> Decision | None:
+        """Fingerprint an item's ``SIMHASH_ITEM_FIELDS`` and check-and-add it; ``None`` if it has none."""
+        adapter = ItemAdapter(item)
+        values = [adapter.get(name) for name in self.item_fields if adapter.get(name) is not None]
+        document = item_document(values)
+        if document is None:
+            return None
+        url = adapter.get("url")
+        if not isinstance(url, str) or not url:
+            self._item_number += 1
+            url = f"item:{self._item_number}"
+        return await self._check(url, document, None)
+
+    async def _check(self, url: str, body: bytes | str, encoding: str | None) -> Decision:
+        try:
+            fp, seconds, charset_error = await self._fingerprint(body, encoding)
+        except Exception:
+            return self._skip(url, ERROR, exc_info=True)
+        self._fingerprinted += 1
+        self.stats.inc_value("simhash/fingerprint_seconds", seconds)
+        self.stats.max_value("simhash/fingerprint_max_seconds", seconds)
+        if charset_error:
+            message = f"bytes invalid in the page's charset ({fp.encoding}); fingerprinted as decoded"
+            self._count_once("simhash/charset_errors", url, message)
+        if not fp.ok or fp.value is None:
+            return self._skip(url, str(fp.status))
+        if fp.truncated:
+            self._count_once("simhash/truncated", url, "a huge page; fingerprinted its beginning only (work caps)")
+        return self.decide(url, fp.value)
+
+    async def _fingerprint(self, body: bytes | str, encoding: str | None) -> tuple[Fingerprint, float, bool]:
+        if self._executor is None:
+            start = time.perf_counter()
+            try:
+                return self._job(body, encoding)
+            finally:
+                self.stats.inc_value("simhash/reactor_seconds", time.perf_counter() - start)
+        future = self._executor.submit(self._job, body, encoding)
+        if is_asyncio_available():
+            return await asyncio.wrap_future(future)
+        return await _future_to_deferred(future)
+
+    def decide(self, url: str, value: int) -> Decision:
+        """Check-and-add one fingerprint in the index (the reactor thread's part of a check)."""
+        start = time.perf_counter()
+        try:
+            match = self.index.check_and_add(value, url)
+        except Exception:
+            decision = self._skip(url, INDEX_ERROR, exc_info=True, fingerprint=value)
+            self.stats.inc_value("simhash/reactor_seconds", time.perf_counter() - start)
+            return decision
+        self.stats.inc_value("simhash/reactor_seconds", time.perf_counter() - start)
+        self.stats.inc_value("simhash/checked")
+        if match is None:
+            decision = Decision(url, Status.OK.value, value)
+            self.stats.inc_value("simhash/kept")
+            if self.debug:
+                logger.debug("simhash: kept %s (fingerprint %s)", url, decision.hex)
+        else:
+            decision = Decision(url, Status.OK.value, value, match.key, match.distance)
+            self.stats.inc_value("simhash/near_duplicates")
+            self.stats.inc_value(f"simhash/distance/{match.distance}")
+            self.stats.inc_value("simhash/dropped" if self.action == "drop" else "simhash/flagged")
+        self._remember(decision)
+        return decision
+
+    # --- decisions for items ------------------------------------------------------------------
+
+    def remember_item(self, item: Any, decision: Decision) -> None:
+        """Attach the decision of the response that produced ``item`` (for the pipeline)."""
+        self._pending[id(item)] = (item, decision)
+        if len(self._pending) > PENDING_LIMIT:  # items that never reached the pipelines (filtered out)
+            del self._pending[next(iter(self._pending))]
+
+    def decision_for(self, item: Any) -> Decision | None:
+        """The decision of the response that produced ``item``, else of a recent page at its ``url``."""
+        entry = self._pending.pop(id(item), None)
+        if entry is not None and entry[0] is item:
+            return entry[1]
+        try:
+            url = ItemAdapter(item).get("url")
+        except TypeError:
+            return None
+        return self._recent.get(url) if isinstance(url, str) else None
+
+    def _item_done(self, item: Any, **kwargs: Any) -> None:
+        entry = self._pending.get(id(item))
+        if entry is not None and entry[0] is item:
+            del self._pending[id(item)]
+
+    def _remember(self, decision: Decision) -> None:
+        self._recent[decision.url] = decision
+        self._recent.move_to_end(decision.url)
+        if len(self._recent) > RECENT_URLS:
+            self._recent.popitem(last=False)
+
+    # --- stats and logging --------------------------------------------------------------------
+
+    def _skip(
+        self,
+        url: str,
+        reason: str,
+        *,
+        level: int = logging.INFO,
+        exc_info: bool = False,
+        fingerprint: int | None = None,
+    ) -> Decision:
+        self.stats.inc_value(f"simhash/skipped/{reason}")
+        self._counts[reason] += 1
+        decision = Decision(url, reason, fingerprint)
+        if reason == DONT_META_KEY:
+            return decision
+        self._remember(decision)
+        if reason not in self._logged:
+            self._logged.add(reason)
+            level = logging.ERROR if exc_info else level
+            what = {
+                INDEX_ERROR: "the index failed; letting the page through",
+                ERROR: "fingerprinting failed; letting the page through",
+            }.get(reason, "not fingerprinted, let through")
+            logger.log(
+                level,
+                "simhash: %s: %s (%s; further cases are only counted in simhash/skipped/%s)",
+                url,
+                reason,
+                what,
+                reason,
+                exc_info=exc_info,
+            )
+        elif self.debug:
+            logger.debug("simhash: skipped %s: %s", url, reason)
+        return decision
+
+    def _count_once(self, key: str, url: str, message: str) -> None:
+        self.stats.inc_value(key)
+        if key not in self._logged:
+            self._logged.add(key)
+            logger.info("simhash: %s: %s (further cases are only counted in %s)", url, message, key)
+
+    def log_near_duplicate(self, decision: Decision, what: str) -> None:
+        """Log a near-duplicate: every one with ``SIMHASH_DEBUG``, else the first one only."""
+        if self.debug or "near_duplicate" not in self._logged:
+            hint = "" if self.debug else " - no more near-duplicates will be shown (see SIMHASH_DEBUG to show all)"
+            self._logged.add("near_duplicate")
+            logger.debug(
+                "simhash: %s %s: near-duplicate of %s (distance %d, fingerprint %s)%s",
+                what,
+                decision.url,
+                decision.duplicate_of,
+                decision.distance,
+                decision.hex,
+                hint,
+            )
+
+    def summary(self) -> str:
+        """One line: what the filter did in this crawl."""
+        get = self.stats.get_value
+        checked = get("simhash/checked", 0)
+        skipped = sum(self._counts.values())
+        reasons = ", ".join(f"{n} {r}" for r, n in sorted(self._counts.items()))
+        seconds = get("simhash/fingerprint_seconds", 0.0)
+        n = self._fingerprinted
+        per_page = f"{1000 * seconds / n:.2f} ms/page" if n else "no pages"
+        where = f"in {self.threads} worker thread(s)" if self.threads else "in the reactor thread"
+        return (
+            f"simhash: {checked} pages checked: {get('simhash/kept', 0)} kept, "
+            f"{get('simhash/near_duplicates', 0)} near-duplicates ({get('simhash/dropped', 0)} dropped, "
+            f"{get('simhash/flagged', 0)} flagged); {skipped} skipped{f' ({reasons})' if reasons else ''}; "
+            f"index size {len(self.index)}; fingerprinting {per_page} {where} ({seconds:.2f} s)"
+        )
+
+    def spider_closed(self, spider: Any, reason: str) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            self.stats.set_value("simhash/index_size", len(self.index))
+        except Exception:
+            logger.error("simhash: cannot read the index size", exc_info=True)
+        logger.info(self.summary(), extra={"spider": spider})
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+        try:
+            self.index.close()
+        except Exception:
+            logger.error("simhash: closing the index failed", exc_info=True)
+        self._pending.clear()

@@ -1,0 +1,85 @@
+"""Scrapy middlewares of the near-duplicate filter.
+
+:class:`SimhashDownloaderMiddleware` fingerprints each HTML response as it arrives and checks-and-adds
+it in the crawl's index.  The decision goes into ``response.meta["simhash"]`` (``status``,
+``fingerprint``, ``duplicate_of``, ``distance``); a near-duplicate is dropped before the spider parses
+it (``SIMHASH_ACTION = "drop"``: :class:`NearDuplicateResponse`, an ``IgnoreRequest``, so its links
+are not followed) or let through flagged (``"flag"``).  A request with ``meta["dont_simhash"]`` is
+not checked.
+
+:class:`SimhashSpiderMiddleware` hands the decision of a response to the items the spider builds from
+it, for :class:`~simhash_filter.pipelines.SimhashPipeline`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from scrapy.exceptions import IgnoreRequest
+from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
+
+from simhash_filter.crawlfilter import META_KEY, CrawlFilter, Decision
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.http import Request, Response
+
+    # typing.Self requires Python 3.11
+    from typing_extensions import Self
+
+__all__ = ["NearDuplicateResponse", "SimhashDownloaderMiddleware", "SimhashSpiderMiddleware"]
+
+
+class NearDuplicateResponse(IgnoreRequest):
+    """A response dropped as a near-duplicate (what a request's errback receives)."""
+
+    def __init__(self, decision: Decision) -> None:
+        super().__init__(
+            f"near-duplicate of {decision.duplicate_of} (distance {decision.distance}, fingerprint {decision.hex})"
+        )
+        self.url = decision.url
+        self.duplicate_of = decision.duplicate_of
+        self.distance = decision.distance
+        self.fingerprint = decision.hex
+
+
+class SimhashDownloaderMiddleware:
+    """Checks each HTML response against the pages kept so far; drops or flags near-duplicates.
+
+    Enabled at 540 by :class:`~simhash_filter.SimhashAddon`: after redirects (600), decompression
+    (590), meta refresh (580) and retries (550), so that only final, decoded responses are checked.
+    """
+
+    def __init__(self, crawl_filter: CrawlFilter) -> None:
+        self.filter = crawl_filter
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(CrawlFilter.for_crawler(crawler))
+
+    async def process_response(self, request: Request, response: Response) -> Response:
+        decision = await self.filter.check_response(request, response)
+        if decision is None:
+            return response
+        request.meta[META_KEY] = decision.to_meta()
+        if decision.near_duplicate:
+            if self.filter.action == "drop":
+                self.filter.log_near_duplicate(decision, "dropped")
+                raise NearDuplicateResponse(decision)
+            self.filter.log_near_duplicate(decision, "flagged")
+        return response
+
+
+class SimhashSpiderMiddleware(BaseSpiderMiddleware):
+    """Attaches ``response.meta["simhash"]`` to every item the spider yields from that response."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        super().__init__(crawler)
+        self.filter = CrawlFilter.for_crawler(crawler)
+
+    def get_processed_item(self, item: Any, response: Response | None) -> Any:
+        if response is not None and response.request is not None:
+            decision = Decision.from_meta(response.url, response.meta.get(META_KEY))
+            if decision is not None:
+                self.filter.remember_item(item, decision)
+        return item

@@ -1,0 +1,55 @@
+"""Default values of the ``SIMHASH_*`` Scrapy settings (no Scrapy import here).
+
+The fingerprint and threshold defaults are computed from :data:`simhash_filter.config.DEFAULTS`, the
+one source of defaults shared with the command line.  The enabling flag comes first, the rest are
+alphabetical, as in ``scrapy/settings/default_settings.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from simhash_filter.config import DEFAULTS
+
+#: Turn the filter on or off (the components raise ``NotConfigured`` when False).
+SIMHASH_ENABLED = True
+
+#: What to do with a near-duplicate: ``"drop"`` (the response is ignored before the spider parses it,
+#: so its links are not followed; items are dropped) or ``"flag"`` (it goes through, and its items
+#: carry ``duplicate_of`` and ``distance``).
+SIMHASH_ACTION = "drop"
+
+#: Index backend URI (``memory://``: in memory, for one crawl).
+SIMHASH_BACKEND = "memory://"
+
+#: More backends by URI scheme (dotted path of a ``simhash_filter.backends.Backend`` subclass),
+#: merged over ``simhash_filter.backends.BACKENDS_BASE``; ``None`` disables a scheme.
+SIMHASH_BACKENDS: dict[str, str | None] = {}
+
+#: Log every decision (kept, near-duplicate, skipped) at DEBUG level, not only the first of each kind.
+SIMHASH_DEBUG = False
+
+#: Factor by which a DOM structure feature's weight decays per level of depth.
+SIMHASH_DOM_DECAY = DEFAULTS.fingerprint.dom_decay
+
+#: Item fields fingerprinted (HTML or plain text, joined in this order) for items that come without a
+#: fingerprinted response: start items, or items built from JSON/API responses.
+SIMHASH_ITEM_FIELDS: list[str] = []
+
+#: A page within this Hamming distance (k) of a kept page is a near-duplicate.
+SIMHASH_MAX_DISTANCE = DEFAULTS.max_distance
+
+#: Share of the total feature weight given to DOM structure (the rest goes to text), 0..1.
+SIMHASH_STRUCTURE_WEIGHT = DEFAULTS.fingerprint.structure_weight
+
+#: Worker threads that fingerprint pages off the reactor thread (0: fingerprint in the reactor thread).
+SIMHASH_THREADS = 0
+
+
+def default_settings() -> dict[str, Any]:
+    """Every ``SIMHASH_*`` setting with its default value (fresh copies of mutable values)."""
+    return {
+        name: (value.copy() if isinstance(value, (dict, list)) else value)
+        for name, value in globals().items()
+        if name.startswith("SIMHASH_")
+    }

@@ -1,0 +1,204 @@
+"""Real crawls: ``python -m scrapy.cmdline crawl site`` in a subprocess against the local test site
+(``tests/site_server.py``: near-duplicates across 127.0.0.1 and 127.0.0.2, one port, and bad inputs),
+in both actions; and the site spider's arguments."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from crawl_helpers import Crawl, local_site, scrapy_crawl
+from scrapy.http import HtmlResponse
+from scrapy.settings import Settings
+from site_server import GROUPS, MIRROR, OTHERS, SKIPPED
+
+from crawler.spiders.site import SiteSpider
+
+FLAKY = {"SIMHASH_BACKEND": "flaky://", "SIMHASH_BACKENDS": json.dumps({"flaky": "crawl_helpers.FlakyBackend"})}
+NEAR_DUPLICATES = sum(len(keys) - 1 for keys in GROUPS.values())
+HEX16 = re.compile(r"[0-9a-f]{16}")
+
+
+@pytest.fixture(scope="module")
+def site_port() -> Iterator[int]:
+    with local_site() as port:
+        yield port
+
+
+def start_urls(port: int) -> str:
+    return f"http://127.0.0.1:{port}/,http://{MIRROR}:{port}/"
+
+
+@pytest.fixture(scope="module")
+def drop_crawl(site_port: int, tmp_path_factory: pytest.TempPathFactory) -> Crawl:
+    """A crawl with the defaults (drop), an index that fails on one page, and truncated downloads allowed."""
+    return scrapy_crawl(
+        "site",
+        tmp_path_factory.mktemp("drop"),
+        args={"start_urls": start_urls(site_port)},
+        settings={**FLAKY, "DOWNLOAD_FAIL_ON_DATALOSS": "False"},
+    )
+
+
+@pytest.fixture(scope="module")
+def flag_crawl(site_port: int, tmp_path_factory: pytest.TempPathFactory) -> tuple[Crawl, Path]:
+    """A flag-mode crawl with worker threads and a non-asyncio reactor, run outside the repository so
+    that the project's default feed lands in a temporary out/pages.jsonl."""
+    tmp = tmp_path_factory.mktemp("flag")
+    feed = tmp / "out" / "pages.jsonl"
+    crawl = scrapy_crawl(
+        "site",
+        tmp,
+        cwd=tmp,
+        args={"start_urls": start_urls(site_port), "store": "both"},
+        settings={
+            "SIMHASH_ACTION": "flag",
+            "SIMHASH_THREADS": 2,
+            "TWISTED_REACTOR": "twisted.internet.selectreactor.SelectReactor",
+        },
+        feed=feed,
+        extra_env={"SCRAPY_SETTINGS_MODULE": "crawler.settings"},
+    )
+    return crawl, feed
+
+
+@pytest.mark.slow
+def test_drop_crawl_stores_one_page_per_article(drop_crawl: Crawl):
+    """Across both hosts, exactly one page of each group of near-duplicates is stored."""
+    stored = drop_crawl.by_key()
+    for group, keys in GROUPS.items():
+        assert len([k for k in keys if k in stored]) == 1, (group, sorted(stored))
+
+
+@pytest.mark.slow
+def test_drop_crawl_keeps_distinct_and_unchecked_pages(drop_crawl: Crawl):
+    """Distinct pages and unchecked HTML pages are stored; non-HTML and robots-forbidden ones are not."""
+    stored = drop_crawl.by_key()
+    for key in OTHERS + SKIPPED["empty"] + SKIPPED["too_few_features"] + SKIPPED["index_error"]:
+        assert key in stored, key
+    assert not set(SKIPPED["not_html"]) & set(stored)
+    assert "127.0.0.1/private/secret" not in stored
+    assert drop_crawl.stats["robotstxt/forbidden"] >= 1
+
+
+@pytest.mark.slow
+def test_drop_crawl_items_carry_their_fingerprint(drop_crawl: Crawl):
+    """Stored items carry url, title, fetched_at, text and a 16-hex fingerprint, and no flag fields in drop mode."""
+    checked = [i for i in drop_crawl.items if "fingerprint" in i]
+    # kept pages, and the page whose check failed in the index (fingerprinted, not added)
+    assert len(checked) == drop_crawl.stats["simhash/kept"] + drop_crawl.stats["simhash/skipped/index_error"]
+    for item in checked:
+        assert HEX16.fullmatch(item["fingerprint"])
+        assert {"url", "title", "fetched_at", "text"} <= set(item) and "duplicate_of" not in item
+    assert len({i["fingerprint"] for i in checked}) == len(checked)
+
+
+@pytest.mark.slow
+def test_drop_crawl_stats(drop_crawl: Crawl):
+    """The simhash/ stats count checks, drops, distances, every skip reason and every kind of bad input."""
+    s = drop_crawl.stats
+    assert s["simhash/near_duplicates"] == s["simhash/dropped"] == NEAR_DUPLICATES
+    assert s["simhash/checked"] == s["simhash/kept"] + s["simhash/near_duplicates"]
+    assert s["simhash/index_size"] == s["simhash/kept"]
+    distances = {int(k.rsplit("/", 1)[1]): v for k, v in s.items() if k.startswith("simhash/distance/")}
+    assert sum(distances.values()) == NEAR_DUPLICATES and max(distances) <= 3
+    for reason in ("empty", "too_few_features", "index_error"):
+        assert s[f"simhash/skipped/{reason}"] == len(SKIPPED[reason]), reason
+    assert s["simhash/skipped/not_html"] >= len(SKIPPED["not_html"])  # + robots.txt of each host
+    assert s["simhash/skipped/http_status"] >= 1
+    assert s["simhash/truncated"] == s["simhash/dataloss"] == s["simhash/charset_errors"] == 1
+    assert "simhash/flagged" not in s and "simhash/skipped/error" not in s
+    assert s["simhash/fingerprint_seconds"] > 0 and s["simhash/reactor_seconds"] > 0
+    assert s["dupefilter/filtered"] >= 1  # /moved redirects to a page already requested
+    assert s["item_scraped_count"] == len(drop_crawl.items)
+
+
+@pytest.mark.slow
+def test_drop_crawl_log(drop_crawl: Crawl):
+    """One summary line; the index failure logged once with its traceback; no warnings, no deprecations."""
+    log = drop_crawl.log
+    assert len(re.findall(r"INFO: simhash: \d+ pages checked: ", log)) == 1
+    assert len(re.findall(r"ERROR: simhash: .*index_error", log)) == 1
+    assert log.count("Traceback") == 1 and "ConnectionError: the test backend refuses" in log
+    assert "Deprecat" not in log and "WARNING" not in log
+    assert drop_crawl.stats.get("log_count/ERROR") == 1
+
+
+@pytest.mark.slow
+def test_flag_crawl_stores_every_page_flagged(flag_crawl: tuple[Crawl, Path]):
+    """In flag mode every page is stored; one per group unflagged, the others flagged as near-duplicates of it."""
+    crawl, _ = flag_crawl
+    stored = crawl.by_key()
+    for group, keys in GROUPS.items():
+        assert set(keys) <= set(stored), group
+        originals = [k for k in keys if stored[k]["duplicate_of"] is None]
+        assert len(originals) == 1, group
+        for key in keys:
+            item = stored[key]
+            assert HEX16.fullmatch(item["fingerprint"])
+            if key != originals[0]:
+                assert item["duplicate_of"] == stored[originals[0]]["url"]
+                assert 0 <= item["distance"] <= 3
+    # and the page that made the test index fail in the drop crawl: a copy of an article too
+    flagged = [i for i in crawl.items if i.get("duplicate_of")]
+    assert len(flagged) == NEAR_DUPLICATES + len(SKIPPED["index_error"])
+    assert crawl.stats["simhash/flagged"] == crawl.stats["simhash/items/flagged"] == len(flagged)
+    assert "simhash/dropped" not in crawl.stats
+
+
+@pytest.mark.slow
+def test_flag_crawl_uses_the_default_feed_and_store_option(flag_crawl: tuple[Crawl, Path]):
+    """Without -o/-O the crawler writes out/pages.jsonl; -a store=both keeps text and HTML."""
+    crawl, feed = flag_crawl
+    assert feed.exists() and crawl.items
+    page = next(i for i in crawl.items if i["url"].endswith("/zh/library"))
+    assert "<html" in page["html"] and "图书馆" in page["text"] and page["title"]
+    assert "worker thread" in crawl.log and "SelectReactor" in crawl.log
+
+
+def test_site_spider_arguments():
+    """start_urls and allowed_domains are comma-separated lists; allowed domains default to the start hosts."""
+    spider = SiteSpider(start_urls="http://127.0.0.1:8000/, http://127.0.0.2:8000/a")
+    assert spider.start_urls == ["http://127.0.0.1:8000/", "http://127.0.0.2:8000/a"]
+    assert spider.allowed_domains == ["127.0.0.1", "127.0.0.2"]
+    assert SiteSpider(start_urls="https://a.example/", allowed_domains="example").allowed_domains == ["example"]
+    for bad in ({}, {"start_urls": ""}, {"start_urls": "ftp://x/"}, {"start_urls": "http://a/", "store": "pdf"}):
+        with pytest.raises(ValueError):
+            SiteSpider(**bad)
+
+
+@pytest.mark.parametrize(("store", "fields"), [("text", {"text"}), ("html", {"html"}), ("both", {"text", "html"})])
+def test_site_spider_store_option(store, fields):
+    """-a store=text|html|both chooses what a page item holds besides url, title and fetched_at."""
+    spider = SiteSpider(start_urls="http://a.test/", store=store)
+    body = b"<html><head><title> A \n page </title><script>x=1</script></head><body><p>Hello</p></body></html>"
+    item = spider.page_item(HtmlResponse("http://a.test/", body=body))
+    assert set(item) == {"url", "title", "fetched_at"} | fields
+    assert item["title"] == "A page"
+    if "text" in fields:
+        assert item["text"] == "Hello"
+
+
+def test_site_spider_default_feed_gives_way_to_o():
+    """The SITE_FEED default applies only when no feed is configured (-o/-O or FEEDS)."""
+    empty = Settings({"SITE_FEED": "out/pages.jsonl"})
+    SiteSpider.update_settings(empty)
+    assert list(empty.getdict("FEEDS")) == ["out/pages.jsonl"]
+    given = Settings({"SITE_FEED": "out/pages.jsonl", "FEEDS": {"mine.jsonl": {"format": "jsonlines"}}})
+    SiteSpider.update_settings(given)
+    assert list(given.getdict("FEEDS")) == ["mine.jsonl"]
+
+
+@pytest.mark.slow
+def test_demo_crawls_its_generated_site(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """`python -m crawler.demo` serves a generated site on both hosts, crawls it and reports kept and dropped pages."""
+    from crawler import demo
+
+    assert demo.main(["--articles", "16", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"simhash: \d+ pages checked: \d+ kept, [1-9]\d* near-duplicates", out)
+    assert "variant" in out and "Wrongly dropped (false positives):" in out
+    assert (tmp_path / "pages.jsonl").exists()

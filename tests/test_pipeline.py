@@ -1,0 +1,210 @@
+"""Tests of the item pipeline and the spider middleware that hands it the responses' decisions."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import inspect
+import logging
+from typing import Any
+
+import attr
+import pages as p
+import pytest
+import scrapy
+from itemadapter import ItemAdapter
+from scrapy import Request, Spider, signals
+from scrapy.exceptions import DropItem
+from scrapy.http import HtmlResponse, TextResponse
+from scrapy.utils.test import get_crawler
+
+from simhash_filter import NearDuplicateItem, SimhashDownloaderMiddleware, SimhashPipeline, SimhashSpiderMiddleware
+from simhash_filter.middlewares import NearDuplicateResponse
+
+ARTICLE = p.gazette(p.RAINWATER)
+COPY = p.ledger(p.RAINWATER)
+OTHER = p.gazette(p.LIGHTHOUSE)
+HTML = {"Content-Type": "text/html; charset=utf-8"}
+
+
+class PageItem(scrapy.Item):
+    url = scrapy.Field()
+    fingerprint = scrapy.Field()
+    duplicate_of = scrapy.Field()
+    distance = scrapy.Field()
+
+
+@dataclasses.dataclass
+class PageData:
+    url: str
+    fingerprint: str | None = None
+    duplicate_of: str | None = None
+    distance: int | None = None
+
+
+@attr.s(auto_attribs=True)
+class PageAttrs:
+    url: str
+    fingerprint: str | None = None
+    duplicate_of: str | None = None
+    distance: int | None = None
+
+
+class BareItem(scrapy.Item):
+    url = scrapy.Field()
+
+
+ITEM_TYPES = {
+    "dict": lambda url: {"url": url},
+    "Item": lambda url: PageItem(url=url),
+    "dataclass": lambda url: PageData(url),
+    "attrs": lambda url: PageAttrs(url),
+}
+
+
+class Components:
+    """The filter's three components of one crawler, driven like the engine drives them."""
+
+    def __init__(self, **settings: Any) -> None:
+        self.crawler = get_crawler(Spider, settings_dict=settings)
+        self.downloader = SimhashDownloaderMiddleware.from_crawler(self.crawler)
+        self.spider_mw = SimhashSpiderMiddleware.from_crawler(self.crawler)
+        self.pipeline = SimhashPipeline.from_crawler(self.crawler)
+
+    def crawl_page(self, url: str, html: str, make_item: Any) -> Any:
+        """Download ``url`` through the middleware, let a spider yield one item, run the pipeline.
+
+        Returns the processed item, or the exception that dropped the response or the item.
+        """
+        request = Request(url)
+        response = HtmlResponse(url, body=html.encode("utf-8"), headers=HTML, request=request)
+        try:
+            response = asyncio.run(self.downloader.process_response(request, response))
+        except NearDuplicateResponse as exc:
+            return exc
+        (item,) = self.spider_mw.process_spider_output(response, [make_item(url)])
+        return self.process(item)
+
+    def process(self, item: Any) -> Any:
+        try:
+            return asyncio.run(self.pipeline.process_item(item))
+        except DropItem as exc:
+            return exc
+
+    def stat(self, key: str) -> Any:
+        return self.crawler.stats.get_value(key)
+
+
+def field(item: Any, name: str) -> Any:
+    return ItemAdapter(item).get(name)
+
+
+@pytest.mark.parametrize("kind", list(ITEM_TYPES))
+def test_flagged_items_of_every_type_carry_the_decision(kind):
+    """In flag mode items of any type get fingerprint, duplicate_of and distance from their response."""
+    c = Components(SIMHASH_ACTION="flag")
+    make = ITEM_TYPES[kind]
+    kept = c.crawl_page("http://a.test/rain", ARTICLE, make)
+    flagged = c.crawl_page("http://b.test/copy", COPY, make)
+    assert len(field(kept, "fingerprint")) == 16
+    assert field(kept, "duplicate_of") is None and field(kept, "distance") is None
+    assert field(flagged, "duplicate_of") == "http://a.test/rain"
+    assert 0 <= field(flagged, "distance") <= 3
+    assert int(field(flagged, "fingerprint"), 16) >= 0
+    assert c.stat("simhash/items/flagged") == 1
+
+
+@pytest.mark.parametrize("kind", list(ITEM_TYPES))
+def test_kept_items_carry_their_fingerprint_in_drop_mode(kind):
+    """In drop mode the near-duplicate response never yields items; kept items carry their fingerprint."""
+    c = Components()
+    kept = c.crawl_page("http://a.test/rain", ARTICLE, ITEM_TYPES[kind])
+    assert len(field(kept, "fingerprint")) == 16
+    assert isinstance(c.crawl_page("http://b.test/copy", COPY, ITEM_TYPES[kind]), NearDuplicateResponse)
+    assert c.stat("simhash/dropped") == 1
+
+
+def test_item_without_flag_fields_passes_with_one_warning(caplog):
+    """An item type without the flag fields passes unchanged; it is counted and warned about once."""
+    c = Components(SIMHASH_ACTION="flag")
+    with caplog.at_level(logging.WARNING, logger="simhash_filter"):
+        c.crawl_page("http://a.test/rain", ARTICLE, lambda url: BareItem(url=url))
+        first = c.crawl_page("http://b.test/copy", COPY, lambda url: BareItem(url=url))
+        c.crawl_page("http://c.test/copy", COPY, lambda url: BareItem(url=url))
+    assert dict(first) == {"url": "http://b.test/copy"}
+    assert c.stat("simhash/items/unflaggable") == 2
+    assert len([r for r in caplog.records if "BareItem" in r.getMessage()]) == 1
+
+
+def test_decision_found_by_item_url_without_spider_middleware():
+    """Without the spider middleware the pipeline finds a response's decision by the item's url field."""
+    c = Components(SIMHASH_ACTION="flag")
+    for url, html in (("http://a.test/rain", ARTICLE), ("http://b.test/copy", COPY)):
+        request = Request(url)
+        asyncio.run(c.downloader.process_response(request, HtmlResponse(url, body=html.encode(), request=request)))
+    item = c.process({"url": "http://b.test/copy"})
+    assert item["duplicate_of"] == "http://a.test/rain"
+
+
+def test_item_fields_fingerprinted_without_response():
+    """Items without a response are fingerprinted from SIMHASH_ITEM_FIELDS; a near-duplicate is dropped quietly."""
+    c = Components(SIMHASH_ITEM_FIELDS=["title", "body"])
+    kept = c.process({"url": "api:1", "title": "Rain", "body": ARTICLE})
+    dropped = c.process({"url": "api:2", "title": "Rain", "body": COPY})
+    other = c.process({"url": "api:3", "title": "Light", "body": OTHER})
+    assert len(kept["fingerprint"]) == 16 and len(other["fingerprint"]) == 16
+    assert isinstance(dropped, NearDuplicateItem) and dropped.log_level == "DEBUG"
+    assert dropped.duplicate_of == "api:1"
+    assert c.stat("simhash/dropped") == 1 and c.stat("simhash/kept") == 2
+
+
+def test_plain_text_item_fields():
+    """Plain-text item fields are fingerprinted as paragraphs: the same text twice is a near-duplicate."""
+    c = Components(SIMHASH_ITEM_FIELDS=["text"], SIMHASH_ACTION="flag")
+    text = "\n\n".join(p.RAINWATER.paragraphs)
+    first = c.process({"url": "http://a.test/1", "text": text})
+    second = c.process({"url": "http://a.test/2", "text": text + "\n\nShared 12 times."})
+    assert first["duplicate_of"] is None and second["duplicate_of"] == "http://a.test/1"
+
+
+def test_items_from_non_html_responses_use_item_fields():
+    """Items built from a JSON response (not fingerprinted) are checked by their SIMHASH_ITEM_FIELDS."""
+    c = Components(SIMHASH_ITEM_FIELDS=["html"], SIMHASH_ACTION="flag")
+    request = Request("http://api.test/articles")
+    response = TextResponse(request.url, body=b"{}", headers={"Content-Type": "application/json"}, request=request)
+    response = asyncio.run(c.downloader.process_response(request, response))
+    assert request.meta["simhash"]["status"] == "not_html"
+    items = list(
+        c.spider_mw.process_spider_output(
+            response, [{"url": "http://a.test/1", "html": ARTICLE}, {"url": "http://b.test/1", "html": COPY}]
+        )
+    )
+    first, second = (c.process(i) for i in items)
+    assert first["duplicate_of"] is None and second["duplicate_of"] == "http://a.test/1"
+
+
+def test_items_without_decision_or_fields_pass_and_are_counted():
+    """An item with neither a response decision nor item fields passes unchanged and is counted."""
+    c = Components()
+    assert c.process({"url": "http://x.test/"}) == {"url": "http://x.test/"}
+    assert c.stat("simhash/items/unchecked") == 1
+
+
+def test_decisions_of_items_dropped_earlier_are_forgotten():
+    """A decision waiting for an item that another pipeline dropped is released (no leak)."""
+    c = Components()
+    request = Request("http://a.test/rain")
+    response = HtmlResponse(request.url, body=ARTICLE.encode(), headers=HTML, request=request)
+    response = asyncio.run(c.downloader.process_response(request, response))
+    item = {"url": "elsewhere"}
+    list(c.spider_mw.process_spider_output(response, [item]))
+    assert c.pipeline.filter._pending
+    c.crawler.signals.send_catch_log(
+        signals.item_dropped, item=item, response=response, exception=DropItem("x"), spider=None
+    )
+    assert not c.pipeline.filter._pending
+
+
+def test_process_item_takes_no_spider_argument():
+    """process_item(self, item): the Scrapy 2.13+ signature."""
+    assert list(inspect.signature(SimhashPipeline.process_item).parameters) == ["self", "item"]
