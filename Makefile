@@ -5,10 +5,11 @@ TEST_VENV ?= .venv-test
 BIN := $(VENV)/bin
 OUT ?= out
 
-.PHONY: help install demo test lint bench clean
+.PHONY: help install demo demo-dedup test lint bench clean
 
 help:
-	@echo "make demo     generate a sample of pages with known near-duplicates, dedup it, report"
+	@echo "make demo     serve a generated site with near-duplicates on 127.0.0.1, crawl it, report"
+	@echo "make demo-dedup  the same kind of sample through simhash-filter dedup"
 	@echo "make test     fresh virtualenv in $(TEST_VENV), lint, full test suite (what CI runs)"
 	@echo "make install  virtualenv in $(VENV) with the package (editable) and its test tools"
 	@echo "make lint     ruff check"
@@ -23,6 +24,9 @@ $(VENV)/.installed: pyproject.toml
 install: $(VENV)/.installed
 
 demo: $(VENV)/.installed
+	$(BIN)/python -m crawler.demo
+
+demo-dedup: $(VENV)/.installed
 	$(BIN)/python benchmarks/make_sample.py $(OUT)/sample.jsonl
 	$(BIN)/simhash-filter dedup $(OUT)/sample.jsonl --output $(OUT)/sample.dedup.jsonl
 	$(BIN)/python benchmarks/demo_report.py $(OUT)/sample.jsonl $(OUT)/sample.dedup.jsonl

@@ -19,7 +19,7 @@ from simhash_filter import DEFAULTS, SimhashAddon, SimhashDownloaderMiddleware, 
 from simhash_filter import settings as simhash_settings
 
 ADDONS = {"ADDONS": {"simhash_filter.SimhashAddon": 0}}
-DOCS = Path(__file__).resolve().parent.parent / "docs" / "scrapy.md"
+DOCS = Path(__file__).resolve().parent.parent / "README.md"
 
 
 def components(crawler, name: str) -> dict:
@@ -92,7 +92,7 @@ def test_defaults_come_from_the_core_config():
 
 
 def test_every_setting_documented_with_its_default():
-    """docs/scrapy.md lists every SIMHASH_* setting with its current default, the enabling flag first."""
+    """The README lists every SIMHASH_* setting with its current default, the enabling flag first."""
     text = DOCS.read_text(encoding="utf-8")
     rows = re.findall(r"^\| `(SIMHASH_\w+)` \| `([^`]*)` \|", text, re.MULTILINE)
     documented = {name: ast.literal_eval(value) for name, value in rows}

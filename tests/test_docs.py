@@ -16,7 +16,7 @@ ROW = re.compile(r"^\| `(\w+)` \| `([^`]*)` \|", re.MULTILINE)
 
 def _settings_table() -> dict[str, object]:
     text = README.read_text(encoding="utf-8")
-    section = text.split("## Settings", 1)[1].split("\n## ", 1)[0]
+    section = text.split("\n## Settings", 1)[1].split("\n## ", 1)[0]
     return {name: ast.literal_eval(value) for name, value in ROW.findall(section)}
 
 

@@ -1,4 +1,4 @@
-"""The filter in someone else's project: ``scrapy startproject``, the lines from docs/scrapy.md, a crawl."""
+"""The filter in someone else's project: ``scrapy startproject``, the lines from the README, a crawl."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from crawl_helpers import ROOT, env, local_site, scrapy_crawl
 from site_server import GROUPS, SKIPPED
 
-DOCS = ROOT / "docs" / "scrapy.md"
+DOCS = ROOT / "README.md"
 
 SPIDER = '''
 import scrapy
