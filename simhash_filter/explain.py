@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from simhash_filter.config import FingerprintConfig
-from simhash_filter.fingerprint import Fingerprint, Fingerprinter, Status
+from simhash_filter.fingerprint import Fingerprint, Fingerprinter
 from simhash_filter.index import hamming
 
 __all__ = ["Explanation", "FeatureDifference", "explain"]
@@ -121,8 +121,7 @@ def explain(
     fingerprinter = Fingerprinter(config)
     sides = []
     for html in (html_a, html_b):
-        feats, status, _ = fingerprinter.features(html)
-        fp = fingerprinter.fingerprint(html) if status is Status.OK else Fingerprint(None, status)
+        fp, feats = fingerprinter.analyze(html)
         sides.append((fp, feats.text if feats else {}, feats.structure if feats else {}))
     (fp_a, text_a, struct_a), (fp_b, text_b, struct_b) = sides
     text, text_total, text_low, text_high = _compare(text_a, text_b, top, ratio)

@@ -102,7 +102,14 @@ class Fingerprinter:
 
     def fingerprint(self, html: bytes | str, encoding: str | None = None) -> Fingerprint:
         """Fingerprint one page (bytes in any declared or sniffed encoding, or str)."""
+        return self.analyze(html, encoding)[0]
+
+    def analyze(self, html: bytes | str, encoding: str | None = None) -> tuple[Fingerprint, Features | None]:
+        """The page's fingerprint and the features it was made from (one parse)."""
         feats, status, enc = self.features(html, encoding)
+        return self._decide(feats, status, enc), feats
+
+    def _decide(self, feats: Features | None, status: Status, enc: str | None) -> Fingerprint:
         if feats is None:
             return Fingerprint(None, status, encoding=enc)
         n = len(feats)
