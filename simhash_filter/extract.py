@@ -1,4 +1,4 @@
-"""Walk a parsed page once and split its visible text by role: main content, other text, boilerplate.
+"""Walk a parsed page once and weight its visible text by where it stands: main content, other, boilerplate.
 
 The walk is iterative (``etree.iterwalk``), so hostile nesting cannot hit a recursion limit, and it
 visits at most ``max_elements`` elements.  Roles come from generic signals only:
@@ -6,9 +6,13 @@ visits at most ``max_elements`` elements.  Roles come from generic signals only:
 - *boilerplate*: navigation-like elements (``nav``, ``header``, ``footer``, ``aside``, ``menu``, or a
   class/id word such as ``nav``, ``menu``, ``sidebar``, ``banner``, ``ad``), and link lists (blocks whose
   visible text is mostly link text);
-- *main content*: the deepest element that still holds most of the page's non-boilerplate, non-link
-  text (a readability-style descent from the root);
-- *other*: the rest (titles and text outside the content element).
+- *main content* (weight 1): the element reached by descending from the root into the child that holds
+  a majority of the page's non-boilerplate, non-link text, as long as one does;
+- *other* text, outside that element, is weighted down smoothly by the share of the text the descent
+  kept at each level, so that a small change in the page never flips a whole block in or out.
+
+Boilerplate gets ``boilerplate_weight``, capped so that it carries at most ``MAX_BOILERPLATE_MASS`` of
+the weight of the rest.
 
 Structure features (tag, parent tag, depth) are collected in the same walk; inside the content
 element the depth counts from the content element, so the same article keeps its structure when it
@@ -41,7 +45,7 @@ _WORD_SPLIT = re.compile(r"[\s_\-:.]+|(?<=[a-z])(?=[A-Z])")
 LINK_DENSITY = 0.6
 #: A boilerplate-looking element holding more than this share of the page's text is not boilerplate.
 MAX_BOILERPLATE_SHARE = 0.6
-#: Descend into a child while it holds at least this share of the page's good text.
+#: Weight of text outside a content element that holds all of its parent's text (1 at a half share).
 OUTSIDE_MIN_WEIGHT = 0.0
 #: Boilerplate text carries at most this share of the weight of the other text.
 MAX_BOILERPLATE_MASS = 0.1
@@ -172,8 +176,20 @@ def _structure(
     return out
 
 
-def _split(tags, parents, depths, ends_l, in_link_l, candidates, seg_owner, seg_text, dom_decay,
-           boilerplate_weight, truncated):
+def _split(
+    tags: list[str],
+    parents: list[int],
+    depths: list[int],
+    ends_l: list[int],
+    in_link_l: list[bool],
+    candidates: list[int],
+    seg_owner: list[int],
+    seg_text: list[str],
+    dom_decay: float,
+    boilerplate_weight: float,
+    truncated: bool,
+) -> PageText:
+    """Weight the text segments collected by the walk, and build the structure features."""
     n = len(tags)
     idx = np.arange(n)
     ends = np.asarray(ends_l, dtype=np.int64)
@@ -204,8 +220,6 @@ def _split(tags, parents, depths, ends_l, in_link_l, candidates, seg_owner, seg_
     good_own = np.where(boiler | link, 0, own_text)
     good = _subtree_sums(good_own, idx, ends)
     content = 0
-    level_weight = np.ones(n)  # weight of text owned at each element on the descent path
-    path_weight = 1.0
     chain: list[tuple[int, float]] = []  # (element, share its best child holds)
     if good[0] > 0:
         while True:
@@ -218,17 +232,17 @@ def _split(tags, parents, depths, ends_l, in_link_l, candidates, seg_owner, seg_
                 break
             chain.append((content, share))
             content = best
-    # Text outside the final content element: weight is the product of g(share) from its level down.
-    outside = np.zeros(n)
-    for node, share in reversed(chain):
-        path_weight *= 1.0 - (share - 0.5) / 0.5 * (1.0 - OUTSIDE_MIN_WEIGHT)
-        outside[node] = path_weight
+    # Text outside the content element takes the weight of its nearest ancestor on the descent path:
+    # the product, from that level down, of 1 at a half share falling to OUTSIDE_MIN_WEIGHT at all of it.
+    level_weights: list[float] = []
+    weight = 1.0
+    for _, share in reversed(chain):
+        weight *= 1.0 - (share - 0.5) / 0.5 * (1.0 - OUTSIDE_MIN_WEIGHT)
+        level_weights.append(weight)
+    level_weight = np.ones(n)
+    for (node, _), w in zip(chain, reversed(level_weights), strict=True):  # outer to inner: inner overwrite
+        level_weight[node : ends[node] + 1] = w
     in_content = (idx >= content) & (idx <= ends[content])
-    # Each element outside the content takes the weight of its nearest ancestor on the chain.
-    chain_nodes = [c for c, _ in chain]
-    level_weight[:] = 1.0
-    for node in chain_nodes:  # outer to inner: inner chain nodes overwrite their subtrees
-        level_weight[node : ends[node] + 1] = outside[node]
     level_weight[in_content] = 1.0
     is_boiler = boiler | (link & ~in_content)
     # Boilerplate never outweighs the page: its mass is capped to a share of the rest.
@@ -242,8 +256,6 @@ def _split(tags, parents, depths, ends_l, in_link_l, candidates, seg_owner, seg_
         for w, t in zip(np.round(seg_weight[owner], 3).tolist(), seg_text, strict=True):
             groups.setdefault(w, []).append(t)
 
-    # Structure: (parent tag, tag, depth) with weight dom_decay ** depth; depth counts from the
-    # content element inside it, from the root outside it.
     structure = _structure(tags, parent, np.asarray(depths), in_content, ~boiler, content, dom_decay)
     texts = tuple((w, "\n".join(ts)) for w, ts in sorted(groups.items(), reverse=True) if w > 0)
     return PageText(texts=texts, structure=structure, elements=n, truncated=truncated)

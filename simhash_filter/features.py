@@ -1,13 +1,14 @@
-"""Weighted features of a page: TF-IDF text n-grams weighted by role, and decayed DOM structure.
+"""Weighted features of a page: TF-IDF words weighted by where they stand, and decayed DOM structure.
 
 Text is NFKC-normalised and case-folded; Latin-script (and any non-CJK) words are runs of letters and
 digits; runs of CJK ideographs are segmented into words with jieba.  A word enters the fingerprint as
 the character n-grams of ``<word>`` (``char_ngram``), its weight shared among them, so that a typo or
 a spelling variant (colour/color) changes a few features instead of a whole word.  A feature's weight is
-``idf * role weight * tf`` with sublinear tf (``1 + ln tf``); n-grams of several words take the mean IDF
-of their words.  Words with digits (counters, dates, session ids, versions) count ``DIGIT_WEIGHT`` of
-a word, so that numbers that change between fetches move the fingerprint little.  Structure features
-get ``structure_weight`` of the total weight.
+``idf ** idf_power * sublinear(tf)``, where each occurrence adds the weight of its place in the page
+(main content, other text, boilerplate; see :mod:`simhash_filter.extract`) to tf; n-grams of several
+words take the mean IDF of their words.  Words with digits (counters, dates, session ids, versions)
+count ``DIGIT_WEIGHT`` of a word, so that numbers that change between fetches move the fingerprint
+little.  Structure features get ``structure_weight`` of the vote (see :func:`page_features`).
 """
 
 from __future__ import annotations
@@ -125,6 +126,13 @@ def gram_count(word: str, n: int) -> int:
     return len(word) + 3 - n if n and len(word) + 2 > n else 1
 
 
+def gram_size(feature: str, config: FingerprintConfig) -> int:
+    """Character n-gram size for a text feature: Chinese or other words; word n-grams stay whole (0)."""
+    if " " in feature:
+        return 0
+    return config.cjk_char_ngram if is_cjk(feature[0]) else config.char_ngram
+
+
 def page_features(page: PageText, config: FingerprintConfig) -> Features:
     """All weighted features of an extracted page, structure scaled to ``structure_weight`` of the vote.
 
@@ -137,10 +145,7 @@ def page_features(page: PageText, config: FingerprintConfig) -> Features:
     sw = config.structure_weight
     if sw > 0 and page.structure:
         s_norm = math.sqrt(sum(v * v for v in page.structure.values()))
-        latin, cjk = config.char_ngram, config.cjk_char_ngram
-        t_norm = math.sqrt(
-            sum(w * w / gram_count(g, 0 if " " in g else cjk if is_cjk(g[0]) else latin) for g, w in text.items())
-        )
+        t_norm = math.sqrt(sum(w * w / gram_count(g, gram_size(g, config)) for g, w in text.items()))
         # with no text at all, structure is all there is
         scale = sw / (1 - sw) * t_norm / s_norm if t_norm > 0 and sw < 1 else 1.0 / s_norm
         structure = {k: v * scale for k, v in page.structure.items()}

@@ -19,7 +19,7 @@ import xxhash
 
 from simhash_filter.config import FingerprintConfig
 from simhash_filter.extract import extract
-from simhash_filter.features import Features, char_grams, is_cjk, page_features
+from simhash_filter.features import Features, char_grams, gram_size, page_features
 from simhash_filter.html import NotHtml, parse
 
 F = 64
@@ -120,7 +120,6 @@ class Fingerprinter:
     def fingerprint_features(self, feats: Features) -> int:
         """Simhash of a page's features: each word as its character n-grams, then the structure."""
         cache = self._word_cache
-        latin_n, cjk_n = self.config.char_ngram, self.config.cjk_char_ngram
         if len(cache) > 500_000:
             cache.clear()
         hash_parts: list[np.ndarray] = []
@@ -129,8 +128,7 @@ class Fingerprinter:
         for word, w in feats.text.items():
             h = cache.get(word)
             if h is None:
-                n = 0 if " " in word else cjk_n if is_cjk(word[0]) else latin_n
-                h = cache[word] = feature_hashes(char_grams(word, n), self.config.seed)
+                h = cache[word] = feature_hashes(char_grams(word, gram_size(word, self.config)), self.config.seed)
             hash_parts.append(h)
             weights.append(w / len(h))
             counts.append(len(h))
