@@ -92,6 +92,10 @@ class FilterConfig:
     #: A page within this Hamming distance of a kept page is a near-duplicate (k).
     max_distance: int = DEFAULT_MAX_DISTANCE
 
+    def index_metadata(self) -> dict[str, Any]:
+        """What an index built for this config is tagged with (a stored index must match it)."""
+        return {"model": self.fingerprint.model_id()}
+
     def __post_init__(self) -> None:
         if not 0 <= self.max_distance <= 16:
             raise ValueError(f"max_distance must be in [0, 16], got {self.max_distance!r}")

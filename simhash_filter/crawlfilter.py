@@ -243,7 +243,7 @@ class CrawlFilter:
         self.debug = debug
         self.stats = stats
         k = config.max_distance
-        metadata = {"model": config.fingerprint.model_id()}
+        metadata = config.index_metadata()
         # A wrong URI or an unreachable server fails here, when the crawl starts.
         store = open_backend(
             backend,

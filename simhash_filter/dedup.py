@@ -176,7 +176,7 @@ def _prepared(lines: Iterable[bytes], config: FingerprintConfig, workers: int) -
 
 def open_index(config: FilterConfig, backend: str = "memory://") -> NearDuplicateIndex:
     """An index for ``config``: k = ``config.max_distance``, tagged with the fingerprint model's id."""
-    return NearDuplicateIndex(config.max_distance, backend=backend, metadata={"model": config.fingerprint.model_id()})
+    return NearDuplicateIndex(config.max_distance, backend=backend, metadata=config.index_metadata())
 
 
 def dedup(
