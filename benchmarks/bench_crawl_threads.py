@@ -112,7 +112,8 @@ def crawl(server: LocalSite, workdir: Path, settings: dict[str, str]) -> dict:
     starts = ",".join(server.url("/", host) for host in HOSTS)
     cmd = [sys.executable, "-m", "scrapy.cmdline", "crawl", "site", "-a", f"start_urls={starts}",
            "-O", f"{workdir / 'items.jsonl'}:jsonlines", "-s", "LOG_LEVEL=WARNING",
-           "-s", f"BENCH_STATS={stats_file}", "-s", 'EXTENSIONS={"bench_ext.BenchStats": 0}']  # fmt: skip
+           "-s", f"BENCH_STATS={stats_file}", "-s", 'EXTENSIONS={"bench_ext.BenchStats": 0}',
+           "-s", "SIMHASH_BACKEND=memory://"]  # fmt: skip
     for name, value in settings.items():
         cmd += ["-s", f"{name}={value}"]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(workdir), str(ROOT), os.environ.get("PYTHONPATH", "")])}

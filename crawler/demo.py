@@ -21,6 +21,7 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -131,11 +132,13 @@ def crawl(server: LocalSite, out: Path, action: str) -> tuple[list[dict], str, f
     out.mkdir(parents=True, exist_ok=True)
     feed, log = out / "pages.jsonl", out / "crawl.log"
     log.unlink(missing_ok=True)  # Scrapy appends to LOG_FILE (LOG_FILE_APPEND=False would cut its first lines)
+    index = out / "index"  # a fresh on-disk index: every demo starts from nothing
+    shutil.rmtree(index, ignore_errors=True)
     starts = ",".join(server.url("/", host) for host in HOSTS)
     cmd = [
         sys.executable, "-m", "scrapy.cmdline", "crawl", "site", "-a", f"start_urls={starts}",
         "-O", f"{feed}:jsonlines", "-s", f"SIMHASH_ACTION={action}", "-s", "SIMHASH_DEBUG=True",
-        "-s", f"LOG_FILE={log}", "-s", "LOG_LEVEL=DEBUG",
+        "-s", f"LOG_FILE={log}", "-s", "LOG_LEVEL=DEBUG", "-s", f"SIMHASH_BACKEND={index}",
     ]  # fmt: skip
     print("$ scrapy crawl site -a start_urls=" + starts + f" -O {feed} -s SIMHASH_ACTION={action} ...", flush=True)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}

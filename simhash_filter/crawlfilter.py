@@ -19,7 +19,9 @@ import time
 from collections import Counter, OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import quote, urlsplit
 from weakref import WeakKeyDictionary
 
 from itemadapter import ItemAdapter
@@ -27,10 +29,12 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from scrapy.http import HtmlResponse, Request, Response
 from scrapy.utils.asyncio import is_asyncio_available
+from scrapy.utils.project import data_path
 from w3lib.encoding import http_content_type_encoding
 
 from simhash_filter import settings as defaults
 from simhash_filter.backends import open_backend
+from simhash_filter.backends.file import parse_age
 from simhash_filter.config import FilterConfig
 from simhash_filter.fingerprint import Fingerprint, Fingerprinter, Status
 from simhash_filter.index import NearDuplicateIndex, resolve_design
@@ -40,7 +44,7 @@ if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
     from scrapy.statscollectors import StatsCollector
 
-__all__ = ["ACTIONS", "META_KEY", "CrawlFilter", "Decision", "filter_config"]
+__all__ = ["ACTIONS", "META_KEY", "CrawlFilter", "Decision", "backend_uri", "filter_config"]
 
 logger = logging.getLogger(__name__)
 
@@ -97,6 +101,11 @@ class Decision:
         return self.duplicate_of is not None
 
     @property
+    def unchanged(self) -> bool:
+        """A near-duplicate of itself: the page at this URL was kept before (in an earlier crawl)."""
+        return self.duplicate_of is not None and self.duplicate_of == self.url
+
+    @property
     def hex(self) -> str | None:
         return None if self.fingerprint is None else f"{self.fingerprint:016x}"
 
@@ -135,6 +144,26 @@ def filter_config(settings: BaseSettings) -> FilterConfig:
         return FilterConfig(fingerprint, settings.getint("SIMHASH_MAX_DISTANCE", defaults.SIMHASH_MAX_DISTANCE))
     except ValueError as exc:
         raise ValueError(_setting_name(str(exc))) from None
+
+
+def backend_uri(settings: BaseSettings, spider_name: str | None = None) -> str:
+    """The index backend URI of a crawl: ``SIMHASH_BACKEND``, else the on-disk default (``JOBDIR/simhash``,
+    or ``.scrapy/simhash/<spider name>`` in the project's data directory), with ``SIMHASH_MAX_AGE`` added
+    as the URI's ``max_age`` option."""
+    uri = settings.get("SIMHASH_BACKEND", defaults.SIMHASH_BACKEND) or ""
+    if not uri:
+        jobdir = settings.get("JOBDIR")
+        uri = str(Path(jobdir, "simhash") if jobdir else Path(data_path(f"simhash/{spider_name or 'default'}")))
+    max_age = settings.get("SIMHASH_MAX_AGE", defaults.SIMHASH_MAX_AGE)
+    try:
+        seconds = parse_age(max_age or 0)
+    except ValueError as exc:
+        raise ValueError(f"SIMHASH_MAX_AGE: {exc}") from None
+    if seconds and "max_age=" not in urlsplit(uri).query:
+        if "://" not in uri:  # a path: a file:// URI can carry the option
+            uri = "file://" + quote(uri)
+        uri += ("&" if "?" in uri else "?") + f"max_age={seconds:g}"
+    return uri
 
 
 def is_html(response: Response) -> bool:
@@ -226,7 +255,7 @@ class CrawlFilter:
         *,
         stats: StatsCollector,
         action: str = defaults.SIMHASH_ACTION,
-        backend: str = defaults.SIMHASH_BACKEND,
+        backend: str = "memory://",
         backends: dict[str, Any] | None = None,
         item_fields: list[str] | None = None,
         threads: int = defaults.SIMHASH_THREADS,
@@ -268,12 +297,14 @@ class CrawlFilter:
     # --- construction ------------------------------------------------------------------------
 
     @classmethod
-    def from_settings(cls, settings: BaseSettings, stats: StatsCollector) -> CrawlFilter:
+    def from_settings(
+        cls, settings: BaseSettings, stats: StatsCollector, spider_name: str | None = None
+    ) -> CrawlFilter:
         return cls(
             filter_config(settings),
             stats=stats,
             action=settings.get("SIMHASH_ACTION", defaults.SIMHASH_ACTION),
-            backend=settings.get("SIMHASH_BACKEND", defaults.SIMHASH_BACKEND),
+            backend=backend_uri(settings, spider_name),
             backends=settings.getdict("SIMHASH_BACKENDS", defaults.SIMHASH_BACKENDS),
             item_fields=settings.getlist("SIMHASH_ITEM_FIELDS", defaults.SIMHASH_ITEM_FIELDS),
             threads=settings.getint("SIMHASH_THREADS", defaults.SIMHASH_THREADS),
@@ -291,7 +322,8 @@ class CrawlFilter:
         found = _FILTERS.get(crawler)
         if found is None:
             assert crawler.stats is not None
-            found = _FILTERS[crawler] = cls.from_settings(crawler.settings, crawler.stats)
+            spider_name = getattr(crawler.spider, "name", None) or getattr(crawler.spidercls, "name", None)
+            found = _FILTERS[crawler] = cls.from_settings(crawler.settings, crawler.stats, spider_name)
             crawler.signals.connect(found.spider_closed, signal=signals.spider_closed)
             for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
                 crawler.signals.connect(found._item_done, signal=signal)
@@ -387,6 +419,8 @@ class CrawlFilter:
         else:
             decision = Decision(url, Status.OK.value, value, match.key, match.distance)
             self.stats.inc_value("simhash/near_duplicates")
+            if decision.unchanged:
+                self.stats.inc_value("simhash/unchanged")
             self.stats.inc_value(f"simhash/distance/{match.distance}")
             self.stats.inc_value("simhash/dropped" if self.action == "drop" else "simhash/flagged")
         self._remember(decision)

@@ -4,7 +4,9 @@
 it in the crawl's index.  The decision goes into ``response.meta["simhash"]`` (``status``,
 ``fingerprint``, ``duplicate_of``, ``distance``); a near-duplicate is dropped before the spider parses
 it (``SIMHASH_ACTION = "drop"``: :class:`NearDuplicateResponse`, an ``IgnoreRequest``, so its links
-are not followed) or let through flagged (``"flag"``).  A request with ``meta["dont_simhash"]`` is
+are not followed) or let through flagged (``"flag"``).  A page that duplicates itself (its URL was kept
+by an earlier crawl and it has not changed) always reaches the spider, so that a recrawl still follows
+its links; its items are dropped or flagged by the pipeline.  A request with ``meta["dont_simhash"]`` is
 not checked.
 
 :class:`SimhashSpiderMiddleware` hands the decision of a response to the items the spider builds from
@@ -63,10 +65,13 @@ class SimhashDownloaderMiddleware:
             return response
         request.meta[META_KEY] = decision.to_meta()
         if decision.near_duplicate:
-            if self.filter.action == "drop":
+            if decision.unchanged:  # kept in an earlier crawl: follow its links, its items are not stored again
+                self.filter.log_near_duplicate(decision, "let through (unchanged since it was kept)")
+            elif self.filter.action == "drop":
                 self.filter.log_near_duplicate(decision, "dropped")
                 raise NearDuplicateResponse(decision)
-            self.filter.log_near_duplicate(decision, "flagged")
+            else:
+                self.filter.log_near_duplicate(decision, "flagged")
         return response
 
 

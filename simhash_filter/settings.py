@@ -19,8 +19,11 @@ SIMHASH_ENABLED = True
 #: carry ``duplicate_of`` and ``distance``).
 SIMHASH_ACTION = "drop"
 
-#: Index backend URI (``memory://``: in memory, for one crawl).
-SIMHASH_BACKEND = "memory://"
+#: Index backend URI: ``""`` (the default) keeps the index on disk in ``JOBDIR/simhash`` when ``JOBDIR`` is
+#: set, else in the project's data directory (``.scrapy/simhash/<spider name>``), so the next crawl remembers
+#: this one; a directory path or ``file:///path`` puts it elsewhere; ``memory://`` forgets it at the end of
+#: the crawl; ``redis://host:port/db`` shares it between crawl processes.
+SIMHASH_BACKEND = ""
 
 #: More backends by URI scheme (dotted path of a ``simhash_filter.backends.Backend`` subclass),
 #: merged over ``simhash_filter.backends.BACKENDS_BASE``; ``None`` disables a scheme.
@@ -35,6 +38,11 @@ SIMHASH_DOM_DECAY = DEFAULTS.fingerprint.dom_decay
 #: Item fields fingerprinted (HTML or plain text, joined in this order) for items that come without a
 #: fingerprinted response: start items, or items built from JSON/API responses.
 SIMHASH_ITEM_FIELDS: list[str] = []
+
+#: Kept pages older than this are forgotten, so that a recrawl keeps them again: seconds, or a number
+#: with ``s``, ``m``, ``h``, ``d`` or ``w`` (``"30d"``); ``0`` remembers them for ever.  Added to the backend
+#: URI as its ``max_age`` option (the on-disk backend has it).
+SIMHASH_MAX_AGE = 0
 
 #: A page within this Hamming distance (k) of a kept page is a near-duplicate.
 SIMHASH_MAX_DISTANCE = DEFAULTS.max_distance

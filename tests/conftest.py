@@ -194,3 +194,18 @@ def page_files(tmp_path: Path) -> dict[str, Path]:
 def make_page():
     """The fixture site's template: ``make_page(title, paragraphs, lang=..., ad=..., views=...)``."""
     return site_page
+
+
+@pytest.fixture(autouse=True)
+def _in_tmp_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test runs in its own directory: the filter's default on-disk index (``.scrapy/simhash``)
+    never outlives a test or leaks between tests."""
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture
+def memory_index(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Crawlers built in this process default to the in-memory index (for tests of one crawl's decisions)."""
+    from simhash_filter import settings
+
+    monkeypatch.setattr(settings, "SIMHASH_BACKEND", "memory://")

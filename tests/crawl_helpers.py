@@ -129,6 +129,7 @@ def scrapy_crawl(
         "STATS_JSON": str(stats),
         "LOG_FILE": str(log),
         "LOG_LEVEL": "INFO",
+        "SIMHASH_BACKEND": str(tmp_path / "simhash-index"),  # each test its own on-disk index ("": the default)
         **(settings or {}),
     }
     cmd = [sys.executable, "-m", "scrapy.cmdline", "crawl", spider]

@@ -86,7 +86,7 @@ def test_defaults_come_from_the_core_config():
     assert d["SIMHASH_MAX_DISTANCE"] == DEFAULTS.max_distance
     assert d["SIMHASH_DOM_DECAY"] == DEFAULTS.fingerprint.dom_decay
     assert d["SIMHASH_STRUCTURE_WEIGHT"] == DEFAULTS.fingerprint.structure_weight
-    assert d["SIMHASH_ENABLED"] is True and d["SIMHASH_ACTION"] == "drop" and d["SIMHASH_BACKEND"] == "memory://"
+    assert d["SIMHASH_ENABLED"] is True and d["SIMHASH_ACTION"] == "drop" and d["SIMHASH_BACKEND"] == ""
     d["SIMHASH_ITEM_FIELDS"].append("x")
     assert simhash_settings.SIMHASH_ITEM_FIELDS == []
 

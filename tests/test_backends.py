@@ -10,6 +10,7 @@ import itertools
 import random
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -30,22 +31,28 @@ from simhash_filter.index import Match, TableDesign, hamming
 
 Factory = Callable[..., Backend]
 
-#: Backends under contract: name -> URI.  Small buffers make the memory backend seal and merge often.
-BACKENDS = {
+#: Backends under contract: name -> URI, or a function of a fresh temporary directory that returns one
+#: (for backends that need a server or files).  Small buffers make the in-memory tables seal and merge often.
+BACKENDS: dict[str, str | Callable[[Path], str]] = {
     "memory": "memory://",
     "memory-small-runs": "memory://?buffer_size=3&merge_factor=2",
+    "file": lambda tmp: f"file://{tmp}/index",
+    "file-small-runs": lambda tmp: f"file://{tmp}/index?buffer_size=3&merge_factor=2&sync=always",
 }
 
 DESIGN = TableDesign.parse("4x16/k3")
 
 
 @pytest.fixture(scope="module", params=sorted(BACKENDS))
-def make_backend(request: pytest.FixtureRequest) -> Iterator[Factory]:
+def make_backend(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Factory]:
     """A factory ``make_backend(k=3, design=DESIGN, metadata=None)`` for one backend; closes them all."""
     opened: list[Backend] = []
 
     def factory(k: int = 3, design: TableDesign = DESIGN, metadata: dict[str, Any] | None = None) -> Backend:
-        backend = open_backend(BACKENDS[request.param], k=k, design=design, metadata=metadata)
+        uri = BACKENDS[request.param]
+        if callable(uri):
+            uri = uri(tmp_path_factory.mktemp(request.param))
+        backend = open_backend(uri, k=k, design=design, metadata=metadata)
         opened.append(backend)
         return backend
 
@@ -187,26 +194,27 @@ def test_open_backend_by_scheme() -> None:
     """open_backend picks the class by URI scheme, case-insensitively, and passes k, design, metadata."""
     backend = open_backend("MEMORY://", k=2, design=DESIGN, metadata={"m": 1})
     assert type(backend) is MemoryBackend and backend.k == 2 and backend.metadata == {"m": 1}
-    assert BACKENDS_BASE == {"memory": "simhash_filter.backends.memory.MemoryBackend"}
+    assert BACKENDS_BASE["memory"] == "simhash_filter.backends.memory.MemoryBackend"
 
 
 def test_unknown_scheme_lists_known_ones() -> None:
     """An unknown scheme is a ValueError naming the known schemes."""
-    with pytest.raises(ValueError, match=r"unknown index backend scheme 'rdis'.*known schemes: memory://"):
+    with pytest.raises(ValueError, match=r"unknown index backend scheme 'rdis'.*known schemes: .*memory://"):
         open_backend("rdis://localhost", k=3, design=DESIGN)
     with pytest.raises(ValueError, match="no scheme"):
-        open_backend("memory", k=3, design=DESIGN)
+        open_backend("://memory", k=3, design=DESIGN)
 
 
 def test_user_backends_merge_over_base() -> None:
     """User entries add schemes (dotted paths or classes) and None disables a built-in one."""
     registry = backend_registry({"toy": f"{__name__}.ToyBackend", "memory": None})
-    assert registry == {"toy": f"{__name__}.ToyBackend"}
+    assert registry == {**{s: v for s, v in BACKENDS_BASE.items() if s != "memory"}, "toy": f"{__name__}.ToyBackend"}
     backend = open_backend("toy://", k=3, design=DESIGN, backends={"toy": ToyBackend})
     assert isinstance(backend, ToyBackend)
     assert isinstance(open_backend("toy://", k=3, design=DESIGN, backends=registry), ToyBackend)
-    with pytest.raises(ValueError, match="known schemes: toy://"):
-        open_backend("memory://", k=3, design=DESIGN, backends={"memory": None, "toy": ToyBackend})
+    with pytest.raises(ValueError, match=r"known schemes: toy://$"):
+        only_toy = {**dict.fromkeys(BACKENDS_BASE), "toy": ToyBackend}
+        open_backend("memory://", k=3, design=DESIGN, backends=only_toy)
 
 
 def test_registry_refuses_non_backends() -> None:

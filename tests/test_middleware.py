@@ -23,6 +23,8 @@ from simhash_filter.crawlfilter import CrawlFilter
 from simhash_filter.index import Match, NearDuplicateIndex
 from simhash_filter.middlewares import NearDuplicateResponse
 
+pytestmark = pytest.mark.usefixtures("memory_index")
+
 ARTICLE = p.gazette(p.RAINWATER).encode("utf-8")
 COPY = p.ledger(p.RAINWATER).encode("utf-8")  # the same article in another site's template
 OTHER = p.gazette(p.LIGHTHOUSE).encode("utf-8")

@@ -21,6 +21,8 @@ from scrapy.utils.test import get_crawler
 from simhash_filter import NearDuplicateItem, SimhashDownloaderMiddleware, SimhashPipeline, SimhashSpiderMiddleware
 from simhash_filter.middlewares import NearDuplicateResponse
 
+pytestmark = pytest.mark.usefixtures("memory_index")
+
 ARTICLE = p.gazette(p.RAINWATER)
 COPY = p.ledger(p.RAINWATER)
 OTHER = p.gazette(p.LIGHTHOUSE)

@@ -27,6 +27,7 @@ __all__ = [
 
 #: Built-in backends by URI scheme.
 BACKENDS_BASE: dict[str, str] = {
+    "file": "simhash_filter.backends.file.FileBackend",
     "memory": "simhash_filter.backends.memory.MemoryBackend",
 }
 
@@ -51,11 +52,15 @@ def _load(spec: str | type[Backend]) -> type[Backend]:
 
 
 def uri_scheme(uri: str) -> str:
-    """The scheme of a backend URI, lower-cased: ``"memory"`` for ``"memory://"``."""
+    """The scheme of a backend URI, lower-cased: ``"memory"`` for ``"memory://"``, ``"file"`` for a plain path."""
     if not isinstance(uri, str):
         raise TypeError(f"a backend URI must be a str, got {type(uri).__name__}")
+    if not uri.strip():
+        raise ValueError("empty backend URI; expected e.g. 'memory://', 'file:///path/to/index' or a directory path")
     scheme, sep, _ = uri.partition("://")
-    if not sep or not scheme:
+    if not sep:
+        return "file"  # a directory path
+    if not scheme:
         raise ValueError(f"backend URI {uri!r} has no scheme; expected e.g. 'memory://'")
     return scheme.lower()
 

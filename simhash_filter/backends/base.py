@@ -13,16 +13,24 @@ Arguments reaching a backend are already validated by
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     import numpy as np
 
     from simhash_filter.index import Match, TableDesign
 
-__all__ = ["Backend", "MetadataMismatchError", "check_metadata"]
+__all__ = ["Backend", "Entry", "MetadataMismatchError", "check_metadata"]
+
+
+class Entry(NamedTuple):
+    """One stored fingerprint: its key (the kept page's URL) and when it was added (Unix time, if known)."""
+
+    fingerprint: int
+    key: str
+    added: float | None = None
 
 
 class MetadataMismatchError(ValueError):
@@ -113,7 +121,30 @@ class Backend(abc.ABC):
 
     @abc.abstractmethod
     def __len__(self) -> int:
-        """Number of stored (fingerprint, key) pairs."""
+        """Number of stored (fingerprint, key) pairs (deleted or expired ones not counted)."""
+
+    # -- maintenance (optional: the command line's ``simhash-filter index``) ---------------------
+
+    def delete(self, keys: Iterable[str]) -> int:
+        """Forget every stored fingerprint whose key is in *keys*; return how many were forgotten."""
+        raise NotImplementedError(f"{type(self).__name__} cannot delete fingerprints")
+
+    def entries(self) -> Iterator[Entry]:
+        """Every stored fingerprint, oldest first."""
+        raise NotImplementedError(f"{type(self).__name__} cannot list its fingerprints")
+
+    def compact(self) -> None:  # noqa: B027 - optional hook, a no-op for backends with nothing to reclaim
+        """Reclaim the space of deleted and expired fingerprints."""
+
+    def info(self) -> dict[str, Any]:
+        """Facts about the stored index, as JSON-ready values (``simhash-filter index stats``)."""
+        return {
+            "backend": type(self).__name__,
+            "entries": len(self),
+            "k": self.k,
+            "design": self.design.name,
+            "metadata": self.metadata,
+        }
 
     def close(self) -> None:  # noqa: B027 - optional hook, a no-op for backends without resources
         """Release resources (flush files, close connections).  Further calls fail."""

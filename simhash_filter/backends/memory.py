@@ -24,13 +24,13 @@ never exceeds the true distance), and verifies the rest on the full 64 bits.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 import numpy as np
 
-from simhash_filter.backends.base import Backend
+from simhash_filter.backends.base import Backend, Entry
 from simhash_filter.index import F, Match, TableDesign, bucket_bits, fold16, fold16_array
 
 __all__ = ["MemoryBackend"]
@@ -127,6 +127,7 @@ class MemoryBackend(Backend):
         self._sealed = 0  # rows below this are in runs, the rest is the buffer
         self._runs: list[_Run] = []
         self._keys: list[str] = []
+        self._dead: set[int] = set()  # deleted rows: still in the tables, never returned
         self._lock = threading.Lock()
         self._closed = False
 
@@ -161,7 +162,7 @@ class MemoryBackend(Backend):
         return [run.size for run in self._runs] + [self._n - self._sealed]
 
     def __len__(self) -> int:
-        return self._n
+        return self._n - len(self._dead)
 
     def close(self) -> None:
         """Drop the arrays; later calls raise ``ValueError``."""
@@ -170,11 +171,30 @@ class MemoryBackend(Backend):
             self._fps = np.empty(0, dtype=np.uint64)
             self._runs = []
             self._keys = []
+            self._dead = set()
             self._n = self._sealed = 0
 
     def _check_open(self) -> None:
         if self._closed:
             raise ValueError("operation on a closed index backend")
+
+    # -- hooks for a backend that keeps its keys elsewhere or hides rows ------------------------
+
+    def _store_keys(self, fingerprints: np.ndarray, keys: Sequence[str]) -> None:
+        """Keep the *keys* of the rows about to be appended (the on-disk backend writes them first)."""
+        self._keys.extend(keys)
+
+    def _key(self, row: int) -> str:
+        """The key of a stored row."""
+        return self._keys[row]
+
+    def _hides_rows(self) -> bool:
+        """Whether some stored rows must not be returned (then :meth:`_hidden` is asked per hit)."""
+        return bool(self._dead)
+
+    def _hidden(self, row: int) -> bool:
+        """Whether a stored row is deleted (the on-disk backend also hides expired rows)."""
+        return row in self._dead
 
     # -- writes ----------------------------------------------------------------------------------
 
@@ -199,7 +219,7 @@ class MemoryBackend(Backend):
         if n == len(self._fps):
             self._reserve(n + 1)
         self._fps[n] = fingerprint
-        self._keys.append(key)
+        self._store_keys(self._fps[n : n + 1], [key])
         self._n = n + 1
         if self._n - self._sealed >= self._buffer_size:
             self._seal()
@@ -219,12 +239,31 @@ class MemoryBackend(Backend):
                 return
             self._reserve(self._n + m)
             self._fps[self._n : self._n + m] = fingerprints
-            self._keys.extend(keys)
+            self._store_keys(fingerprints, keys)
             self._n += m
             if self._n - self._sealed >= self._buffer_size:
                 self._seal()
 
+    def delete(self, keys: Iterable[str]) -> int:
+        """Forget every stored fingerprint whose key is in *keys* (they stay in the tables, hidden)."""
+        wanted = set(keys)
+        with self._lock:
+            self._check_open()
+            rows = [r for r in range(self._n) if r not in self._dead and self._key(r) in wanted]
+            self._dead.update(rows)
+            return len(rows)
+
     # -- reads -----------------------------------------------------------------------------------
+
+    def entries(self) -> Iterator[Entry]:
+        """Every stored fingerprint, oldest first (a snapshot taken when called)."""
+        with self._lock:
+            self._check_open()
+            n = self._n
+            fps = self._fps[:n].tolist()
+        for row, fp in enumerate(fps):
+            if not self._hidden(row):
+                yield Entry(fp, self._key(row))
 
     def _query(self, fingerprint: int, k: int) -> list[Match]:
         fps = self._fps
@@ -260,12 +299,13 @@ class MemoryBackend(Backend):
                     self._verify(fps[cand], fingerprint, k, hits, cand)
         if self._n > self._sealed:  # scan the buffer
             self._verify(fps[self._sealed : self._n], fingerprint, k, hits, self._sealed)
+        if hits and self._hides_rows():
+            hits = [hit for hit in hits if not self._hidden(hit[1])]
         if not hits:
             return []
         if len(hits) > 1:
             hits = sorted(set(hits))  # a match can be found through several tables
-        keys = self._keys
-        return [Match(keys[r], d, f) for d, r, f in hits]
+        return [Match(self._key(r), d, f) for d, r, f in hits]
 
     @staticmethod
     def _verify(
@@ -325,8 +365,8 @@ class MemoryBackend(Backend):
             runs = list(self._runs)
             if self._n > self._sealed:  # a throwaway run over the buffer
                 runs.append(_build_run(self._fps[self._sealed : self._n], self._sealed, self._design))
-            keys = self._keys
             fps = self._fps
+            hiding = self._hides_rows()
             for lo in range(0, len(fingerprints), _BATCH):
                 qs = fingerprints[lo : lo + _BATCH]
                 qidx, rows, dist = self._probe_batch(runs, qs, k)
@@ -340,7 +380,8 @@ class MemoryBackend(Backend):
                 for qi, r, d, f in zip(
                     (qidx + lo).tolist(), rows.tolist(), dist.tolist(), fps[rows].tolist(), strict=True
                 ):
-                    out[qi].append(Match(keys[r], d, f))
+                    if not (hiding and self._hidden(r)):
+                        out[qi].append(Match(self._key(r), d, f))
             return out
 
     def _probe_batch(self, runs: list[_Run], qs: np.ndarray, k: int) -> tuple[np.ndarray, ...]:

@@ -1,0 +1,319 @@
+"""The on-disk backend (``simhash_filter.backends.file``): what survives a reopen, a torn tail and a
+``kill -9``; what a damaged, foreign or incompatible index gives; locking, read-only snapshots,
+expiry, deletion and compaction.  (The query contract is in ``test_backends.py``.)"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from simhash_filter.backends import MetadataMismatchError, open_backend
+from simhash_filter.backends.file import (
+    HEADER_SIZE,
+    RECORD,
+    CorruptIndexError,
+    FileBackend,
+    IndexLockedError,
+    parse_age,
+    record_check,
+    record_checks,
+)
+from simhash_filter.index import Match, TableDesign
+
+DESIGN = TableDesign.parse("4x16/k3")
+META = {"model": "m1"}
+
+
+def open_index(path: Path, **options: object) -> FileBackend:
+    return FileBackend(path, k=3, design=DESIGN, metadata=META, **options)  # type: ignore[arg-type]
+
+
+def random_fps(n: int, seed: int = 7) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, 2**64, size=n, dtype=np.uint64)
+
+
+class Clock:
+    """A settable clock (Unix seconds)."""
+
+    def __init__(self, now: float = 1_700_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_reopen_keeps_fingerprints_keys_and_order(tmp_path: Path) -> None:
+    """Everything added (one by one and in bulk) is there after a reopen, keys read back from disk."""
+    fps = random_fps(5000)
+    with open_index(tmp_path / "idx", buffer_size=64) as index:
+        assert index.check_and_add(0xABCDEF, "https://a.example/first", 3) is None
+        index.add_many(fps, [f"https://b.example/{i}" for i in range(len(fps))])
+        index.add(0xABCDEF ^ 0b101, "https://a.example/twin")
+    with open_index(tmp_path / "idx") as index:
+        assert len(index) == 5002
+        assert index.query(0xABCDEF, 3) == [
+            Match("https://a.example/first", 0, 0xABCDEF),
+            Match("https://a.example/twin", 2, 0xABCDEF ^ 0b101),
+        ]
+        assert index.query(int(fps[4321]), 0) == [Match("https://b.example/4321", 0, int(fps[4321]))]
+        found = index.check_and_add(int(fps[17]) ^ 1, "https://c.example/", 3)
+        assert found == Match("https://b.example/17", 1, int(fps[17]))
+
+
+def test_keys_are_any_unicode_and_stay_on_disk(tmp_path: Path) -> None:
+    """Keys round-trip whatever their characters (even lone surrogates); memory holds no key strings."""
+    keys = ["https://例子.测试/路径?q=中文", "item:1", "x\udcff", ""]
+    with open_index(tmp_path / "idx") as index:
+        index.add_many(np.arange(len(keys), dtype=np.uint64) << np.uint64(40), keys)
+        assert index._keys == []
+    with open_index(tmp_path / "idx") as index:
+        assert [e.key for e in index.entries()] == keys
+
+
+def test_record_check_scalar_matches_vectorised() -> None:
+    """The per-add check and the numpy check used on open agree."""
+    records = np.zeros(3, dtype=RECORD)
+    records["fp"] = [0, 2**64 - 1, 0x0123456789ABCDEF]
+    records["offset"] = [HEADER_SIZE, 2**40, 99]
+    records["added"] = [0, 2**32 - 1, 1_700_000_000]
+    records["length"] = [0, 7, 2**20]
+    salt = 0x5A17
+    expected = [record_check(int(r["fp"]), int(r["offset"]), int(r["added"]), int(r["length"]), salt) for r in records]
+    assert record_checks(records, salt).tolist() == expected
+
+
+@pytest.mark.parametrize("cut", [1, 31, 32 + 5])
+def test_torn_tail_is_cut_on_open(tmp_path: Path, cut: int, caplog: pytest.LogCaptureFixture) -> None:
+    """A record cut short at the end (the writer died mid-write) is dropped with a warning; the rest stays."""
+    with open_index(tmp_path / "idx") as index:
+        index.add_many(random_fps(100), [f"u{i}" for i in range(100)])
+    records = tmp_path / "idx" / "records.1"
+    size = records.stat().st_size
+    os.truncate(records, size - cut)
+    with open_index(tmp_path / "idx") as index:
+        kept = 100 - (cut + 31) // 32
+        assert len(index) == kept
+        assert "cut short" in caplog.text
+        assert index.check_and_add(123, "new", 0) is None  # appends after the cut, keys still line up
+    with open_index(tmp_path / "idx") as index:
+        assert len(index) == kept + 1
+        assert [e.key for e in index.entries()][-2:] == [f"u{kept - 1}", "new"]
+
+
+def test_keys_without_their_record_are_cut(tmp_path: Path) -> None:
+    """Key bytes written after the last record (the writer died between the two writes) are removed."""
+    with open_index(tmp_path / "idx") as index:
+        index.add(1, "one")
+    with open(tmp_path / "idx" / "urls.1", "ab") as f:
+        f.write(b"half-written-url")
+    with open_index(tmp_path / "idx") as index:
+        index.add(2, "two")
+        assert [e.key for e in index.entries()] == ["one", "two"]
+
+
+def test_garbage_tail_is_torn_but_damage_in_the_middle_is_an_error(tmp_path: Path) -> None:
+    """Zeros appended at the end are a torn tail; a flipped byte before intact records is corruption."""
+    with open_index(tmp_path / "idx") as index:
+        index.add_many(random_fps(50), [f"u{i}" for i in range(50)])
+    records = tmp_path / "idx" / "records.1"
+    with open(records, "ab") as f:
+        f.write(bytes(96))
+    with open_index(tmp_path / "idx") as index:
+        assert len(index) == 50
+    data = bytearray(records.read_bytes())
+    data[HEADER_SIZE + 10 * RECORD.itemsize + 3] ^= 0xFF  # record 10's fingerprint
+    records.write_bytes(bytes(data))
+    with pytest.raises(CorruptIndexError, match="record 10 is damaged but later records are intact"):
+        open_index(tmp_path / "idx")
+
+
+def test_foreign_and_damaged_files_are_clear_errors(tmp_path: Path) -> None:
+    """A directory that is not an index, a file from another index, a bad CURRENT: clear errors."""
+    with open_index(tmp_path / "a") as index:
+        index.add(1, "a")
+    with open_index(tmp_path / "b") as index:
+        index.add(2, "b")
+    (tmp_path / "b" / "urls.1").write_bytes((tmp_path / "a" / "urls.1").read_bytes())
+    with pytest.raises(CorruptIndexError, match="does not belong"):
+        open_index(tmp_path / "b")
+    (tmp_path / "a" / "records.1").write_bytes(b"PK\x03\x04 a zip file, say" + bytes(5000))
+    with pytest.raises(CorruptIndexError, match="not a simhash-filter index file"):
+        open_index(tmp_path / "a")
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "CURRENT").write_text("banana")
+    with pytest.raises(CorruptIndexError, match="CURRENT is damaged"):
+        open_index(tmp_path / "c")
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "CURRENT").write_text("3\n")
+    with pytest.raises(CorruptIndexError, match="missing"):
+        open_index(tmp_path / "d")
+
+
+def test_another_model_is_refused_with_the_way_out(tmp_path: Path) -> None:
+    """An index built with another fingerprint model cannot be opened with this one."""
+    open_index(tmp_path / "idx").close()
+    with pytest.raises(MetadataMismatchError, match=r"model: stored 'm1' != requested 'm2'.*new index location"):
+        FileBackend(tmp_path / "idx", k=3, design=DESIGN, metadata={"model": "m2"})
+    with FileBackend(tmp_path / "idx", k=3, design=DESIGN, readonly=True) as index:  # None accepts any
+        assert index.metadata == META
+
+
+def test_one_writer_at_a_time_readers_take_snapshots(tmp_path: Path) -> None:
+    """A second writer is refused while the first is open; a read-only open sees what was written."""
+    writer = open_index(tmp_path / "idx")
+    writer.add(5, "five")
+    with pytest.raises(IndexLockedError, match=f"another process \\(pid {os.getpid()}\\)"):
+        open_index(tmp_path / "idx")
+    with open_index(tmp_path / "idx", readonly=True) as reader:
+        assert reader.query(5, 0) == [Match("five", 0, 5)]
+        with pytest.raises(PermissionError, match="read-only"):
+            reader.add(6, "six")
+    writer.close()
+    open_index(tmp_path / "idx").close()  # the lock is released on close
+    with pytest.raises(FileNotFoundError):
+        open_index(tmp_path / "nowhere", readonly=True)
+
+
+def test_expired_fingerprints_are_ignored_then_compacted_away(tmp_path: Path) -> None:
+    """With max_age, a fingerprint older than it is no longer found: its page is kept again."""
+    clock = Clock()
+    with open_index(tmp_path / "idx", max_age="1d", clock=clock) as index:
+        index.add(0xF0F0, "old")
+        clock.now += 86400 - 10
+        index.add(0x0F0F, "recent")
+        assert index.query(0xF0F0, 0) == [Match("old", 0, 0xF0F0)]
+        clock.now += 20
+        assert index.query(0xF0F0, 0) == []
+        assert len(index) == 1
+        assert index.check_and_add(0xF0F0, "old-again", 3) is None
+        assert index.info()["expired"] == 1
+        index.compact()
+        assert index.info()["stored"] == 2
+        assert [e.key for e in index.entries()] == ["recent", "old-again"]
+    with open_index(tmp_path / "idx") as index:  # no max_age: nothing expires
+        assert index.query(0xF0F0, 0) == [Match("old-again", 0, 0xF0F0)]
+
+
+def test_delete_is_durable_and_compaction_reclaims_space(tmp_path: Path) -> None:
+    """Deleted keys stay deleted after a reopen; compaction rewrites the files without them."""
+    fps = random_fps(3000)
+    with open_index(tmp_path / "idx") as index:
+        index.add_many(fps, [f"u{i % 1000}" for i in range(3000)])
+        assert index.delete(["u1", "u2", "nope"]) == 6
+    with open_index(tmp_path / "idx") as index:
+        assert len(index) == 2994
+        assert index.query(int(fps[1001]), 0) == []
+        before = index.info()["disk_bytes"]
+        index.compact()
+        info = index.info()
+        assert info["generation"] == 2 and info["stored"] == 2994 and info["disk_bytes"] < before
+        assert index.query(int(fps[3]), 0) == [Match("u3", 0, int(fps[3]))]
+    assert sorted(p.name for p in (tmp_path / "idx").iterdir()) == [
+        "CURRENT", "LOCK", "deleted.2", "records.2", "urls.2",
+    ]  # fmt: skip
+    with open_index(tmp_path / "idx") as index:
+        assert len(index) == 2994 and index.query(int(fps[2999]), 0) == [Match("u999", 0, int(fps[2999]))]
+
+
+def test_leftovers_of_a_dead_compaction_are_removed(tmp_path: Path) -> None:
+    """Files of a generation that never became current (the compaction died) are removed on open."""
+    with open_index(tmp_path / "idx") as index:
+        index.add(1, "one")
+    (tmp_path / "idx" / "records.2").write_bytes(b"partial")
+    with open_index(tmp_path / "idx") as index:
+        assert len(index) == 1
+    assert not (tmp_path / "idx" / "records.2").exists()
+
+
+def test_uri_options(tmp_path: Path) -> None:
+    """file:// URIs and plain paths open the same index; bad options are clear errors."""
+    backend = open_backend(f"file://{tmp_path}/idx?sync=always&max_age=12h", k=3, design=DESIGN)
+    assert isinstance(backend, FileBackend) and backend.path == tmp_path / "idx" and backend._max_age == 43200
+    backend.add(9, "nine")
+    backend.close()
+    with open_backend(str(tmp_path / "idx"), k=3, design=DESIGN) as again:
+        assert again.query(9, 0) == [Match("nine", 0, 9)]
+    for uri, message in [
+        (f"file://{tmp_path}/x?colour=red", "unknown file backend option"),
+        (f"file://{tmp_path}/x?sync=sometimes", "sync must be"),
+        (f"file://{tmp_path}/x?max_age=soon", "an age must be"),
+        (f"file://{tmp_path}/x?readonly=maybe", "readonly must be"),
+        ("file://", "needs a directory"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            open_backend(uri, k=3, design=DESIGN)
+
+
+def test_parse_age() -> None:
+    """Ages are seconds or a number with a unit."""
+    assert [parse_age(v) for v in (0, 90, "90", "90s", "15m", "12h", "30d", "2w", "1.5h")] == [
+        0, 90, 90, 90, 900, 43200, 2592000, 1209600, 5400,
+    ]  # fmt: skip
+    for bad in ("-1", "1y", "", -5):
+        with pytest.raises(ValueError):
+            parse_age(bad)
+
+
+def test_a_failed_write_leaves_nothing_half_added(tmp_path: Path) -> None:
+    """If writing fails (disk full, say), the add raises and neither file keeps a partial entry."""
+    index = open_index(tmp_path / "idx")
+    index.add(1, "one")
+    os.close(index._fds["records"])
+    index._fds["records"] = os.open(os.devnull, os.O_RDONLY)  # writes now fail with EBADF
+    with pytest.raises(OSError):
+        index.add(2, "two")
+    assert len(index) == 1
+    index.close()
+    assert (tmp_path / "idx" / "urls.1").stat().st_size == HEADER_SIZE + 3
+    with open_index(tmp_path / "idx") as again:
+        assert [e.key for e in again.entries()] == ["one"]
+
+
+WRITER = """
+import sys
+from simhash_filter.backends.file import FileBackend
+from simhash_filter.index import TableDesign
+index = FileBackend(sys.argv[1], k=3, design=TableDesign.parse("4x16/k3"), metadata={"model": "m1"})
+x = 0x9E3779B97F4A7C15
+i = 0
+while True:
+    i += 1
+    x = (x * 6364136223846793005 + 1442695040888963407) % 2**64
+    if i % 50 == 0:
+        index.add_many([x, x ^ 0xFFFF0000], [f"bulk-{i}-a", f"bulk-{i}-b"])
+        sys.stdout.write(f"{x:x} bulk-{i}-a\\n{x ^ 0xFFFF0000:x} bulk-{i}-b\\n")
+    elif index.check_and_add(x, f"page-{i}", 3) is None:
+        sys.stdout.write(f"{x:x} page-{i}\\n")
+    sys.stdout.flush()
+"""
+
+
+@pytest.mark.slow
+def test_kill_9_loses_nothing_acknowledged(tmp_path: Path) -> None:
+    """A process adding at full speed is killed with SIGKILL; every add it reported is there after reopen."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(tmp_path / "idx")], stdout=subprocess.PIPE, text=True, bufsize=1
+    )
+    assert proc.stdout is not None
+    acknowledged = []
+    deadline = time.monotonic() + 20
+    while len(acknowledged) < 3000 and time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        acknowledged.append(line.split())
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    proc.stdout.close()
+    assert len(acknowledged) >= 3000, "the writer did not get going"
+    with open_index(tmp_path / "idx") as index:
+        stored = {(f"{e.fingerprint:x}", e.key) for e in index.entries()}
+        assert len(stored) == len(index) >= len(acknowledged)
+        assert not [pair for pair in map(tuple, acknowledged) if pair not in stored]
