@@ -1,4 +1,5 @@
-"""The ``simhash-filter`` command line: ``fingerprint``, ``compare`` and ``dedup``.
+"""The ``simhash-filter`` command line: ``fingerprint``, ``compare``, ``dedup`` and ``index`` (in
+:mod:`~simhash_filter.cli_index`).
 
 Every default comes from :data:`simhash_filter.config.DEFAULTS`, the same object the crawler reads.
 This module only parses arguments, reads and writes files, and prints; the work is done by
@@ -17,11 +18,12 @@ import os
 import re
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, suppress
-from typing import IO
+from typing import IO, Any
 
 from simhash_filter import __version__
+from simhash_filter.cli_index import add_index_parser
 from simhash_filter.config import DEFAULTS, FilterConfig, FingerprintConfig
 from simhash_filter.dedup import ERROR, MALFORMED, Outcome, Summary, dedup, open_index
 from simhash_filter.explain import Explanation, FeatureDifference, explain
@@ -238,6 +240,20 @@ def cmd_dedup(args: argparse.Namespace) -> int:
     return EXIT_MALFORMED if summary.malformed else EXIT_OK
 
 
+def _page_model(args: argparse.Namespace) -> tuple[Callable[[str], tuple[int | None, str | None]], dict[str, Any]]:
+    """For ``index query``: a function that fingerprints an HTML file, and the model's index metadata."""
+    fingerprinter = Fingerprinter(_fingerprint_config(args))
+
+    def fingerprint_page(path: str) -> tuple[int | None, str | None]:
+        try:
+            fp = fingerprinter.fingerprint(_read_bytes(path))
+        except OSError as exc:
+            return None, f"cannot read: {exc.strerror or exc}"
+        return (fp.value, None) if fp.value is not None else (None, f"cannot fingerprint: {fp.status}")
+
+    return fingerprint_page, _filter_config(args).index_metadata()
+
+
 # --- parser --------------------------------------------------------------------------------------
 
 
@@ -321,6 +337,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="no progress bar (it is shown only when stderr is a terminal)",
     )
     p.set_defaults(func=cmd_dedup, parser=p)
+
+    add_index_parser(sub, threshold, model, _page_model)
     return parser
 
 

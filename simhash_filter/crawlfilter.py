@@ -21,7 +21,6 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import quote, urlsplit
 from weakref import WeakKeyDictionary
 
 from itemadapter import ItemAdapter
@@ -33,7 +32,7 @@ from scrapy.utils.project import data_path
 from w3lib.encoding import http_content_type_encoding
 
 from simhash_filter import settings as defaults
-from simhash_filter.backends import open_backend
+from simhash_filter.backends import open_backend, with_uri_option
 from simhash_filter.backends.file import parse_age
 from simhash_filter.config import FilterConfig
 from simhash_filter.fingerprint import Fingerprint, Fingerprinter, Status
@@ -153,17 +152,18 @@ def backend_uri(settings: BaseSettings, spider_name: str | None = None) -> str:
     uri = settings.get("SIMHASH_BACKEND", defaults.SIMHASH_BACKEND) or ""
     if not uri:
         jobdir = settings.get("JOBDIR")
-        uri = str(Path(jobdir, "simhash") if jobdir else Path(data_path(f"simhash/{spider_name or 'default'}")))
+        name = f"simhash/{spider_name or 'default'}"
+        try:
+            path = Path(jobdir, "simhash") if jobdir else Path(data_path(name))
+        except NotConfigured:  # SCRAPY_SETTINGS_MODULE set, but no scrapy.cfg to find the project by
+            path = Path(".scrapy", name)
+        uri = str(path)
     max_age = settings.get("SIMHASH_MAX_AGE", defaults.SIMHASH_MAX_AGE)
     try:
         seconds = parse_age(max_age or 0)
     except ValueError as exc:
         raise ValueError(f"SIMHASH_MAX_AGE: {exc}") from None
-    if seconds and "max_age=" not in urlsplit(uri).query:
-        if "://" not in uri:  # a path: a file:// URI can carry the option
-            uri = "file://" + quote(uri)
-        uri += ("&" if "?" in uri else "?") + f"max_age={seconds:g}"
-    return uri
+    return with_uri_option(uri, "max_age", f"{seconds:g}") if seconds else uri
 
 
 def is_html(response: Response) -> bool:

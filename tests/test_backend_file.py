@@ -218,8 +218,12 @@ def test_delete_is_durable_and_compaction_reclaims_space(tmp_path: Path) -> None
     assert sorted(p.name for p in (tmp_path / "idx").iterdir()) == [
         "CURRENT", "LOCK", "deleted.2", "records.2", "urls.2",
     ]  # fmt: skip
-    with open_index(tmp_path / "idx") as index:
+    with open_index(tmp_path / "idx") as index:  # the model is kept: reopening with it works
         assert len(index) == 2994 and index.query(int(fps[2999]), 0) == [Match("u999", 0, int(fps[2999]))]
+    with FileBackend(tmp_path / "idx", k=3, design=DESIGN) as index:  # compacted without saying the model
+        index.compact()
+    with FileBackend(tmp_path / "idx", k=3, design=DESIGN, readonly=True) as index:
+        assert index.metadata == META
 
 
 def test_leftovers_of_a_dead_compaction_are_removed(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl, quote, urlsplit
 
 from simhash_filter.backends.base import Backend, MetadataMismatchError, check_metadata
 
@@ -23,12 +24,16 @@ __all__ = [
     "backend_registry",
     "check_metadata",
     "open_backend",
+    "uri_scheme",
+    "with_uri_option",
 ]
 
 #: Built-in backends by URI scheme.
 BACKENDS_BASE: dict[str, str] = {
     "file": "simhash_filter.backends.file.FileBackend",
     "memory": "simhash_filter.backends.memory.MemoryBackend",
+    "redis": "simhash_filter.backends.redis.RedisBackend",
+    "rediss": "simhash_filter.backends.redis.RedisBackend",
 }
 
 
@@ -63,6 +68,18 @@ def uri_scheme(uri: str) -> str:
     if not scheme:
         raise ValueError(f"backend URI {uri!r} has no scheme; expected e.g. 'memory://'")
     return scheme.lower()
+
+
+def with_uri_option(uri: str, name: str, value: str) -> str:
+    """*uri* with the query option ``name=value`` added, unless it has that option already.
+
+    A plain directory path becomes a ``file://`` URI, which can carry options.
+    """
+    if "://" not in uri:
+        uri = "file://" + quote(uri)
+    if any(key == name for key, _ in parse_qsl(urlsplit(uri).query, keep_blank_values=True)):
+        return uri
+    return uri + ("&" if "?" in uri else "?") + f"{name}={quote(value)}"
 
 
 def open_backend(

@@ -272,13 +272,13 @@ class FileBackend(MemoryBackend):
             raise CorruptIndexError(f"{self.path / 'CURRENT'} is damaged (expected a generation number)")
         return int(text)
 
-    def _create(self, generation: int, salt: int, created: float) -> None:
+    def _create(self, generation: int, salt: int, created: float, metadata: Mapping[str, Any]) -> None:
         """Write the empty files of a generation (not yet current)."""
         fields = {
             "format": FORMAT,
             "salt": salt,
             "created": created,
-            "metadata": self._requested or {},
+            "metadata": dict(metadata),
             "k": self.k,
             "design": self.design.name,
         }
@@ -311,7 +311,7 @@ class FileBackend(MemoryBackend):
                     raise FileNotFoundError(f"no index at {self.path}")
                 raise CorruptIndexError(f"{self.path} is not a simhash-filter index (no CURRENT file)")
             generation = 1
-            self._create(generation, secrets.randbits(63), self._clock())
+            self._create(generation, secrets.randbits(63), self._clock(), self._requested or {})
             self._switch(generation)
         elif not self._readonly:
             self._switch(generation)  # removes what a compaction that died left behind
@@ -561,7 +561,7 @@ class FileBackend(MemoryBackend):
             old = self._generation_number
             new = old + 1
             salt = secrets.randbits(63)
-            self._create(new, salt, self._created)
+            self._create(new, salt, self._created, self._metadata)
             live = self._live_mask()
             with open(self._file("records", new), "ab") as records, open(self._file("urls", new), "ab") as urls:
                 url_end = HEADER_SIZE

@@ -1,0 +1,731 @@
+"""Redis backend: one index shared by many processes and machines, with an atomic check-and-add.
+
+``redis://[[user]:password@]host:port/db?prefix=crawl1`` (``rediss://`` for TLS; ``?cluster=1`` for
+Redis Cluster).  Every call is one server-side Lua script (probe, verify and add in one step, so two
+crawlers that meet near-identical pages at the same moment never both keep them); batches are pipelined.
+
+Layout of the index *prefix* (every key carries the hash tag ``{prefix}``, so one index lives in one
+cluster slot and its script is legal in a cluster):
+
+* ``{prefix}:meta``: a small hash: the format, the table design, the bucket width, the metadata (JSON:
+  the fingerprint model), and ``n``, the number of stored fingerprints.  Fingerprint number *i* (its
+  *id*) is the *i*-th one stored.
+* ``{prefix}:<t>:<hex>``: one string per table *t* and bucket (the top ``bucket_bits`` of the table's
+  lead value, in hex), holding 6 bytes per fingerprint in the bucket: the id (4 bytes) and the
+  fingerprint's 16-bit fold (:func:`~simhash_filter.index.fold16`, 2 bytes), in insertion order.
+* ``{prefix}:f<c>``: the records of ids ``c * 4096`` to ``c * 4096 + 4095``, 16 bytes each: the
+  fingerprint (8), where its key ends in ``{prefix}:u<c>`` (4), when it was added (Unix seconds, 4).
+* ``{prefix}:u<c>``: the keys (URLs) of the same ids, back to back (UTF-8).
+
+A probe reads one bucket per table, keeps the entries whose fold is within k of the query's (about 1 %
+of random ones for k = 3: the fold distance never exceeds the true distance), reads their records and
+verifies the 64-bit distance.  Bucket strings are rewritten whole on each add (exact size, no room
+reserved for growth); a record chunk is trimmed when it is full.  With 4 tables and 2**16 buckets per
+table that is about 60 bytes per fingerprint at a million, plus the URL (measured: README, "Scaling
+out"; ``benchmarks/bench_redis.py``).
+
+Failures: each call has a socket timeout (``socket_timeout``, default 2 s) and is tried again
+``retries`` times (default 2) on a connection error or a timeout, reconnecting when the server is
+back; then the error (``redis.exceptions.ConnectionError`` or ``TimeoutError``) is raised.  A call
+tried again after a timeout may have run already: the script is told, and a check-and-add that finds
+its own (fingerprint, key) at distance 0 reports it as kept, an add does not add it twice.  If the
+index is gone (a server restarted without persistence), it is created again, empty, with a warning.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+import struct
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, ClassVar
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import numpy as np
+import redis
+from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import NoScriptError, ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.retry import Retry
+
+from simhash_filter.backends.base import Backend, Entry, MetadataMismatchError, check_metadata
+from simhash_filter.index import Match, TableDesign
+
+__all__ = ["RedisBackend", "bucket_keys"]
+
+logger = logging.getLogger(__name__)
+
+#: Format of the stored index (``format`` in the meta hash).
+FORMAT = "simhash-filter redis 1"
+#: Default number of leading bits of each table's lead value that name its bucket (at most the lead bits).
+DEFAULT_BUCKET_BITS = 16
+#: Fingerprints per record chunk (``{prefix}:f<c>`` and ``{prefix}:u<c>``); must match the script.
+CHUNK = 4096
+RECORD = 16
+#: Items per script call: a call blocks the server while it runs (about 30 µs per item at 1M).
+BATCH = 64
+#: Ids are 4 bytes.
+MAX_SIZE = 2**32
+_DEFAULTS = {"socket_timeout": 2.0, "socket_connect_timeout": 2.0}
+_OWN_OPTIONS = ("prefix", "bucket_bits", "cluster", "retries", "retry_backoff", "max_age")
+_CONNECTION_ERRORS = (RedisConnectionError, RedisTimeoutError)
+_NOINDEX = "SIMHASH_NOINDEX"
+_FP = struct.Struct(">Q")
+
+# Popcount of every byte, as a Lua string literal of decimal escapes: byte(POP, x + 1) = popcount(x).
+_POP = "".join(f"\\{bin(i).count('1')}" for i in range(256))
+
+_SCRIPT = (
+    r"""
+-- simhash-filter: probe, verify and add in one atomic step (see simhash_filter/backends/redis.py).
+-- KEYS[1]: the meta hash; KEYS[2..]: T bucket keys per item, item after item.
+-- ARGV: op ("c" check-and-add, "a" add, "q" query, "n" count), k, key prefix ("{p}:"), T, retry ("1": an
+-- earlier attempt of this call may have run), max_age (seconds, 0: none), then per item the fingerprint
+-- (8 bytes, big-endian) and, for "c" and "a", its key.
+local op, k, P, T = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
+local retry, max_age = ARGV[5] == "1", tonumber(ARGV[6])
+local meta = KEYS[1]
+local call = redis.call
+local byte, char, sub = string.byte, string.char, string.sub
+local bxor = bit.bxor
+local floor = math.floor
+local POP = "@POP@"
+local C, R = @CHUNK@, @RECORD@
+
+if call("EXISTS", meta) == 0 then
+  return redis.error_reply("@NOINDEX@ the index is gone")
+end
+local now = tonumber(call("TIME")[1])
+local oldest = 0
+if max_age > 0 then oldest = now - max_age end
+
+local function u32(s, i)
+  local a, b, c, d = byte(s, i, i + 3)
+  return ((a * 256 + b) * 256 + c) * 256 + d
+end
+
+local function p32(x)
+  return char(floor(x / 16777216) % 256, floor(x / 65536) % 256, floor(x / 256) % 256, x % 256)
+end
+
+-- The record of an id: fingerprint (8 bytes), end of its key (4), added (4).
+local function record(id)
+  local chunk = floor(id / C)
+  local at = (id - chunk * C) * R
+  return call("GETRANGE", P .. "f" .. chunk, at, at + R - 1)
+end
+
+local function key_of(id)
+  local chunk = floor(id / C)
+  local j = id - chunk * C
+  local fkey = P .. "f" .. chunk
+  local start = 0
+  if j > 0 then start = u32(call("GETRANGE", fkey, j * R - 8, j * R - 5), 1) end
+  local stop = u32(call("GETRANGE", fkey, j * R + 8, j * R + 11), 1)
+  if stop <= start then return "" end
+  return call("GETRANGE", P .. "u" .. chunk, start, stop - 1)
+end
+
+-- Every stored fingerprint within kq of q in the item's buckets KEYS[base + 1 .. base + T], as
+-- {distance, id, fingerprint}; buckets[t] receives the content of bucket t (false: none).
+local function probe(q, base, kq, buckets)
+  local q1, q2, q3, q4, q5, q6, q7, q8 = byte(q, 1, 8)
+  local f1, f2 = bxor(q1, q3, q5, q7), bxor(q2, q4, q6, q8)
+  local hits, seen = {}, {}
+  for t = 1, T do
+    local s = call("GET", KEYS[base + t])
+    buckets[t] = s
+    if s then
+      for i = 1, #s, 6 do
+        local a, b, c, d, e, f = byte(s, i, i + 5)
+        if byte(POP, bxor(e, f1) + 1) + byte(POP, bxor(f, f2) + 1) <= kq then
+          local id = ((a * 256 + b) * 256 + c) * 256 + d
+          if not seen[id] then
+            seen[id] = true
+            local r = record(id)
+            local c1, c2, c3, c4, c5, c6, c7, c8 = byte(r, 1, 8)
+            local dist = byte(POP, bxor(c1, q1) + 1) + byte(POP, bxor(c2, q2) + 1)
+              + byte(POP, bxor(c3, q3) + 1) + byte(POP, bxor(c4, q4) + 1)
+              + byte(POP, bxor(c5, q5) + 1) + byte(POP, bxor(c6, q6) + 1)
+              + byte(POP, bxor(c7, q7) + 1) + byte(POP, bxor(c8, q8) + 1)
+            if dist <= kq and (oldest == 0 or u32(r, 13) >= oldest) then
+              hits[#hits + 1] = {dist, id, sub(r, 1, 8)}
+            end
+          end
+        end
+      end
+    end
+  end
+  return hits
+end
+
+local function nearest(hits)
+  local best = nil
+  for _, h in ipairs(hits) do
+    if best == nil or h[1] < best[1] or (h[1] == best[1] and h[2] < best[2]) then best = h end
+  end
+  return best
+end
+
+local function add(q, key, base, buckets, id)
+  local chunk = floor(id / C)
+  local j = id - chunk * C
+  local fkey, ukey = P .. "f" .. chunk, P .. "u" .. chunk
+  local stop = call("APPEND", ukey, key)
+  call("SETRANGE", fkey, j * R, q .. p32(stop) .. p32(now))
+  if j == C - 1 then -- a full chunk: give back the room APPEND and SETRANGE reserved for growth
+    call("SET", fkey, call("GET", fkey))
+    call("SET", ukey, call("GET", ukey))
+  end
+  local q1, q2, q3, q4, q5, q6, q7, q8 = byte(q, 1, 8)
+  local entry = p32(id) .. char(bxor(q1, q3, q5, q7), bxor(q2, q4, q6, q8))
+  for t = 1, T do
+    local s = buckets[t]
+    if s == nil then s = call("GET", KEYS[base + t]) end
+    call("SET", KEYS[base + t], (s or "") .. entry)
+  end
+end
+
+if op == "n" then -- stored fingerprints not older than max_age (ids are in order of time added)
+  local n = tonumber(call("HGET", meta, "n") or "0")
+  if oldest == 0 then return n end
+  local lo, hi = 0, n
+  while lo < hi do
+    local mid = floor((lo + hi) / 2)
+    if u32(record(mid), 13) >= oldest then hi = mid else lo = mid + 1 end
+  end
+  return n - lo
+end
+
+local results = {}
+if op == "q" then
+  for i = 7, #ARGV do
+    local hits = probe(ARGV[i], 1 + (i - 7) * T, k, {})
+    table.sort(hits, function(x, y)
+      if x[1] ~= y[1] then return x[1] < y[1] end
+      return x[2] < y[2]
+    end)
+    local out = {}
+    for _, h in ipairs(hits) do
+      out[#out + 1] = h[1]
+      out[#out + 1] = h[3]
+      out[#out + 1] = key_of(h[2])
+    end
+    results[#results + 1] = out
+  end
+  return results
+end
+
+local m = (#ARGV - 6) / 2
+local n = tonumber(call("HGET", meta, "n") or "0")
+if n + m > @MAX_SIZE@ then
+  return redis.error_reply("SIMHASH_FULL the index holds " .. n .. " fingerprints, the most it can hold")
+end
+for item = 0, m - 1 do
+  local q, key = ARGV[7 + 2 * item], ARGV[8 + 2 * item]
+  local base = 1 + item * T
+  local buckets = {}
+  local found = nil
+  local stored = false
+  if op == "c" then
+    found = nearest(probe(q, base, k, buckets))
+    stored = retry and found ~= nil and found[1] == 0 and key_of(found[2]) == key
+  elseif retry then
+    for _, h in ipairs(probe(q, base, 0, buckets)) do
+      if key_of(h[2]) == key then stored = true end
+    end
+  end
+  if stored or found == nil then
+    if not stored then
+      add(q, key, base, buckets, n)
+      n = n + 1
+    end
+    results[#results + 1] = {}
+  else
+    results[#results + 1] = {found[1], found[3], key_of(found[2])}
+  end
+end
+call("HSET", meta, "n", n)
+if op == "a" then return n end
+return results
+""".replace("@POP@", _POP)
+    .replace("@CHUNK@", str(CHUNK))
+    .replace("@RECORD@", str(RECORD))
+    .replace("@NOINDEX@", _NOINDEX)
+    .replace("@MAX_SIZE@", str(MAX_SIZE))
+)
+
+#: Creates the meta hash unless it exists; returns what is stored.  KEYS[1] meta, ARGV field/value pairs.
+_INIT_SCRIPT = """
+if redis.call("EXISTS", KEYS[1]) == 0 then
+  if redis.call("EXISTS", ARGV[#ARGV]) == 1 then
+    return redis.error_reply("SIMHASH_ORPHAN")
+  end
+  redis.call("HSET", KEYS[1], unpack(ARGV, 1, #ARGV - 1))
+end
+return redis.call("HGETALL", KEYS[1])
+"""
+
+
+def _tag(prefix: str) -> str:
+    return "{" + prefix + "}:"
+
+
+def bucket_keys(design: TableDesign, prefix: str, bucket_bits: int, fingerprints: np.ndarray) -> list[list[str]]:
+    """The Redis key of each fingerprint's bucket in every table: ``result[t][i]``."""
+    tag = _tag(prefix)
+    out = []
+    for t, lead in enumerate(design.lead_bits):
+        shift = lead - min(bucket_bits, lead)
+        values = design.lead_array(fingerprints, t)
+        if shift:
+            values >>= np.uint64(shift)
+        head = f"{tag}{t}:"
+        out.append([head + format(v, "x") for v in values.tolist()])
+    return out
+
+
+def _bool_option(name: str, value: str, uri: str) -> bool:
+    if value.lower() in ("1", "true", "yes", "on"):
+        return True
+    if value.lower() in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError(f"option {name} must be true or false, got {value!r} in {uri!r}")
+
+
+def _redis_options() -> set[str]:
+    """Keyword arguments of ``redis.Redis`` that a URI may carry (``socket_timeout``, ``ssl_ca_certs``...)."""
+    names = set(inspect.signature(redis.Redis.__init__).parameters)
+    return (names | {"timeout"}) - {
+        "self",
+        "connection_pool",
+        "retry",
+        "decode_responses",
+        "encoding",
+        "encoding_errors",
+    }
+
+
+class RedisBackend(Backend):
+    """The index in Redis, shared by every process that opens the same server and prefix.
+
+    *client* is a ``redis.Redis`` or ``redis.cluster.RedisCluster``; *prefix* names the index (keys
+    ``{prefix}:...``); *bucket_bits* the width of the buckets' names (default: what the stored index
+    uses, else 16); *retries* and *retry_backoff* (seconds, doubled each time) how often and after how
+    long a call that met a connection error or a timeout is tried again; *max_age* (seconds, 0: never)
+    hides fingerprints stored longer ago (they stay in Redis).
+
+    Opening stores the design, the bucket width and *metadata* on first use, and refuses with
+    :class:`MetadataMismatchError` an index stored with others.
+    """
+
+    #: Calls go over the network and may block (up to the socket timeout, times the tries).
+    remote: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        client: Any,
+        *,
+        k: int,
+        design: TableDesign,
+        metadata: Mapping[str, Any] | None = None,
+        prefix: str = "simhash",
+        bucket_bits: int | None = None,
+        retries: int = 2,
+        retry_backoff: float = 0.1,
+        max_age: float = 0,
+        owns_client: bool = False,
+        location: str = "",
+    ) -> None:
+        super().__init__(k=k, design=design, metadata=metadata)
+        if not isinstance(prefix, str) or not prefix or "{" in prefix or "}" in prefix:
+            raise ValueError(f"prefix must be a non-empty string without braces, got {prefix!r}")
+        if bucket_bits is not None and (
+            isinstance(bucket_bits, bool) or not isinstance(bucket_bits, int) or not 1 <= bucket_bits <= 32
+        ):
+            raise ValueError(f"bucket_bits must be an int in [1, 32], got {bucket_bits!r}")
+        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+            raise ValueError(f"retries must be an int >= 0, got {retries!r}")
+        if not retry_backoff >= 0:
+            raise ValueError(f"retry_backoff must be >= 0, got {retry_backoff!r}")
+        if not max_age >= 0:
+            raise ValueError(f"max_age must be >= 0 seconds, got {max_age!r}")
+        self._client = client
+        self._owns_client = owns_client
+        self._prefix = prefix
+        self._tag = _tag(prefix)
+        self._meta_key = self._tag + "meta"
+        self._retries = retries
+        self._retry_backoff = float(retry_backoff)
+        self._max_age = int(max_age)
+        self._location = location or repr(client)
+        self._cluster = not isinstance(client, redis.Redis)
+        self._closed = False
+        self._heads = [f"{self._tag}{t}:" for t in range(design.n_tables)]
+        self._lock = threading.Lock()  # guards re-creating a lost index
+        self._script = _SCRIPT.encode("utf-8")
+        self._sha = client.script_load(self._script)
+        requested_bits = bucket_bits
+        self._requested_metadata = None if metadata is None else dict(metadata)
+        stored = self._open(DEFAULT_BUCKET_BITS if bucket_bits is None else bucket_bits)
+        self._bucket_bits = int(stored["bucket_bits"])
+        self._shifts = [lead - min(self._bucket_bits, lead) for lead in design.lead_bits]
+        if requested_bits is not None and requested_bits != self._bucket_bits:
+            raise MetadataMismatchError(
+                f"the Redis index {prefix!r} ({self._location}) uses bucket_bits={self._bucket_bits}, "
+                f"not {requested_bits}: {self._way_out()}"
+            )
+        self._metadata = json.loads(stored["metadata"])
+
+    # -- construction ----------------------------------------------------------------------------
+
+    @classmethod
+    def from_uri(
+        cls, uri: str, *, k: int, design: TableDesign, metadata: Mapping[str, Any] | None = None
+    ) -> RedisBackend:
+        """``redis://[[user]:password@]host:port/db?prefix=NAME&...`` or ``rediss://...`` (TLS).
+
+        Options: ``prefix`` (default ``simhash``), ``bucket_bits``, ``cluster`` (``1``: Redis Cluster),
+        ``retries`` (default 2), ``retry_backoff`` (seconds, default 0.1), ``max_age`` (seconds), and
+        redis-py's connection options, among them ``socket_timeout`` and ``socket_connect_timeout``
+        (seconds, default 2 here), ``health_check_interval``, ``client_name`` and the ``ssl_*`` ones.
+        """
+        parts = urlsplit(uri)
+        if not parts.hostname:
+            raise ValueError(f"a Redis backend needs a host: {uri!r} (e.g. 'redis://127.0.0.1:6379/0')")
+        own: dict[str, Any] = {}
+        passed: list[tuple[str, str]] = []
+        allowed = _redis_options()
+        for name, value in parse_qsl(parts.query, keep_blank_values=True):
+            if name in ("prefix",):
+                own[name] = value
+            elif name in ("bucket_bits", "retries"):
+                try:
+                    own[name] = int(value)
+                except ValueError:
+                    raise ValueError(f"option {name} must be an integer, got {value!r} in {uri!r}") from None
+            elif name in ("retry_backoff", "max_age"):
+                try:
+                    own[name] = float(value)
+                except ValueError:
+                    raise ValueError(f"option {name} must be a number, got {value!r} in {uri!r}") from None
+            elif name == "cluster":
+                own[name] = _bool_option(name, value, uri)
+            elif name in allowed:
+                passed.append((name, value))
+            else:
+                known = ", ".join(_OWN_OPTIONS) + ", and redis-py's (socket_timeout, ...)"
+                raise ValueError(f"unknown Redis backend option {name!r} in {uri!r}; known: {known}")
+        scheme = parts.scheme.lower()
+        names = {name for name, _ in passed}
+        query = urlencode(passed)
+        url = urlunsplit((scheme, parts.netloc, parts.path, query, ""))
+        kwargs: dict[str, Any] = {name: value for name, value in _DEFAULTS.items() if name not in names}
+        kwargs["retry"] = Retry(NoBackoff(), 0)  # this backend tries again itself (see _call)
+        cluster = own.pop("cluster", False)
+        if cluster:
+            from redis.cluster import RedisCluster
+
+            client: Any = RedisCluster.from_url(url, **kwargs)
+        else:
+            client = redis.Redis.from_url(url, **kwargs)
+        location = urlunsplit((scheme, parts.hostname or "", parts.path, "", ""))
+        if parts.port:
+            location = urlunsplit((scheme, f"{parts.hostname}:{parts.port}", parts.path, "", ""))
+        try:
+            return cls(client, k=k, design=design, metadata=metadata, owns_client=True, location=location, **own)
+        except BaseException:
+            client.close()
+            raise
+
+    def _way_out(self) -> str:
+        return (
+            f"open it with the same settings, use another prefix (?prefix=...), or delete it "
+            f"(RedisBackend.drop(), or redis-cli --scan --pattern '{{{self._prefix}}}:*' | xargs redis-cli unlink)"
+        )
+
+    def _meta_fields(self, bucket_bits: int) -> dict[str, str]:
+        return {
+            "format": FORMAT,
+            "design": self._design.name,
+            "bucket_bits": str(bucket_bits),
+            "metadata": json.dumps(self._requested_metadata or {}, sort_keys=True),
+            "created": str(int(time.time())),
+            "n": "0",
+        }
+
+    def _open(self, bucket_bits: int) -> dict[str, str]:
+        """Create the index's meta hash unless it exists; check and return what is stored."""
+        fields = self._meta_fields(bucket_bits)
+        args = [x for pair in fields.items() for x in pair] + [self._tag + "f0"]
+        try:
+            raw = self._client.eval(_INIT_SCRIPT, 1, self._meta_key, *args)
+        except ResponseError as exc:
+            if "SIMHASH_ORPHAN" in str(exc):
+                raise MetadataMismatchError(
+                    f"the Redis index {self._prefix!r} ({self._location}) has data but no metadata (keys "
+                    f"evicted? set maxmemory-policy noeviction): {self._way_out()}"
+                ) from None
+            raise
+        stored = {_text(raw[i]): _text(raw[i + 1]) for i in range(0, len(raw), 2)}
+        where = f"the Redis index {self._prefix!r} ({self._location})"
+        if stored.get("format") != FORMAT:
+            raise MetadataMismatchError(
+                f"{where} is not a simhash-filter index of this version (format {stored.get('format')!r}): "
+                f"{self._way_out()}"
+            )
+        if stored.get("design") != self._design.name:
+            raise MetadataMismatchError(
+                f"{where} was built with table design {stored.get('design')}, this index asks for "
+                f"{self._design.name} (another k or design): {self._way_out()}"
+            )
+        try:
+            check_metadata(json.loads(stored["metadata"]), self._requested_metadata)
+        except MetadataMismatchError as exc:
+            raise MetadataMismatchError(f"{where}: {exc}; {self._way_out()}") from None
+        return stored
+
+    # -- introspection ---------------------------------------------------------------------------
+
+    @property
+    def prefix(self) -> str:
+        """The index's name: its keys are ``{prefix}:...``."""
+        return self._prefix
+
+    @property
+    def bucket_bits(self) -> int:
+        """Leading bits of each table's lead value that name a bucket (fewer when a table has fewer)."""
+        return self._bucket_bits
+
+    @property
+    def client(self) -> Any:
+        """The redis-py client."""
+        return self._client
+
+    def __len__(self) -> int:
+        (n,) = self._call("n", 0, [], None)
+        return int(n)
+
+    def info(self) -> dict[str, Any]:
+        """Facts about the stored index: the base ones, and where it is."""
+        out = super().info()
+        out.update(
+            location=self._location,
+            prefix=self._prefix,
+            bucket_bits=self._bucket_bits,
+            max_age=self._max_age,
+        )
+        return out
+
+    def close(self) -> None:
+        """Close the connections (when this backend opened them); later calls raise ``ValueError``."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._owns_client:
+            self._client.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ValueError("operation on a closed index backend")
+
+    def drop(self) -> int:
+        """Delete the whole index from Redis (every key ``{prefix}:*``) and close; return the keys deleted."""
+        self._check_open()
+        pattern = self._tag.replace("{", "\\{").replace("}", "\\}") + "*"
+        deleted = 0
+        batch: list[Any] = []
+        for key in self._client.scan_iter(match=pattern, count=1000):
+            batch.append(key)
+            if len(batch) >= 1000:
+                deleted += self._client.unlink(*batch)
+                batch = []
+        if batch:
+            deleted += self._client.unlink(*batch)
+        self.close()
+        return deleted
+
+    # -- the script ------------------------------------------------------------------------------
+
+    def _item_keys(self, fingerprint: int) -> list[str]:
+        """The bucket keys of one fingerprint (the fast path of :func:`bucket_keys`)."""
+        return [
+            head + format(lead >> shift, "x")
+            for head, lead, shift in zip(self._heads, self._design.lead_values(fingerprint), self._shifts, strict=True)
+        ]
+
+    def _calls(self, fingerprints: np.ndarray | list[int], keys: Sequence[str] | None) -> list[tuple[list, list]]:
+        """Split a batch into script calls of at most :data:`BATCH` items: ``(KEYS, ARGV after the header)``."""
+        if isinstance(fingerprints, list):  # one fingerprint
+            ((fp,),) = (fingerprints,)
+            args: list[Any] = [_FP.pack(fp)] if keys is None else [_FP.pack(fp), keys[0]]
+            return [([self._meta_key, *self._item_keys(fp)], args)]
+        buckets = bucket_keys(self._design, self._prefix, self._bucket_bits, fingerprints)
+        packed = fingerprints.astype(">u8").tobytes()
+        out = []
+        for lo in range(0, len(fingerprints), BATCH):
+            call_keys: list[Any] = [self._meta_key]
+            args = []
+            for i in range(lo, min(lo + BATCH, len(fingerprints))):
+                call_keys.extend(table[i] for table in buckets)
+                args.append(packed[8 * i : 8 * i + 8])
+                if keys is not None:
+                    args.append(keys[i])
+            out.append((call_keys, args))
+        return out
+
+    def _call(self, op: str, k: int, fingerprints: np.ndarray | list[int], keys: Sequence[str] | None) -> list[Any]:
+        """Run the script for *op* over a batch: one call per :data:`BATCH` items, pipelined; the replies.
+
+        Tries again after a connection error or a timeout (telling the script, which then never adds
+        twice), creates the index again if it is gone, loads the script again if the server lost it.
+        """
+        self._check_open()
+        calls = self._calls(fingerprints, keys) if len(fingerprints) else [([self._meta_key], [])]
+        header = [op, str(k), self._tag, str(self._design.n_tables), "0", str(self._max_age)]
+        replies: list[Any] = []
+        attempt = 0
+        while len(replies) < len(calls):
+            header[4] = "1" if attempt else "0"
+            try:
+                replies.extend(self._send(header, calls[len(replies) :]))
+            except _CONNECTION_ERRORS as exc:
+                self._check_open()
+                attempt += 1
+                if attempt > self._retries:
+                    raise type(exc)(
+                        f"Redis index {self._prefix!r} at {self._location}: {exc} (tried {attempt} times)"
+                    ) from exc
+                time.sleep(self._retry_backoff * 2 ** (attempt - 1))
+            except _IndexGone as gone:
+                replies.extend(gone.replies)
+                self._recreate()
+        return replies
+
+    def _send(self, header: list[str], calls: list[tuple]) -> list[Any]:
+        """Send the script calls; return their replies in order (fewer if the index is gone)."""
+        if len(calls) == 1 or self._cluster:
+            replies: list[Any] = []
+            for call_keys, args in calls:
+                try:
+                    replies.append(self._evalsha(call_keys, header + args))
+                except _IndexGone as gone:
+                    gone.replies = replies
+                    raise
+            return replies
+        pipe = self._client.pipeline(transaction=False)
+        for call_keys, args in calls:
+            pipe.evalsha(self._sha, len(call_keys), *call_keys, *header, *args)
+        results = pipe.execute(raise_on_error=False)
+        for i, result in enumerate(results):
+            if isinstance(result, NoScriptError):
+                self._sha = self._client.script_load(self._script)
+                return results[:i] + self._send(header, calls[i:])
+            if isinstance(result, BaseException):
+                _raise_reply(result, results[:i])
+        return results
+
+    def _evalsha(self, call_keys: list[Any], args: list[Any]) -> Any:
+        try:
+            return self._client.evalsha(self._sha, len(call_keys), *call_keys, *args)
+        except NoScriptError:
+            self._sha = self._client.script_load(self._script)
+            return self._client.evalsha(self._sha, len(call_keys), *call_keys, *args)
+        except ResponseError as exc:
+            _raise_reply(exc, [])
+            raise  # pragma: no cover - _raise_reply always raises
+
+    def _recreate(self) -> None:
+        with self._lock:
+            logger.warning(
+                "simhash: the Redis index %r at %s is gone (a server restarted without persistence, or the keys "
+                "were deleted); starting it again, empty",
+                self._prefix,
+                self._location,
+            )
+            self._open(self._bucket_bits)
+
+    # -- writes ----------------------------------------------------------------------------------
+
+    def add_many(self, fingerprints: np.ndarray, keys: Sequence[str]) -> None:
+        """Store many fingerprints, in order, pipelined."""
+        if len(fingerprints):
+            self._call("a", 0, fingerprints, keys)
+
+    def check_and_add(self, fingerprint: int, key: str, k: int) -> Match | None:
+        """Atomically, on the server: the nearest stored fingerprint within *k*, or add this one."""
+        (reply,) = self._call("c", k, [fingerprint], [key])
+        return _match(reply[0])
+
+    def check_and_add_many(self, fingerprints: np.ndarray, keys: Sequence[str], k: int) -> list[Match | None]:
+        """:meth:`check_and_add` for each pair in order, pipelined (each pair atomic on its own)."""
+        if not len(fingerprints):
+            return []
+        return [_match(item) for reply in self._call("c", k, fingerprints, keys) for item in reply]
+
+    # -- reads -----------------------------------------------------------------------------------
+
+    def query(self, fingerprint: int, k: int) -> list[Match]:
+        """Every stored fingerprint within *k*, nearest first, ties in insertion order."""
+        (reply,) = self._call("q", k, [fingerprint], None)
+        return _matches(reply[0])
+
+    def query_many(self, fingerprints: np.ndarray, k: int) -> list[list[Match]]:
+        """:meth:`query` for each of a ``uint64`` array, pipelined."""
+        if not len(fingerprints):
+            self._check_open()
+            return []
+        return [_matches(item) for reply in self._call("q", k, fingerprints, None) for item in reply]
+
+    def entries(self) -> Iterator[Entry]:
+        """Every stored fingerprint, oldest first (read chunk by chunk; not a snapshot)."""
+        self._check_open()
+        n = int(self._client.hget(self._meta_key, "n") or 0)
+        oldest = time.time() - self._max_age if self._max_age else 0
+        for chunk in range((n + CHUNK - 1) // CHUNK):
+            records, urls = self._client.get(f"{self._tag}f{chunk}"), self._client.get(f"{self._tag}u{chunk}")
+            count = min(CHUNK, n - chunk * CHUNK)
+            table = np.frombuffer(records or b"", dtype=[("fp", ">u8"), ("end", ">u4"), ("added", ">u4")])[:count]
+            start = 0
+            for fp, end, added in table.tolist():
+                key = (urls or b"")[start:end].decode("utf-8", "surrogateescape")
+                start = end
+                if added >= oldest:
+                    yield Entry(fp, key, float(added))
+
+
+class _IndexGone(Exception):
+    """The script found no meta hash: the index is gone.  *replies*: those of the calls before."""
+
+    def __init__(self, replies: list[Any]) -> None:
+        super().__init__("the index is gone")
+        self.replies = replies
+
+
+def _raise_reply(error: BaseException, replies_before: list[Any]) -> None:
+    if _NOINDEX in str(error):
+        raise _IndexGone(replies_before)
+    raise error
+
+
+def _text(value: Any) -> str:
+    return value.decode("utf-8") if isinstance(value, bytes) else str(value)
+
+
+def _key(value: bytes) -> str:
+    return value.decode("utf-8", "surrogateescape")
+
+
+def _match(item: list[Any]) -> Match | None:
+    if not item:
+        return None
+    distance, fp, key = item
+    return Match(_key(key), int(distance), _FP.unpack(fp)[0])
+
+
+def _matches(item: list[Any]) -> list[Match]:
+    return [Match(_key(item[i + 2]), int(item[i]), _FP.unpack(item[i + 1])[0]) for i in range(0, len(item), 3)]

@@ -1,0 +1,223 @@
+"""``simhash-filter index``: look into and maintain a stored index (``stats``, ``query``, ``export``,
+``delete``, ``compact``).
+
+``INDEX`` is a backend URI or a directory path (the crawler's default index is
+``.scrapy/simhash/<spider name>`` in the project, or ``JOBDIR/simhash``).  The reading subcommands open
+an on-disk index read-only, so they work while a crawl writes it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+from collections.abc import Callable
+from datetime import datetime, timezone
+from typing import Any
+
+from simhash_filter.backends import Backend, open_backend, uri_scheme, with_uri_option
+from simhash_filter.config import DEFAULTS
+from simhash_filter.index import NearDuplicateIndex, resolve_design
+
+__all__ = ["add_index_parser"]
+
+#: Design chosen when an index is opened from the command line (the tables are rebuilt in memory).
+EXPECTED_SIZE = 10_000_000
+_HEX = re.compile(r"[0-9a-fA-F]{16}")
+
+#: Given the parsed arguments: a function that fingerprints an HTML file (``(value, None)`` or
+#: ``(None, why not)``), and the index metadata of that fingerprint model.
+PageModel = Callable[[argparse.Namespace], tuple[Callable[[str], tuple[int | None, str | None]], dict[str, Any]]]
+
+
+def _open(
+    uri: str, k: int, *, write: bool, metadata: dict[str, Any] | None = None, max_age: str | None = None
+) -> Backend:
+    if uri_scheme(uri) == "file":
+        if not write:
+            uri = with_uri_option(uri, "readonly", "1")
+        if max_age is not None:
+            uri = with_uri_option(uri, "max_age", max_age)
+    return open_backend(uri, k=k, design=resolve_design("auto", k, EXPECTED_SIZE), metadata=metadata)
+
+
+def _when(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
+        n /= 1000  # type: ignore[assignment]
+    raise AssertionError  # pragma: no cover
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    with _open(args.index, args.max_distance, write=False) as backend:
+        info = backend.info()
+    if args.json:
+        print(json.dumps(info, indent=2, sort_keys=True))
+        return 0
+    rows = [("index", f"{info.get('path', args.index)} ({info['backend']})")]
+    counts = f"{info['entries']:,}"
+    if "stored" in info:
+        counts += f" (stored {info['stored']:,}; deleted {info['deleted']:,}; expired {info['expired']:,})"
+    rows.append(("entries", counts))
+    rows.append(("model", str(info["metadata"].get("model", "-"))))
+    rows.append(("design", f"{info['design']} (k up to {info['k']})"))
+    for name in ("created", "oldest", "newest"):
+        if name in info:
+            rows.append((name, _when(info[name])))
+    if info.get("max_age_seconds"):
+        rows.append(("max age", f"{info['max_age_seconds']:g} s"))
+    if "disk_bytes" in info:
+        rows.append(("disk", f"{_size(info['disk_bytes'])} (keys {_size(info['key_bytes'])})"))
+    if "memory_bytes" in info:
+        rows.append(("memory", f"{_size(info['memory_bytes'])} when open"))
+    for name, value in rows:
+        print(f"{name:<8} {value}")
+    return 0
+
+
+def cmd_query(args: argparse.Namespace, page_model: PageModel) -> int:
+    """Print the stored fingerprints within k of each query (a 16-hex fingerprint or an HTML file)."""
+    fingerprint_page, model_metadata = page_model(args)
+    queries: list[tuple[str, int]] = []
+    status = 0
+    pages = False
+    for arg in args.queries:
+        if _HEX.fullmatch(arg) and not os.path.exists(arg):
+            queries.append((arg, int(arg, 16)))
+            continue
+        pages = True
+        value, problem = fingerprint_page(arg)
+        if value is None:
+            print(f"simhash-filter: {arg}: {problem}", file=sys.stderr)
+            status = 1
+        else:
+            queries.append((arg, value))
+    metadata = model_metadata if pages else None  # pages must be fingerprinted by the index's model
+    with (
+        _open(args.index, args.max_distance, write=False, metadata=metadata) as backend,
+        NearDuplicateIndex(args.max_distance, backend=backend) as index,
+    ):
+        for name, value in queries:
+            matches = index.query(value)
+            if args.json:
+                print(
+                    json.dumps(
+                        {
+                            "query": name,
+                            "fingerprint": f"{value:016x}",
+                            "matches": [
+                                {"url": m.key, "fingerprint": f"{m.fingerprint:016x}", "distance": m.distance}
+                                for m in matches
+                            ],
+                        }
+                    )
+                )
+                continue
+            print(f"{name}: {value:016x}: {len(matches)} within {args.max_distance}")
+            for m in matches:
+                print(f"  {m.distance}  {m.fingerprint:016x}  {m.key}")
+    return status
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout  # noqa: SIM115
+    try:
+        with _open(args.index, args.max_distance, write=False) as backend:
+            for entry in backend.entries():
+                record = {"url": entry.key, "fingerprint": f"{entry.fingerprint:016x}"}
+                if entry.added is not None:
+                    record["added"] = _when(entry.added)
+                out.write(json.dumps(record, ensure_ascii=False) + "\n")
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    return 0
+
+
+def cmd_delete(args: argparse.Namespace) -> int:
+    with _open(args.index, args.max_distance, write=True) as backend:
+        deleted = backend.delete(args.urls)
+    print(f"deleted {deleted} fingerprint(s)")
+    return 0
+
+
+def cmd_compact(args: argparse.Namespace) -> int:
+    with _open(args.index, args.max_distance, write=True, max_age=args.max_age) as backend:
+        before = backend.info()
+        backend.compact()
+        after = backend.info()
+    disk = f"; disk {_size(before['disk_bytes'])} -> {_size(after['disk_bytes'])}" if "disk_bytes" in before else ""
+    counts = [info.get("stored", info["entries"]) for info in (before, after)]
+    print(f"{counts[0]:,} -> {counts[1]:,} fingerprints{disk}")
+    return 0
+
+
+def _guarded(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """Report an index that cannot be opened or changed in one line (exit status 1), not a traceback."""
+
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return func(args)
+        except BrokenPipeError:
+            raise
+        except (ValueError, OSError, RuntimeError, NotImplementedError) as exc:
+            print(f"simhash-filter: index {args.index}: {exc}", file=sys.stderr)
+            return 1
+
+    return run
+
+
+def add_index_parser(
+    sub: Any,
+    threshold: argparse.ArgumentParser,
+    model: argparse.ArgumentParser,
+    page_model: PageModel,
+) -> None:
+    """Add ``index`` and its subcommands to the ``simhash-filter`` parser."""
+    p = sub.add_parser(
+        "index",
+        help="inspect and maintain a stored index (stats, query, export, delete, compact)",
+        description=(
+            "INDEX is a backend URI or a directory (a crawl's default index is .scrapy/simhash/<spider> in the "
+            "project, or JOBDIR/simhash). stats, query and export open an on-disk index read-only."
+        ),
+    )
+    commands = p.add_subparsers(dest="index_command", required=True, metavar="SUBCOMMAND")
+
+    def command(name: str, help: str, parents: list[argparse.ArgumentParser] | None = None) -> argparse.ArgumentParser:
+        c = commands.add_parser(name, help=help, description=help[0].upper() + help[1:] + ".", parents=parents or [])
+        c.add_argument("index", metavar="INDEX", help="backend URI or index directory")
+        if not parents:
+            c.set_defaults(max_distance=DEFAULTS.max_distance)
+        c.set_defaults(parser=c)
+        return c
+
+    c = command("stats", "what an index holds: entries, model, dates, disk and memory")
+    c.add_argument("--json", action="store_true", help="print the facts as JSON")
+    c.set_defaults(func=_guarded(cmd_stats))
+
+    c = command("query", "the stored pages within k of fingerprints or HTML pages", [threshold, model])
+    c.add_argument("queries", nargs="+", metavar="QUERY", help="16-hex-digit fingerprint or HTML file")
+    c.add_argument("--json", action="store_true", help="one JSON object per query")
+    c.set_defaults(func=_guarded(lambda args: cmd_query(args, page_model)))
+
+    c = command("export", "every stored page as JSON Lines: url, fingerprint, added")
+    c.add_argument("-o", "--output", metavar="OUT", help="output file (default: stdout)")
+    c.set_defaults(func=_guarded(cmd_export))
+
+    c = command("delete", "forget the stored fingerprints of these URLs")
+    c.add_argument("urls", nargs="+", metavar="URL", help="key (URL) of a stored page")
+    c.set_defaults(func=_guarded(cmd_delete))
+
+    c = command("compact", "rewrite the index without deleted and expired fingerprints")
+    c.add_argument("--max-age", metavar="AGE", help="also drop fingerprints older than AGE (e.g. 30d)")
+    c.set_defaults(func=_guarded(cmd_compact))

@@ -1,0 +1,100 @@
+"""``simhash-filter dedup --index DIR`` remembers earlier runs; ``simhash-filter index`` inspects and
+maintains the stored index (stats, query, export, delete, compact)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from test_cli import page_line, read_records, run_cli, write_jsonl
+
+from simhash_filter.cli import main
+from simhash_filter.fingerprint import fingerprint
+
+
+@pytest.fixture
+def pages_file(tmp_path: Path, pages: dict[str, str]) -> Path:
+    return write_jsonl(
+        tmp_path / "pages.jsonl",
+        [
+            page_line("https://a.example/garden", pages["en_article"]),
+            page_line("https://a.example/library", pages["zh_article"]),
+            page_line("https://b.example/garden-copy", pages["en_edited"]),
+        ],
+    )
+
+
+def test_dedup_with_an_index_remembers_the_previous_run(tmp_path: Path, pages_file: Path, capsys) -> None:
+    """A second dedup over the same pages with the same --index finds every page already kept."""
+    index = str(tmp_path / "idx")
+    assert main(["dedup", str(pages_file), "--index", index, "--no-progress"]) == 0
+    first = read_records(capsys.readouterr().out)
+    assert [r["duplicate_of"] for r in first] == [None, None, "https://a.example/garden"]
+    assert main(["dedup", str(pages_file), "--index", index, "--no-progress"]) == 0
+    second = read_records(capsys.readouterr().out)
+    assert [(r["duplicate_of"], r["distance"]) for r in second] == [
+        ("https://a.example/garden", 0),
+        ("https://a.example/library", 0),
+        ("https://a.example/garden", first[2]["distance"]),
+    ]
+
+
+def test_index_stats_query_export(tmp_path: Path, pages_file: Path, page_files, capsys) -> None:
+    """stats counts what was kept, query finds a page's kept twin, export lists every kept page."""
+    index = str(tmp_path / "idx")
+    main(["dedup", str(pages_file), "--index", index, "--no-progress"])
+    capsys.readouterr()
+    assert main(["index", "stats", index]) == 0
+    out = capsys.readouterr().out
+    assert "entries  2 (stored 2; deleted 0; expired 0)" in out and "FileBackend" in out
+    assert main(["index", "stats", index, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["entries"] == 2
+
+    assert main(["index", "query", index, str(page_files["en_edited"]), "--json"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert [m["url"] for m in answer["matches"]] == ["https://a.example/garden"]
+    hex_value = fingerprint(page_files["zh_article"].read_bytes()).hex
+    assert main(["index", "query", index, hex_value, "-k", "0"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        f"{hex_value}: {hex_value}: 1 within 0",
+        f"  0  {hex_value}  https://a.example/library",
+    ]
+
+    assert main(["index", "export", index, "-o", str(tmp_path / "export.jsonl")]) == 0
+    exported = [json.loads(line) for line in (tmp_path / "export.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [e["url"] for e in exported] == ["https://a.example/garden", "https://a.example/library"]
+    assert exported[1]["fingerprint"] == hex_value and exported[1]["added"].endswith("UTC")
+
+
+def test_index_query_refuses_pages_of_another_model(tmp_path: Path, pages_file: Path, page_files, capsys) -> None:
+    """Pages fingerprinted with other model settings are not compared with the stored ones."""
+    index = str(tmp_path / "idx")
+    main(["dedup", str(pages_file), "--index", index, "--no-progress"])
+    capsys.readouterr()
+    assert main(["index", "query", index, str(page_files["en_edited"]), "--dom-decay", "0.9"]) == 1
+    assert "other metadata" in capsys.readouterr().err
+
+
+def test_index_delete_and_compact(tmp_path: Path, pages_file: Path, capsys) -> None:
+    """A deleted URL is forgotten (its page is kept again next time); compaction rewrites the files."""
+    index = str(tmp_path / "idx")
+    main(["dedup", str(pages_file), "--index", index, "--no-progress"])
+    assert main(["index", "delete", index, "https://a.example/garden", "https://nowhere.example/"]) == 0
+    assert "deleted 1 fingerprint(s)" in capsys.readouterr().out
+    assert main(["index", "compact", index]) == 0
+    assert capsys.readouterr().out.startswith("2 -> 1 fingerprints; disk")
+    main(["dedup", str(pages_file), "--index", index, "--no-progress"])
+    again = read_records(capsys.readouterr().out)
+    assert [r["duplicate_of"] for r in again] == [None, "https://a.example/library", "https://a.example/garden"]
+
+
+def test_index_errors_are_one_line(tmp_path: Path) -> None:
+    """A missing, foreign or busy index is a one-line error with exit status 1 (as a real subprocess)."""
+    missing = run_cli("index", "stats", str(tmp_path / "nowhere"))
+    assert missing.returncode == 1 and missing.stderr.strip().endswith(f"no index at {tmp_path / 'nowhere'}")
+    (tmp_path / "junk").mkdir()
+    (tmp_path / "junk" / "notes.txt").write_text("not an index")
+    foreign = run_cli("index", "export", str(tmp_path / "junk"))
+    assert foreign.returncode == 1 and "not a simhash-filter index" in foreign.stderr
+    assert "Traceback" not in missing.stderr + foreign.stderr
