@@ -524,10 +524,11 @@ class CrawlFilter:
         n = self._fingerprinted
         per_page = f"{1000 * seconds / n:.2f} ms/page" if n else "no pages"
         where = f"in {self.threads} worker thread(s)" if self.threads else "in the reactor thread"
+        unchanged = f", {get('simhash/unchanged')} unchanged since an earlier crawl" if get("simhash/unchanged") else ""
         return (
             f"simhash: {checked} pages checked: {get('simhash/kept', 0)} kept, "
             f"{get('simhash/near_duplicates', 0)} near-duplicates ({get('simhash/dropped', 0)} dropped, "
-            f"{get('simhash/flagged', 0)} flagged); {skipped} skipped{f' ({reasons})' if reasons else ''}; "
+            f"{get('simhash/flagged', 0)} flagged{unchanged}); {skipped} skipped{f' ({reasons})' if reasons else ''}; "
             f"index size {len(self.index)}; fingerprinting {per_page} {where} ({seconds:.2f} s)"
         )
 

@@ -29,6 +29,7 @@ intact ones is an error (:class:`CorruptIndexError`), never skipped silently.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import fcntl
 import json
 import logging
@@ -155,6 +156,12 @@ def _read_header(path: Path, magic: bytes) -> dict[str, Any]:
             f"{path} has index format {fields.get('format')!r}; this version of simhash-filter reads format {FORMAT}"
         )
     return fields
+
+
+def _release_freed_memory() -> None:
+    """Hand the temporary arrays of a load back to the OS (glibc keeps freed blocks under 32 MB otherwise)."""
+    with contextlib.suppress(AttributeError, OSError):  # not glibc: nothing to do
+        ctypes.CDLL(None).malloc_trim(0)
 
 
 def _fsync_dir(path: Path) -> None:
@@ -344,6 +351,7 @@ class FileBackend(MemoryBackend):
         self._url_end = url_end
         self._load_arrays(n)
         self._load_tombstones(paths["deleted"], n)
+        _release_freed_memory()
 
     def _verify_records(self, path: Path, urls_size: int) -> tuple[int, int]:
         """Count the intact records; cut a torn tail (when writable).  Returns (records, end of their keys)."""

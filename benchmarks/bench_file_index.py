@@ -1,0 +1,184 @@
+"""The on-disk index at scale: bulk insert, cold open, resident memory, single check-and-add latency, disk.
+
+For each size N: a fresh index directory gets N random fingerprints with URL keys (about 45 bytes) by
+``add_many`` in batches of 100,000 (a bulk load, like ``dedup --index`` or a crawl's first hour); then
+a *new process* opens it (the cold start: read and verify the log, build the permuted tables) and
+reports its open time and the growth of its resident memory (RSS) over an interpreter that has
+imported the same modules; then it times ``check_and_add`` one call at a time for ``--queries``
+fingerprints, half of them planted within k of stored ones (found: no write) and half new (added:
+one write of the key and one of the record).  Disk bytes per fingerprint are given without the keys
+and with them.  ``--drop-caches`` empties the OS page cache before each open (root only), so the open
+reads from the disk itself.
+
+    python benchmarks/bench_file_index.py [--sizes 1000000,10000000] [--queries 20000] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from simhash_filter.backends.file import HEADER_SIZE, FileBackend  # noqa: E402
+from simhash_filter.index import TableDesign, choose_design  # noqa: E402
+
+BATCH = 100_000
+K = 3
+
+
+def rss_bytes() -> int:
+    with open("/proc/self/status", encoding="ascii") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmRSS in /proc/self/status")
+
+
+def design_for(n: int) -> TableDesign:
+    return choose_design(K, n)
+
+
+def fingerprints(n: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, 2**64, size=n, dtype=np.uint64)
+
+
+def urls(start: int, stop: int) -> list[str]:
+    return [f"https://site{i % 997}.example.org/articles/{i:09d}.html" for i in range(start, stop)]
+
+
+def build(path: Path, n: int) -> dict[str, float]:
+    """Bulk-load n fingerprints; seconds and rate, disk bytes per fingerprint."""
+    fps = fingerprints(n, seed=n)
+    index = FileBackend(path, k=K, design=design_for(n), metadata={"model": "bench"})
+    start = time.perf_counter()
+    for lo in range(0, n, BATCH):
+        index.add_many(fps[lo : lo + BATCH], urls(lo, min(n, lo + BATCH)))
+    index.close()  # fsync
+    seconds = time.perf_counter() - start
+    sizes = {p.name.split(".")[0]: p.stat().st_size for p in path.iterdir() if "." in p.name}
+    key_bytes = sizes["urls"] - HEADER_SIZE
+    return {
+        "bulk_seconds": seconds,
+        "bulk_per_second": n / seconds,
+        "disk_bytes_per_fp": (sum(sizes.values()) - key_bytes) / n,
+        "disk_bytes_per_fp_with_urls": sum(sizes.values()) / n,
+        "url_bytes_per_fp": key_bytes / n,
+    }
+
+
+PROBE = r"""
+import json, sys, time
+import numpy as np
+from simhash_filter.backends.file import FileBackend
+from simhash_filter.index import choose_design
+sys.path.insert(0, sys.argv[4])
+from bench_file_index import rss_bytes, fingerprints
+path, n, queries = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+design = choose_design(3, n)
+base = rss_bytes()
+start = time.perf_counter()
+index = FileBackend(path, k=3, design=design, metadata={"model": "bench"})
+open_seconds = time.perf_counter() - start
+rss = rss_bytes() - base
+stored = fingerprints(n, seed=n)
+rng = np.random.default_rng(1)
+planted = stored[rng.integers(0, n, size=queries // 2)].copy()
+flips = rng.integers(0, 64, size=(len(planted), 3))
+for j in range(3):
+    planted ^= np.uint64(1) << flips[:, j].astype(np.uint64)
+fresh = fingerprints(queries - len(planted), seed=n + 1)
+mix = np.concatenate([planted, fresh])
+rng.shuffle(mix)
+times = []
+found = 0
+for i, fp in enumerate(mix.tolist()):
+    t = time.perf_counter_ns()
+    match = index.check_and_add(fp, f"https://new.example/{i}", 3)
+    times.append(time.perf_counter_ns() - t)
+    found += match is not None
+index.close()
+times.sort()
+print(json.dumps({
+    "open_seconds": open_seconds,
+    "rss_bytes_per_fp": rss / n,
+    "check_and_add_p50_us": times[len(times) // 2] / 1000,
+    "check_and_add_p99_us": times[int(len(times) * 0.99)] / 1000,
+    "found": found,
+    "planted": int(len(planted)),
+}))
+"""
+
+
+def drop_caches() -> None:
+    os.sync()
+    with open("/proc/sys/vm/drop_caches", "w", encoding="ascii") as f:
+        f.write("3\n")
+
+
+def probe(path: Path, n: int, queries: int, cold: bool) -> dict[str, float]:
+    """Open in a new process (after a copy, so the adds of earlier runs do not accumulate)."""
+    run = path.with_name(path.name + "-run")
+    shutil.rmtree(run, ignore_errors=True)
+    shutil.copytree(path, run)
+    if cold:
+        drop_caches()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE, str(run), str(n), str(queries), str(Path(__file__).parent)],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+    ).stdout
+    shutil.rmtree(run)
+    return json.loads(out)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="1000000,10000000", help="comma-separated index sizes")
+    parser.add_argument("--queries", type=int, default=20_000, help="single check-and-add calls timed per run")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per size (medians are reported)")
+    parser.add_argument("--dir", type=Path, help="where to build the indexes (default: a temporary directory)")
+    parser.add_argument("--drop-caches", action="store_true", help="empty the page cache before each open (root)")
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    args = parser.parse_args(argv)
+    results = []
+    with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
+        for n in (int(s) for s in args.sizes.split(",")):
+            runs = []
+            for r in range(args.repeat):
+                path = Path(tmp) / f"index-{n}"
+                shutil.rmtree(path, ignore_errors=True)
+                row = build(path, n)
+                row.update(probe(path, n, args.queries, args.drop_caches))
+                runs.append(row)
+                print(f"  n={n:,} run {r + 1}: " + ", ".join(f"{k} {v:,.2f}" for k, v in row.items()), flush=True)
+                shutil.rmtree(path)
+            median = {key: statistics.median(run[key] for run in runs) for key in runs[0]}
+            results.append({"n": n, "design": design_for(n).name, **median})
+    print()
+    print(f"{'n':>12} {'design':>8} {'bulk/s':>10} {'open s':>7} {'RSS B/fp':>9} {'p50 us':>7} {'p99 us':>7}"
+          f" {'disk B/fp':>10} {'+urls':>7}")  # fmt: skip
+    for r in results:
+        print(f"{r['n']:>12,} {r['design']:>8} {r['bulk_per_second']:>10,.0f} {r['open_seconds']:>7.2f} "
+              f"{r['rss_bytes_per_fp']:>9.1f} {r['check_and_add_p50_us']:>7.1f} {r['check_and_add_p99_us']:>7.1f} "
+              f"{r['disk_bytes_per_fp']:>10.1f} {r['disk_bytes_per_fp_with_urls']:>7.1f}")  # fmt: skip
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
