@@ -17,6 +17,7 @@ import re
 import threading
 import time
 from collections import Counter, OrderedDict
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +37,7 @@ from simhash_filter.backends import open_backend, with_uri_option
 from simhash_filter.backends.file import parse_age
 from simhash_filter.config import FilterConfig
 from simhash_filter.fingerprint import Fingerprint, Fingerprinter, Status
-from simhash_filter.index import NearDuplicateIndex, resolve_design
+from simhash_filter.index import Match, NearDuplicateIndex, resolve_design
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -59,6 +60,8 @@ ERROR = "error"
 INDEX_ERROR = "index_error"
 #: Decisions remembered by URL for items that reach the pipeline without the spider middleware.
 RECENT_URLS = 10_000
+#: Waits between retries of a failed index check (seconds; doubled each time up to the maximum).
+RETRY_FIRST_DELAY, RETRY_MAX_DELAY = 0.5, 10.0
 #: Items waiting for the pipeline with their response's decision, at most.
 PENDING_LIMIT = 100_000
 #: The index is sized for this many pages (it chooses its table design from it).
@@ -242,6 +245,27 @@ def _future_to_deferred(future: Future[_T]) -> Any:
     return d
 
 
+async def _in_thread(executor: ThreadPoolExecutor, func: Callable[..., _T], *args: Any) -> _T:
+    """Run ``func(*args)`` in *executor* and wait for it without blocking the reactor."""
+    future = executor.submit(func, *args)
+    if is_asyncio_available():
+        return await asyncio.wrap_future(future)
+    return await _future_to_deferred(future)
+
+
+async def _sleep(seconds: float) -> None:
+    """Wait without blocking the reactor."""
+    if is_asyncio_available():
+        await asyncio.sleep(seconds)
+        return
+    from twisted.internet import reactor
+    from twisted.internet.defer import Deferred
+
+    d: Deferred[None] = Deferred()
+    reactor.callLater(seconds, d.callback, None)
+    await d
+
+
 #: One filter per crawler (weak keys: a finished crawler takes its filter with it).
 _FILTERS: WeakKeyDictionary[Crawler, CrawlFilter] = WeakKeyDictionary()
 
@@ -260,11 +284,15 @@ class CrawlFilter:
         item_fields: list[str] | None = None,
         threads: int = defaults.SIMHASH_THREADS,
         debug: bool = defaults.SIMHASH_DEBUG,
+        index_retry_seconds: float = defaults.SIMHASH_INDEX_RETRY_SECONDS,
     ) -> None:
         if action not in ACTIONS:
             raise ValueError(f"SIMHASH_ACTION must be 'drop' or 'flag', got {action!r}")
         if threads < 0:
             raise ValueError(f"SIMHASH_THREADS must be >= 0, got {threads!r}")
+        if not index_retry_seconds >= 0:
+            raise ValueError(f"SIMHASH_INDEX_RETRY_SECONDS must be >= 0, got {index_retry_seconds!r}")
+        self.index_retry_seconds = float(index_retry_seconds)
         self.config = config
         self.action = action
         self.item_fields = list(item_fields or [])
@@ -286,6 +314,9 @@ class CrawlFilter:
         self._job = _Job(Fingerprinter(config.fingerprint))
         self._job(_WARM_UP, None)
         self._executor = ThreadPoolExecutor(threads, thread_name_prefix="simhash") if threads else None
+        # A remote index (Redis) waits on the network: its checks run in one thread of their own, in order.
+        remote = getattr(store, "remote", False)
+        self._index_executor = ThreadPoolExecutor(1, thread_name_prefix="simhash-index") if remote else None
         self._pending: dict[int, tuple[Any, Decision]] = {}
         self._recent: OrderedDict[str, Decision] = OrderedDict()
         self._logged: set[str] = set()
@@ -309,6 +340,7 @@ class CrawlFilter:
             item_fields=settings.getlist("SIMHASH_ITEM_FIELDS", defaults.SIMHASH_ITEM_FIELDS),
             threads=settings.getint("SIMHASH_THREADS", defaults.SIMHASH_THREADS),
             debug=settings.getbool("SIMHASH_DEBUG", defaults.SIMHASH_DEBUG),
+            index_retry_seconds=settings.getfloat("SIMHASH_INDEX_RETRY_SECONDS", defaults.SIMHASH_INDEX_RETRY_SECONDS),
         )
 
     @classmethod
@@ -386,7 +418,7 @@ class CrawlFilter:
             return self._skip(url, str(fp.status))
         if fp.truncated:
             self._count_once("simhash/truncated", url, "a huge page; fingerprinted its beginning only (work caps)")
-        return self.decide(url, fp.value)
+        return await self._decide(url, fp.value)
 
     async def _fingerprint(self, body: bytes | str, encoding: str | None) -> tuple[Fingerprint, float, bool]:
         if self._executor is None:
@@ -395,21 +427,49 @@ class CrawlFilter:
                 return self._job(body, encoding)
             finally:
                 self.stats.inc_value("simhash/reactor_seconds", time.perf_counter() - start)
-        future = self._executor.submit(self._job, body, encoding)
-        if is_asyncio_available():
-            return await asyncio.wrap_future(future)
-        return await _future_to_deferred(future)
+        return await _in_thread(self._executor, self._job, body, encoding)
 
     def decide(self, url: str, value: int) -> Decision:
-        """Check-and-add one fingerprint in the index (the reactor thread's part of a check)."""
+        """Check-and-add one fingerprint in the index, once, in this thread; an error lets the page through."""
         start = time.perf_counter()
         try:
             match = self.index.check_and_add(value, url)
         except Exception:
-            decision = self._skip(url, INDEX_ERROR, exc_info=True, fingerprint=value)
             self.stats.inc_value("simhash/reactor_seconds", time.perf_counter() - start)
-            return decision
+            return self._skip(url, INDEX_ERROR, exc_info=True, fingerprint=value)
         self.stats.inc_value("simhash/reactor_seconds", time.perf_counter() - start)
+        return self._decided(url, value, match)
+
+    async def _decide(self, url: str, value: int) -> Decision:
+        """:meth:`decide`, off the reactor thread for a remote index, retried for ``SIMHASH_INDEX_RETRY_SECONDS``."""
+        if self._index_executor is None and not self.index_retry_seconds:
+            return self.decide(url, value)
+        deadline = time.monotonic() + self.index_retry_seconds
+        delay = RETRY_FIRST_DELAY
+        while True:
+            try:
+                if self._index_executor is None:
+                    match = self.index.check_and_add(value, url)
+                else:
+                    match = await _in_thread(self._index_executor, self.index.check_and_add, value, url)
+            except Exception as exc:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return self._skip(url, INDEX_ERROR, exc_info=True, fingerprint=value)
+                self._count_once(
+                    "simhash/index_retries",
+                    url,
+                    f"the index failed ({type(exc).__name__}: {exc}); pages wait and their checks are retried "
+                    f"for up to {self.index_retry_seconds:g} s (SIMHASH_INDEX_RETRY_SECONDS)",
+                    level=logging.WARNING,
+                )
+                await _sleep(min(delay, remaining))
+                delay = min(delay * 2, RETRY_MAX_DELAY)
+                continue
+            return self._decided(url, value, match)
+
+    def _decided(self, url: str, value: int, match: Match | None) -> Decision:
+        """The decision for a checked page, counted in the stats."""
         self.stats.inc_value("simhash/checked")
         if match is None:
             decision = Decision(url, Status.OK.value, value)
@@ -493,11 +553,11 @@ class CrawlFilter:
             logger.debug("simhash: skipped %s: %s", url, reason)
         return decision
 
-    def _count_once(self, key: str, url: str, message: str) -> None:
+    def _count_once(self, key: str, url: str, message: str, level: int = logging.INFO) -> None:
         self.stats.inc_value(key)
         if key not in self._logged:
             self._logged.add(key)
-            logger.info("simhash: %s: %s (further cases are only counted in %s)", url, message, key)
+            logger.log(level, "simhash: %s: %s (further cases are only counted in %s)", url, message, key)
 
     def log_near_duplicate(self, decision: Decision, what: str) -> None:
         """Log a near-duplicate: every one with ``SIMHASH_DEBUG``, else the first one only."""
@@ -541,8 +601,9 @@ class CrawlFilter:
         except Exception:
             logger.error("simhash: cannot read the index size", exc_info=True)
         logger.info(self.summary(), extra={"spider": spider})
-        if self._executor is not None:
-            self._executor.shutdown(wait=False, cancel_futures=True)
+        for executor in (self._executor, self._index_executor):
+            if executor is not None:
+                executor.shutdown(wait=executor is self._index_executor, cancel_futures=True)
         try:
             self.index.close()
         except Exception:

@@ -35,6 +35,12 @@ SIMHASH_DEBUG = False
 #: Factor by which a DOM structure feature's weight decays per level of depth.
 SIMHASH_DOM_DECAY = DEFAULTS.fingerprint.dom_decay
 
+#: When a page's index check fails (a remote index down or restarting), retry it for up to this many
+#: seconds, the page waiting (the crawl pauses as its slots fill), before letting it through unchecked;
+#: 0 lets it through at once.  Either way each page let through is counted in
+#: ``simhash/skipped/index_error`` and the first failure is logged.
+SIMHASH_INDEX_RETRY_SECONDS = 0.0
+
 #: Item fields fingerprinted (HTML or plain text, joined in this order) for items that come without a
 #: fingerprinted response: start items, or items built from JSON/API responses.
 SIMHASH_ITEM_FIELDS: list[str] = []

@@ -7,7 +7,8 @@ import asyncio
 import contextlib
 import inspect
 import logging
-from typing import Any
+import threading
+from typing import Any, ClassVar
 
 import pages as p
 import pytest
@@ -16,7 +17,7 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import HtmlResponse, Response, TextResponse
 from scrapy.utils.test import get_crawler
 
-from simhash_filter import SimhashDownloaderMiddleware
+from simhash_filter import SimhashDownloaderMiddleware, crawlfilter
 from simhash_filter.backends.memory import MemoryBackend
 from simhash_filter.config import FilterConfig, FingerprintConfig
 from simhash_filter.crawlfilter import CrawlFilter
@@ -171,6 +172,42 @@ def test_index_error_lets_the_page_through(caplog):
     assert stats(mw)["simhash/skipped/index_error"] == 2
     errors = [r for r in caplog.records if r.levelno == logging.ERROR]
     assert len(errors) == 1 and errors[0].exc_info is not None
+
+
+class RecoveringRemoteBackend(MemoryBackend):
+    """A remote index that fails its first two checks (a server restarting), then answers."""
+
+    remote = True
+    failures = 0
+    threads: ClassVar[set[str]] = set()
+
+    def check_and_add(self, fingerprint: int, key: str, k: int) -> Match | None:
+        RecoveringRemoteBackend.threads.add(threading.current_thread().name)
+        if RecoveringRemoteBackend.failures < 2:
+            RecoveringRemoteBackend.failures += 1
+            raise ConnectionError("the index server is restarting")
+        return super().check_and_add(fingerprint, key, k)
+
+
+def test_remote_index_is_called_off_the_reactor_thread_and_retried(monkeypatch, caplog):
+    """A remote backend's checks run in the filter's index thread; with SIMHASH_INDEX_RETRY_SECONDS a failed
+    check is retried (the page waits) until the index answers, logged once as a warning."""
+    monkeypatch.setattr(crawlfilter, "RETRY_FIRST_DELAY", 0.01)
+    remote = {"SIMHASH_BACKEND": "remote://", "SIMHASH_BACKENDS": {"remote": RecoveringRemoteBackend}}
+    mw = middleware(**remote, SIMHASH_INDEX_RETRY_SECONDS=30)
+    with caplog.at_level(logging.INFO, logger="simhash_filter"):
+        request, _ = respond(mw, "http://a.test/1", ARTICLE)
+        _, dropped = respond(mw, "http://b.test/1", COPY)
+    assert request.meta["simhash"]["status"] == "ok" and isinstance(dropped, NearDuplicateResponse)
+    assert RecoveringRemoteBackend.threads == {"simhash-index_0"}
+    assert stats(mw)["simhash/index_retries"] == 2 and "simhash/skipped/index_error" not in stats(mw)
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "retried for up to 30 s" in warnings[0].getMessage()
+
+    RecoveringRemoteBackend.failures = 0  # without retries the page goes through unchecked at once
+    mw = middleware(**remote)
+    request, _ = respond(mw, "http://a.test/2", ARTICLE)
+    assert request.meta["simhash"]["status"] == "index_error"
 
 
 def test_wrong_charset_and_dataloss_are_counted():

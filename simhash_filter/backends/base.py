@@ -15,7 +15,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 if TYPE_CHECKING:
     import numpy as np
@@ -65,6 +65,9 @@ class Backend(abc.ABC):
     the stored fingerprints within k, nearest first, ties in insertion order, one :class:`Match`
     per stored pair; :meth:`check_and_add` is atomic, also between threads.
     """
+
+    #: True for a backend that waits on the network (Redis): the crawl then calls it off the reactor thread.
+    remote: ClassVar[bool] = False
 
     def __init__(self, *, k: int, design: TableDesign, metadata: Mapping[str, Any] | None = None) -> None:
         if design.k < k:
