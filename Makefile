@@ -31,7 +31,12 @@ demo-dedup: $(VENV)/.installed
 	$(BIN)/simhash-filter dedup $(OUT)/sample.jsonl --output $(OUT)/sample.dedup.jsonl
 	$(BIN)/python benchmarks/demo_report.py $(OUT)/sample.jsonl $(OUT)/sample.dedup.jsonl
 
+# The Redis tests start redis-server processes: Debian's package (as root, or with sudo).
+SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
+
 test:
+	command -v redis-server >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }
 	rm -rf $(TEST_VENV)
 	$(PYTHON) -m venv $(TEST_VENV)
 	$(TEST_VENV)/bin/python -m pip install --quiet --upgrade pip

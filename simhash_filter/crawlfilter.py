@@ -62,6 +62,8 @@ INDEX_ERROR = "index_error"
 RECENT_URLS = 10_000
 #: Waits between retries of a failed index check (seconds; doubled each time up to the maximum).
 RETRY_FIRST_DELAY, RETRY_MAX_DELAY = 0.5, 10.0
+#: After an index error, pages do not call the index for this many seconds (they wait or go through).
+INDEX_BREAK_SECONDS = 5.0
 #: Items waiting for the pipeline with their response's decision, at most.
 PENDING_LIMIT = 100_000
 #: The index is sized for this many pages (it chooses its table design from it).
@@ -317,6 +319,7 @@ class CrawlFilter:
         # A remote index (Redis) waits on the network: its checks run in one thread of their own, in order.
         remote = getattr(store, "remote", False)
         self._index_executor = ThreadPoolExecutor(1, thread_name_prefix="simhash-index") if remote else None
+        self._index_down_until = 0.0  # the breaker: monotonic time before which the index is not called
         self._pending: dict[int, tuple[Any, Decision]] = {}
         self._recent: OrderedDict[str, Decision] = OrderedDict()
         self._logged: set[str] = set()
@@ -441,32 +444,44 @@ class CrawlFilter:
         return self._decided(url, value, match)
 
     async def _decide(self, url: str, value: int) -> Decision:
-        """:meth:`decide`, off the reactor thread for a remote index, retried for ``SIMHASH_INDEX_RETRY_SECONDS``."""
-        if self._index_executor is None and not self.index_retry_seconds:
-            return self.decide(url, value)
+        """:meth:`decide` for the crawl: off the reactor thread for a remote index, and with a breaker.
+
+        After an index error the index is left alone for ``INDEX_BREAK_SECONDS`` (pages do not each wait
+        out a timeout) and then tried again.  Meanwhile a page waits and retries for up to
+        ``SIMHASH_INDEX_RETRY_SECONDS``, then goes through unchecked (``simhash/skipped/index_error``).
+        """
+        if self._index_executor is None and not self.index_retry_seconds and not self._index_down_until:
+            return self.decide(url, value)  # the common case: a local index that works
         deadline = time.monotonic() + self.index_retry_seconds
         delay = RETRY_FIRST_DELAY
+        error: BaseException | None = None
         while True:
-            try:
-                if self._index_executor is None:
-                    match = self.index.check_and_add(value, url)
+            if time.monotonic() >= self._index_down_until:
+                try:
+                    if self._index_executor is None:
+                        match = self.index.check_and_add(value, url)
+                    else:
+                        match = await _in_thread(self._index_executor, self.index.check_and_add, value, url)
+                except Exception as exc:
+                    error = exc
+                    self._index_down_until = time.monotonic() + INDEX_BREAK_SECONDS
                 else:
-                    match = await _in_thread(self._index_executor, self.index.check_and_add, value, url)
-            except Exception as exc:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return self._skip(url, INDEX_ERROR, exc_info=True, fingerprint=value)
-                self._count_once(
-                    "simhash/index_retries",
-                    url,
-                    f"the index failed ({type(exc).__name__}: {exc}); pages wait and their checks are retried "
-                    f"for up to {self.index_retry_seconds:g} s (SIMHASH_INDEX_RETRY_SECONDS)",
-                    level=logging.WARNING,
-                )
-                await _sleep(min(delay, remaining))
-                delay = min(delay * 2, RETRY_MAX_DELAY)
-                continue
-            return self._decided(url, value, match)
+                    if self._index_down_until:
+                        logger.info("simhash: the index answers again")
+                        self._index_down_until = 0.0
+                    return self._decided(url, value, match)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return self._skip(url, INDEX_ERROR, exc_info=error or True, fingerprint=value)
+            self._count_once(
+                "simhash/index_retries",
+                url,
+                f"the index failed ({type(error).__name__}: {error}); pages wait and their checks are retried "
+                f"for up to {self.index_retry_seconds:g} s (SIMHASH_INDEX_RETRY_SECONDS)",
+                level=logging.WARNING,
+            )
+            await _sleep(min(delay, remaining))
+            delay = min(delay * 2, RETRY_MAX_DELAY)
 
     def _decided(self, url: str, value: int, match: Match | None) -> Decision:
         """The decision for a checked page, counted in the stats."""
@@ -524,7 +539,7 @@ class CrawlFilter:
         reason: str,
         *,
         level: int = logging.INFO,
-        exc_info: bool = False,
+        exc_info: bool | BaseException = False,
         fingerprint: int | None = None,
     ) -> Decision:
         self.stats.inc_value(f"simhash/skipped/{reason}")

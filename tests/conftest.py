@@ -8,6 +8,7 @@ import html
 from pathlib import Path
 
 import pytest
+from conftest_redis import own_redis_server, redis_cluster, redis_prefix, redis_server  # noqa: F401 - fixtures
 
 GARDEN_TITLE = "Volunteers turn an empty car park into a community garden"
 GARDEN = [

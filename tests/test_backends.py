@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import random
 import threading
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -40,16 +41,29 @@ BACKENDS: dict[str, str | Callable[[Path], str]] = {
     "file-small-runs": lambda tmp: f"file://{tmp}/index?buffer_size=3&merge_factor=2&sync=always",
 }
 
+#: Redis backends under contract: name -> (the fixture of the server, URI options).  Every backend opened
+#: gets a fresh key prefix; tiny buckets make every probe scan, fold-filter and verify many entries.
+REDIS_BACKENDS: dict[str, tuple[str, str]] = {
+    "redis": ("redis_server", ""),
+    "redis-small-buckets": ("redis_server", "&bucket_bits=2"),
+    "redis-cluster": ("redis_cluster", "&cluster=1"),
+}
+
 DESIGN = TableDesign.parse("4x16/k3")
 
 
-@pytest.fixture(scope="module", params=sorted(BACKENDS))
+@pytest.fixture(scope="module", params=sorted([*BACKENDS, *REDIS_BACKENDS]))
 def make_backend(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Factory]:
     """A factory ``make_backend(k=3, design=DESIGN, metadata=None)`` for one backend; closes them all."""
     opened: list[Backend] = []
 
     def factory(k: int = 3, design: TableDesign = DESIGN, metadata: dict[str, Any] | None = None) -> Backend:
-        uri = BACKENDS[request.param]
+        if request.param in REDIS_BACKENDS:
+            fixture, options = REDIS_BACKENDS[request.param]
+            server = request.getfixturevalue(fixture)
+            uri: str | Callable[[Path], str] = f"{server.url}?prefix=contract-{uuid.uuid4().hex[:12]}{options}"
+        else:
+            uri = BACKENDS[request.param]
         if callable(uri):
             uri = uri(tmp_path_factory.mktemp(request.param))
         backend = open_backend(uri, k=k, design=design, metadata=metadata)

@@ -179,10 +179,10 @@ class RecoveringRemoteBackend(MemoryBackend):
 
     remote = True
     failures = 0
-    threads: ClassVar[set[str]] = set()
+    calls: ClassVar[list[str]] = []  # the threads that called check_and_add, in order
 
     def check_and_add(self, fingerprint: int, key: str, k: int) -> Match | None:
-        RecoveringRemoteBackend.threads.add(threading.current_thread().name)
+        RecoveringRemoteBackend.calls.append(threading.current_thread().name)
         if RecoveringRemoteBackend.failures < 2:
             RecoveringRemoteBackend.failures += 1
             raise ConnectionError("the index server is restarting")
@@ -193,21 +193,42 @@ def test_remote_index_is_called_off_the_reactor_thread_and_retried(monkeypatch, 
     """A remote backend's checks run in the filter's index thread; with SIMHASH_INDEX_RETRY_SECONDS a failed
     check is retried (the page waits) until the index answers, logged once as a warning."""
     monkeypatch.setattr(crawlfilter, "RETRY_FIRST_DELAY", 0.01)
+    monkeypatch.setattr(crawlfilter, "INDEX_BREAK_SECONDS", 0.01)
+    monkeypatch.setattr(RecoveringRemoteBackend, "failures", 0)
     remote = {"SIMHASH_BACKEND": "remote://", "SIMHASH_BACKENDS": {"remote": RecoveringRemoteBackend}}
     mw = middleware(**remote, SIMHASH_INDEX_RETRY_SECONDS=30)
     with caplog.at_level(logging.INFO, logger="simhash_filter"):
         request, _ = respond(mw, "http://a.test/1", ARTICLE)
         _, dropped = respond(mw, "http://b.test/1", COPY)
     assert request.meta["simhash"]["status"] == "ok" and isinstance(dropped, NearDuplicateResponse)
-    assert RecoveringRemoteBackend.threads == {"simhash-index_0"}
+    assert set(RecoveringRemoteBackend.calls) == {"simhash-index_0"}
     assert stats(mw)["simhash/index_retries"] == 2 and "simhash/skipped/index_error" not in stats(mw)
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1 and "retried for up to 30 s" in warnings[0].getMessage()
 
-    RecoveringRemoteBackend.failures = 0  # without retries the page goes through unchecked at once
+    RecoveringRemoteBackend.failures = 0  # without retries the page goes through unchecked at once (monkeypatched)
     mw = middleware(**remote)
     request, _ = respond(mw, "http://a.test/2", ARTICLE)
     assert request.meta["simhash"]["status"] == "index_error"
+
+
+def test_a_failing_remote_index_is_left_alone_for_a_while(monkeypatch):
+    """After an error the breaker lets pages through without calling the index (no timeout per page),
+    then tries it again."""
+    clock = [1000.0]
+    monkeypatch.setattr(crawlfilter.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(RecoveringRemoteBackend, "failures", 0)
+    monkeypatch.setattr(RecoveringRemoteBackend, "calls", calls := [])
+    mw = middleware(SIMHASH_BACKEND="remote://", SIMHASH_BACKENDS={"remote": RecoveringRemoteBackend})
+    for path in ("/1", "/2", "/3"):
+        request, _ = respond(mw, "http://a.test" + path, ARTICLE)
+        assert request.meta["simhash"]["status"] == "index_error"
+    assert len(calls) == 1
+    clock[0] += crawlfilter.INDEX_BREAK_SECONDS + 0.1  # the breaker closes: the index is tried again
+    respond(mw, "http://a.test/4", OTHER)
+    clock[0] += crawlfilter.INDEX_BREAK_SECONDS + 0.1
+    request, _ = respond(mw, "http://a.test/5", OTHER)
+    assert len(calls) == 3 and request.meta["simhash"]["status"] == "ok"
 
 
 def test_wrong_charset_and_dataloss_are_counted():

@@ -13,16 +13,16 @@ cluster slot and its script is legal in a cluster):
 * ``{prefix}:<t>:<hex>``: one string per table *t* and bucket (the top ``bucket_bits`` of the table's
   lead value, in hex), holding 6 bytes per fingerprint in the bucket: the id (4 bytes) and the
   fingerprint's 16-bit fold (:func:`~simhash_filter.index.fold16`, 2 bytes), in insertion order.
-* ``{prefix}:f<c>``: the records of ids ``c * 4096`` to ``c * 4096 + 4095``, 16 bytes each: the
+* ``{prefix}:f<c>``: the records of ids ``c * 4095`` to ``c * 4095 + 4094``, 16 bytes each: the
   fingerprint (8), where its key ends in ``{prefix}:u<c>`` (4), when it was added (Unix seconds, 4).
 * ``{prefix}:u<c>``: the keys (URLs) of the same ids, back to back (UTF-8).
 
 A probe reads one bucket per table, keeps the entries whose fold is within k of the query's (about 1 %
 of random ones for k = 3: the fold distance never exceeds the true distance), reads their records and
 verifies the 64-bit distance.  Bucket strings are rewritten whole on each add (exact size, no room
-reserved for growth); a record chunk is trimmed when it is full.  With 4 tables and 2**16 buckets per
-table that is about 60 bytes per fingerprint at a million, plus the URL (measured: README, "Scaling
-out"; ``benchmarks/bench_redis.py``).
+reserved for growth); a record chunk is trimmed when it is full.  With 4 tables of 2**14 buckets (the
+default) that is 54 bytes of Redis memory per fingerprint at a million, plus the URL (measured:
+``benchmarks/bench_redis.py``; README, "Scaling out").
 
 Failures: each call has a socket timeout (``socket_timeout``, default 2 s) and is tried again
 ``retries`` times (default 2) on a connection error or a timeout, reconnecting when the server is
@@ -45,7 +45,13 @@ from typing import Any, ClassVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import numpy as np
-import redis
+
+try:
+    import redis
+except ImportError as exc:  # pragma: no cover - the extra is installed in the tests
+    raise ImportError(
+        "the redis:// index backend needs the redis package: pip install 'simhash-filter[redis]'"
+    ) from exc
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, ResponseError
@@ -62,11 +68,12 @@ logger = logging.getLogger(__name__)
 #: Format of the stored index (``format`` in the meta hash).
 FORMAT = "simhash-filter redis 1"
 #: Default number of leading bits of each table's lead value that name its bucket (at most the lead bits).
-DEFAULT_BUCKET_BITS = 16
-#: Fingerprints per record chunk (``{prefix}:f<c>`` and ``{prefix}:u<c>``); must match the script.
-CHUNK = 4096
+DEFAULT_BUCKET_BITS = 14
+#: Fingerprints per record chunk (``{prefix}:f<c>`` and ``{prefix}:u<c>``): 4095 records of 16 bytes and
+#: the string's header fit a 64 KiB allocation exactly (4096 would take the next size, 80 KiB).
+CHUNK = 4095
 RECORD = 16
-#: Items per script call: a call blocks the server while it runs (about 30 µs per item at 1M).
+#: Items per script call: a call blocks the server while it runs (about 60 µs per item at 1M).
 BATCH = 64
 #: Ids are 4 bytes.
 MAX_SIZE = 2**32
@@ -315,9 +322,10 @@ class RedisBackend(Backend):
 
     *client* is a ``redis.Redis`` or ``redis.cluster.RedisCluster``; *prefix* names the index (keys
     ``{prefix}:...``); *bucket_bits* the width of the buckets' names (default: what the stored index
-    uses, else 16); *retries* and *retry_backoff* (seconds, doubled each time) how often and after how
-    long a call that met a connection error or a timeout is tried again; *max_age* (seconds, 0: never)
-    hides fingerprints stored longer ago (they stay in Redis).
+    uses, else 14: about 60 fingerprints per bucket at a million); *retries* and *retry_backoff*
+    (seconds, doubled each time) how often and after how long a call that met a connection error or a
+    timeout is tried again; *max_age* (seconds, 0: never) hides fingerprints stored longer ago (they
+    stay in Redis).
 
     Opening stores the design, the bucket width and *metadata* on first use, and refuses with
     :class:`MetadataMismatchError` an index stored with others.
@@ -380,6 +388,7 @@ class RedisBackend(Backend):
                 f"not {requested_bits}: {self._way_out()}"
             )
         self._metadata = json.loads(stored["metadata"])
+        self._created = float(stored.get("created", 0))
 
     # -- construction ----------------------------------------------------------------------------
 
@@ -453,7 +462,9 @@ class RedisBackend(Backend):
             "format": FORMAT,
             "design": self._design.name,
             "bucket_bits": str(bucket_bits),
-            "metadata": json.dumps(self._requested_metadata or {}, sort_keys=True),
+            "metadata": json.dumps(
+                self._metadata if self._requested_metadata is None else self._requested_metadata, sort_keys=True
+            ),
             "created": str(int(time.time())),
             "n": "0",
         }
@@ -517,7 +528,8 @@ class RedisBackend(Backend):
             location=self._location,
             prefix=self._prefix,
             bucket_bits=self._bucket_bits,
-            max_age=self._max_age,
+            created=self._created,
+            max_age_seconds=self._max_age,
         )
         return out
 
@@ -536,7 +548,7 @@ class RedisBackend(Backend):
     def drop(self) -> int:
         """Delete the whole index from Redis (every key ``{prefix}:*``) and close; return the keys deleted."""
         self._check_open()
-        pattern = self._tag.replace("{", "\\{").replace("}", "\\}") + "*"
+        pattern = "".join("\\" + ch if ch in "\\*?[]{}" else ch for ch in self._tag) + "*"  # a glob: escaped
         deleted = 0
         batch: list[Any] = []
         for key in self._client.scan_iter(match=pattern, count=1000):
@@ -562,7 +574,7 @@ class RedisBackend(Backend):
         """Split a batch into script calls of at most :data:`BATCH` items: ``(KEYS, ARGV after the header)``."""
         if isinstance(fingerprints, list):  # one fingerprint
             ((fp,),) = (fingerprints,)
-            args: list[Any] = [_FP.pack(fp)] if keys is None else [_FP.pack(fp), keys[0]]
+            args: list[Any] = [_FP.pack(fp)] if keys is None else [_FP.pack(fp), _encode(keys[0])]
             return [([self._meta_key, *self._item_keys(fp)], args)]
         buckets = bucket_keys(self._design, self._prefix, self._bucket_bits, fingerprints)
         packed = fingerprints.astype(">u8").tobytes()
@@ -574,7 +586,7 @@ class RedisBackend(Backend):
                 call_keys.extend(table[i] for table in buckets)
                 args.append(packed[8 * i : 8 * i + 8])
                 if keys is not None:
-                    args.append(keys[i])
+                    args.append(_encode(keys[i]))
             out.append((call_keys, args))
         return out
 
@@ -631,10 +643,11 @@ class RedisBackend(Backend):
 
     def _evalsha(self, call_keys: list[Any], args: list[Any]) -> Any:
         try:
-            return self._client.evalsha(self._sha, len(call_keys), *call_keys, *args)
-        except NoScriptError:
-            self._sha = self._client.script_load(self._script)
-            return self._client.evalsha(self._sha, len(call_keys), *call_keys, *args)
+            try:
+                return self._client.evalsha(self._sha, len(call_keys), *call_keys, *args)
+            except NoScriptError:
+                self._sha = self._client.script_load(self._script)
+                return self._client.evalsha(self._sha, len(call_keys), *call_keys, *args)
         except ResponseError as exc:
             _raise_reply(exc, [])
             raise  # pragma: no cover - _raise_reply always raises
@@ -692,7 +705,7 @@ class RedisBackend(Backend):
             table = np.frombuffer(records or b"", dtype=[("fp", ">u8"), ("end", ">u4"), ("added", ">u4")])[:count]
             start = 0
             for fp, end, added in table.tolist():
-                key = (urls or b"")[start:end].decode("utf-8", "surrogateescape")
+                key = _key((urls or b"")[start:end])
                 start = end
                 if added >= oldest:
                     yield Entry(fp, key, float(added))
@@ -716,8 +729,12 @@ def _text(value: Any) -> str:
     return value.decode("utf-8") if isinstance(value, bytes) else str(value)
 
 
+def _encode(key: str) -> bytes:
+    return key.encode("utf-8", "surrogatepass")  # any str round-trips, lone surrogates too
+
+
 def _key(value: bytes) -> str:
-    return value.decode("utf-8", "surrogateescape")
+    return value.decode("utf-8", "surrogatepass")
 
 
 def _match(item: list[Any]) -> Match | None:

@@ -1,0 +1,378 @@
+"""The Redis backend (issue 5): memory per fingerprint, check-and-add latency and throughput at a million
+stored fingerprints, its CPU cost beside the in-memory backend's, and the crawl rate of two crawler
+processes sharing one Redis beside one process's.
+
+A ``redis-server`` (Debian's package; ``tests/redis_server.py`` starts it on a free port of 127.0.0.1,
+persistence off) is filled with ``--size`` random fingerprints with URL-like keys (``add_many``).
+
+1. **Memory.**  ``used_memory`` of ``INFO memory`` after the fill minus before, per fingerprint, with the
+   keys (URLs) and without them (their bytes subtracted).  Target: at most 100 bytes per fingerprint.
+2. **Latency.**  ``--checks`` check-and-adds of one fingerprint each (``time.perf_counter`` around each
+   call) from one process: 80 % new random fingerprints (added), 20 % near-duplicates (1-3 bits
+   flipped) of stored ones.  p50 and p99 (target p99 at most 2 ms on loopback at 1M), calls/s; the
+   server's time per call (``INFO commandstats``, evalsha ``usec_per_call``); the client's CPU time per
+   call (``time.process_time``) beside the in-memory backend's for the same calls on the same million,
+   and the same with the fingerprinting of a page added (the filter's CPU time per page: a generated
+   article page of ``benchmarks/make_sample.py``, fingerprinted in this process).
+3. **Two processes.**  Two processes doing the same at the same time against the same index: p50, p99,
+   and the calls/s of both together.  Then one process sending batches (``check_and_add_many``,
+   pipelined) for reference.
+4. **Crawl rate.**  The demo site (``crawler.demo.build_site``: ``--articles`` generated articles with their
+   copies, on 127.0.0.1 and 127.0.0.2) crawled with ``scrapy crawl site`` and the Redis backend, by one
+   process, then by two processes sharing scrapy-redis's scheduler and dupefilter (the second started
+   once the first has queued work).  Pages/s = responses received by all processes / (last
+   ``finish_time`` - first ``start_time``).
+
+Every figure is the median of ``--repeat`` runs (the fill is done once).  Output: a table on stdout;
+``--json PATH`` writes the numbers.
+
+    python benchmarks/bench_redis.py [--size 1000000] [--checks 5000] [--repeat 3] [--articles 150] [--json PATH]
+    python benchmarks/bench_redis.py --size 100000 --checks 1000 --repeat 1 --articles 40   # a quick run
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+from redis_server import RedisServer  # noqa: E402 - tests/ is added above
+
+from simhash_filter.backends import open_backend  # noqa: E402
+from simhash_filter.backends.memory import MemoryBackend  # noqa: E402
+from simhash_filter.index import TableDesign, resolve_design  # noqa: E402
+
+K = 3
+DESIGN: TableDesign = resolve_design("auto", K, 1_000_000)  # the crawl's design (4x16/k3)
+META = {"model": "bench"}
+
+# A worker process of part 3: opens the index, waits for "go" on stdin, checks-and-adds, prints JSON.
+WORKER = """
+import json, sys, time
+import numpy as np
+sys.path[:0] = [sys.argv[5]]
+from bench_redis import DESIGN, META, queries
+from simhash_filter.backends import open_backend
+uri, checks, seed, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+backend = open_backend(uri, k=3, design=DESIGN, metadata=META)
+fps = queries(checks, seed, size).tolist()
+backend.check_and_add(1, "warm-up", 3)
+print("ready", flush=True)
+sys.stdin.readline()
+lat = []
+start = time.perf_counter()
+for i, fp in enumerate(fps):
+    t = time.perf_counter()
+    backend.check_and_add(fp, f"https://w{seed}.example/{i}", 3)
+    lat.append(time.perf_counter() - t)
+print(json.dumps({"elapsed": time.perf_counter() - start, "latencies": lat}))
+"""
+
+
+def stored(size: int) -> np.ndarray:
+    """The fingerprints filled in (seeded)."""
+    return np.random.default_rng(1).integers(0, 2**64, size=size, dtype=np.uint64)
+
+
+def stored_keys(size: int) -> list[str]:
+    """URL-like keys: about 46 bytes."""
+    return [f"https://www.site{i % 997}.example/news/2026/{i:07d}.html" for i in range(size)]
+
+
+def queries(n: int, seed: int, size: int) -> np.ndarray:
+    """80 % new random fingerprints, 20 % stored ones with 1-3 bits flipped, shuffled."""
+    rng = np.random.default_rng(1000 + seed)
+    new = rng.integers(0, 2**64, size=n - n // 5, dtype=np.uint64)
+    near = stored(size)[rng.integers(0, size, size=n // 5)]
+    for _ in range(3):
+        flip = rng.random(len(near)) < 0.8
+        near ^= (np.uint64(1) << rng.integers(0, 64, size=len(near), dtype=np.uint64)) * flip.astype(np.uint64)
+    out = np.concatenate([new, near])
+    rng.shuffle(out)
+    return out
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def server_cpu(server: RedisServer) -> float:
+    with server.client() as client:
+        cpu = client.info("cpu")
+    return float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"])
+
+
+def evalsha_usec(server: RedisServer) -> float:
+    with server.client() as client:
+        stats = client.info("commandstats").get("cmdstat_evalsha", {})
+    return float(stats.get("usec_per_call", 0.0))
+
+
+def fill(server: RedisServer, size: int, bucket_bits: int | None) -> dict[str, Any]:
+    """Fill the index; the memory it takes."""
+    keys = stored_keys(size)
+    fps = stored(size)
+    before = server.used_memory()
+    options = f"&bucket_bits={bucket_bits}" if bucket_bits else ""
+    start = time.perf_counter()
+    with open_backend(f"{server.url}?prefix=bench{options}", k=K, design=DESIGN, metadata=META) as backend:
+        for lo in range(0, size, 100_000):
+            backend.add_many(fps[lo : lo + 100_000], keys[lo : lo + 100_000])
+        bits = backend.bucket_bits  # type: ignore[attr-defined]
+    seconds = time.perf_counter() - start
+    used = server.used_memory() - before
+    url_bytes = sum(len(k) for k in keys)
+    with server.client() as client:
+        n_keys = client.dbsize()
+    return {
+        "size": size,
+        "bucket_bits": bits,
+        "fill_seconds": seconds,
+        "redis_keys": n_keys,
+        "bytes_per_fp": used / size,
+        "url_bytes_per_fp": url_bytes / size,
+        "bytes_per_fp_without_urls": (used - url_bytes) / size,
+    }
+
+
+def page_fingerprint_cpu() -> float:
+    """CPU seconds to fingerprint one generated article page (median over 60 pages)."""
+    from crawler.demo import load_make_sample
+    from simhash_filter.fingerprint import Fingerprinter
+
+    pages = [row["html"] for row in load_make_sample().sample(60, 5)]
+    fingerprinter = Fingerprinter()
+    fingerprinter.fingerprint(pages[0])
+    times = []
+    for page in pages:
+        start = time.process_time()
+        fingerprinter.fingerprint(page)
+        times.append(time.process_time() - start)
+    return statistics.median(times)
+
+
+def one_process(server: RedisServer, memory: MemoryBackend, checks: int, run: int, size: int) -> dict[str, float]:
+    fps = queries(checks, run, size).tolist()
+    keys = [f"https://new.example/{run}/{i}" for i in range(checks)]
+    with open_backend(f"{server.url}?prefix=bench", k=K, design=DESIGN, metadata=META) as backend:
+        backend.check_and_add(1, "warm-up", K)
+        with server.client() as client:
+            client.config_resetstat()
+        cpu_server = server_cpu(server)
+        lat = []
+        cpu = time.process_time()
+        start = time.perf_counter()
+        for fp, key in zip(fps, keys, strict=True):
+            t = time.perf_counter()
+            backend.check_and_add(fp, key, K)
+            lat.append(time.perf_counter() - t)
+        elapsed = time.perf_counter() - start
+        cpu = time.process_time() - cpu
+        cpu_server = server_cpu(server) - cpu_server
+        usec = evalsha_usec(server)
+        batch = queries(10 * checks, 100 + run, size)
+        batch_keys = [f"https://batch.example/{run}/{i}" for i in range(len(batch))]
+        start = time.perf_counter()
+        backend.check_and_add_many(batch, batch_keys, K)
+        batch_rate = len(batch) / (time.perf_counter() - start)
+    mem_lat = []
+    mem_cpu = time.process_time()
+    for fp, key in zip(fps, keys, strict=True):
+        t = time.perf_counter()
+        memory.check_and_add(fp, key, K)
+        mem_lat.append(time.perf_counter() - t)
+    mem_cpu = time.process_time() - mem_cpu
+    return {
+        "p50_ms": 1000 * pct(lat, 0.5),
+        "p99_ms": 1000 * pct(lat, 0.99),
+        "calls_per_s": checks / elapsed,
+        "server_us_per_call": usec,
+        "server_cpu_us_per_call": 1e6 * cpu_server / checks,
+        "client_cpu_us_per_call": 1e6 * cpu / checks,
+        "memory_cpu_us_per_call": 1e6 * mem_cpu / checks,
+        "memory_p50_ms": 1000 * pct(mem_lat, 0.5),
+        "memory_p99_ms": 1000 * pct(mem_lat, 0.99),
+        "batch_calls_per_s": batch_rate,
+    }
+
+
+def two_processes(server: RedisServer, checks: int, run: int, size: int) -> dict[str, float]:
+    uri = f"{server.url}?prefix=bench"
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                WORKER,
+                uri,
+                str(checks),
+                str(10 * run + w + 1),
+                str(size),
+                str(ROOT / "benchmarks"),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for w in range(2)
+    ]
+    for proc in procs:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    for proc in procs:
+        assert proc.stdin is not None
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+    results = []
+    for proc in procs:
+        out, _ = proc.communicate(timeout=600)
+        results.append(json.loads(out))
+    lat = [x for r in results for x in r["latencies"]]
+    return {
+        "p50_ms": 1000 * pct(lat, 0.5),
+        "p99_ms": 1000 * pct(lat, 0.99),
+        "calls_per_s": len(lat) / max(r["elapsed"] for r in results),
+    }
+
+
+def crawl_rate(server: RedisServer, articles: int, processes: int, workdir: Path) -> dict[str, float]:
+    """Pages/s of *processes* ``scrapy crawl site`` sharing scrapy-redis's frontier and the Redis index."""
+    from crawl_helpers import scrapy_crawl
+
+    from crawler.demo import build_site
+    from crawler.localsite import LocalSite
+
+    run = f"crawl-{uuid.uuid4().hex[:8]}"
+    queue = f"{run}:%(spider)s:requests"
+    settings = {
+        "SCHEDULER": "scrapy_redis.scheduler.Scheduler",
+        "DUPEFILTER_CLASS": "scrapy_redis.dupefilter.RFPDupeFilter",
+        "SCHEDULER_PERSIST": "True",
+        "SCHEDULER_QUEUE_KEY": queue,
+        "SCHEDULER_DUPEFILTER_KEY": f"{run}:%(spider)s:dupefilter",
+        "REDIS_URL": server.url,
+        "SIMHASH_BACKEND": f"{server.url}?prefix={run}",
+        "LOG_LEVEL": "INFO",
+    }
+    site, _ = build_site(articles, 7)
+    with LocalSite(site) as local, ThreadPoolExecutor(processes) as pool, server.client() as client:
+        args = {"start_urls": f"{local.url('/')},{local.url('/', host='127.0.0.2')}"}
+        futures = [pool.submit(scrapy_crawl, "site", workdir / f"{run}-0", args=args, settings=settings)]
+        (workdir / f"{run}-0").mkdir(parents=True)
+        for i in range(1, processes):
+            while not client.zcard(queue % {"spider": "site"}) and not futures[0].done():
+                time.sleep(0.02)
+            (workdir / f"{run}-{i}").mkdir(parents=True)
+            futures.append(pool.submit(scrapy_crawl, "site", workdir / f"{run}-{i}", args=args, settings=settings))
+        crawls = [f.result() for f in futures]
+    start = min(datetime.fromisoformat(c.stats["start_time"]) for c in crawls)
+    finish = max(datetime.fromisoformat(c.stats["finish_time"]) for c in crawls)
+    pages = sum(c.stats.get("response_received_count", 0) for c in crawls)
+    return {
+        "pages": pages,
+        "seconds": (finish - start).total_seconds(),
+        "pages_per_s": pages / (finish - start).total_seconds(),
+    }
+
+
+def median_of(runs: list[dict[str, float]]) -> dict[str, float]:
+    return {key: statistics.median(r[key] for r in runs) for key in runs[0]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size", type=int, default=1_000_000, help="fingerprints stored before measuring")
+    parser.add_argument("--checks", type=int, default=5000, help="check-and-adds per process and run")
+    parser.add_argument("--repeat", type=int, default=3, help="runs; medians are reported")
+    parser.add_argument("--articles", type=int, default=150, help="articles of the crawled demo site (0: no crawl)")
+    parser.add_argument("--bucket-bits", type=int, default=None, help="the backend's bucket_bits (default: its own)")
+    parser.add_argument("--json", type=Path, help="write the numbers here")
+    args = parser.parse_args(argv)
+
+    with tempfile.TemporaryDirectory() as tmp, RedisServer(Path(tmp) / "redis") as server:
+        with server.client() as client:
+            version = client.info("server")["redis_version"]
+        memory_report = fill(server, args.size, args.bucket_bits)
+        memory = MemoryBackend(k=K, design=DESIGN)
+        memory.add_many(stored(args.size), stored_keys(args.size))
+        fp_cpu = page_fingerprint_cpu()
+        singles, pairs, crawls1, crawls2 = [], [], [], []
+        for run in range(args.repeat):
+            singles.append(one_process(server, memory, args.checks, run, args.size))
+            pairs.append(two_processes(server, args.checks, run, args.size))
+            if args.articles:
+                crawls1.append(crawl_rate(server, args.articles, 1, Path(tmp) / "crawls"))
+                crawls2.append(crawl_rate(server, args.articles, 2, Path(tmp) / "crawls"))
+    single, pair = median_of(singles), median_of(pairs)
+    single["page_cpu_ratio"] = (fp_cpu + single["client_cpu_us_per_call"] / 1e6) / (
+        fp_cpu + single["memory_cpu_us_per_call"] / 1e6
+    )
+    report: dict[str, Any] = {
+        "redis_version": version,
+        "design": DESIGN.name,
+        "memory": memory_report,
+        "one_process": single,
+        "two_processes": pair,
+        "fingerprint_cpu_ms_per_page": 1000 * fp_cpu,
+        "runs": {"one_process": singles, "two_processes": pairs},
+    }
+    if crawls1:
+        report["crawl"] = {"one_process": median_of(crawls1), "two_processes": median_of(crawls2)}
+        report["runs"]["crawl"] = {"one_process": crawls1, "two_processes": crawls2}
+
+    m = memory_report
+    print(f"Redis {version}, design {DESIGN.name}, bucket_bits {m['bucket_bits']}, {m['size']:,} fingerprints stored")
+    print(f"  fill (add_many): {m['fill_seconds']:.1f} s, {m['redis_keys']:,} Redis keys")
+    print(
+        f"  memory: {m['bytes_per_fp']:.1f} B/fingerprint with the URLs ({m['url_bytes_per_fp']:.1f} B each), "
+        f"{m['bytes_per_fp_without_urls']:.1f} B without them   (target <= 100)"
+    )
+    print(f"check-and-add, median of {args.repeat} runs of {args.checks} calls:")
+    print(f"  {'':<30}{'p50 ms':>9}{'p99 ms':>9}{'calls/s':>10}")
+    print(f"  {'one process':<30}{single['p50_ms']:>9.3f}{single['p99_ms']:>9.3f}{single['calls_per_s']:>10.0f}")
+    print(f"  {'two processes (together)':<30}{pair['p50_ms']:>9.3f}{pair['p99_ms']:>9.3f}{pair['calls_per_s']:>10.0f}")
+    print(f"  {'in-memory backend':<30}{single['memory_p50_ms']:>9.3f}{single['memory_p99_ms']:>9.3f}")
+    print(f"  batches (check_and_add_many): {single['batch_calls_per_s']:.0f} calls/s")
+    print(
+        f"  server time per call {single['server_us_per_call']:.0f} us "
+        f"(Redis CPU {single['server_cpu_us_per_call']:.0f} us); client CPU per call "
+        f"{single['client_cpu_us_per_call']:.0f} us vs in-memory {single['memory_cpu_us_per_call']:.0f} us"
+    )
+    print(
+        f"  filter CPU per page (fingerprint {1000 * fp_cpu:.2f} ms + check): Redis / in-memory = "
+        f"{single['page_cpu_ratio']:.3f}   (target <= 1.5)"
+    )
+    if crawls1:
+        c1, c2 = report["crawl"]["one_process"], report["crawl"]["two_processes"]
+        print(f"crawl of the demo site ({args.articles} articles), median of {args.repeat}:")
+        print(
+            f"  one process:   {c1['pages']:.0f} responses in {c1['seconds']:.2f} s = {c1['pages_per_s']:.0f} pages/s"
+        )
+        print(
+            f"  two processes: {c2['pages']:.0f} responses in {c2['seconds']:.2f} s = {c2['pages_per_s']:.0f} pages/s"
+        )
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(report, indent=2))
+    with contextlib.suppress(Exception):
+        memory.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,142 @@
+"""Two ``scrapy crawl site`` processes share one crawl through Redis: scrapy-redis's scheduler and
+dupefilter (one frontier, each request taken once) and ``SIMHASH_BACKEND=redis://`` (one near-duplicate
+index), over the local test site with its mirror (``tests/site_server.py``)."""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from crawl_helpers import Crawl, local_site, scrapy_crawl, url_key
+from redis_server import RedisServer
+from site_server import GROUPS, INDEX_ERROR_PATH, MIRROR, OTHERS
+
+from simhash_filter.backends import open_backend
+from simhash_filter.index import resolve_design
+
+#: scrapy-redis 0.9.1 calls two things Scrapy 2.13+ deprecates: ``stats.inc_value(..., spider=spider)`` and
+#: ``spider.log()`` ("Resuming crawl" when the shared queue is not empty).  ``ScrapyDeprecationWarning``
+#: is not a ``DeprecationWarning`` (not fatal under ``PYTHONWARNINGS=error::DeprecationWarning``); these are a
+#: crawl's only warnings.
+SCRAPY_REDIS_WARNING = re.compile(
+    r"scrapy_redis/scheduler\.py:\d+: ScrapyDeprecationWarning: (?:Passing a 'spider' argument to "
+    r"StatsCollector\.inc_value\(\) is deprecated|Spider\.log\(\) is deprecated)"
+)
+#: A response that reached the spider, or one the filter dropped before (logged with SIMHASH_DEBUG).
+FETCHED = re.compile(r"DEBUG: (?:Crawled \(\d+\) <GET (\S+)>|simhash: dropped (\S+): near-duplicate of)")
+
+
+def fetched(crawl: Crawl) -> list[str]:
+    """URL keys of every response the crawl received (robots.txt aside)."""
+    urls = [a or b for a, b in FETCHED.findall(crawl.log)]
+    return [url_key(url) for url in urls if not url.endswith("/robots.txt")]
+
+
+@pytest.mark.slow
+def test_two_processes_share_the_frontier_and_the_index(
+    redis_server: RedisServer, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Each page is fetched by one of the two processes only, and of each group of near-identical pages
+    (across both hosts) exactly one is kept, whichever process met it."""
+    run = f"crawl-{uuid.uuid4().hex[:8]}"
+    queue = f"{run}:%(spider)s:requests"
+    settings = {
+        "SCHEDULER": "scrapy_redis.scheduler.Scheduler",
+        "DUPEFILTER_CLASS": "scrapy_redis.dupefilter.RFPDupeFilter",
+        "SCHEDULER_PERSIST": "True",  # the first process to finish must not delete the shared queue
+        "SCHEDULER_QUEUE_KEY": queue,
+        "SCHEDULER_DUPEFILTER_KEY": f"{run}:%(spider)s:dupefilter",
+        "REDIS_URL": redis_server.url,
+        "SIMHASH_BACKEND": f"{redis_server.url}?prefix={run}",
+        "DOWNLOAD_FAIL_ON_DATALOSS": "False",
+        "CONCURRENT_REQUESTS": "4",
+        "DOWNLOAD_DELAY": "0.05",  # a crawl long enough for the second process to take its share
+        "LOG_LEVEL": "DEBUG",
+        "SIMHASH_DEBUG": "True",
+    }
+    with local_site() as port, ThreadPoolExecutor(2) as pool, redis_server.client() as client:
+        args = {"start_urls": f"http://127.0.0.1:{port}/,http://{MIRROR}:{port}/"}
+        first = pool.submit(scrapy_crawl, "site", tmp_path_factory.mktemp("first"), args=args, settings=settings)
+        deadline = time.monotonic() + 60
+        while not client.zcard(queue % {"spider": "site"}) and not first.done():  # work is queued
+            assert time.monotonic() < deadline, "the first crawl queued nothing"
+            time.sleep(0.05)
+        second = pool.submit(scrapy_crawl, "site", tmp_path_factory.mktemp("second"), args=args, settings=settings)
+        crawls = [first.result(), second.result()]
+
+    # every page fetched once, by one process or the other; both took part
+    counts = Counter(key for crawl in crawls for key in fetched(crawl))
+    assert all(n == 1 for n in counts.values()), [key for key, n in counts.items() if n > 1]
+    assert all(fetched(crawl) for crawl in crawls), "one process fetched nothing"
+    groups = {name: list(keys) for name, keys in GROUPS.items()}
+    groups["lighthouse"].append(f"127.0.0.1{INDEX_ERROR_PATH}")  # a copy of the lighthouse story
+    pages = [key for keys in groups.values() for key in keys] + OTHERS
+    assert set(pages) <= set(counts)
+
+    # one page of each near-duplicate group kept, across both processes
+    stored = [url_key(item["url"]) for crawl in crawls for item in crawl.items]
+    assert len(stored) == len(set(stored))
+    for group, keys in groups.items():
+        assert len([key for key in keys if key in stored]) == 1, (group, sorted(stored))
+    assert set(OTHERS) <= set(stored)
+    kept = sum(crawl.stats.get("simhash/kept", 0) for crawl in crawls)
+    assert kept == len(groups) + len(OTHERS)
+    assert sum(crawl.stats.get("simhash/dropped", 0) for crawl in crawls) == sum(len(k) - 1 for k in groups.values())
+    k = 3
+    with open_backend(f"{redis_server.url}?prefix={run}", k=k, design=resolve_design("auto", k, 1_000_000)) as index:
+        assert len(index) == kept
+
+    # no errors; the only warnings are scrapy-redis's deprecated stats calls
+    for crawl in crawls:
+        assert "ERROR" not in crawl.log and "Traceback" not in crawl.log
+        for line in crawl.log.splitlines():
+            if "WARNING" in line or "Deprecat" in line:
+                assert SCRAPY_REDIS_WARNING.search(line), line
+
+
+def test_redis_backend_setting_reaches_the_filter(redis_server: RedisServer, redis_prefix: str) -> None:
+    """``SIMHASH_BACKEND = "redis://..."`` opens the Redis backend with the crawl's model as metadata."""
+    from scrapy.utils.test import get_crawler
+
+    from simhash_filter.backends.redis import RedisBackend
+    from simhash_filter.crawlfilter import CrawlFilter
+    from simhash_filter.settings import SIMHASH_MAX_DISTANCE
+
+    crawler = get_crawler(settings_dict={"SIMHASH_BACKEND": f"{redis_server.url}?prefix={redis_prefix}"})
+    crawl_filter = CrawlFilter.from_settings(crawler.settings, crawler.stats)
+    try:
+        assert isinstance(crawl_filter.index.backend, RedisBackend)
+        assert crawl_filter.index.k == SIMHASH_MAX_DISTANCE
+        assert crawl_filter.index.metadata == crawl_filter.config.index_metadata()
+        assert crawl_filter.decide("https://a.example/", 0xFFFF).duplicate_of is None
+        assert crawl_filter.decide("https://b.example/", 0xFFFE).duplicate_of == "https://a.example/"
+    finally:
+        crawl_filter.index.close()
+
+
+def test_filter_lets_pages_through_while_redis_is_down(own_redis_server: RedisServer, redis_prefix: str) -> None:
+    """With Redis down the crawl's filter lets pages through unchecked (``simhash/skipped/index_error``);
+    when Redis is back it checks again, against what was stored before."""
+    from scrapy.utils.test import get_crawler
+
+    from simhash_filter.crawlfilter import INDEX_ERROR, CrawlFilter
+
+    uri = f"{own_redis_server.url}?prefix={redis_prefix}&retries=1&retry_backoff=0.05"
+    crawler = get_crawler(settings_dict={"SIMHASH_BACKEND": uri})
+    crawl_filter = CrawlFilter.from_settings(crawler.settings, crawler.stats)
+    try:
+        assert crawl_filter.decide("https://a.example/", 0xF0F0).status == "ok"
+        own_redis_server.stop()
+        start = time.monotonic()
+        assert crawl_filter.decide("https://b.example/", 0xF0F1).status == INDEX_ERROR
+        assert time.monotonic() - start < 2
+        own_redis_server.start()
+        decision = crawl_filter.decide("https://c.example/", 0xF0F3)
+        assert decision.status == "ok" and decision.duplicate_of == "https://a.example/"
+        assert crawler.stats.get_value(f"simhash/skipped/{INDEX_ERROR}") == 1
+    finally:
+        crawl_filter.index.close()
