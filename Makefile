@@ -48,6 +48,8 @@ lint: $(VENV)/.installed
 	$(BIN)/ruff check .
 
 bench: $(VENV)/.installed
+	command -v redis-server >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }
 	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
 	@set -e; found=; for script in benchmarks/bench_*.py; do \
 		[ -f "$$script" ] || continue; found=1; \

@@ -14,7 +14,7 @@ import threading
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 HOSTS = ("127.0.0.1", "127.0.0.2")
 
@@ -51,7 +51,7 @@ class _Handler(BaseHTTPRequestHandler):
         if page.content_type is not None:
             self.send_header("Content-Type", page.content_type)
         if page.location is not None:
-            self.send_header("Location", page.location)
+            self.send_header("Location", quote(page.location, safe="/?&=:%#;,+@!$'()*~"))  # ASCII on the wire
         self.send_header("Content-Length", str(len(page.body) * 2 if page.truncated else len(page.body)))
         self.end_headers()
         if send_body:
