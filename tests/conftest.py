@@ -5,6 +5,7 @@ and pages that cannot be fingerprinted."""
 from __future__ import annotations
 
 import html
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -210,3 +211,12 @@ def memory_index(monkeypatch: pytest.MonkeyPatch) -> None:
     from simhash_filter import settings
 
     monkeypatch.setattr(settings, "SIMHASH_BACKEND", "memory://")
+
+
+@pytest.fixture(scope="module")
+def site_port() -> Iterator[int]:
+    """The local test site (``tests/site_server.py``) in a subprocess; its port."""
+    from crawl_helpers import local_site
+
+    with local_site() as port:
+        yield port

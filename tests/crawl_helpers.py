@@ -106,6 +106,13 @@ def local_site() -> Iterator[int]:
             proc.wait()
 
 
+def start_urls(port: int) -> str:
+    """The test site's two hosts as the ``site`` spider's start URLs."""
+    from site_server import MIRROR
+
+    return f"http://127.0.0.1:{port}/,http://{MIRROR}:{port}/"
+
+
 def scrapy_crawl(
     spider: str,
     tmp_path: Path,

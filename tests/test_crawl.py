@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from crawl_helpers import Crawl, local_site, scrapy_crawl
+from crawl_helpers import Crawl, scrapy_crawl, start_urls
 from scrapy.http import HtmlResponse
 from scrapy.settings import Settings
-from site_server import GROUPS, MIRROR, OTHERS, SKIPPED
+from site_server import GROUPS, OTHERS, SKIPPED
 
 from crawler.spiders.site import SiteSpider
 
@@ -21,15 +20,6 @@ FLAKY = {"SIMHASH_BACKEND": "flaky://", "SIMHASH_BACKENDS": json.dumps({"flaky":
 NEAR_DUPLICATES = sum(len(keys) - 1 for keys in GROUPS.values())
 HEX16 = re.compile(r"[0-9a-f]{16}")
 
-
-@pytest.fixture(scope="module")
-def site_port() -> Iterator[int]:
-    with local_site() as port:
-        yield port
-
-
-def start_urls(port: int) -> str:
-    return f"http://127.0.0.1:{port}/,http://{MIRROR}:{port}/"
 
 
 @pytest.fixture(scope="module")

@@ -3,24 +3,14 @@ crawl stopped and resumed with ``JOBDIR`` stores no near-duplicate twice."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from crawl_helpers import local_site, scrapy_crawl
-from site_server import GROUPS, MIRROR
+from crawl_helpers import scrapy_crawl, start_urls
+from site_server import GROUPS
 
 pytestmark = pytest.mark.slow
 
-
-@pytest.fixture(scope="module")
-def site_port() -> Iterator[int]:
-    with local_site() as port:
-        yield port
-
-
-def start_urls(port: int) -> str:
-    return f"http://127.0.0.1:{port}/,http://{MIRROR}:{port}/"
 
 
 def run_dir(tmp_path: Path, name: str) -> Path:
