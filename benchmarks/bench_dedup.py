@@ -7,11 +7,14 @@ the wall-clock time of the whole process is measured (start-up, imports and I/O 
 - ``simhash-filter --workers 2``: the same with two fingerprinting processes (reported apart: the
   baselines are single-process);
 - ``simhash-pypi``: ``python ../shared/eval/baselines.py simhash INPUT OUT --k 3``;
-- ``minhash``: ``python ../shared/eval/baselines.py minhash INPUT OUT``.
+- ``minhash``: ``python ../shared/eval/baselines.py minhash INPUT OUT``;
+- with ``--baseline TREE``, also ``simhash-filter (baseline)``: ``python -m simhash_filter dedup`` run from another
+  checkout of this repository (``PYTHONPATH=TREE``), e.g. the last release, to compare versions in one run.
 
-Every repeat runs every command once, in a rotated order; figures are medians over ``--repeat`` runs.
+Every repeat runs every command once, in a rotated order; figures are medians over ``--repeat`` runs.  One
+untimed ``simhash-filter fingerprint`` comes first: a machine's first run builds the IDF cache (about 1 s, once).
 
-    python benchmarks/bench_dedup.py --repeat 3 [--input PAGES.jsonl[.gz]] [--json out/bench_dedup.json]
+    python benchmarks/bench_dedup.py --repeat 3 [--input PAGES.jsonl[.gz]] [--baseline TREE] [--json OUT.json]
 
 Targets: at least 3x faster than the simhash baseline and 2x faster than the minhash baseline.
 """
@@ -36,6 +39,7 @@ SHARED = ROOT.parent / "shared"
 DEFAULT_INPUT = SHARED / "datasets" / "neardup-public" / "pages.jsonl.gz"
 BASELINES = SHARED / "eval" / "baselines.py"
 CLI_MODULE = ROOT / "simhash_filter" / "cli.py"
+BASELINE = "simhash-filter (baseline)"
 
 
 def our_command() -> list[str]:
@@ -47,10 +51,10 @@ def our_command() -> list[str]:
     return [found] if found else [sys.executable, "-m", "simhash_filter"]
 
 
-def commands(input_path: Path, out_dir: Path, workers: int) -> dict[str, list[str]]:
+def commands(input_path: Path, out_dir: Path, workers: int, baseline: Path | None = None) -> dict[str, list[str]]:
     ours = our_command()
     cmds = {
-        "simhash-filter": [*ours, "dedup", str(input_path), "--output", str(out_dir / "ours.jsonl")],
+        "simhash-filter": [*ours, "dedup", str(input_path), "--output", str(out_dir / "ours.jsonl"), "--workers", "1"],
         "simhash-pypi": [
             sys.executable,
             str(BASELINES),
@@ -62,6 +66,9 @@ def commands(input_path: Path, out_dir: Path, workers: int) -> dict[str, list[st
         ],
         "minhash": [sys.executable, str(BASELINES), "minhash", str(input_path), str(out_dir / "minhash.jsonl")],
     }
+    if baseline is not None:
+        out = out_dir / "baseline.jsonl"
+        cmds[BASELINE] = [sys.executable, "-m", "simhash_filter", "dedup", str(input_path), "--output", str(out)]
     if workers > 1:
         cmds[f"simhash-filter --workers {workers}"] = [
             *ours,
@@ -98,9 +105,9 @@ def wait_for_cli(seconds: float) -> None:
         time.sleep(5)
 
 
-def run_once(cmd: list[str]) -> float:
+def run_once(cmd: list[str], env: dict[str, str] | None = None, cwd: Path = ROOT) -> float:
     start = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     elapsed = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit(f"command failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stderr[-2000:]}")
@@ -113,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--workers", type=int, default=2, help="also time simhash-filter with N workers (default: 2)")
     ap.add_argument("--wait-cli", type=float, default=0, help="seconds to wait for simhash_filter/cli.py to appear")
+    ap.add_argument("--baseline", type=Path, help="also time `python -m simhash_filter dedup` from this checkout")
     ap.add_argument("--json", type=Path, help="also write the results as JSON")
     args = ap.parse_args(argv)
     wait_for_cli(args.wait_cli)
@@ -128,7 +136,18 @@ def main(argv: list[str] | None = None) -> int:
             shutil.copyfileobj(src, dst)
         lines = sum(1 for x in plain.open(encoding="utf-8") if x.strip())
         mb = plain.stat().st_size / 1e6
-        cmds = commands(plain, tmp_dir, args.workers)
+        baseline = args.baseline.resolve() if args.baseline else None
+        if baseline is not None and not (baseline / "simhash_filter" / "__init__.py").exists():
+            raise SystemExit(f"--baseline {baseline}: no simhash_filter package there")
+        cmds = commands(plain, tmp_dir, args.workers, baseline)
+        # `python -m` puts its working directory first on sys.path: the baseline runs from its own tree.
+        envs = {n: {**os.environ, "PYTHONPATH": str(baseline)} if n == BASELINE else None for n in cmds}
+        cwds = {n: baseline if baseline and n == BASELINE else ROOT for n in cmds}
+        # Not timed: the first run on a machine builds the IDF cache (~/.cache/simhash-filter, about 1 s, once).
+        warm = tmp_dir / "warm-up.html"
+        words = " ".join(f"estuary harrier {i} 社区图书馆" for i in range(20))
+        warm.write_text(f"<p>{words}</p>", encoding="utf-8")
+        run_once([*our_command(), "fingerprint", str(warm)])
         names = list(cmds)
         times: dict[str, list[float]] = {n: [] for n in names}
         flagged: dict[str, int] = {}
@@ -137,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
         for r in range(args.repeat):
             order = names[r % len(names) :] + names[: r % len(names)]
             for name in order:
-                t = run_once(cmds[name])
+                t = run_once(cmds[name], envs[name], cwds[name])
                 times[name].append(t)
                 flagged[name] = check_output(output_path(cmds[name]), lines)
                 print(f"  repeat {r + 1}/{args.repeat} {name}: {t:.2f} s", file=sys.stderr, flush=True)
@@ -146,6 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     med = {n: statistics.median(v) for n, v in times.items()}
     ours = med["simhash-filter"]
     print(f"# dedup over {args.input.name}: {lines} pages, {mb:.1f} MB, median of {args.repeat} (alternated)")
+    if args.baseline:
+        print(f"baseline: {args.baseline.resolve()}")
     print("| command | median s | pages/s | MB/s | flagged | simhash-filter (1 process) is Nx faster |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
     for n in names:
@@ -175,6 +196,7 @@ def main(argv: list[str] | None = None) -> int:
             "mb": mb,
             "repeat": args.repeat,
             "commands": {n: " ".join(c) for n, c in cmds.items()},
+            "baseline": str(args.baseline.resolve()) if args.baseline else None,
             "runs_s": times,
             "median_s": med,
             "flagged": flagged,

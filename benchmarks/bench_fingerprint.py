@@ -11,10 +11,11 @@ Methods, each timed over the same pages (input as ``str``, as ``dedup`` reads it
 Two page sets: the pages as they are, and "100 KB pages" (each page enlarged to about 100 KB by adding
 the bodies of the following pages of the same language inside its ``<body>``: real, varied text, never
 one string repeated).  Runs are interleaved: every repeat times every method on every set, in a rotated
-order; reported figures are medians over ``--repeat`` runs.  Caches of simhash-filter (segmentation,
-IDF, feature hashes) are emptied before each timed pass, so every pass starts cold as a new process
-would; its word tables (jieba dictionary, IDF tables) are loaded once, before timing.  One process,
-one core (nothing here starts threads).
+order; reported figures are medians over ``--repeat`` runs.  Memos of simhash-filter (segmentation,
+class/id words, per-word IDF and n-gram counts, feature bit counts: every ``_*_CACHE`` dict of
+``features`` and a fresh ``Fingerprinter``) are emptied before each timed pass, so every pass starts
+cold as a new process would; its word tables (jieba dictionary, IDF tables, loaded on first use) are
+loaded once, before timing.  One process, one core (nothing here starts threads).
 
     python benchmarks/bench_fingerprint.py --repeat 5 [--pages 300] [--big-pages 30] [--json out/bench.json]
 

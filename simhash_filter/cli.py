@@ -25,7 +25,7 @@ from typing import IO, Any
 from simhash_filter import __version__
 from simhash_filter.cli_index import add_index_parser
 from simhash_filter.config import DEFAULTS, FilterConfig, FingerprintConfig
-from simhash_filter.dedup import ERROR, MALFORMED, Outcome, Summary, dedup, open_index
+from simhash_filter.dedup import ERROR, MALFORMED, Outcome, Summary, auto_workers, dedup, open_index
 from simhash_filter.explain import Explanation, FeatureDifference, explain
 from simhash_filter.fingerprint import Fingerprint, Fingerprinter, Status
 from simhash_filter.index import hamming
@@ -34,6 +34,8 @@ PROG = "simhash-filter"
 HEX_FINGERPRINT = re.compile(r"[0-9a-fA-F]{16}")
 EXIT_OK, EXIT_FAILED = 0, 1
 EXIT_MALFORMED = 2
+#: How much larger than its .gz file an input of HTML pages is taken to be (for the default --workers).
+GZIP_RATIO = 5
 
 
 class _UsageError(Exception):
@@ -203,6 +205,11 @@ def _summary_line(s: Summary, seconds: float) -> str:
 
 def cmd_dedup(args: argparse.Namespace) -> int:
     config = _filter_config(args)
+    if args.workers is None:
+        size = os.stat(args.input).st_size if args.input != "-" and os.path.isfile(args.input) else None
+        if size is not None and args.input.endswith(".gz"):
+            size *= GZIP_RATIO
+        args.workers = auto_workers(size)
     if args.workers < 1:
         raise _UsageError(f"--workers must be >= 1, got {args.workers}")
     summary = Summary()
@@ -325,9 +332,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--workers",
         type=int,
-        default=1,
+        default=None,
         metavar="N",
-        help="fingerprint in N processes; output is the same for any N (default: 1)",
+        help="fingerprint in N processes; output is the same for any N (default: one per CPU for input "
+        "files of 16 MB or more, else 1)",
     )
     p.add_argument("--index", default="memory://", metavar="URI", help="index backend (default: memory://)")
     p.add_argument(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
 from collections import Counter, deque
 from collections.abc import Iterable, Iterator
 from contextlib import ExitStack
@@ -22,7 +23,8 @@ from simhash_filter.config import FilterConfig, FingerprintConfig
 from simhash_filter.fingerprint import Fingerprinter
 from simhash_filter.index import NearDuplicateIndex
 
-__all__ = ["ERROR", "MALFORMED", "Outcome", "Summary", "dedup", "open_index", "parse_line"]
+__all__ = ["ERROR", "MALFORMED", "Outcome", "Summary", "auto_workers", "available_cpus", "dedup", "open_index",
+           "parse_line"]
 
 #: Status of an input line that is not a JSON object with string ``url`` and ``html``.
 MALFORMED = "malformed"
@@ -31,6 +33,10 @@ ERROR = "error"
 #: Lines sent to a worker at a time, and chunks kept in flight per worker.
 CHUNK_LINES = 32
 CHUNKS_IN_FLIGHT = 4
+#: :func:`auto_workers`: inputs smaller than this stay in one process (a worker takes ~0.3 s to start),
+#: and at most this many workers (the index and the output stay in the parent process).
+AUTO_WORKERS_MIN_BYTES = 16_000_000
+AUTO_WORKERS_MAX = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +178,29 @@ def _prepared(lines: Iterable[bytes], config: FingerprintConfig, workers: int) -
                 yield from pending.popleft().get()
         while pending:
             yield from pending.popleft().get()
+
+
+def available_cpus() -> int:
+    """CPUs this process may use: ``os.process_cpu_count()`` (Python 3.13+), else its affinity mask, else
+    ``os.cpu_count()``."""
+    process_cpu_count = getattr(os, "process_cpu_count", None)
+    if process_cpu_count is not None:
+        n = process_cpu_count()
+    elif hasattr(os, "sched_getaffinity"):
+        n = len(os.sched_getaffinity(0))
+    else:
+        n = os.cpu_count()
+    return max(1, n or 1)
+
+
+def auto_workers(input_bytes: int | None) -> int:
+    """A ``workers`` value for an input of ``input_bytes`` (None: unknown, e.g. stdin): one process for
+    small inputs, else one worker per available CPU (at most :data:`AUTO_WORKERS_MAX`).  The output is
+    the same for every value; only the time differs (workers help on CPUs that are otherwise idle)."""
+    if input_bytes is None or input_bytes < AUTO_WORKERS_MIN_BYTES:
+        return 1
+    cpus = available_cpus()
+    return 1 if cpus < 2 else min(cpus, AUTO_WORKERS_MAX)
 
 
 def open_index(config: FilterConfig, backend: str = "memory://") -> NearDuplicateIndex:

@@ -25,6 +25,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import islice
 
 import numpy as np
 from lxml import etree
@@ -78,11 +79,61 @@ def extract(
     root: etree._Element, *, dom_decay: float, boilerplate_weight: float, max_elements: int
 ) -> PageText:
     """Split the visible text under ``root`` by role and collect decayed structure features."""
+    # The elements in document order, each read once through a few C-level accessors; everything
+    # else (parents, depths, subtree ends, text order, link and boilerplate marks) is computed from
+    # these lists.  Trees with other nodes (comments, entities) or more than ``max_elements``
+    # elements take the event walk instead, which gives the same result.
+    els = list(islice(root.iter(), max_elements + 1))
+    n = len(els)
+    tags = [e.tag for e in els]
+    names: dict[str, int] = {}
+    tid = [names.setdefault(t, len(names)) for t in tags]
+    if n > max_elements or not all(isinstance(t, str) for t in names):
+        return _extract_walk(root, dom_decay, boilerplate_weight, max_elements)
+    index = {e: i for i, e in enumerate(els)}
+    index[root.getparent()] = -1  # the root's parent (None for a document's root) is outside the walk
+    parents = [index[e.getparent()] for e in els]
+    depths = [0] * n
+    for i in range(1, n):
+        depths[i] = depths[parents[i]] + 1
+    ends = list(range(n))  # last element of each subtree: children come after their parent
+    for i in range(n - 1, 0, -1):
+        p = parents[i]
+        if ends[p] < ends[i]:
+            ends[p] = ends[i]
+
+    get = etree._Element.get
+    words = _boilerplate_words
+    candidates = [
+        i
+        for i, (tag, c, d, r) in enumerate(
+            zip(tags, [get(e, "class") for e in els], [get(e, "id") for e in els], [get(e, "role") for e in els],
+                strict=True)
+        )
+        if tag in BOILERPLATE_TAGS or (c and words(c)) or (d and words(d)) or (r and words(r))
+    ]
+
+    # Text segments in the order of an event walk: an element's text at its start, its tail after
+    # the end of its subtree, where the tails of elements ending together close innermost first.
+    step = max(depths) + 2
+    top = step - 1
+    segs = [(i * step, i, t) for i, t in enumerate([e.text for e in els]) if t and not t.isspace()]
+    segs += [
+        (ends[i] * step + top - depths[i], parents[i], t)
+        for i, t in enumerate([e.tail for e in els])
+        if i and t and not t.isspace()
+    ]
+    segs.sort()
+    return _split(list(names), tid, parents, depths, ends, candidates, [s[1] for s in segs], [s[2] for s in segs],
+                  dom_decay, boilerplate_weight, False)
+
+
+def _extract_walk(root: etree._Element, dom_decay: float, boilerplate_weight: float, max_elements: int) -> PageText:
+    """:func:`extract` by an event walk over every node, stopping after ``max_elements`` elements."""
     tags: list[str] = []
     parents: list[int] = []
     depths: list[int] = []
     ends: list[int] = []
-    in_link: list[bool] = []
     candidates: list[int] = []
     seg_owner: list[int] = []
     seg_text: list[str] = []
@@ -105,7 +156,6 @@ def extract(
             parents.append(parent)
             depths.append(len(stack))
             ends.append(i)
-            in_link.append(tag == "a" or (parent >= 0 and in_link[parent]))
             if _looks_like_boilerplate(tag, el):
                 candidates.append(i)
             stack.append(i)
@@ -124,27 +174,30 @@ def extract(
     if truncated:  # close the elements still open when the cap was hit
         for i in stack:
             ends[i] = n - 1
-    return _split(tags, parents, depths, ends, in_link, candidates, seg_owner, seg_text, dom_decay,
+    names: dict[str, int] = {}
+    tid = [names.setdefault(t, len(names)) for t in tags]
+    return _split(list(names), tid, parents, depths, ends, candidates, seg_owner, seg_text, dom_decay,
                   boilerplate_weight, truncated)
 
 
-def _subtree_sums(values: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Sum of ``values`` over each element's subtree (elements are numbered in document order)."""
-    cum = np.concatenate(([0], np.cumsum(values)))
-    return cum[ends + 1] - cum[starts]
+def _subtree_sums(values: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Sum of ``values`` over each element's subtree, the elements numbered in document order and
+    ``ends`` holding each subtree's last element.  The values are whole numbers: every sum is exact."""
+    cum = np.cumsum(values)
+    return cum[ends] - cum + values
 
 
-def _mark(n: int, starts: list[int] | np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Boolean per element: inside any of the subtrees given by ``starts``."""
-    diff = np.zeros(n + 1, dtype=np.int64)
-    s = np.asarray(starts, dtype=np.int64)
-    np.add.at(diff, s, 1)
-    np.add.at(diff, ends[s] + 1, -1)
-    return np.cumsum(diff[:n]) > 0
+def _mark(idx: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Boolean per element (``idx``: their numbers): inside any of the subtrees given by ``starts``,
+    i.e. some start at or before it has its subtree's end at or after it."""
+    reach = np.full(len(idx), -1, dtype=np.int64)
+    reach[starts] = ends[starts]
+    return np.maximum.accumulate(reach) >= idx
 
 
 def _structure(
-    tags: list[str],
+    tid: np.ndarray,
+    tag_of: list[str],
     parent: np.ndarray,
     depth: np.ndarray,
     in_content: np.ndarray,
@@ -156,17 +209,15 @@ def _structure(
 
     Depth counts from the content element inside it and from the root outside it; the content
     element's own parent belongs to the template, so it is left out of that element's feature.
+    ``tid`` numbers the tags in order of first appearance (``tag_of`` names them).
     """
-    names: dict[str, int] = {}
-    tid = np.fromiter((names.setdefault(t, len(names)) for t in tags), dtype=np.int64, count=len(tags))
     ptid = np.where(parent >= 0, tid[np.maximum(parent, 0)], -1)
     ptid[content] = -1
     d = np.where(in_content, depth - depth[content], depth)
-    n_tags, n_depth = len(names), int(d.max()) + 1
+    n_tags, n_depth = len(tag_of), int(d.max()) + 1
     key = ((in_content.astype(np.int64) * (n_tags + 1) + ptid + 1) * n_tags + tid) * n_depth + d
     uniq, inverse = np.unique(key[keep], return_inverse=True)
     weights = np.bincount(inverse, weights=dom_decay ** d[keep].astype(np.float64), minlength=len(uniq))
-    tag_of = list(names)
     out: Counter[str] = Counter()
     for k, w in zip(uniq.tolist(), weights.tolist(), strict=True):
         k, dd = divmod(k, n_depth)
@@ -177,11 +228,11 @@ def _structure(
 
 
 def _split(
-    tags: list[str],
+    tag_of: list[str],
+    tid_l: list[int],
     parents: list[int],
     depths: list[int],
     ends_l: list[int],
-    in_link_l: list[bool],
     candidates: list[int],
     seg_owner: list[int],
     seg_text: list[str],
@@ -189,45 +240,56 @@ def _split(
     boilerplate_weight: float,
     truncated: bool,
 ) -> PageText:
-    """Weight the text segments collected by the walk, and build the structure features."""
-    n = len(tags)
-    idx = np.arange(n)
+    """Weight the text segments collected by the walk, and build the structure features.
+
+    ``tid_l`` numbers each element's tag by order of first appearance, ``tag_of`` names the numbers.
+    """
+    n = len(tid_l)
+    tid = np.asarray(tid_l, dtype=np.int64)
     ends = np.asarray(ends_l, dtype=np.int64)
+    idx = np.arange(n)
     parent = np.asarray(parents, dtype=np.int64)
     owner = np.asarray(seg_owner, dtype=np.int64)
-    seg_len = np.fromiter((len(t.strip()) for t in seg_text), dtype=np.int64, count=len(seg_text))
-    link = np.asarray(in_link_l, dtype=bool)
+    seg_len = np.fromiter(map(len, map(str.strip, seg_text)), dtype=np.int64, count=len(seg_text))
+    a_id = tag_of.index("a") if "a" in tag_of else -1
+    link = _mark(idx, np.flatnonzero(tid == a_id), ends)  # inside a link
     own_text = np.bincount(owner, weights=seg_len, minlength=n) if len(owner) else np.zeros(n)
-    text = _subtree_sums(own_text, idx, ends)
+    text = _subtree_sums(own_text, ends)
     total = text[0]
 
     # Boilerplate: navigation-like elements that do not hold most of the page; then link lists, judged
     # on the text that is left (an ad inside a block must not make the block look like content).
-    boiler_starts = [i for i in candidates if text[i] <= MAX_BOILERPLATE_SHARE * total]
-    boiler = _mark(n, boiler_starts, ends) if boiler_starts else np.zeros(n, dtype=bool)
+    cand = np.asarray(candidates, dtype=np.int64)
+    boiler_starts = cand[text[cand] <= MAX_BOILERPLATE_SHARE * total]
+    boiler = _mark(idx, boiler_starts, ends) if len(boiler_starts) else np.zeros(n, dtype=bool)
     kept_own = np.where(boiler, 0, own_text)
-    text = _subtree_sums(kept_own, idx, ends)
-    link_text = _subtree_sums(np.where(link, kept_own, 0), idx, ends)
-    is_list_tag = np.isin(np.asarray(tags), list(LINK_LIST_TAGS))
+    text = _subtree_sums(kept_own, ends)
+    link_text = _subtree_sums(np.where(link, kept_own, 0), ends)
+    is_list_tag = np.fromiter((t in LINK_LIST_TAGS for t in tag_of), dtype=bool, count=len(tag_of))[tid]
     small = text <= MAX_BOILERPLATE_SHARE * total
     dense = is_list_tag & (text > 0) & (link_text > LINK_DENSITY * text) & small
     if dense.any():
-        boiler |= _mark(n, np.flatnonzero(dense), ends)
+        boiler |= _mark(idx, np.flatnonzero(dense), ends)
 
     # Main content: descend into the child holding most of the good (non-boilerplate, non-link) text
     # while it holds a majority.  Text left outside at each step is weighted down smoothly by the
     # share the child holds, so a small change in the page never flips a whole block in or out.
     good_own = np.where(boiler | link, 0, own_text)
-    good = _subtree_sums(good_own, idx, ends)
+    good = _subtree_sums(good_own, ends)
     content = 0
     chain: list[tuple[int, float]] = []  # (element, share its best child holds)
     if good[0] > 0:
+        good_l = good.tolist()
         while True:
-            children = np.flatnonzero(parent == content)
-            if len(children) == 0:
+            child, last = content + 1, ends_l[content]
+            if child > last:  # no children
                 break
-            best = int(children[np.argmax(good[children])])
-            share = good[best] / good[content] if good[content] > 0 else 0.0
+            best = child  # the first child with the most good text: children follow each other's subtrees
+            while child <= last:
+                if good_l[child] > good_l[best]:
+                    best = child
+                child = ends_l[child] + 1
+            share = good_l[best] / good_l[content] if good_l[content] > 0 else 0.0
             if share < 0.5:
                 break
             chain.append((content, share))
@@ -242,7 +304,8 @@ def _split(
     level_weight = np.ones(n)
     for (node, _), w in zip(chain, reversed(level_weights), strict=True):  # outer to inner: inner overwrite
         level_weight[node : ends[node] + 1] = w
-    in_content = (idx >= content) & (idx <= ends[content])
+    in_content = np.zeros(n, dtype=bool)
+    in_content[content : ends[content] + 1] = True
     level_weight[in_content] = 1.0
     is_boiler = boiler | (link & ~in_content)
     # Boilerplate never outweighs the page: its mass is capped to a share of the rest.
@@ -251,11 +314,17 @@ def _split(
     if boiler_chars > 0:
         boilerplate_weight = min(boilerplate_weight, MAX_BOILERPLATE_MASS * rest_mass / boiler_chars)
     seg_weight = np.where(is_boiler, boilerplate_weight, level_weight)
-    groups: dict[float, list[str]] = {}
-    if len(owner):
-        for w, t in zip(np.round(seg_weight[owner], 3).tolist(), seg_text, strict=True):
-            groups.setdefault(w, []).append(t)
+    # One text per weight (rounded), heaviest first, its segments in document order.
+    weights = np.round(seg_weight[owner], 3)
+    order = np.argsort(-weights, kind="stable")
+    weights = weights[order]
+    starts = [0, *(np.flatnonzero(weights[1:] != weights[:-1]) + 1).tolist()]
+    segments = [seg_text[i] for i in order.tolist()]
+    texts = tuple(
+        (w, "\n".join(segments[a:b]))
+        for w, a, b in zip(weights[starts].tolist(), starts, [*starts[1:], len(segments)], strict=True)
+        if w > 0
+    ) if len(segments) else ()
 
-    structure = _structure(tags, parent, np.asarray(depths), in_content, ~boiler, content, dom_decay)
-    texts = tuple((w, "\n".join(ts)) for w, ts in sorted(groups.items(), reverse=True) if w > 0)
+    structure = _structure(tid, tag_of, parent, np.asarray(depths), in_content, ~boiler, content, dom_decay)
     return PageText(texts=texts, structure=structure, elements=n, truncated=truncated)

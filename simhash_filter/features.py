@@ -18,15 +18,19 @@ import re
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass
+from operator import mul, truediv
 
 from simhash_filter.config import FingerprintConfig
 from simhash_filter.extract import PageText
 from simhash_filter.segment import CJK_RUN, segment_run
-from simhash_filter.weights import chinese_idf, english_idf
+from simhash_filter.weights import chinese_table, english_table
 
 #: Words: a CJK run (segmented later) or a run of other letters/digits.
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 WORD = re.compile(f"[{_CJK}]+|[^\\W_{_CJK}]+")
+_NON_CJK_WORD = re.compile(r"[^\W_]+")
+#: ASCII to lower case, and every character that is not a letter or a digit to a space.
+_ASCII_WORDS = str.maketrans({chr(c): chr(c).lower() if chr(c).isalnum() else " " for c in range(128)})
 HAS_DIGIT = re.compile(r"\d")
 DIGIT_WEIGHT = 0.1
 #: IDF given to words found in no table (typos, identifiers, random strings).
@@ -47,11 +51,21 @@ class Features:
 
 def tokenize(text: str, max_tokens: int) -> list[str]:
     """Normalised words of ``text`` (CJK runs segmented with jieba), at most ``max_tokens``."""
+    if text.isascii():  # NFKC leaves ASCII alone, casefold is lower(), and words are runs of [a-z0-9]
+        return text.translate(_ASCII_WORDS).split()[:max_tokens]
     text = unicodedata.normalize("NFKC", text).casefold()
+    if CJK_RUN.search(text) is None:  # then WORD is just this simpler (faster) pattern
+        return _NON_CJK_WORD.findall(text)[:max_tokens]
     words = WORD.findall(text)
-    if CJK_RUN.search(text) is None:
-        return words[:max_tokens]
     out: list[str] = []
+    if len(text) <= max_tokens:  # no run of text makes more words than it has characters: no cap to check
+        append = out.append
+        for w in words:
+            if "\u3400" <= w[0] <= "\u9fff" or "\uf900" <= w[0] <= "\ufaff":  # is_cjk(w[0])
+                out += segment_run(w)
+            else:
+                append(w)
+        return out
     for w in words:
         if is_cjk(w[0]):
             out.extend(segment_run(w))
@@ -67,20 +81,13 @@ def is_cjk(c: str) -> bool:
     return "\u3400" <= c <= "\u9fff" or "\uf900" <= c <= "\ufaff"
 
 
-def _idf(word: str, en: dict[str, float], zh: dict[str, float], zh_default: float) -> float:
-    if is_cjk(word[0]):
-        return zh.get(word, zh_default)
-    return en.get(word, UNKNOWN_IDF)
-
-
-def _sublinear(w: float) -> float:
-    return w if w <= 1.0 else 1.0 + math.log(w)
-
-
 def text_features(page: PageText, config: FingerprintConfig) -> dict[str, float]:
     """TF-IDF weight of each distinct word (and word n-gram) of the page, by role."""
-    en = english_idf()
-    zh, zh_default = chinese_idf()
+    return _text_features(page, config)[0]
+
+
+def _text_features(page: PageText, config: FingerprintConfig) -> tuple[dict[str, float], tuple[int, ...]]:
+    """:func:`text_features`, and each feature's n-gram count."""
     tf: dict[str, float] = {}
     budget = config.max_tokens
     for rw, text in page.texts:
@@ -93,24 +100,67 @@ def text_features(page: PageText, config: FingerprintConfig) -> dict[str, float]
                 grams = Counter(words)
             else:
                 grams = Counter(" ".join(g) for g in zip(*(words[i:] for i in range(n)), strict=False))
+            if not tf:  # the first group: every gram is new
+                tf = {g: 0.0 + rw * c for g, c in grams.items()}
+                continue
             for g, c in grams.items():
                 tf[g] = tf.get(g, 0.0) + rw * c
-    power = config.idf_power
-    out: dict[str, float] = {}
-    for g, w in tf.items():
-        idf = _IDF_CACHE.get(g)
-        if idf is None:
+    if not tf:
+        return {}, ()
+    powers, counts = zip(*word_values(list(tf), config), strict=True)
+    # IDF ** idf_power times the sublinear tf: w up to 1, then 1 + ln w (computed once per distinct w)
+    tfs = list(tf.values())
+    log = math.log
+    sublinear = {w: 1.0 + log(w) for w in set(tfs) if w > 1.0}
+    return dict(zip(tf, map(mul, powers, map(sublinear.get, tfs, tfs)), strict=True)), counts
+
+
+def word_values(features: list[str], config: FingerprintConfig) -> list[tuple[float, int]]:
+    """``(IDF ** idf_power, gram_count)`` of each text feature under ``config`` (memoised per word)."""
+    key = (config.idf_power, config.char_ngram, config.cjk_char_ngram)
+    memo = _WORD_CACHE.get(key)
+    if memo is None:
+        memo = _WORD_CACHE[key] = {}
+    values = list(map(memo.get, features))
+    if None in values:
+        missing = [g for g, v in zip(features, values, strict=True) if v is None]
+        power = config.idf_power
+        fresh = {g: (idf**power, gram_count(g, gram_size(g, config)))
+                 for g, idf in zip(missing, gram_idfs(missing), strict=True)}
+        if len(memo) + len(fresh) > MAX_CACHED_WORDS:
+            memo.clear()
+        memo.update(fresh)
+        values = [fresh[g] if v is None else v for g, v in zip(features, values, strict=True)]
+    return values  # type: ignore[return-value]  # every None was filled
+
+
+def gram_idfs(grams: list[str]) -> list[float]:
+    """IDF of each word or word n-gram (the mean over its words), a tenth of it with digits."""
+    words = list(dict.fromkeys(p for g in grams for p in g.split(" "))) if any(" " in g for g in grams) else grams
+    cjk = [w for w in words if is_cjk(w[0])]
+    other = [w for w in words if not is_cjk(w[0])] if cjk else words
+    word_idf = dict(zip(other, english_table().lookup(other, UNKNOWN_IDF), strict=True)) if other else {}
+    if cjk:
+        zh, zh_default = chinese_table()
+        word_idf.update(zip(cjk, zh.lookup(cjk, zh_default), strict=True))
+    out = []
+    for g in grams:
+        if " " in g:
             parts = g.split(" ")
-            idf = sum(_idf(p, en, zh, zh_default) for p in parts) / len(parts)
-            if HAS_DIGIT.search(g):
-                idf *= DIGIT_WEIGHT
-            if len(_IDF_CACHE) < 500_000:
-                _IDF_CACHE[g] = idf
-        out[g] = idf**power * _sublinear(w)
+            idf = sum(word_idf[p] for p in parts) / len(parts)
+        else:
+            idf = word_idf[g]  # the mean of one value is that value, exactly
+        if not g.isalpha() and HAS_DIGIT.search(g):  # letters only: no digit (\d is a kind of non-letter)
+            idf *= DIGIT_WEIGHT
+        out.append(idf)
     return out
 
 
-_IDF_CACHE: dict[str, float] = {}
+#: (idf_power, char_ngram, cjk_char_ngram) -> word -> (IDF ** idf_power, gram_count): the IDF tables
+#: never change, so neither does any of this.
+_WORD_CACHE: dict[tuple[float, int, int], dict[str, tuple[float, int]]] = {}
+#: Per-word memos are emptied when they grow past this many words.
+MAX_CACHED_WORDS = 500_000
 
 
 def char_grams(word: str, n: int) -> list[str]:
@@ -140,12 +190,13 @@ def page_features(page: PageText, config: FingerprintConfig) -> Features:
     the root of the sum of its squared weights, not with its total weight.  The structure (a few heavy
     features) is therefore scaled against the text (many light character n-grams) in that measure.
     """
-    text = text_features(page, config)
+    text, counts = _text_features(page, config)
     structure: dict[str, float] = {}
     sw = config.structure_weight
     if sw > 0 and page.structure:
         s_norm = math.sqrt(sum(v * v for v in page.structure.values()))
-        t_norm = math.sqrt(sum(w * w / gram_count(g, gram_size(g, config)) for g, w in text.items()))
+        weights = list(text.values())
+        t_norm = math.sqrt(sum(map(truediv, map(mul, weights, weights), counts)))  # sum of w * w / count
         # with no text at all, structure is all there is
         scale = sw / (1 - sw) * t_norm / s_norm if t_norm > 0 and sw < 1 else 1.0 / s_norm
         structure = {k: v * scale for k, v in page.structure.items()}

@@ -12,7 +12,10 @@ fingerprint: empty and image-only pages must not all collide on one value.
 from __future__ import annotations
 
 import enum
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import repeat
 
 import numpy as np
 import xxhash
@@ -59,8 +62,8 @@ class Fingerprint:
 
 def feature_hashes(names: list[str], seed: int) -> np.ndarray:
     """xxhash64 of each feature name (UTF-8), as uint64."""
-    h = xxhash.xxh64_intdigest
-    return np.fromiter((h(s.encode("utf-8"), seed) for s in names), dtype=np.uint64, count=len(names))
+    return np.fromiter(map(xxhash.xxh64_intdigest, map(str.encode, names), repeat(seed)), dtype=np.uint64,
+                       count=len(names))
 
 
 def simhash(hashes: np.ndarray, weights: np.ndarray) -> int:
@@ -75,12 +78,97 @@ def simhash(hashes: np.ndarray, weights: np.ndarray) -> int:
     return int(value)
 
 
+class _FeatureBits:
+    """Memo of feature names -> how many of their 64-bit hashes have a 1 in each bit column.
+
+    A word enters the vote as its character n-grams, all with one weight, so its part in the vote is
+    that weight times these counts: one row per word instead of one per n-gram, computed once.  Counts
+    are kept as bytes; the rare name with more than 255 hashes voting in one column (a word of
+    hundreds of characters) keeps its counts in ``wide`` and points to row 0, which stays all zeros.
+    """
+
+    __slots__ = ("counts", "ids", "seed", "sizes", "used", "wide")
+
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+        self.ids: dict[str, int] = {}
+        self.counts = np.zeros((1024, F), dtype=np.uint8)
+        self.sizes = np.zeros(1024, dtype=np.int64)  # hashes per name
+        self.used = 1  # row 0 is the zero row of wide names
+        self.wide: dict[str, tuple[np.ndarray, int]] = {}  # name -> (counts, hashes)
+
+    def rows(self, names: list[str], split: Callable[[str], list[str]]) -> np.ndarray:
+        """Row of each name, adding the names not seen yet (``split(name)``: the strings it is hashed as)."""
+        rows = list(map(self.ids.get, names))
+        if None in rows:
+            new = [n for n, r in zip(names, rows, strict=True) if r is None]
+            if len(self.ids) + len(new) > MAX_CACHED_FEATURES:  # full: start again with these names
+                self.ids.clear()
+                self.wide.clear()
+                self.used = 1
+                new = list(dict.fromkeys(names))
+            self._add(new, split)
+            rows = list(map(self.ids.__getitem__, names))
+        return np.asarray(rows, dtype=np.intp)
+
+    def _add(self, new: list[str], split: Callable[[str], list[str]]) -> None:
+        parts = [split(n) for n in new]
+        sizes = np.array([len(p) for p in parts], dtype=np.int64)
+        hashes = feature_hashes([g for p in parts for g in p], self.seed)
+        bits = np.unpackbits(hashes.astype("<u8", copy=False).view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
+        counts = np.add.reduceat(bits, np.cumsum(sizes) - sizes, axis=0, dtype=np.int64)
+        if counts.max() > 255:
+            wide = counts.max(axis=1) > 255
+            for j in np.flatnonzero(wide).tolist():
+                self.ids[new[j]] = 0
+                self.wide[new[j]] = (counts[j], int(sizes[j]))
+            keep = ~wide
+            new, counts, sizes = [n for n, k in zip(new, keep.tolist(), strict=True) if k], counts[keep], sizes[keep]
+        first, end = self.used, self.used + len(new)
+        if end > len(self.counts):
+            cap = max(end, 2 * len(self.counts))
+            counts_grown, sizes_grown = np.zeros((cap, F), dtype=np.uint8), np.zeros(cap, dtype=np.int64)
+            counts_grown[: self.used] = self.counts[: self.used]
+            sizes_grown[: self.used] = self.sizes[: self.used]
+            self.counts, self.sizes = counts_grown, sizes_grown
+        self.counts[first:end] = counts
+        self.sizes[first:end] = sizes
+        self.used = end
+        self.ids.update(zip(new, range(first, end), strict=True))
+
+    def vote(self, names: list[str], rows: np.ndarray, weights: np.ndarray, exact_int: bool) -> np.ndarray:
+        """Per bit column, the summed weight of the names' hashes with a 1 there."""
+        if exact_int:
+            weights = weights.astype(np.int64)
+            out = weights @ self.counts[rows].astype(np.int64)
+        else:
+            out = weights @ self.counts[rows]
+        if self.wide:
+            for j in np.flatnonzero(rows == 0).tolist():
+                out = out + weights[j] * self.wide[names[j]][0]
+        return out
+
+    def hash_counts(self, names: list[str], rows: np.ndarray) -> np.ndarray:
+        """How many hashes each name has."""
+        sizes = self.sizes[rows]
+        if self.wide:
+            for j in np.flatnonzero(rows == 0).tolist():
+                sizes[j] = self.wide[names[j]][1]
+        return sizes
+
+
+#: Feature memos are emptied when they grow past this many names.
+MAX_CACHED_FEATURES = 500_000
+
+
 class Fingerprinter:
     """Fingerprints pages under one :class:`FingerprintConfig` (reuse one per process)."""
 
     def __init__(self, config: FingerprintConfig | None = None) -> None:
         self.config = config or FingerprintConfig()
-        self._word_cache: dict[str, np.ndarray] = {}  # word -> hashes of its character n-grams
+        self._text_bits = _FeatureBits(self.config.seed)  # words -> counts over their character n-grams
+        self._structure_bits = _FeatureBits(self.config.seed)  # structure features, hashed whole
+        self._bits_lock = threading.Lock()  # the memos grow in place: one page at a time reads or grows them
 
     def features(
         self, html: bytes | str, encoding: str | None = None
@@ -118,26 +206,37 @@ class Fingerprinter:
         return Fingerprint(self.fingerprint_features(feats), Status.OK, n, feats.truncated, enc)
 
     def fingerprint_features(self, feats: Features) -> int:
-        """Simhash of a page's features: each word as its character n-grams, then the structure."""
-        cache = self._word_cache
-        if len(cache) > 500_000:
-            cache.clear()
-        hash_parts: list[np.ndarray] = []
-        weights: list[float] = []
-        counts: list[int] = []
-        for word, w in feats.text.items():
-            h = cache.get(word)
-            if h is None:
-                h = cache[word] = feature_hashes(char_grams(word, gram_size(word, self.config)), self.config.seed)
-            hash_parts.append(h)
-            weights.append(w / len(h))
-            counts.append(len(h))
-        if feats.structure:
-            hash_parts.append(feature_hashes(list(feats.structure), self.config.seed))
-            weights.extend(feats.structure.values())
-            counts.extend([1] * len(feats.structure))
-        hashes = np.concatenate(hash_parts)
-        return simhash(hashes, np.repeat(np.asarray(weights), counts))
+        """Simhash of a page's features: each word as its character n-grams, then the structure.
+
+        The same vote as :func:`simhash` over the hashes of every word's n-grams (each with the word's
+        weight shared among them) and of every structure feature, summed per word from memoised counts.
+        """
+        cfg = self.config
+        words, names = list(feats.text), list(feats.structure)
+        if not words and not names:
+            raise ValueError("simhash of no features")
+        text_bits, structure_bits = self._text_bits, self._structure_bits
+        ws = np.fromiter(feats.structure.values(), dtype=np.float64, count=len(names))
+        ws = np.maximum(np.rint(ws * WEIGHT_SCALE), 1)
+        with self._bits_lock:
+            t_rows = text_bits.rows(words, lambda w: char_grams(w, gram_size(w, cfg)))
+            s_rows = structure_bits.rows(names, lambda name: [name])
+            sizes = text_bits.hash_counts(words, t_rows)
+            # A word's weight is shared among its n-grams, then every weight is rounded to an integer
+            # (1/WEIGHT_SCALE) exactly as simhash() does; float64 sums of integers are exact below 2**53.
+            wt = np.fromiter(feats.text.values(), dtype=np.float64, count=len(words)) / sizes
+            wt = np.maximum(np.rint(wt * WEIGHT_SCALE), 1)
+            total = float(wt @ sizes) + float(ws.sum())
+            exact_int = total >= _EXACT_FLOAT_SUM  # never for real pages: then the vote is done in int64
+            ones = text_bits.vote(words, t_rows, wt, exact_int) + structure_bits.vote(names, s_rows, ws, exact_int)
+        if exact_int:
+            total = int(wt.astype(np.int64) @ sizes) + int(ws.astype(np.int64).sum())
+        votes = 2 * ones - total
+        return int(np.packbits(votes > 0, bitorder="little").view("<u8")[0])
+
+
+#: Sums of integer-valued float64 stay exact while below 2**53; beyond 2**52 the vote uses int64.
+_EXACT_FLOAT_SUM = float(2**52)
 
 
 _DEFAULT: Fingerprinter | None = None

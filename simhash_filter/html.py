@@ -101,7 +101,7 @@ def _check_binary(head: bytes) -> None:
 def parse(html: bytes | str, encoding: str | None = None, max_bytes: int = 4_000_000) -> Parsed:
     """Decode and parse a page; drop invisible elements.  ``root`` is None when nothing parsed."""
     text, enc, truncated = decode(html, encoding, max_bytes)
-    if not text.strip():
+    if not text or text.isspace():  # what strip() would leave empty, without copying the page
         return Parsed(None, enc, truncated)
     data = text.encode("utf-8", "replace")
     try:

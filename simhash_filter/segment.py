@@ -10,10 +10,9 @@ pinned and recorded in the fingerprint model (:data:`SEGMENTER_ID`); there is no
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import cache, lru_cache
 from importlib.metadata import version
-
-import rjieba
+from types import ModuleType
 
 SEGMENTER_ID = f"jieba-{version('jieba')}-precise-hmm/rjieba-{version('rjieba')}"
 
@@ -26,4 +25,12 @@ def segment_run(run: str) -> tuple[str, ...]:
     """Words of one run of CJK ideographs (cached: navigation and boilerplate repeat across pages)."""
     if len(run) == 1:
         return (run,)
-    return tuple(rjieba.cut(run, True))
+    return tuple(_rjieba().cut(run, True))
+
+
+@cache
+def _rjieba() -> ModuleType:
+    """rjieba, imported on first use: it loads jieba's dictionary, which pages without Chinese never need."""
+    import rjieba
+
+    return rjieba

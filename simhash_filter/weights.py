@@ -3,28 +3,157 @@
 - Chinese words: jieba's own IDF table (``jieba/analyse/idf.txt`` of the pinned jieba release);
   unknown words get the table's median, as jieba's keyword extractor does.
 - Every other word: ``wordfreq`` 3.1.1 ("large" English list; the wordfreq data is frozen).  Its word
-  frequency p gives ``idf = ln(1 / p)``, the same scale as jieba's table; unknown words get the value
-  of a word seen once in 10^8 (``ln 1e8``), i.e. rarer than anything listed.
+  frequency p gives ``idf = ln(1 / p)`` (at least ``MIN_IDF``), the same scale as jieba's table; unknown
+  words get :data:`simhash_filter.features.UNKNOWN_IDF`.
+
+Reading the two sources costs about half a second per process (wordfreq's and jieba's imports, 600,000
+words parsed), so each table is read from its source once per machine and kept as an :class:`IdfTable`
+in the user's cache directory (``$XDG_CACHE_HOME/simhash-filter``, else ``~/.cache/simhash-filter``):
+the same words and the same float64 values, loaded in a few milliseconds.  A file's name and contents
+are keyed by :data:`IDF_SOURCE_ID` (the pinned package versions) and :data:`CACHE_FORMAT`; it is written
+atomically (a temporary file renamed), rebuilt when unreadable, and where nothing can be written the
+table is built in memory.  Each table is loaded on first use: a page without Chinese never loads
+jieba's table (nor, in :mod:`simhash_filter.segment`, jieba's dictionary).
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import logging
 import math
 import os
+import tempfile
+import zipfile
+from collections.abc import Callable
 from functools import cache
 from importlib.metadata import version
+from importlib.util import find_spec
+from pathlib import Path
+
+import numpy as np
+import xxhash
 
 IDF_SOURCE_ID = f"jieba-{version('jieba')}-idf/wordfreq-{version('wordfreq')}-en-large"
 UNKNOWN_EN_IDF = math.log(1e8)
 MIN_IDF = 1.0
+#: Version of the cached table layout; bump when :class:`IdfTable`'s arrays change.
+CACHE_FORMAT = 1
+#: Seed of the xxhash64 that keys a table (unrelated to the fingerprint's feature hashing).
+_TABLE_SEED = 0
+
+logger = logging.getLogger(__name__)
 
 
-@cache
-def chinese_idf() -> tuple[dict[str, float], float]:
-    """jieba's IDF table and its median (loaded once per process)."""
-    import jieba
+class IdfTable:
+    """A frozen word -> IDF table held in four numpy arrays (fast to save and load, exact to look up).
 
-    path = os.path.join(os.path.dirname(jieba.__file__), "analyse", "idf.txt")
+    ``hashes`` holds the sorted xxhash64 of each word's UTF-8 bytes, ``values`` the IDFs in the same
+    order; a hash found in ``hashes`` is confirmed against the word's own bytes (``blob`` between
+    ``offsets[i]`` and ``offsets[i + 1]``), so a lookup gives exactly what a dict would.
+    """
+
+    __slots__ = ("_blob", "hashes", "offsets", "values")
+
+    def __init__(self, hashes: np.ndarray, values: np.ndarray, offsets: np.ndarray, blob: bytes) -> None:
+        if not (len(hashes) == len(values) == len(offsets) - 1 and int(offsets[-1]) == len(blob)):
+            raise ValueError("inconsistent IDF table arrays")
+        self.hashes = hashes
+        self.values = values
+        self.offsets = offsets
+        self._blob = blob
+
+    @classmethod
+    def from_dict(cls, table: dict[str, float]) -> IdfTable:
+        """The same words and values as ``table`` (whose values must be floats)."""
+        encoded = [_utf8(w) for w in table]
+        hashes = _hashes(encoded)
+        order = np.argsort(hashes, kind="stable")
+        lengths = np.fromiter((len(encoded[i]) for i in order.tolist()), dtype=np.int64, count=len(encoded))
+        offsets = np.concatenate((np.zeros(1, dtype=np.int64), np.cumsum(lengths)))
+        values = np.fromiter(table.values(), dtype=np.float64, count=len(table))[order]
+        return cls(hashes[order], values, offsets, b"".join(encoded[i] for i in order.tolist()))
+
+    def __len__(self) -> int:
+        return len(self.hashes)
+
+    def median(self) -> float:
+        """``sorted(values)[len // 2]``: the IDF jieba gives a word it does not know."""
+        k = len(self.values) // 2
+        return float(np.partition(self.values, k)[k])
+
+    def lookup(self, words: list[str], default: float) -> list[float]:
+        """The IDF of each word (``default`` for a word not in the table)."""
+        encoded = [_utf8(w) for w in words]
+        n = len(self.hashes)
+        if not encoded or not n:
+            return [default] * len(words)
+        wanted = _hashes(encoded)
+        pos = np.minimum(np.searchsorted(self.hashes, wanted), n - 1)
+        starts, ends = self.offsets[pos].tolist(), self.offsets[pos + 1].tolist()
+        blob = self._blob
+        out = [v if blob[a:b] == e else None
+               for v, a, b, e in zip(self.values[pos].tolist(), starts, ends, encoded, strict=True)]
+        for j in [j for j, v in enumerate(out) if v is None]:
+            out[j] = self._probe(int(pos[j]), int(wanted[j]), encoded[j], default)
+        return out  # type: ignore[return-value]  # every None was replaced
+
+    def _probe(self, p: int, wanted: int, word: bytes, default: float) -> float:
+        """The value of ``word`` among the entries from ``p`` on whose hash is ``wanted`` (equal hashes
+        sit side by side), else ``default``."""
+        hashes, offsets = self.hashes, self.offsets
+        while p < len(hashes) and int(hashes[p]) == wanted:
+            if self._blob[int(offsets[p]) : int(offsets[p + 1])] == word:
+                return float(self.values[p])
+            p += 1
+        return default
+
+    def get(self, word: str, default: float) -> float:
+        return self.lookup([word], default)[0]
+
+    def save(self, path: Path, key: str) -> None:
+        """Write the table to ``path`` atomically (a temporary file in the same directory, renamed)."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                np.savez(f, key=np.array(key), hashes=self.hashes, values=self.values, offsets=self.offsets,
+                         blob=np.frombuffer(self._blob, dtype=np.uint8))
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+    @classmethod
+    def load(cls, path: Path, key: str) -> IdfTable:
+        """Read a table written by :meth:`save` under the same ``key``; ValueError if it is another."""
+        with open(path, "rb") as f, np.load(f, allow_pickle=False) as z:  # our handle: closed even on errors
+            if str(z["key"]) != key:
+                raise ValueError(f"{path} holds another table")
+            hashes, values, offsets, blob = z["hashes"], z["values"], z["offsets"], z["blob"]
+        if (hashes.dtype, values.dtype, offsets.dtype, blob.dtype) != (np.uint64, np.float64, np.int64, np.uint8):
+            raise ValueError(f"{path}: unexpected array types")
+        if len(hashes) > 1 and not bool(np.all(hashes[1:] >= hashes[:-1])):
+            raise ValueError(f"{path}: hashes not sorted")
+        return cls(hashes, values, offsets, blob.tobytes())
+
+
+def _utf8(word: str) -> bytes:
+    return word.encode("utf-8", "surrogatepass")
+
+
+def _hashes(encoded: list[bytes]) -> np.ndarray:
+    h = xxhash.xxh64_intdigest
+    return np.fromiter((h(b, _TABLE_SEED) for b in encoded), dtype=np.uint64, count=len(encoded))
+
+
+# ---------------------------------------------------------------- the sources
+
+
+def chinese_idf_dict() -> tuple[dict[str, float], float]:
+    """jieba's IDF table and its median, read from the pinned jieba's ``analyse/idf.txt``."""
+    path = Path(_package_dir("jieba")) / "analyse" / "idf.txt"
     table: dict[str, float] = {}
     with open(path, encoding="utf-8") as f:
         for line in f:
@@ -35,9 +164,69 @@ def chinese_idf() -> tuple[dict[str, float], float]:
     return table, values[len(values) // 2]
 
 
-@cache
-def english_idf() -> dict[str, float]:
-    """ln(1/p) for every word of wordfreq's large English list (loaded once per process)."""
+def english_idf_dict() -> dict[str, float]:
+    """ln(1/p) for every word of wordfreq's large English list."""
     import wordfreq
 
     return {w: max(MIN_IDF, -math.log(p)) for w, p in wordfreq.get_frequency_dict("en", wordlist="large").items()}
+
+
+def _package_dir(name: str) -> str:
+    spec = find_spec(name)  # finds the package without importing it
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError(f"package {name!r} is not installed")
+    return next(iter(spec.submodule_search_locations))
+
+
+# ---------------------------------------------------------------- the cache
+
+
+def cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/simhash-filter``, or ``~/.cache/simhash-filter`` (XDG: a relative value is ignored)."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    root = Path(base) if os.path.isabs(base) else Path.home() / ".cache"
+    return root / "simhash-filter"
+
+
+def cache_path(name: str) -> Path:
+    """The cache file of table ``name``: named by the IDF sources' versions and the cache format."""
+    digest = hashlib.sha256(_cache_key(name).encode()).hexdigest()[:16]
+    return cache_dir() / f"idf-{name}-{digest}.npz"
+
+
+def _cache_key(name: str) -> str:
+    return f"{name}|{IDF_SOURCE_ID}|format-{CACHE_FORMAT}"
+
+
+def cached_table(name: str, build: Callable[[], dict[str, float]]) -> IdfTable:
+    """Table ``name`` from the cache, else built with ``build()`` and cached (when the cache is writable)."""
+    key = _cache_key(name)
+    try:
+        path = cache_path(name)
+    except RuntimeError:  # no home directory to put a cache in
+        return IdfTable.from_dict(build())
+    try:
+        return IdfTable.load(path, key)
+    except FileNotFoundError:
+        pass
+    except (OSError, ValueError, KeyError, EOFError, TypeError, zipfile.BadZipFile) as exc:  # damaged: rebuild
+        logger.debug("ignoring unreadable IDF cache %s: %s", path, exc)
+    table = IdfTable.from_dict(build())
+    try:
+        table.save(path, key)
+    except OSError as exc:
+        logger.debug("cannot write the IDF cache %s: %s", path, exc)
+    return table
+
+
+@cache
+def english_table() -> IdfTable:
+    """ln(1/p) for every word of wordfreq's large English list (loaded once per process)."""
+    return cached_table("en", english_idf_dict)
+
+
+@cache
+def chinese_table() -> tuple[IdfTable, float]:
+    """jieba's IDF table and its median, for unknown words (loaded once per process)."""
+    table = cached_table("zh", lambda: chinese_idf_dict()[0])
+    return table, table.median()

@@ -189,7 +189,7 @@ def test_dedup_defaults_come_from_config():
     """Option defaults of ``dedup`` are read from simhash_filter.config.DEFAULTS."""
     args = build_parser().parse_args(["dedup", "in.jsonl"])
     assert args.max_distance == DEFAULTS.max_distance
-    assert args.workers == 1 and args.index == "memory://"
+    assert args.workers is None and args.index == "memory://"  # None: dedup.auto_workers(input size)
     assert args.structure_weight is None and args.dom_decay is None  # None = FingerprintConfig's own default
 
 

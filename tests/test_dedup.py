@@ -95,3 +95,31 @@ def test_unexpected_fingerprint_error_is_an_outcome(pages, monkeypatch):
     first, second = dedup(lines, config=DEFAULTS)
     assert (first.url, first.fingerprint, first.status, first.reason) == ("a", None, "error", "RuntimeError: boom")
     assert second.status is None and second.fingerprint is not None
+
+
+def test_available_cpus_prefers_what_this_process_may_use(monkeypatch):
+    """available_cpus() uses os.process_cpu_count (3.13+), else the affinity mask, else os.cpu_count."""
+    import os
+
+    from simhash_filter import dedup as dedup_mod
+
+    monkeypatch.setattr(os, "process_cpu_count", lambda: 3, raising=False)
+    assert dedup_mod.available_cpus() == 3
+    monkeypatch.delattr(os, "process_cpu_count")
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    assert dedup_mod.available_cpus() == 2
+    monkeypatch.delattr(os, "sched_getaffinity")
+    monkeypatch.setattr(os, "cpu_count", lambda: None)
+    assert dedup_mod.available_cpus() == 1
+
+
+@pytest.mark.parametrize(
+    ("size", "cpus", "expected"),
+    [(None, 8, 1), (1_000_000, 8, 1), (50_000_000, 1, 1), (50_000_000, 2, 2), (50_000_000, 64, 8)],
+)
+def test_auto_workers(monkeypatch, size, cpus, expected):
+    """One process for small or unknown inputs and single CPUs; else a worker per CPU, at most 8."""
+    from simhash_filter import dedup as dedup_mod
+
+    monkeypatch.setattr(dedup_mod, "available_cpus", lambda: cpus)
+    assert dedup_mod.auto_workers(size) == expected

@@ -5,10 +5,13 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from lxml import etree
 from pages import RAINWATER, gazette
 
 from simhash_filter.config import FingerprintConfig
-from simhash_filter.extract import PageText, extract
+from simhash_filter.extract import PageText, _extract_walk, extract
 from simhash_filter.fingerprint import Fingerprinter
 from simhash_filter.html import parse
 
@@ -202,3 +205,75 @@ def test_no_elements_gives_empty_page_text() -> None:
     assert page.elements == 1
     assert page.truncated
     assert all(not t.strip() for _, t in page.texts)
+
+
+# ---------------------------------------------------------------- the two walks agree
+
+WALK_TAGS = ["div", "p", "a", "span", "ul", "li", "nav", "header", "footer", "section", "table", "tr", "td", "b",
+             "br", "img", "article", "main", "aside", "h1", "script", "noscript"]
+ATTR_VALUES = ["", "content", "nav", "mainNav", "side-bar", "sidebar", "top_ad", "ad", "post body", "navigation",
+               "articleBody", "promo:box", "x.menu"]
+TEXTS = ["", " ", "\n  ", "\xa0", "\u3000", "Harrier", "reed beds return", "社区图书馆", "a &amp; b", "x" * 40,
+         "Wardens counted three nesting pairs and believe the sluice gates help."]
+
+
+def _element(tag: str, attrs: list[tuple[str, str]], text: str, children: list[str], tail: str) -> str:
+    attributes = "".join(f' {name}="{value}"' for name, value in attrs)
+    return f"<{tag}{attributes}>{text}{''.join(children)}</{tag}>{tail}"
+
+
+_texts = st.sampled_from(TEXTS)
+_attrs = st.lists(st.tuples(st.sampled_from(["class", "id", "role", "href"]), st.sampled_from(ATTR_VALUES)),
+                  max_size=2, unique_by=lambda a: a[0])
+_trees = st.recursive(
+    _texts,
+    lambda children: st.builds(_element, st.sampled_from(WALK_TAGS), _attrs, _texts, st.lists(children, max_size=6),
+                               _texts),
+    max_leaves=60,
+)
+
+
+def _both_walks(root: etree._Element, **kw: float) -> tuple[PageText, PageText]:
+    kw = {"dom_decay": 0.45, "boilerplate_weight": 0.05, "max_elements": 200_000, **kw}
+    return extract(root, **kw), _extract_walk(root, kw["dom_decay"], kw["boilerplate_weight"], kw["max_elements"])
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(body=st.lists(_trees, min_size=1, max_size=4), wrap=st.booleans())
+def test_fast_walk_matches_the_event_walk(body: list[str], wrap: bool) -> None:
+    """extract() reads the tree element by element; it gives exactly what a start/end event walk gives."""
+    html = "".join(body)
+    parsed = parse(f"<html><body>{html}</body></html>" if wrap else html)
+    if parsed.root is None:
+        return
+    fast, walk = _both_walks(parsed.root)
+    assert fast == walk
+
+
+@pytest.mark.parametrize("html", [article_page(), gazette(RAINWATER), SHALLOW, DEEP])
+def test_fast_walk_matches_the_event_walk_on_fixture_pages(html: str) -> None:
+    """The same on whole article pages, with several decays and boilerplate weights."""
+    root = parse(html).root
+    assert root is not None
+    for decay, weight in ((0.45, 0.05), (0.9, 0.01), (1.0, 1.0)):
+        fast, walk = _both_walks(root, dom_decay=decay, boilerplate_weight=weight)
+        assert fast == walk
+
+
+def test_trees_with_other_nodes_take_the_event_walk() -> None:
+    """Comments, processing instructions and entities (which the parser never makes, but a caller's tree
+    may hold) give the event walk's result: no text of their own; the text after an entity counts."""
+    root = parse(article_page()).root
+    assert root is not None
+    p = root.find(".//article/p")
+    assert p is not None
+    others = ((etree.Comment("commentword"), "after the comment"), (etree.PI("php", "piword"), "after the pi"),
+              (etree.Entity("nbsp"), "after the entity"))
+    for node, tail in others:
+        node.tail = tail
+        p.append(node)
+    fast, walk = _both_walks(root)
+    assert fast == walk
+    text = " ".join(t for _, t in fast.texts)
+    assert "after the entity" in text
+    assert "commentword" not in text and "piword" not in text

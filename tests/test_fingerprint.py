@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import re
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -27,8 +29,13 @@ from pages import (
     portal,
 )
 
-from simhash_filter.fingerprint import Fingerprint, Fingerprinter, Status, fingerprint, simhash
+from simhash_filter.config import FingerprintConfig
+from simhash_filter.features import Features, char_grams, gram_size
+from simhash_filter.fingerprint import Fingerprint, Fingerprinter, Status, feature_hashes, fingerprint, simhash
 from simhash_filter.index import hamming
+
+fingerprint_module = importlib.import_module("simhash_filter.fingerprint")  # the package's name is a function
+features_module = importlib.import_module("simhash_filter.features")
 
 ROOT = Path(__file__).resolve().parent.parent
 FP = Fingerprinter()
@@ -145,6 +152,89 @@ def test_simhash_of_nothing_is_an_error() -> None:
     """No features, no fingerprint: simhash refuses instead of returning 0."""
     with pytest.raises(ValueError):
         vote([], [])
+
+
+# ---------------------------------------------------------------- the vote from memoised word counts
+
+
+def reference_vote(fp: Fingerprinter, feats: Features) -> int:
+    """simhash() over every character n-gram of every word (weight shared) and every structure feature."""
+    names: list[str] = []
+    weights: list[float] = []
+    for word, w in feats.text.items():
+        grams = char_grams(word, gram_size(word, fp.config))
+        names += grams
+        weights += [w / len(grams)] * len(grams)
+    names += list(feats.structure)
+    weights += list(feats.structure.values())
+    return simhash(feature_hashes(names, fp.config.seed), np.array(weights))
+
+
+_words = st.one_of(
+    st.text(alphabet="abcdefghijklmnopqrstuvwxyzé0123456789", min_size=1, max_size=12),
+    st.text(alphabet="社区图书馆延长开放时间居民", min_size=1, max_size=4),
+    st.builds(lambda c, n: c * n, st.sampled_from("aqz"), st.integers(250, 900)),  # > 255 n-grams in a column
+    st.builds(lambda k: ("abcdefghijklmnopqrstuvwxyz" * 40)[:k], st.integers(100, 1000)),
+)
+_weights = st.one_of(st.floats(1e-6, 50.0), st.floats(1e9, 1e13))  # the second: beyond exact float sums
+FEATURES = st.builds(
+    Features,
+    text=st.dictionaries(_words, _weights, max_size=40),
+    structure=st.dictionaries(st.text(alphabet="cot|>divpa0123", min_size=1, max_size=10), _weights, max_size=8),
+)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pages=st.lists(FEATURES, min_size=1, max_size=4), config=st.sampled_from(
+    [FingerprintConfig(), FingerprintConfig(char_ngram=0, cjk_char_ngram=1), FingerprintConfig(char_ngram=3, seed=7)]))
+def test_vote_from_word_counts_is_the_vote_over_every_ngram(pages: list[Features], config: FingerprintConfig) -> None:
+    """fingerprint_features() sums memoised per-word bit counts: exactly simhash() over every n-gram, for
+    long words (counts above 255), huge weights (integer arithmetic) and memos filled by earlier pages."""
+    fp = Fingerprinter(config)
+    for feats in pages:
+        if not feats.text and not feats.structure:
+            with pytest.raises(ValueError):
+                fp.fingerprint_features(feats)
+            continue
+        expected = reference_vote(fp, feats)
+        assert fp.fingerprint_features(feats) == expected
+        assert fp.fingerprint_features(feats) == expected  # now from the memo
+
+
+def test_feature_memo_limit_changes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A memo emptied every few words gives the same fingerprints."""
+    pages = determinism_pages()
+    expected = [FP.fingerprint(p).hex for p in pages]
+    monkeypatch.setattr(fingerprint_module, "MAX_CACHED_FEATURES", 5)
+    fp = Fingerprinter()
+    assert [fp.fingerprint(p).hex for p in pages] == expected
+
+
+def test_one_fingerprinter_shared_by_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Threads sharing one Fingerprinter (and the per-word memos, emptied often here) get the right values."""
+    pages = determinism_pages()
+    expected = [FP.fingerprint(p).hex for p in pages]
+    monkeypatch.setattr(fingerprint_module, "MAX_CACHED_FEATURES", 50)
+    monkeypatch.setattr(features_module, "MAX_CACHED_WORDS", 50)
+    shared = Fingerprinter()
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda i: [shared.fingerprint(p).hex for p in pages[i:] + pages[:i]], range(8)))
+    for i, got in enumerate(results):
+        assert got == expected[i:] + expected[:i]
+
+
+#: Fingerprints of determinism_pages() under the default model, recorded when the model was made (any
+#: change of the code that moves one of them changes the model: bump MODEL_VERSION and record anew).
+PINNED_MODEL = "v1-b1a1bf5a319f"
+PINNED = ["d07c1ed2d0305677", "d3befede1410f21d", "c1da6fff80787acd", "d07c1ed2d0305677", "d33e7ede1410f21d",
+          "c2b9c72910ce5bcc", "2128dda3a8429950", "c5fc4f251419d9cd", "c5fc4f241419d9cd", "c2b9c729104e5bcc",
+          "2128dda3a8429950", "c5fc4f241419d9cd"]
+
+
+def test_fingerprints_are_pinned() -> None:
+    """The model's fingerprints never move: the same pages give the recorded values."""
+    assert FingerprintConfig().model_id() == PINNED_MODEL
+    assert [Fingerprinter().fingerprint(p).hex for p in determinism_pages()] == PINNED
 
 
 # ---------------------------------------------------------------- determinism

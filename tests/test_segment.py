@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import jieba
 import pytest
 
 from simhash_filter.segment import CJK_RUN, SEGMENTER_ID, segment_run
+
+ROOT = Path(__file__).resolve().parent.parent
 
 jieba.setLogLevel(logging.WARNING)
 
@@ -101,3 +108,29 @@ def test_segmenter_is_recorded_in_the_model() -> None:
 def test_cjk_run_covers_extension_a_and_compatibility_ideographs() -> None:
     """Runs include CJK extension A and compatibility ideographs, and stop at punctuation and Latin."""
     assert CJK_RUN.findall("㐀㐁中文，abc漢字豈更") == ["㐀㐁中文", "漢字豈更"]
+
+
+LAZY = """
+import json, sys
+from simhash_filter import fingerprint
+from simhash_filter.weights import chinese_table
+page = "<html><body><p>" + " ".join(f"estuary harrier reed bed number {i}" for i in range(20)) + "</p></body></html>"
+assert fingerprint(page).ok
+loaded = sorted(m for m in ("jieba", "rjieba", "wordfreq") if m in sys.modules)
+print(json.dumps({"loaded": loaded, "chinese_table": chinese_table.cache_info().currsize}))
+"""
+
+
+def test_english_pages_never_load_chinese_tables_and_warm_starts_read_the_cache(tmp_path: Path) -> None:
+    """Without Chinese text neither jieba's dictionary nor its IDF table is loaded; once the IDF cache
+    exists, a new process imports neither wordfreq nor jieba."""
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    runs = []
+    for _ in range(2):
+        proc = subprocess.run([sys.executable, "-c", LAZY], env=env, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        runs.append(json.loads(proc.stdout))
+    assert runs[0]["chinese_table"] == runs[1]["chinese_table"] == 0
+    assert "rjieba" not in runs[0]["loaded"] and "jieba" not in runs[0]["loaded"]
+    assert runs[1]["loaded"] == []
+    assert [p.name.startswith("idf-en-") for p in (tmp_path / "simhash-filter").iterdir()] == [True]
