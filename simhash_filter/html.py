@@ -88,12 +88,16 @@ def decode(html: bytes | str, encoding: str | None = None, max_bytes: int = 4_00
     return text, enc, truncated
 
 
+#: Control bytes that text does not contain (tab, newline, form feed, carriage return and escape excepted).
+_CONTROL_BYTES = bytes(c for c in range(1, 32) if c not in (9, 10, 12, 13, 27))
+
+
 def _check_binary(head: bytes) -> None:
     if head.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16 with a BOM is text
         return
     if b"\x00" in head:
         raise NotHtml("NUL bytes in the first 8 KiB: binary content, not an HTML page")
-    control = sum(head.count(bytes([c])) for c in range(1, 32) if c not in (9, 10, 12, 13, 27))
+    control = len(head) - len(head.translate(None, _CONTROL_BYTES))
     if head and control / len(head) > 0.05:
         raise NotHtml(f"{control} control bytes in the first {len(head)}: binary content, not an HTML page")
 
