@@ -62,6 +62,8 @@ INDEX_ERROR = "index_error"
 RECENT_URLS = 10_000
 #: Waits between retries of a failed index check (seconds; doubled each time up to the maximum).
 RETRY_FIRST_DELAY, RETRY_MAX_DELAY = 0.5, 10.0
+#: Pages let through unchecked while the index failed, remembered to be added when it answers again, at most.
+UNINDEXED_LIMIT = 100_000
 #: After an index error, pages do not call the index for this many seconds (they wait or go through).
 INDEX_BREAK_SECONDS = 5.0
 #: Items waiting for the pipeline with their response's decision, at most.
@@ -320,6 +322,7 @@ class CrawlFilter:
         remote = getattr(store, "remote", False)
         self._index_executor = ThreadPoolExecutor(1, thread_name_prefix="simhash-index") if remote else None
         self._index_down_until = 0.0  # the breaker: monotonic time before which the index is not called
+        self._unindexed: list[tuple[int, str]] = []  # (fingerprint, url) let through while the index failed
         self._pending: dict[int, tuple[Any, Decision]] = {}
         self._recent: OrderedDict[str, Decision] = OrderedDict()
         self._logged: set[str] = set()
@@ -436,12 +439,12 @@ class CrawlFilter:
         """Check-and-add one fingerprint in the index, once, in this thread; an error lets the page through."""
         start = time.perf_counter()
         try:
-            match = self.index.check_and_add(value, url)
+            match, added_late = self._check_and_add(value, url)
         except Exception:
             self.stats.inc_value("simhash/reactor_seconds", time.perf_counter() - start)
-            return self._skip(url, INDEX_ERROR, exc_info=True, fingerprint=value)
+            return self._unchecked(url, value, True)
         self.stats.inc_value("simhash/reactor_seconds", time.perf_counter() - start)
-        return self._decided(url, value, match)
+        return self._decided(url, value, match, added_late)
 
     async def _decide(self, url: str, value: int) -> Decision:
         """:meth:`decide` for the crawl: off the reactor thread for a remote index, and with a breaker.
@@ -459,9 +462,9 @@ class CrawlFilter:
             if time.monotonic() >= self._index_down_until:
                 try:
                     if self._index_executor is None:
-                        match = self.index.check_and_add(value, url)
+                        match, added_late = self._check_and_add(value, url)
                     else:
-                        match = await _in_thread(self._index_executor, self.index.check_and_add, value, url)
+                        match, added_late = await _in_thread(self._index_executor, self._check_and_add, value, url)
                 except Exception as exc:
                     error = exc
                     self._index_down_until = time.monotonic() + INDEX_BREAK_SECONDS
@@ -469,10 +472,10 @@ class CrawlFilter:
                     if self._index_down_until:
                         logger.info("simhash: the index answers again")
                         self._index_down_until = 0.0
-                    return self._decided(url, value, match)
+                    return self._decided(url, value, match, added_late)
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                return self._skip(url, INDEX_ERROR, exc_info=error or True, fingerprint=value)
+                return self._unchecked(url, value, error or True)
             self._count_once(
                 "simhash/index_retries",
                 url,
@@ -483,8 +486,29 @@ class CrawlFilter:
             await _sleep(min(delay, remaining))
             delay = min(delay * 2, RETRY_MAX_DELAY)
 
-    def _decided(self, url: str, value: int, match: Match | None) -> Decision:
+    def _check_and_add(self, value: int, url: str) -> tuple[Match | None, int]:
+        """Check-and-add one page; then add the pages let through unchecked while the index failed (so
+        that their copies are caught from now on).  Returns the match and how many were added late."""
+        match = self.index.check_and_add(value, url)
+        pending, self._unindexed = self._unindexed, []
+        if pending:
+            try:
+                self.index.add_many([v for v, _ in pending], [u for _, u in pending])
+            except Exception:
+                self._unindexed = pending + self._unindexed
+                return match, 0
+        return match, len(pending)
+
+    def _unchecked(self, url: str, value: int, exc_info: bool | BaseException) -> Decision:
+        """A page whose index check failed: let through, and remembered to be added when the index answers."""
+        if len(self._unindexed) < UNINDEXED_LIMIT:
+            self._unindexed.append((value, url))
+        return self._skip(url, INDEX_ERROR, exc_info=exc_info, fingerprint=value)
+
+    def _decided(self, url: str, value: int, match: Match | None, added_late: int = 0) -> Decision:
         """The decision for a checked page, counted in the stats."""
+        if added_late:
+            self.stats.inc_value("simhash/index_added_late", added_late)
         self.stats.inc_value("simhash/checked")
         if match is None:
             decision = Decision(url, Status.OK.value, value)

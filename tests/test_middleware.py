@@ -229,6 +229,10 @@ def test_a_failing_remote_index_is_left_alone_for_a_while(monkeypatch):
     clock[0] += crawlfilter.INDEX_BREAK_SECONDS + 0.1
     request, _ = respond(mw, "http://a.test/5", OTHER)
     assert len(calls) == 3 and request.meta["simhash"]["status"] == "ok"
+    # the pages let through while the index failed were added once it answered: their copies are caught
+    assert stats(mw)["simhash/index_added_late"] == 4
+    _, dropped = respond(mw, "http://b.test/copy", COPY)
+    assert isinstance(dropped, NearDuplicateResponse) and dropped.duplicate_of == "http://a.test/1"
 
 
 def test_wrong_charset_and_dataloss_are_counted():
