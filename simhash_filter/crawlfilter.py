@@ -475,7 +475,7 @@ class CrawlFilter:
                     return self._decided(url, value, match, added_late)
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                return self._unchecked(url, value, error or True)
+                return self._unchecked(url, value, error or False)
             self._count_once(
                 "simhash/index_retries",
                 url,
