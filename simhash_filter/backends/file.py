@@ -158,6 +158,13 @@ def _read_header(path: Path, magic: bytes) -> dict[str, Any]:
     return fields
 
 
+def _record_chunks(path: Path, start: int, end: int, size: int = _CHUNK) -> Iterator[tuple[int, np.ndarray]]:
+    """``(first row, records)`` of rows ``start..end-1`` of a records file, *size* rows at a time."""
+    for first in range(start, end, size):
+        count = min(size, end - first)
+        yield first, np.fromfile(path, dtype=RECORD, count=count, offset=HEADER_SIZE + first * RECORD.itemsize)
+
+
 def _release_freed_memory() -> None:
     """Hand the temporary arrays of a load back to the OS (glibc keeps freed blocks under 32 MB otherwise)."""
     with contextlib.suppress(AttributeError, OSError):  # not glibc: nothing to do
@@ -347,40 +354,37 @@ class FileBackend(MemoryBackend):
         flags = os.O_RDONLY if self._readonly else os.O_RDWR | os.O_APPEND
         for kind, path in paths.items():
             self._fds[kind] = os.open(path, flags)
-        n, url_end = self._verify_records(paths["records"], os.fstat(self._fds["urls"]).st_size)
-        self._url_end = url_end
-        self._load_arrays(n)
-        self._load_tombstones(paths["deleted"], n)
+        self._load_records(paths["records"], os.fstat(self._fds["urls"]).st_size)
+        self._load_tombstones(paths["deleted"], self._n)
         _release_freed_memory()
 
-    def _verify_records(self, path: Path, urls_size: int) -> tuple[int, int]:
-        """Count the intact records; cut a torn tail (when writable).  Returns (records, end of their keys)."""
+    def _load_records(self, path: Path, urls_size: int) -> None:
+        """Read and verify the records, keeping the fingerprints and times of the intact ones; cut a torn
+        tail (when writable); sort the fingerprints into the tables."""
         fd = self._fds["records"]
         size = os.fstat(fd).st_size
         total = (size - HEADER_SIZE) // RECORD.itemsize
+        self._reserve(total)
         good = 0
         end = HEADER_SIZE
-        for start in range(0, total, _CHUNK):
-            count = min(_CHUNK, total - start)
-            chunk = np.fromfile(path, dtype=RECORD, count=count, offset=HEADER_SIZE + start * RECORD.itemsize)
+        for start, chunk in _record_chunks(path, 0, total):
             ok = record_checks(chunk, self._salt) == chunk["check"]
             ok &= chunk["flags"] == 0
-            expected = np.empty(count, dtype=np.uint64)
+            expected = np.empty(len(chunk), dtype=np.uint64)
             expected[0] = end
             np.add(chunk["offset"][:-1], chunk["length"][:-1], out=expected[1:])
             ok &= chunk["offset"] == expected
             ok &= chunk["offset"] + chunk["length"] <= np.uint64(urls_size)
             bad = np.flatnonzero(~ok)
-            if len(bad) == 0:
-                good += count
-                end = int(chunk["offset"][-1] + chunk["length"][-1])
-                continue
-            first = int(bad[0])
-            good += first
-            if first:
-                end = int(chunk["offset"][first - 1] + chunk["length"][first - 1])
-            self._check_rest_is_torn(path, chunk[first:], start + first, total)
-            break
+            intact = len(chunk) if len(bad) == 0 else int(bad[0])
+            self._fps[start : start + intact] = chunk["fp"][:intact]
+            self._times[start : start + intact] = chunk["added"][:intact]
+            good += intact
+            if intact:
+                end = int(chunk["offset"][intact - 1] + chunk["length"][intact - 1])
+            if intact < len(chunk):
+                self._check_rest_is_torn(path, chunk[intact:], start + intact, total)
+                break
         torn_bytes = size - HEADER_SIZE - good * RECORD.itemsize
         if torn_bytes or urls_size > end:
             logger.log(
@@ -395,35 +399,25 @@ class FileBackend(MemoryBackend):
             if not self._readonly:
                 os.ftruncate(fd, HEADER_SIZE + good * RECORD.itemsize)
                 os.ftruncate(self._fds["urls"], end)
-        return good, end
+        self._url_end = end
+        self._n = good
+        if good >= self._buffer_size:
+            self._seal()
 
     def _check_rest_is_torn(self, path: Path, rest: np.ndarray, first_bad: int, total: int) -> None:
         """Raise :class:`CorruptIndexError` if an intact record follows the damaged record *first_bad*."""
-        later = first_bad + len(rest)
         intact = record_checks(rest, self._salt) == rest["check"]
         intact[0] = False
-        while not intact.any() and later < total:
-            count = min(_CHUNK, total - later)
-            rest = np.fromfile(path, dtype=RECORD, count=count, offset=HEADER_SIZE + later * RECORD.itemsize)
-            intact = record_checks(rest, self._salt) == rest["check"]
-            later += count
-        if intact.any():
-            raise CorruptIndexError(
-                f"{path}: record {first_bad} is damaged but later records are intact - the file was changed or "
-                "damaged; it cannot be trusted (restore a copy, or start a new index)"
-            )
-
-    def _load_arrays(self, n: int) -> None:
-        path = self._file("records", self._generation_number)
-        self._reserve(n)
-        for start in range(0, n, _CHUNK):
-            count = min(_CHUNK, n - start)
-            chunk = np.fromfile(path, dtype=RECORD, count=count, offset=HEADER_SIZE + start * RECORD.itemsize)
-            self._fps[start : start + count] = chunk["fp"]
-            self._times[start : start + count] = chunk["added"]
-        self._n = n
-        if n >= self._buffer_size:
-            self._seal()
+        later = iter(_record_chunks(path, first_bad + len(rest), total))
+        while not intact.any():
+            chunk = next(later, None)
+            if chunk is None:
+                return
+            intact = record_checks(chunk[1], self._salt) == chunk[1]["check"]
+        raise CorruptIndexError(
+            f"{path}: record {first_bad} is damaged but later records are intact - the file was changed or "
+            "damaged; it cannot be trusted (restore a copy, or start a new index)"
+        )
 
     def _load_tombstones(self, path: Path, n: int) -> None:
         data = np.fromfile(path, dtype="<u8", offset=HEADER_SIZE)
@@ -535,9 +529,7 @@ class FileBackend(MemoryBackend):
         """(row, fingerprint, key bytes, added) of every stored row, from disk, in order."""
         n = self._n
         path = self._file("records", self._generation_number)
-        for start in range(0, n, _CHUNK // 16):
-            count = min(_CHUNK // 16, n - start)
-            chunk = np.fromfile(path, dtype=RECORD, count=count, offset=HEADER_SIZE + start * RECORD.itemsize)
+        for start, chunk in _record_chunks(path, 0, n, _CHUNK // 16):
             first = int(chunk["offset"][0])
             blob = os.pread(self._fds["urls"], int(chunk["offset"][-1] + chunk["length"][-1]) - first, first)
             for i, (fp, offset, length, added) in enumerate(
@@ -574,15 +566,13 @@ class FileBackend(MemoryBackend):
             with open(self._file("records", new), "ab") as records, open(self._file("urls", new), "ab") as urls:
                 url_end = HEADER_SIZE
                 path = self._file("records", old)
-                for start in range(0, self._n, _CHUNK):
-                    count = min(_CHUNK, self._n - start)
-                    chunk = np.fromfile(path, dtype=RECORD, count=count, offset=HEADER_SIZE + start * RECORD.itemsize)
+                for start, chunk in _record_chunks(path, 0, self._n):
                     first = int(chunk["offset"][0])
                     blob = np.frombuffer(
                         os.pread(self._fds["urls"], int(chunk["offset"][-1] + chunk["length"][-1]) - first, first),
                         dtype=np.uint8,
                     )
-                    keep = live[start : start + count]
+                    keep = live[start : start + len(chunk)]
                     kept = chunk[keep]
                     urls.write(blob[np.repeat(keep, chunk["length"].astype(np.intp))].tobytes())
                     kept["offset"] = np.cumsum(kept["length"], dtype=np.uint64) - kept["length"] + np.uint64(url_end)
