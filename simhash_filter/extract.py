@@ -12,7 +12,8 @@ visits at most ``max_elements`` elements.  Roles come from generic signals only:
   kept at each level, so that a small change in the page never flips a whole block in or out.
 
 Boilerplate gets ``boilerplate_weight``, capped so that it carries at most ``MAX_BOILERPLATE_MASS`` of
-the weight of the rest.
+the weight of the rest.  Volatile lines -- short text segments made largely of numbers: visit counters,
+timestamps, "generated in" lines, session ids -- count ``VOLATILE_WEIGHT`` of their place's weight.
 
 Structure features (tag, parent tag, depth) are collected in the same walk; inside the content
 element the depth counts from the content element, so the same article keeps its structure when it
@@ -50,6 +51,15 @@ MAX_BOILERPLATE_SHARE = 0.6
 OUTSIDE_MIN_WEIGHT = 0.0
 #: Boilerplate text carries at most this share of the weight of the other text.
 MAX_BOILERPLATE_MASS = 0.1
+#: Volatile lines (visit counters, timestamps, "generated in" lines, session ids: a text segment of at
+#: most VOLATILE_MAX_WORDS words, at least VOLATILE_SHARE of them with digits) count this share of
+#: their place's weight, so that what changes on every fetch moves the fingerprint little.
+VOLATILE_WEIGHT = 0.1
+VOLATILE_MAX_WORDS = 12
+VOLATILE_MAX_CHARS = 160
+VOLATILE_SHARE = 0.25
+_DIGITS = re.compile(r"\d+")
+_WORDS = re.compile(r"[^\W_]+")
 
 
 @dataclass(slots=True)
@@ -178,6 +188,25 @@ def _extract_walk(root: etree._Element, dom_decay: float, boilerplate_weight: fl
     tid = [names.setdefault(t, len(names)) for t in tags]
     return _split(list(names), tid, parents, depths, ends, candidates, seg_owner, seg_text, dom_decay,
                   boilerplate_weight, truncated)
+
+
+def _volatile(seg_text: list[str]) -> np.ndarray | None:
+    """Which text segments are volatile lines: at most ``VOLATILE_MAX_WORDS`` words, at least
+    ``VOLATILE_SHARE`` of them holding digits (None when no segment has a digit)."""
+    joined = "\x00".join(seg_text)  # one regex pass over the page finds the segments with digits
+    found = [m.start() for m in _DIGITS.finditer(joined)]
+    if not found:
+        return None
+    starts = np.cumsum([0, *(len(t) + 1 for t in seg_text[:-1])])
+    out = np.zeros(len(seg_text), dtype=bool)
+    for i in np.unique(np.searchsorted(starts, found, side="right") - 1).tolist():
+        text = seg_text[i]
+        if len(text) > VOLATILE_MAX_CHARS:
+            continue
+        words = _WORDS.findall(text)
+        if len(words) <= VOLATILE_MAX_WORDS:
+            out[i] = sum(_DIGITS.search(w) is not None for w in words) >= VOLATILE_SHARE * len(words)
+    return out
 
 
 def _subtree_sums(values: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -313,9 +342,12 @@ def _split(
     rest_mass = float((own_text * level_weight)[~is_boiler].sum())
     if boiler_chars > 0:
         boilerplate_weight = min(boilerplate_weight, MAX_BOILERPLATE_MASS * rest_mass / boiler_chars)
-    seg_weight = np.where(is_boiler, boilerplate_weight, level_weight)
+    seg_weight = np.where(is_boiler, boilerplate_weight, level_weight)[owner]
+    volatile = _volatile(seg_text)
+    if volatile is not None:
+        seg_weight[volatile] *= VOLATILE_WEIGHT
     # One text per weight (rounded), heaviest first, its segments in document order.
-    weights = np.round(seg_weight[owner], 3)
+    weights = np.round(seg_weight, 3)
     order = np.argsort(-weights, kind="stable")
     weights = weights[order]
     starts = [0, *(np.flatnonzero(weights[1:] != weights[:-1]) + 1).tolist()]

@@ -1,9 +1,10 @@
 """Weighted features of a page: TF-IDF words weighted by where they stand, and decayed DOM structure.
 
 Text is NFKC-normalised and case-folded; Latin-script (and any non-CJK) words are runs of letters and
-digits; runs of CJK ideographs are segmented into words with jieba.  A word enters the fingerprint as
-the character n-grams of ``<word>`` (``char_ngram``), its weight shared among them, so that a typo or
-a spelling variant (colour/color) changes a few features instead of a whole word.  A feature's weight is
+digits; runs of CJK ideographs are segmented into words with jieba; British spellings become American
+ones (:mod:`simhash_filter.spelling`).  A word enters the fingerprint as the character n-grams of
+``<word>`` (``char_ngram``), its weight shared among them, so that a typo or another spelling variant
+changes a few features instead of a whole word.  A feature's weight is
 ``idf ** idf_power * sublinear(tf)``, where each occurrence adds the weight of its place in the page
 (main content, other text, boilerplate; see :mod:`simhash_filter.extract`) to tf; n-grams of several
 words take the mean IDF of their words.  Words with digits (counters, dates, session ids, versions)
@@ -23,6 +24,7 @@ from operator import mul, truediv
 from simhash_filter.config import FingerprintConfig
 from simhash_filter.extract import PageText
 from simhash_filter.segment import CJK_RUN, segment_run
+from simhash_filter.spelling import american_words
 from simhash_filter.weights import chinese_table, english_table
 
 #: Words: a CJK run (segmented later) or a run of other letters/digits.
@@ -33,8 +35,9 @@ _NON_CJK_WORD = re.compile(r"[^\W_]+")
 _ASCII_WORDS = str.maketrans({chr(c): chr(c).lower() if chr(c).isalnum() else " " for c in range(128)})
 HAS_DIGIT = re.compile(r"\d")
 DIGIT_WEIGHT = 0.1
-#: IDF given to words found in no table (typos, identifiers, random strings).
-UNKNOWN_IDF = 12.0
+#: IDF given to words found in no table (typos, identifiers, random strings): that of a fairly rare
+#: word, so that a typo or a session id never outweighs the words the page is made of.
+UNKNOWN_IDF = 8.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,9 +98,12 @@ def _text_features(page: PageText, config: FingerprintConfig) -> tuple[dict[str,
             break
         words = tokenize(text, budget)
         budget -= len(words)
+        spelled = max(config.ngrams) > 1  # word n-grams need every word respelled; single words only the distinct
+        if spelled:
+            words = american_words(words)
         for n in config.ngrams:
             if n == 1:
-                grams = Counter(words)
+                grams = Counter(words) if spelled else _american_counts(Counter(words))
             else:
                 grams = Counter(" ".join(g) for g in zip(*(words[i:] for i in range(n)), strict=False))
             if not tf:  # the first group: every gram is new
@@ -113,6 +119,19 @@ def _text_features(page: PageText, config: FingerprintConfig) -> tuple[dict[str,
     log = math.log
     sublinear = {w: 1.0 + log(w) for w in set(tfs) if w > 1.0}
     return dict(zip(tf, map(mul, powers, map(sublinear.get, tfs, tfs)), strict=True)), counts
+
+
+def _american_counts(counts: Counter[str]) -> Counter[str]:
+    """``counts`` with each word under its :func:`~simhash_filter.spelling.american` spelling (the distinct
+    words are mapped, not every occurrence)."""
+    words = list(counts)
+    mapped = american_words(words)
+    if mapped == words:
+        return counts
+    out: Counter[str] = Counter()
+    for w, c in zip(mapped, counts.values(), strict=True):
+        out[w] += c
+    return out
 
 
 def word_values(features: list[str], config: FingerprintConfig) -> list[tuple[float, int]]:

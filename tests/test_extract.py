@@ -277,3 +277,55 @@ def test_trees_with_other_nodes_take_the_event_walk() -> None:
     text = " ".join(t for _, t in fast.texts)
     assert "after the entity" in text
     assert "commentword" not in text and "piword" not in text
+
+
+def article_with(inside: str) -> str:
+    """The article page with ``inside`` at the end of its main content."""
+    return article_page().replace("</article>", f"{inside}</article>", 1)
+
+
+VOLATILE = [
+    "Visitors: 1846264",
+    "Page generated in 0.2667 seconds at 11:39:27.",
+    "Last updated: 2024-01-31 01:27:12 UTC",
+    "Session ID: a9ae6c9a1e9fe94d0acbb0a789a2d9b2",
+    "This page has been viewed 1,143,127 times.",
+    "页面生成耗时 0.2084 秒",
+]
+
+
+@pytest.mark.parametrize("line", VOLATILE)
+def test_volatile_lines_weigh_little(line: str) -> None:
+    """Counters, timestamps, generation times and session ids count a tenth of their place's weight."""
+    page = run(article_with(f'<div class="stats"><span>{line}</span></div>'))
+    assert weight_of(page, line) <= 0.1 * weight_of(page, CONTENT[0])
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "The reserve was founded in 1968 and has grown to cover four hundred hectares of salt marsh and reed bed.",
+        "Tides and weather",
+        "Step 3: open the settings dialog and choose a colour",
+    ],
+)
+def test_prose_and_headings_with_a_number_keep_their_weight(line: str) -> None:
+    """A sentence with a year, a step with one number among its words, or text without digits is not volatile."""
+    page = run(article_with(f"<p>{line}</p>"))
+    assert weight_of(page, line) == weight_of(page, CONTENT[0])
+
+
+def test_counter_variants_of_a_page_fingerprint_alike() -> None:
+    """Pages that differ only by counters and timestamps stay within k = 3 of each other."""
+    fp = Fingerprinter()
+    base = fp.fingerprint(article_page())
+    meta = (
+        '<div class="meta"><span>Visitors: {n}</span><span>Last updated: 2025-0{m}-1{m} 0{m}:2{m}:17 UTC</span>'
+        "<span>Page generated in 0.{t} seconds.</span></div>"
+    )
+    counts = ((1846264, 1), (77, 2), (31415926, 3))
+    variants = [fp.fingerprint(article_with(meta.format(n=n, m=m, t=n % 997))) for n, m in counts]
+    assert base.value is not None
+    for v in variants:
+        assert v.value is not None
+        assert bin(base.value ^ v.value).count("1") <= 3

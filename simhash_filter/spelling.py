@@ -1,0 +1,102 @@
+"""One spelling for English words written differently in British and American English.
+
+The same page published for two English locales (colour/color, organise/organize, dialogue/dialog,
+centre/center, travelled/traveled, licence/license) differs in a few percent of its words; a simhash
+of 64 bits with k = 3 cannot afford that.  Each case-folded Latin word is mapped to one spelling by a
+few suffix rules and a short list of irregular words, before any feature is made of it.
+
+The rules run on both spellings alike, so what matters is that they never merge two words that mean
+different things; they do not need to produce a dictionary word.  Each rule therefore leaves a stem
+of several letters untouched (``four``, ``hour``, ``your``, ``tour`` and ``raise`` keep their
+spelling, ``filled`` does not become ``filed``), and a word the rules rewrite although it is spelled
+one way everywhere (``promise`` -> ``promize``) is rewritten the same way on every page.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: (pattern, replacement) tried in order; the first that matches rewrites the word.
+_RULES = (
+    # organise, organised, organises, organising, organisation(s), organiser(s) -> -iz-
+    (re.compile(r"(?<=[a-z]{3})is(e|es|ed|ing|ation|ations|er|ers)$"), r"iz\1"),
+    # analyse, paralyse -> -yze
+    (re.compile(r"(?<=[a-z]{3})ys(e|es|ed|ing)$"), r"yz\1"),
+    # colour, behaviour, favourite, honourable -> -or-
+    (re.compile(r"(?<=[a-z]{3})our(s|ed|ing|ful|ite|ites|able|ably|less|er|ers)?$"), r"or\1"),
+    # dialogue, catalogue(s) -> -og
+    (re.compile(r"(?<=[a-z]{3})ogue(s)?$"), r"og\1"),
+    # centre, metre, litre, fibre, calibre -> -er
+    (re.compile(r"(?<=[a-z]{2})([tb])re(s)?$"), r"\1er\2"),
+    # travelled, cancelling, labeller -> one l (after a vowel that ends a stem of three letters or more)
+    (re.compile(r"(?<=[a-z]{3}[aeiou])ll(ed|ing|er|ers)$"), r"l\1"),
+)
+
+#: Words no suffix rule covers.
+_IRREGULAR = {
+    "licence": "license",
+    "licences": "licenses",
+    "defence": "defense",
+    "defences": "defenses",
+    "offence": "offense",
+    "offences": "offenses",
+    "pretence": "pretense",
+    "grey": "gray",
+    "greys": "grays",
+    "programme": "program",
+    "programmes": "programs",
+    "ageing": "aging",
+    "cheque": "check",
+    "cheques": "checks",
+    "tyre": "tire",
+    "tyres": "tires",
+    "aluminium": "aluminum",
+    "mould": "mold",
+    "moulds": "molds",
+    "plough": "plow",
+    "storey": "story",
+    "storeys": "stories",
+    "manoeuvre": "maneuver",
+    "manoeuvres": "maneuvers",
+    "judgement": "judgment",
+    "judgements": "judgments",
+    "acknowledgement": "acknowledgment",
+    "acknowledgements": "acknowledgments",
+}
+
+#: Words shorter than this are never rewritten (no rule can match them).
+_MIN_LENGTH = 5
+
+
+def american(word: str) -> str:
+    """The spelling ``word`` (case-folded) is compared under: American for British variants."""
+    if len(word) < _MIN_LENGTH:
+        return _IRREGULAR.get(word, word)
+    irregular = _IRREGULAR.get(word)
+    if irregular is not None:
+        return irregular
+    if not word.isascii():
+        return word
+    for pattern, replacement in _RULES:
+        new = pattern.sub(replacement, word)
+        if new != word:
+            return new
+    return word
+
+
+def american_words(words: list[str]) -> list[str]:
+    """:func:`american` of each word (memoised: words repeat within and across pages)."""
+    memo = _MEMO
+    out = list(map(memo.get, words))
+    if None in out:
+        if len(memo) > MAX_CACHED_WORDS:
+            memo.clear()
+        for i, (w, v) in enumerate(zip(words, out, strict=True)):
+            if v is None:
+                out[i] = memo[w] = american(w)
+    return out  # type: ignore[return-value]  # every None was filled
+
+
+_MEMO: dict[str, str] = {}
+#: The memo is emptied when it grows past this many words.
+MAX_CACHED_WORDS = 500_000
