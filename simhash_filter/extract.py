@@ -325,10 +325,13 @@ def _split(
             content = best
     # Text outside the content element takes the weight of its nearest ancestor on the descent path:
     # the product, from that level down, of 1 at a half share falling to OUTSIDE_MIN_WEIGHT at all of it.
+    # A level whose child holds all of its text (a wrapper) leaves no text outside and adds no factor:
+    # wrappers around an example or a table inside the content must not silence the rest of the page.
     level_weights: list[float] = []
     weight = 1.0
     for _, share in reversed(chain):
-        weight *= 1.0 - (share - 0.5) / 0.5 * (1.0 - OUTSIDE_MIN_WEIGHT)
+        if share < 1.0:
+            weight *= 1.0 - (share - 0.5) / 0.5 * (1.0 - OUTSIDE_MIN_WEIGHT)
         level_weights.append(weight)
     level_weight = np.ones(n)
     for (node, _), w in zip(chain, reversed(level_weights), strict=True):  # outer to inner: inner overwrite

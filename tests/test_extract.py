@@ -329,3 +329,31 @@ def test_counter_variants_of_a_page_fingerprint_alike() -> None:
     for v in variants:
         assert v.value is not None
         assert bin(base.value ^ v.value).count("1") <= 3
+
+
+def reference_page(name: str, summary: str) -> str:
+    """A function's reference page: its own heading and summary, then a long shared example inside
+    several wrappers that each hold all of their parent's text."""
+    code = "\n".join(f"    total = total + reading({i}) * weight({i})" for i in range(6))
+    return (
+        '<html><body><nav><a href="/">Manual</a></nav><div id="page">'
+        f"<h1>{name}</h1><p>{summary}</p><h3>Parameters:</h3><p>{name} takes no parameters.</p><h3>Example:</h3>"
+        f'<div class="example"><span class="switch"><span class="platform"><div class="code"><pre><code>'
+        f"Sub ShowTotals\n{code}\nEnd Sub</code></pre></div></span></span></div></div></body></html>"
+    )
+
+
+def test_wrappers_inside_the_content_do_not_silence_the_rest_of_it() -> None:
+    """Text beside a block that wrappers lead down to keeps a weight; two pages sharing only the
+    example stay apart."""
+    summary = ("Returns the number of open channels that the tide gauge reports to the logging station. "
+               "Channels that were closed by the operator during the current shift are not counted.")
+    page = run(reference_page("ChannelCount Function", summary))
+    assert weight_of(page, summary) >= 0.2
+    fp = Fingerprinter()
+    a = fp.fingerprint(reference_page("ChannelCount Function", summary))
+    b = fp.fingerprint(reference_page(
+        "SensorReset Statement", "Clears the stored calibration of one sensor and restarts its sampling clock. "
+        "The sensor reports no readings until its first full sampling period has passed after the reset."))
+    assert a.value is not None and b.value is not None
+    assert bin(a.value ^ b.value).count("1") > 3
