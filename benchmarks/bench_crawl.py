@@ -17,7 +17,9 @@ difference is the filter's own work.
    and their ratio (target: on ≥ 90 % of off).  The CPU time per page the filter adds, twice: its own
    account (``simhash/fingerprint_seconds``, and the index's part of ``simhash/reactor_seconds``; wall
    time in the reactor thread) and the crawl process's CPU time (user + sys) per page, on minus off,
-   while crawling (spider opened to engine stopped) and for the whole process (start-up included).
+   while crawling (spider opened to engine stopped) and for the whole process (start-up included, and
+   the CPU time of its worker processes, if any).  ``--processes 0,1,2`` adds crawls with the filter on and
+   ``SIMHASH_PROCESSES`` = each value, alternated with the others (``processes=N`` in the report).
    Settings: ``CONCURRENT_REQUESTS`` and ``CONCURRENT_REQUESTS_PER_DOMAIN`` 16, ``DOWNLOAD_DELAY=0``,
    no AutoThrottle, ``LOG_LEVEL=INFO``, robots.txt obeyed (the server answers it at once).
 2. **Mirror accuracy.**  The same pages on http://127.0.0.1:PORT/ and their *twins* on
@@ -39,7 +41,8 @@ difference is the filter's own work.
 
 Output: a table on stdout, and with ``--json PATH`` the numbers as JSON.
 
-    python benchmarks/bench_crawl.py [--pages 2000] [--repeat 3] [--backend memory://] [--json PATH]
+    python benchmarks/bench_crawl.py [--pages 2000] [--repeat 3] [--backend memory://] [--processes 0,1]
+                                     [--json PATH]
     python benchmarks/bench_crawl.py --pages 60 --repeat 1 --json out/bench_crawl.json   # a quick smoke run
 """
 
@@ -96,6 +99,7 @@ class BenchCpu(BenchStats):
 
     def stopped(self):
         self.crawler.stats.set_value("bench/crawl_cpu_seconds", time.process_time() - self.cpu)
+        self.crawler.stats.set_value("bench/self_cpu_seconds", time.process_time())  # start-up included
         super().stopped()
 """
 )
@@ -625,6 +629,16 @@ class Truth:
 # --- crawling -------------------------------------------------------------------------------------------
 
 
+def system_busy_seconds() -> float:
+    """CPU seconds every process of the machine has used since boot (Linux; 0 elsewhere)."""
+    try:
+        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    except OSError:
+        return 0.0
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in fields[:8])
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
 def crawl(server: LocalSite, workdir: Path, starts: list[str], settings: dict[str, str]) -> dict[str, Any]:
     """One ``scrapy crawl site`` in a subprocess: its stats (with ``bench/*``), the feed's items, and
     the process's CPU time (user + sys, start-up included) in ``bench/process_cpu_seconds``."""
@@ -655,16 +669,27 @@ def crawl(server: LocalSite, workdir: Path, starts: list[str], settings: dict[st
         "PYTHONPATH": os.pathsep.join(filter(None, [str(workdir), str(ROOT), os.environ.get("PYTHONPATH")])),
     }
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    server_before = resource.getrusage(resource.RUSAGE_SELF)  # this process: the site's server threads
+    busy_before = system_busy_seconds()
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    server_after = resource.getrusage(resource.RUSAGE_SELF)
+    busy = system_busy_seconds() - busy_before
     if proc.returncode != 0 or not stats_file.exists():
         text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
         raise SystemExit(f"the crawl failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stderr[-3000:]}{text[-3000:]}")
     stats = json.loads(stats_file.read_text())
     stats["bench/process_cpu_seconds"] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     stats["bench/wall_seconds"] = wall
+    stats["bench/server_cpu_seconds"] = (server_after.ru_utime - server_before.ru_utime) + (
+        server_after.ru_stime - server_before.ru_stime
+    )
+    # what the rest of the machine used meanwhile (other jobs on a shared machine: a noisy run)
+    stats["bench/other_cpu_seconds"] = max(
+        0.0, busy - stats["bench/process_cpu_seconds"] - stats["bench/server_cpu_seconds"]
+    )
     stats["bench/items"] = [json.loads(line) for line in feed.read_text(encoding="utf-8").splitlines() if line]
     return stats
 
@@ -685,9 +710,15 @@ class Run:
     process_cpu: float
     fingerprint: float
     reactor: float
+    index: float
     checked: int
     dropped: int
     not_found: int
+    in_reactor: int  # pages fingerprinted in the reactor thread while worker processes started
+    worker_cpu: float  # CPU time of the crawl process after the engine stopped (exit), and of its worker processes
+    server_cpu: float  # CPU time of the local site's server (this process) during the crawl
+    other_cpu: float  # CPU time of the machine's other processes during the crawl
+    wall: float  # the crawl's subprocess, start to exit
 
     @classmethod
     def of(cls, stats: dict[str, Any]) -> Run:
@@ -698,9 +729,19 @@ class Run:
             process_cpu=float(stats["bench/process_cpu_seconds"]),
             fingerprint=float(stats.get("simhash/fingerprint_seconds", 0.0)),
             reactor=float(stats.get("simhash/reactor_seconds", 0.0)),
+            # the index checks in the reactor thread (before simhash/index_seconds: all of it but fingerprinting)
+            index=float(
+                stats.get("simhash/index_seconds")
+                or stats.get("simhash/reactor_seconds", 0.0) - stats.get("simhash/fingerprint_seconds", 0.0)
+            ),
             checked=int(stats.get("simhash/checked", 0)),
             dropped=int(stats.get("simhash/dropped", 0)),
             not_found=int(stats.get("downloader/response_status_count/404", 0)),
+            in_reactor=int(stats.get("simhash/fingerprinted_in_reactor", 0)),
+            worker_cpu=max(0.0, float(stats["bench/process_cpu_seconds"]) - float(stats["bench/self_cpu_seconds"])),
+            server_cpu=float(stats["bench/server_cpu_seconds"]),
+            other_cpu=float(stats["bench/other_cpu_seconds"]),
+            wall=float(stats["bench/wall_seconds"]),
         )
 
     @property
@@ -715,9 +756,13 @@ def median_of(runs: list[Run], get: Callable[[Run], float]) -> float:
     return statistics.median(get(r) for r in runs)
 
 
-def rate_benchmark(server: LocalSite, workdir: Path, repeat: int, backend: str) -> dict[str, Any]:
+def rate_benchmark(
+    server: LocalSite, workdir: Path, repeat: int, backend: str, processes: list[int] | None = None
+) -> dict[str, Any]:
     start = [server.url("/", MAIN)]
     configs = {"off": {"SIMHASH_ENABLED": "False"}, "on": {"SIMHASH_BACKEND": backend}}
+    for n in processes or []:
+        configs[f"processes={n}"] = {"SIMHASH_BACKEND": backend, "SIMHASH_PROCESSES": str(n)}
     runs: dict[str, list[Run]] = {name: [] for name in configs}
     for i in range(repeat):
         for name, settings in configs.items():  # alternated, so that drift hits both
@@ -725,7 +770,8 @@ def rate_benchmark(server: LocalSite, workdir: Path, repeat: int, backend: str) 
             runs[name].append(run)
             print(
                 f"  crawl {i + 1}/{repeat}, filter {name}: {run.pages} pages in {run.seconds:.2f} s "
-                f"({run.rate:.0f} pages/s), CPU {run.per_page_ms(run.crawl_cpu):.2f} ms/page",
+                f"({run.rate:.0f} pages/s), CPU {run.per_page_ms(run.crawl_cpu):.2f} ms/page; "
+                f"other processes {run.other_cpu / run.wall:.2f} CPUs",
                 flush=True,
             )
     out: dict[str, Any] = {}
@@ -738,19 +784,39 @@ def rate_benchmark(server: LocalSite, workdir: Path, repeat: int, backend: str) 
             "process_cpu_ms_per_page": median_of(rs, lambda r: r.per_page_ms(r.process_cpu)),
             "not_found": median_of(rs, lambda r: r.not_found),
             "dropped": median_of(rs, lambda r: r.dropped),
+            "fingerprinted_in_reactor": median_of(rs, lambda r: r.in_reactor),
+            "worker_cpu_ms_per_page": median_of(rs, lambda r: r.per_page_ms(r.worker_cpu)),
+            "server_cpu_ms_per_page": median_of(rs, lambda r: r.per_page_ms(r.server_cpu)),
+            # CPUs busy on average while crawling: the crawl process, its workers and the site's server
+            "cpus_busy": median_of(rs, lambda r: (r.process_cpu + r.server_cpu) / r.seconds),
+            # CPUs the machine's other processes kept busy meanwhile (near 0 on a quiet machine)
+            "other_cpus_busy": median_of(rs, lambda r: r.other_cpu / r.wall),
             "runs": [r.__dict__ | {"pages_per_s": r.rate} for r in rs],
         }
+    for name, on in runs.items():
+        if name == "off":
+            continue
+        c = out[name]
+        c["ratio"] = c["pages_per_s"] / out["off"]["pages_per_s"]
+        c["ratios"] = [a.rate / b.rate for a, b in zip(on, runs["off"], strict=True)]  # each on/off pair
+        c["filter_ms_per_page"] = {
+            "fingerprint": median_of(on, lambda r: r.per_page_ms(r.fingerprint)),
+            # the reactor thread's time: the index checks, and the pages fingerprinted there
+            "reactor": median_of(on, lambda r: r.per_page_ms(r.reactor)),
+        }
+        c["added_cpu_ms_per_page"] = {
+            "crawl": c["crawl_cpu_ms_per_page"] - out["off"]["crawl_cpu_ms_per_page"],
+            "process": c["process_cpu_ms_per_page"] - out["off"]["process_cpu_ms_per_page"],
+        }
     on = runs["on"]
-    out["ratio"] = out["on"]["pages_per_s"] / out["off"]["pages_per_s"]
+    out["ratio"] = out["on"]["ratio"]
     out["filter_ms_per_page"] = {
         "fingerprint": median_of(on, lambda r: r.per_page_ms(r.fingerprint)),
-        "index": median_of(on, lambda r: r.per_page_ms(r.reactor - r.fingerprint)),
+        "index": median_of(on, lambda r: r.per_page_ms(r.index)),
         "reactor": median_of(on, lambda r: r.per_page_ms(r.reactor)),
     }
-    out["added_cpu_ms_per_page"] = {
-        "crawl": out["on"]["crawl_cpu_ms_per_page"] - out["off"]["crawl_cpu_ms_per_page"],
-        "process": out["on"]["process_cpu_ms_per_page"] - out["off"]["process_cpu_ms_per_page"],
-    }
+    out["added_cpu_ms_per_page"] = out["on"]["added_cpu_ms_per_page"]
+    out["variants"] = [name for name in configs if name not in ("off", "on")]
     return out
 
 
@@ -891,11 +957,44 @@ def report_rate(r: dict[str, Any], repeat: int) -> Iterator[str]:
     ok = "met" if r["ratio"] >= TARGET_RATIO else "NOT met"
     yield f"on / off: {r['ratio']:.3f} (target ≥ {TARGET_RATIO:.2f}: {ok})"
     f, a = r["filter_ms_per_page"], r["added_cpu_ms_per_page"]
+    in_workers = r["on"]["fingerprinted_in_reactor"] > 0 or f["reactor"] < f["fingerprint"]
     yield (
-        f"CPU time the filter adds per page: {f['fingerprint']:.2f} ms fingerprinting + {f['index']:.3f} ms index "
-        f"(its own account, reactor thread); the crawl process: +{a['crawl']:.2f} ms while crawling, "
-        f"+{a['process']:.2f} ms with start-up (on - off, medians)"
+        f"CPU time the filter adds per page: {f['fingerprint']:.2f} ms fingerprinting"
+        f"{' (in worker processes)' if in_workers else ''} + {f['index']:.3f} ms index; the reactor thread "
+        f"{f['reactor']:.2f} ms (its own account); the crawl process: {a['crawl']:+.2f} ms while crawling, "
+        f"{a['process']:+.2f} ms with start-up and workers (on - off, medians)"
     )
+    if r.get("variants"):
+        yield ""
+        yield f"Filter on with SIMHASH_PROCESSES (alternated with the crawls above), median of {repeat}"
+        yield (
+            f"{'':<14}{'pages/s':>9}{'on/off':>8}{'pairs on/off':>22}{'fp ms/page':>12}{'reactor ms':>12}"
+            f"{'+CPU crawl':>12}{'+CPU all':>10}{'after+wk':>9}{'server':>8}{'CPUs busy':>11}{'others':>8}"
+            f"{'fp in reactor':>15}"
+        )
+        for name in ["off", "on", *r["variants"]]:
+            c = r[name]
+            f, a = c.get("filter_ms_per_page"), c.get("added_cpu_ms_per_page")
+            if f is None or a is None:
+                cells = f"{'':>8}{'':>22}{'':>12}{'':>12}{'':>12}{'':>10}"
+            else:
+                pairs = " ".join(f"{x:.2f}" for x in c["ratios"])
+                cells = (
+                    f"{c['ratio']:>8.3f}{pairs:>22}{f['fingerprint']:>12.2f}{f['reactor']:>12.2f}"
+                    f"{a['crawl']:>+12.2f}{a['process']:>+10.2f}"
+                )
+            yield (
+                f"{name:<14}{c['pages_per_s']:>9.1f}{cells}{c['worker_cpu_ms_per_page']:>9.2f}"
+                f"{c['server_cpu_ms_per_page']:>8.2f}{c['cpus_busy']:>11.2f}{c['other_cpus_busy']:>8.2f}"
+                f"{c['fingerprinted_in_reactor']:>15.0f}"
+            )
+        yield (
+            "(ms per page, medians. +CPU crawl: the crawl process's CPU while crawling, its threads included, minus "
+            "the filter-off crawl's; +CPU all: the same for the whole process, start-up and worker processes "
+            "included; after+wk: the crawl process's CPU after the engine stopped, and its worker processes'; "
+            "server: the local site's; CPUs busy: crawl process, "
+            "workers and server together, CPU seconds per second of crawl; others: the machine's other processes)"
+        )
 
 
 def report_mirror(m: dict[str, Any]) -> Iterator[str]:
@@ -942,6 +1041,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--backend", default="memory://", help="SIMHASH_BACKEND of the crawls (default: memory://)")
     parser.add_argument(
+        "--processes",
+        default="",
+        help="also crawl with the filter on and SIMHASH_PROCESSES set to each of these values (comma-separated)",
+    )
+    parser.add_argument(
         "--source",
         choices=("auto", "public", "demo"),
         default="auto",
@@ -971,7 +1075,10 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp, LocalSite(site) as server:
         workdir = Path(tmp)
         (workdir / "bench_ext.py").write_text(EXTENSION_CPU)
-        result["rate"] = rate_benchmark(server, workdir, args.repeat, args.backend) if args.repeat > 0 else None
+        processes = [int(n) for n in args.processes.split(",") if n.strip()]
+        result["rate"] = (
+            rate_benchmark(server, workdir, args.repeat, args.backend, processes) if args.repeat > 0 else None
+        )
         print("  crawling both hosts with SIMHASH_ACTION=flag", flush=True)
         result["mirror"] = mirror_benchmark(server, workdir, args.backend, truth, pairs)
     result["targets"] = {

@@ -1,9 +1,10 @@
-"""Where should the crawler fingerprint pages: in the reactor thread, or in worker threads?
+"""Where should the crawler fingerprint pages: in the reactor thread, in worker threads, or in worker processes?
 
 Serves the demo site (``crawler.demo``: generated articles with near-duplicates on 127.0.0.1 and
 127.0.0.2), with every page padded to a realistic size (``--page-kb``, generated comments and link
 lists), and crawls it with ``scrapy crawl site`` several times: without the filter, then with the
-filter and ``SIMHASH_THREADS`` = 0 (in the reactor thread), 1, 2.  Reports the crawl time, pages/s,
+filter in the reactor thread (``SIMHASH_PROCESSES=0``), with ``SIMHASH_THREADS`` = 1, 2 and with
+``SIMHASH_PROCESSES`` = 1, 2.  Reports the crawl time, pages/s,
 the fingerprinting time per page and the time per page the filter spent in the reactor thread,
 and the worst reactor stall (the longest delay of a 10 ms timer while crawling), median of
 ``--repeat`` runs.
@@ -134,9 +135,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     configs = {
         "no filter": {"SIMHASH_ENABLED": "False"},
-        "reactor thread (SIMHASH_THREADS=0)": {"SIMHASH_THREADS": "0"},
+        "reactor thread (SIMHASH_PROCESSES=0)": {"SIMHASH_PROCESSES": "0"},
         "1 worker thread": {"SIMHASH_THREADS": "1"},
         "2 worker threads": {"SIMHASH_THREADS": "2"},
+        "1 worker process": {"SIMHASH_PROCESSES": "1"},
+        "2 worker processes": {"SIMHASH_PROCESSES": "2"},
     }
     site = padded_site(args.articles, args.page_kb)
     sizes = [len(p.body) for p in site.values() if p.content_type and p.content_type.startswith("text/html")]

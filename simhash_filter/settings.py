@@ -53,6 +53,12 @@ SIMHASH_MAX_AGE = 0
 #: A page within this Hamming distance (k) of a kept page is a near-duplicate.
 SIMHASH_MAX_DISTANCE = DEFAULTS.max_distance
 
+#: Worker processes that fingerprint pages off the reactor thread; 0: fingerprint in the reactor thread;
+#: ``None`` (the default): one worker process on a POSIX machine with two CPUs or more, else 0 (and 0 when
+#: ``SIMHASH_THREADS`` is set).  They start when the spider opens (pages arriving meanwhile, about 0.3 s,
+#: are fingerprinted in the reactor thread) and stop when it closes; a worker that dies is replaced.
+SIMHASH_PROCESSES: int | None = None
+
 #: Share of the total feature weight given to DOM structure (the rest goes to text), 0..1.
 SIMHASH_STRUCTURE_WEIGHT = DEFAULTS.fingerprint.structure_weight
 

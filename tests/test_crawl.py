@@ -55,6 +55,51 @@ def flag_crawl(site_port: int, tmp_path_factory: pytest.TempPathFactory) -> tupl
     return crawl, feed
 
 
+WHERE = {
+    "reactor-thread": {"SIMHASH_PROCESSES": 0},
+    "processes-select-reactor": {
+        "SIMHASH_PROCESSES": 2,
+        "TWISTED_REACTOR": "twisted.internet.selectreactor.SelectReactor",
+        # Pages arriving in the workers' first ~0.3-1 s are fingerprinted in the reactor thread: spread the
+        # crawl (about 3 s) so that most reach the workers.
+        "DOWNLOAD_DELAY": "0.05",
+    },
+}
+
+
+@pytest.fixture(scope="module", params=WHERE, ids=list(WHERE))
+def where_crawl(request: pytest.FixtureRequest, site_port: int, tmp_path_factory: pytest.TempPathFactory) -> Crawl:
+    """``drop_crawl`` again, fingerprinting in the reactor thread, or in two worker processes under a
+    Twisted reactor that is not asyncio's (``drop_crawl`` has the default: one worker process, asyncio)."""
+    return scrapy_crawl(
+        "site",
+        tmp_path_factory.mktemp(request.param),
+        args={"start_urls": start_urls(site_port)},
+        settings={**FLAKY, "DOWNLOAD_FAIL_ON_DATALOSS": "False", **WHERE[request.param]},
+    )
+
+
+@pytest.mark.slow
+def test_where_pages_are_fingerprinted_changes_nothing(drop_crawl: Crawl, where_crawl: Crawl):
+    """The same pages get the same fingerprints and the same counts of decisions wherever they are fingerprinted:
+    in worker processes (the default, and under another reactor) or in the reactor thread."""
+    ours, theirs = drop_crawl.by_key(), where_crawl.by_key()
+    both = set(ours) & set(theirs)  # which copy of a group is kept (stored) may differ
+    assert len(both) >= len(OTHERS) and all(k in both for k in OTHERS)
+    assert {k: ours[k].get("fingerprint") for k in both} == {k: theirs[k].get("fingerprint") for k in both}
+    for key in ("checked", "kept", "near_duplicates", "dropped", "skipped/index_error", "skipped/empty", "truncated"):
+        assert where_crawl.stats[f"simhash/{key}"] == drop_crawl.stats[f"simhash/{key}"], key
+    assert "simhash/skipped/error" not in where_crawl.stats and "simhash/worker_restarts" not in where_crawl.stats
+    log = where_crawl.log
+    assert "WARNING: simhash" not in log and where_crawl.stats.get("log_count/ERROR") == 1  # the index_error page
+    if "SelectReactor" in log:
+        assert "fingerprinting in 2 worker process(es)" in log
+        assert re.search(r"2 worker process\(es\) fingerprinting, the first ready [\d.]+ s after the start", log)
+        assert where_crawl.stats.get("simhash/fingerprinted_in_reactor", 0) < where_crawl.stats["simhash/checked"]
+    else:
+        assert "fingerprinting in the reactor thread" in log and "simhash/fingerprinted_in_reactor" not in log
+
+
 @pytest.mark.slow
 def test_drop_crawl_stores_one_page_per_article(drop_crawl: Crawl):
     """Across both hosts, exactly one page of each group of near-duplicates is stored."""

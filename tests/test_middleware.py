@@ -7,17 +7,21 @@ import asyncio
 import contextlib
 import inspect
 import logging
+import os
+import signal
 import threading
+import time
 from typing import Any, ClassVar
 
 import pages as p
 import pytest
+import worker_helpers
 from scrapy import Request, Spider
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import HtmlResponse, Response, TextResponse
 from scrapy.utils.test import get_crawler
 
-from simhash_filter import SimhashDownloaderMiddleware, crawlfilter
+from simhash_filter import SimhashDownloaderMiddleware, crawlfilter, workers
 from simhash_filter.backends.memory import MemoryBackend
 from simhash_filter.config import FilterConfig, FingerprintConfig
 from simhash_filter.crawlfilter import CrawlFilter
@@ -286,6 +290,206 @@ def test_worker_threads_decide_the_same():
     threaded.filter.spider_closed(None, "finished")
 
 
+async def workers_ready(mw: SimhashDownloaderMiddleware) -> None:
+    """Start the filter's worker processes and wait until one is ready (pages then go to the workers)."""
+    mw.filter.start_workers()
+    deadline = time.monotonic() + 60
+    while not (mw.filter._pool is not None and mw.filter._is_ready(mw.filter._pool)):
+        assert time.monotonic() < deadline and not mw.filter._processes_failed, "the worker processes did not start"
+        await asyncio.sleep(0.01)
+
+
+async def check(mw: SimhashDownloaderMiddleware, url: str, body: bytes) -> tuple[Request, Any]:
+    """``respond`` in the running event loop (the worker processes' pipes are watched by it)."""
+    request = Request(url)
+    response = HtmlResponse(url, body=body, headers=HTML, request=request)
+    try:
+        return request, await mw.process_response(request, response)
+    except IgnoreRequest as exc:
+        return request, exc
+
+
+async def check_together(mw: SimhashDownloaderMiddleware, pages: list[tuple[str, bytes]]) -> list[dict[str, Any]]:
+    """Every page at once (as concurrent downloads arrive); their decisions in meta, in order."""
+    done = await asyncio.gather(*(check(mw, url, body) for url, body in pages))
+    return [request.meta["simhash"] for request, _ in done]
+
+
+PAGES = [
+    ("http://a.test/rain", ARTICLE),
+    ("http://a.test/light", OTHER),
+    ("http://b.test/rain", COPY),
+    ("http://a.test/tea", p.forum(p.TEA_GARDEN).encode("utf-8")),
+    ("http://b.test/tea", p.portal(p.TEA_GARDEN).encode("utf-8")),
+    ("http://a.test/library", p.gazette(p.LIBRARY).encode("utf-8")),
+    ("http://a.test/empty", b"<html><body></body></html>"),
+    ("http://a.test/image", b'<html><body><img src="/a.png"></body></html>'),
+]
+
+
+def test_worker_processes_decide_the_same():
+    """Fingerprinting in worker processes (SIMHASH_PROCESSES) gives the same fingerprints and decisions as in
+    the reactor thread, for pages arriving together; the reactor thread only checks the index."""
+    expected = asyncio.run(check_together(middleware(), PAGES))
+    assert [m["status"] for m in expected].count("ok") == 6 and expected[2]["duplicate_of"] == "http://a.test/rain"
+    mw = middleware(SIMHASH_PROCESSES=2)
+
+    async def run() -> list[dict[str, Any]]:
+        await workers_ready(mw)
+        try:
+            return await check_together(mw, PAGES)
+        finally:
+            mw.filter.spider_closed(None, "finished")
+
+    assert asyncio.run(run()) == expected
+    s = stats(mw)
+    assert s["simhash/checked"] == 6 and "simhash/fingerprinted_in_reactor" not in s
+    assert s["simhash/reactor_seconds"] < s["simhash/fingerprint_seconds"]
+    assert mw.filter._pool is None
+
+
+def test_pages_arriving_before_the_workers_are_ready_are_fingerprinted_in_the_reactor_thread():
+    """Until a worker process is ready, pages do not wait for it: the reactor thread fingerprints them.
+    Without spider_opened (a filter used outside a crawl) no worker is started at all."""
+    mw = middleware(SIMHASH_PROCESSES=1)
+    asyncio.run(check_together(mw, PAGES[:1]))
+    assert mw.filter._pool is None and "simhash/fingerprinted_in_reactor" not in stats(mw)
+
+    async def run() -> list[dict[str, Any]]:
+        mw.filter.spider_opened(None)  # starts the workers, does not wait for them
+        try:
+            return await check_together(mw, PAGES[1:3])
+        finally:
+            mw.filter.spider_closed(None, "finished")
+
+    metas = asyncio.run(run())
+    assert metas[1]["duplicate_of"] == "http://a.test/rain"
+    assert stats(mw)["simhash/fingerprinted_in_reactor"] == 2
+
+
+def test_default_processes_follow_the_machine(monkeypatch):
+    """SIMHASH_PROCESSES=None (the default) means one worker process with two CPUs or more, none with one
+    CPU or with SIMHASH_THREADS; a number is taken as it is."""
+    assert middleware(SIMHASH_PROCESSES=3).filter.processes == 3
+    assert middleware(SIMHASH_PROCESSES="0").filter.processes == 0
+    monkeypatch.setattr(crawlfilter, "available_cpus", lambda: 2)
+    assert middleware().filter.processes == 1
+    assert middleware(SIMHASH_THREADS=2).filter.processes == 0
+    monkeypatch.setattr(crawlfilter, "available_cpus", lambda: 1)
+    assert middleware().filter.processes == 0
+
+
+@pytest.mark.parametrize("where", ["threads", "processes"])
+def test_pages_enter_the_index_in_the_order_they_arrived(where, monkeypatch):
+    """A page that takes longer to fingerprint is still checked before the pages that arrived after it: its
+    copy, fingerprinted first, is the near-duplicate (as in the reactor thread), not the original."""
+    original = ARTICLE + worker_helpers.SLOW  # a comment after the page: the same fingerprint
+    if where == "threads":
+        mw = middleware(SIMHASH_THREADS=2)
+        job = mw.filter._job
+
+        def slow_original(body: bytes | str, encoding: str | None) -> Any:
+            if body == original:
+                time.sleep(0.5)
+            return job(body, encoding)
+
+        monkeypatch.setattr(mw.filter, "_job", slow_original)
+    else:
+        monkeypatch.setattr(workers, "WORKER_MODULE", "worker_helpers")  # takes 0.5 s over SLOW pages
+        mw = middleware(SIMHASH_PROCESSES=2)
+
+    async def run() -> list[dict[str, Any]]:
+        if where == "processes":
+            await workers_ready(mw)
+            while not all(w.ready for w in mw.filter._pool.workers):  # the copy must not wait for a worker
+                await asyncio.sleep(0.01)
+        try:
+            return await check_together(mw, [("http://a.test/rain", original), ("http://b.test/rain", COPY)])
+        finally:
+            mw.filter.spider_closed(None, "finished")
+
+    first, copy = asyncio.run(run())
+    assert first["duplicate_of"] is None
+    assert copy["duplicate_of"] == "http://a.test/rain"
+
+
+def test_a_dead_worker_is_replaced_and_its_page_tried_again(caplog):
+    """A worker process that dies (killed) is replaced; the page it was sent goes to the new one and is
+    checked; counted in simhash/worker_restarts and logged once."""
+    mw = middleware(SIMHASH_PROCESSES=1)
+
+    async def run() -> tuple[Any, Any]:
+        await workers_ready(mw)
+        worker = mw.filter._pool.workers[0]
+        os.kill(worker.pid, signal.SIGKILL)
+        worker.popen.wait()
+        try:
+            _, kept = await check(mw, "http://a.test/rain", ARTICLE)
+            _, dropped = await check(mw, "http://b.test/rain", COPY)
+            return kept, dropped
+        finally:
+            mw.filter.spider_closed(None, "finished")
+
+    with caplog.at_level(logging.INFO, logger="simhash_filter"):
+        kept, dropped = asyncio.run(run())
+    assert isinstance(kept, HtmlResponse) and isinstance(dropped, NearDuplicateResponse)
+    assert stats(mw)["simhash/worker_restarts"] == 1
+    errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(errors) == 1 and "exit status -9" in errors[0]
+
+
+def test_a_page_that_kills_its_worker_twice_is_let_through(monkeypatch, caplog):
+    """A page whose worker dies on it, and whose second worker dies on it too, is let through unchecked
+    (simhash/skipped/worker_died); each dead worker is replaced and the crawl goes on with the next pages."""
+    monkeypatch.setattr(workers, "WORKER_MODULE", "worker_helpers")  # dies on POISON pages
+    mw = middleware(SIMHASH_PROCESSES=1)
+
+    async def run() -> tuple[Request, Any, Request]:
+        await workers_ready(mw)
+        try:
+            poisoned, response = await check(mw, "http://a.test/poison", ARTICLE + worker_helpers.POISON)
+            await workers_ready(mw)
+            after, _ = await check(mw, "http://a.test/light", OTHER)
+            return poisoned, response, after
+        finally:
+            mw.filter.spider_closed(None, "finished")
+
+    with caplog.at_level(logging.INFO, logger="simhash_filter"):
+        poisoned, response, after = asyncio.run(run())
+    assert isinstance(response, HtmlResponse) and poisoned.meta["simhash"]["status"] == "worker_died"
+    assert after.meta["simhash"]["status"] == "ok"
+    s = stats(mw)
+    assert s["simhash/worker_restarts"] == 2 and s["simhash/skipped/worker_died"] == 1
+    errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(errors) == 2 and "exit status 70" in errors[0] and "worker_died" in errors[1]
+
+
+def test_workers_that_cannot_start_leave_the_pages_to_the_reactor_thread(monkeypatch, caplog):
+    """Worker processes that cannot start (here: their module is missing) are given up, logged once at ERROR;
+    pages are fingerprinted in the reactor thread, and the crawl goes on."""
+    monkeypatch.setattr(workers, "WORKER_MODULE", "simhash_filter_no_such_module")
+    mw = middleware(SIMHASH_PROCESSES=2)
+
+    async def run() -> tuple[Request, Any]:
+        mw.filter.start_workers()
+        deadline = time.monotonic() + 60
+        while not mw.filter._processes_failed:
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.01)
+        request, _ = await check(mw, "http://a.test/rain", ARTICLE)
+        _, dropped = await check(mw, "http://b.test/rain", COPY)
+        mw.filter.spider_closed(None, "finished")
+        return request, dropped
+
+    with caplog.at_level(logging.INFO, logger="simhash_filter"):
+        request, dropped = asyncio.run(run())
+    assert request.meta["simhash"]["status"] == "ok" and isinstance(dropped, NearDuplicateResponse)
+    assert "simhash/fingerprinted_in_reactor" not in stats(mw) and stats(mw)["simhash/reactor_seconds"] > 0
+    errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(errors) == 1 and "did not start" in errors[0]
+    assert any("in the reactor thread (" in r.getMessage() for r in caplog.records)  # the summary line
+
+
 def test_disabled_raises_not_configured():
     """SIMHASH_ENABLED=False makes the component raise NotConfigured naming the setting."""
     with pytest.raises(NotConfigured, match="SIMHASH_ENABLED"):
@@ -300,6 +504,9 @@ def test_disabled_raises_not_configured():
         ({"SIMHASH_STRUCTURE_WEIGHT": 2}, "SIMHASH_STRUCTURE_WEIGHT"),
         ({"SIMHASH_MAX_DISTANCE": 40}, "SIMHASH_MAX_DISTANCE"),
         ({"SIMHASH_THREADS": -1}, "SIMHASH_THREADS"),
+        ({"SIMHASH_PROCESSES": -1}, "SIMHASH_PROCESSES"),
+        ({"SIMHASH_THREADS": 1, "SIMHASH_PROCESSES": 1}, "SIMHASH_PROCESSES"),
+        ({"SIMHASH_PROCESSES": "many"}, "SIMHASH_PROCESSES"),
         ({"SIMHASH_BACKEND": "nosuch://"}, "nosuch"),
     ],
 )

@@ -1,0 +1,30 @@
+"""A worker process for the tests (``python -m worker_helpers``, run by the filter when
+``simhash_filter.workers.WORKER_MODULE`` names it): the real worker, but it dies on pages containing
+``POISON`` (as a crash in a C extension, or the OOM killer, would kill it) and takes half a second over
+pages containing ``SLOW``."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+from simhash_filter import workers
+
+POISON = b"<!-- kill the worker -->"
+SLOW = b"<!-- take your time -->"
+
+_fingerprint = workers.fingerprint_in_worker
+
+
+def fingerprint_or_die(job: Any, body: bytes | str, encoding: str | None) -> Any:
+    if isinstance(body, bytes) and POISON in body:
+        os._exit(70)
+    if isinstance(body, bytes) and SLOW in body:
+        time.sleep(0.5)
+    return _fingerprint(job, body, encoding)
+
+
+if __name__ == "__main__":
+    workers.fingerprint_in_worker = fingerprint_or_die
+    workers._main()
