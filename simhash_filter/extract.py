@@ -31,6 +31,8 @@ from itertools import compress
 import numpy as np
 from lxml import etree
 
+from simhash_filter.segment import CJK_RUN
+
 BOILERPLATE_TAGS = frozenset({"nav", "header", "footer", "aside", "menu"})
 BOILERPLATE_WORDS = frozenset(
     (
@@ -45,6 +47,11 @@ _WORD_SPLIT = re.compile(r"[\s_\-:.]+|(?<=[a-z])(?=[A-Z])")
 
 #: A block whose text is more than this share of link text is a link list.
 LINK_DENSITY = 0.6
+#: A link-dense block is still content when a child that is not link-dense holds non-link text of at least
+#: this share of the block's link text.
+CONTENT_BESIDE_LINKS = 0.25
+#: Text is measured in characters; a CJK character counts as this many (it says about as much as a word).
+CJK_CHAR_TEXT = 3
 #: A boilerplate-looking element holding more than this share of the page's text is not boilerplate.
 MAX_BOILERPLATE_SHARE = 0.6
 #: Weight of text outside a content element that holds all of its parent's text (1 at a half share).
@@ -530,6 +537,9 @@ def _split(
     parent = np.asarray(parents, dtype=np.int64)
     owner = np.asarray(seg_owner, dtype=np.int64)
     seg_len = np.fromiter(map(len, map(str.strip, seg_text)), dtype=np.int64, count=len(seg_text))
+    wide = [k for k, seg in enumerate(seg_text) if not seg.isascii()]
+    if wide:  # a Chinese character says about as much as a few Latin letters: count it as CJK_CHAR_TEXT
+        seg_len[wide] += [(CJK_CHAR_TEXT - 1) * sum(map(len, CJK_RUN.findall(seg_text[k]))) for k in wide]
     a_id = tag_of.index("a") if "a" in tag_of else -1
     link = _mark(idx, np.flatnonzero(tid == a_id), ends)  # inside a link
     own_text = np.bincount(owner, weights=seg_len, minlength=n) if len(owner) else np.zeros(n)
@@ -546,7 +556,13 @@ def _split(
     link_text = _subtree_sums(np.where(link, kept_own, 0), ends)
     is_list_tag = np.fromiter((t in LINK_LIST_TAGS for t in tag_of), dtype=bool, count=len(tag_of))[tid]
     small = text <= MAX_BOILERPLATE_SHARE * total
-    dense = is_list_tag & (text > 0) & (link_text > LINK_DENSITY * text) & small
+    linky = link_text > LINK_DENSITY * text
+    # A block of mostly links is no link list when a child of it that is not holds text of its own worth
+    # CONTENT_BESIDE_LINKS of the block's links: a content cell beside a sidebar in one table row.
+    beside = np.zeros(n)
+    child = parent >= 0
+    np.maximum.at(beside, parent[child], np.where(linky, 0.0, text - link_text)[child])
+    dense = is_list_tag & (text > 0) & linky & small & (beside < CONTENT_BESIDE_LINKS * link_text)
     if dense.any():
         boiler |= _mark(idx, np.flatnonzero(dense), ends)
 

@@ -357,3 +357,49 @@ def test_wrappers_inside_the_content_do_not_silence_the_rest_of_it() -> None:
         "The sensor reports no readings until its first full sampling period has passed after the reset."))
     assert a.value is not None and b.value is not None
     assert bin(a.value ^ b.value).count("1") > 3
+
+
+def table_layout_page(content: str, *, links: int = 6, banner: str = "") -> str:
+    """An old table layout: a banner row, a row holding a sidebar of links beside the content cell, and a
+    footer row with a visit counter."""
+    sidebar = "".join(
+        f'<a href="/shelf/{i}">Catalogue entry number {i} of the reading room shelf</a><br>' for i in range(links)
+    )
+    return (
+        '<html><body><table><tr><td colspan="2"><font size="5">Harbour Lending Library</font><br>'
+        f"<i>Lending pamphlets to the harbour district since 1962</i>{banner}</td></tr>"
+        f'<tr><td width="200"><b>See also</b><br>{sidebar}</td><td><div><h2>Notice</h2><p>{content}</p></div></td></tr>'
+        '<tr><td colspan="2">You are reader number 48,211 of this page since 2023-05-14, served in 0.182 s. '
+        "Harbour Lending Library</td></tr></table></body></html>"
+    )
+
+
+def test_a_content_cell_beside_a_sidebar_of_links_is_content() -> None:
+    """A table row whose sidebar of links outweighs its content cell is no link list: the content cell
+    keeps the full weight, and the sidebar's links stay boilerplate."""
+    content = "The ferry office moves to the old customs house on the quay from the first of March."
+    banner = "<p>Open every weekday from nine until five, and on Saturday mornings in the summer months.</p>"
+    page = run(table_layout_page(content, links=4, banner=banner))
+    assert weight_of(page, content) == 1.0
+    assert weight_of(page, "catalogue entry number 3") <= 0.05
+
+
+def test_chinese_text_counts_like_words_when_finding_the_content() -> None:
+    """A short Chinese notice in the content cell outweighs the longer Latin banner and footer: a CJK
+    character counts as several Latin letters when the text of blocks is measured."""
+    content = (
+        "渡轮售票处从三月一日起搬到码头旁边的旧海关大楼，营业时间不变。"
+        "月票和年票照常使用，旧售票窗口关闭以后请到新大楼一层办理。"
+    )
+    page = run(table_layout_page(content))
+    assert weight_of(page, content) == 1.0
+    assert weight_of(page, "you are reader number") < 1.0
+    fp = Fingerprinter()
+    a = fp.fingerprint(table_layout_page(content))
+    other = (
+        "图书馆的阅览室下周二因为更换地毯而关闭一天，请读者改日再来。"
+        "借书和还书的服务照常在大门左边的柜台办理，开放时间不变。"
+    )
+    b = fp.fingerprint(table_layout_page(other))
+    assert a.value is not None and b.value is not None
+    assert bin(a.value ^ b.value).count("1") > 3
