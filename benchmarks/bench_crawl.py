@@ -84,6 +84,9 @@ from crawler.localsite import HOSTS, LocalSite, Page  # noqa: E402
 MAIN, MIRROR = HOSTS
 PUBLIC = ROOT.parent / "shared" / "datasets" / "neardup-public"
 NEAR_IDENTICAL = 0.9
+#: The public set's rule: two pages with a Jaccard under this (and no chain of true pairs) are distinct; from
+#: it up to NEAR_IDENTICAL, ambiguous.
+DISTINCT = 0.5
 TWIN_SEED = 3
 TARGET_RATIO, TARGET_FLAGGED, TARGET_WRONG = 0.90, 0.95, 0.005
 
@@ -882,6 +885,8 @@ def mirror_benchmark(
         "wrong_share": len(wrong) / len(flags) if flags else 0.0,
         "wrong_by_jaccard": dict(wrong_bands),
         "wrong_by_kind": dict(Counter(w["kind"] for w in wrong)),
+        "distinct_flags": sum(1 for w in wrong if w["jaccard"] < DISTINCT),
+        "distinct_share": sum(1 for w in wrong if w["jaccard"] < DISTINCT) / len(flags) if flags else 0.0,
         "strict_wrong_flags": sum(strict_wrong.values()),
         "strict_wrong_share": sum(strict_wrong.values()) / len(flags) if flags else 0.0,
         "strict_wrong_by_kind": dict(strict_wrong),
@@ -1012,6 +1017,10 @@ def report_mirror(m: dict[str, Any]) -> Iterator[str]:
     )
     if m["wrong_by_kind"]:
         yield f"  wrong flags by Jaccard: {m['wrong_by_jaccard']}; by pages: {m['wrong_by_kind']}"
+    yield (
+        f"  by the public set's rules (Jaccard {DISTINCT}-{NEAR_IDENTICAL}: ambiguous, neither right nor wrong): "
+        f"wrong {m['distinct_flags']} = {pct(m['distinct_share'])}"
+    )
     yield (
         f"  strict rule (right only at Jaccard ≥ 0.9): wrong {m['strict_wrong_flags']} = "
         f"{pct(m['strict_wrong_share'])}: {m['strict_wrong_by_kind']}"

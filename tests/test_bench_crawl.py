@@ -71,7 +71,7 @@ def test_smoke_run_writes_the_numbers(tmp_path: Path) -> None:
     mirror = result["mirror"]
     assert mirror["pairs"] == mirror["pairs_crawled"] == 40
     assert mirror["flags"] > 0
-    assert 0 <= mirror["wrong_share"] <= mirror["strict_wrong_share"] <= 1
+    assert 0 <= mirror["distinct_share"] <= mirror["wrong_share"] <= mirror["strict_wrong_share"] <= 1
     if mirror["near_identical"]:
         assert 0 <= mirror["flagged_share"] <= 1
     assert set(result["targets"]) == {"ratio", "twins_flagged", "wrong_flags"}
