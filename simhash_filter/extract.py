@@ -26,7 +26,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
-from itertools import compress
+from itertools import islice
 
 import numpy as np
 from lxml import etree
@@ -66,10 +66,7 @@ VOLATILE_MAX_WORDS = 12
 VOLATILE_MAX_CHARS = 160
 VOLATILE_SHARE = 0.25
 _DIGITS = re.compile(r"\d+")
-_DIGITS_TO_END = re.compile(r"\d[^\x00]*")
 _WORDS = re.compile(r"[^\W_]+")
-#: One match for each word (as _WORDS finds them) that holds a digit: from its start to its first digit.
-_DIGIT_WORDS = re.compile(r"(?<![^\W_])[^\W\d_]*\d")
 
 
 @dataclass(slots=True)
@@ -83,10 +80,7 @@ class PageText:
 
 
 @lru_cache(maxsize=50_000)
-def _boilerplate_words(value: str | bytes) -> bool:
-    """Whether a class, id or role value holds a boilerplate word (bytes: as serialized, escaped)."""
-    if isinstance(value, bytes):
-        value = _unescape(value.decode("utf-8"))
+def _boilerplate_words(value: str) -> bool:
     return any(w.lower() in BOILERPLATE_WORDS for w in _WORD_SPLIT.split(value))
 
 
@@ -102,292 +96,53 @@ def extract(
     root: etree._Element, *, dom_decay: float, boilerplate_weight: float, max_elements: int
 ) -> PageText:
     """Split the visible text under ``root`` by role and collect decayed structure features."""
-    try:
-        read = _read_serialized(root, max_elements)
-    except (_Unreadable, UnicodeDecodeError):
-        read = None
-    if read is None:
+    # The elements in document order, each read once through a few C-level accessors; everything
+    # else (parents, depths, subtree ends, text order, link and boilerplate marks) is computed from
+    # these lists.  Trees with other nodes (comments, entities) or more than ``max_elements``
+    # elements take the event walk instead, which gives the same result.
+    els = list(islice(root.iter(), max_elements + 1))
+    n = len(els)
+    tags = [e.tag for e in els]
+    names: dict[str, int] = {}
+    tid = [names.setdefault(t, len(names)) for t in tags]
+    if n > max_elements or not all(isinstance(t, str) for t in names):
         return _extract_walk(root, dom_decay, boilerplate_weight, max_elements)
-    return _split(*read, dom_decay, boilerplate_weight, False)
+    index = {e: i for i, e in enumerate(els)}
+    index[root.getparent()] = -1  # the root's parent (None for a document's root) is outside the walk
+    parents = [index[e.getparent()] for e in els]
+    depths = [0] * n
+    for i in range(1, n):
+        depths[i] = depths[parents[i]] + 1
+    ends = list(range(n))  # last element of each subtree: children come after their parent
+    for i in range(n - 1, 0, -1):
+        p = parents[i]
+        if ends[p] < ends[i]:
+            ends[p] = ends[i]
 
+    get = etree._Element.get
+    words = _boilerplate_words
+    candidates = [
+        i
+        for i, (tag, c, d, r) in enumerate(
+            zip(tags, [get(e, "class") for e in els], [get(e, "id") for e in els], [get(e, "role") for e in els],
+                strict=True)
+        )
+        if tag in BOILERPLATE_TAGS or (c and words(c)) or (d and words(d)) or (r and words(r))
+    ]
 
-#: The name of each start tag in libxml2's XML serialization (a name holds no space, ``/`` or ``>``).
-_TAG_NAME = re.compile(rb"<([^ />]+)")
-#: What the serializer escapes in text and attribute values: predefined entities, character references.
-_REFERENCE = re.compile(r"&(?:(lt|gt|amp|quot|apos)|#([0-9]+)|#x([0-9a-fA-F]+));")
-_ENTITIES = {"lt": "<", "gt": ">", "amp": "&", "quot": '"', "apos": "'"}
-#: Document type ids under which libxml2 writes XHTML (which adds attributes, e.g. ``id`` to ``<a name>``).
-_XHTML_PUBLIC_IDS = frozenset(f"-//W3C//DTD XHTML 1.0 {k}//EN" for k in ("Strict", "Frameset", "Transitional"))
-_XHTML_SYSTEM_IDS = frozenset(
-    f"http://www.w3.org/TR/xhtml1/DTD/xhtml1-{k}.dtd" for k in ("strict", "frameset", "transitional")
-)
-_LT, _GT, _SLASH, _AMP, _HASH, _X, _EQUALS, _QUOTE, _SPACE, _BANG, _QUESTION = b"<>/&#x=\" !?"
-#: The attributes that can mark boilerplate, as the (little-endian) bytes just before a value's quote.
-_MARK_CLASS, _MARK_ID, _MARK_ROLE = (int.from_bytes(b, "little") for b in (b" class=", b" id=", b" role="))
-_EVERY_BYTE = np.uint64(0x0101010101010101)
-_HIGH_BITS = np.uint64(0x8080808080808080)
-#: The bytes that end a tag name, repeated over the eight bytes of a word.
-_NAME_ENDS = tuple(np.uint64(c * 0x0101010101010101) for c in b" />")
-#: ``_LOW_BYTES[k]`` keeps the k lowest bytes of a word.
-_LOW_BYTES = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)
-
-
-class _Unreadable(Exception):
-    """The serialization holds something the event walk reads differently (an entity reference)."""
-
-
-def _unescape(text: str) -> str:
-    """``text`` with the serializer's escapes replaced (:class:`_Unreadable` for an entity reference)."""
-    out, count = _REFERENCE.subn(_character, text)
-    if count != text.count("&"):
-        raise _Unreadable
-    return out
-
-
-def _character(m: re.Match[str]) -> str:
-    name, decimal, hexadecimal = m.groups()
-    return _ENTITIES[name] if name else chr(int(decimal) if decimal else int(hexadecimal, 16))
-
-
-def _serialize(root: etree._Element) -> bytes:
-    """``root`` and its subtree, without its tail, as libxml2 writes XML (UTF-8, no declaration)."""
-    info = root.getroottree().docinfo
-    public, system = info.public_id, info.system_url
-    xhtml_public, xhtml_system = public in _XHTML_PUBLIC_IDS, system in _XHTML_SYSTEM_IDS
-    if not (xhtml_public or xhtml_system):
-        return etree.tostring(root, encoding="utf-8", with_tail=False)
-    try:  # clear the XHTML ids for the time of the call; they are put back as they were
-        if xhtml_public:
-            info.public_id = None
-        if xhtml_system:
-            info.system_url = None
-        return etree.tostring(root, encoding="utf-8", with_tail=False)
-    finally:
-        if xhtml_public:
-            info.public_id = public
-        if xhtml_system:
-            info.system_url = system
-
-
-def _read_serialized(
-    root: etree._Element, max_elements: int
-) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[str]] | None:
-    """What :func:`_split` takes, read from the tree's serialization in a few C-level passes rather than
-    element by element through lxml's proxies: the tags (numbered in order of first appearance), each
-    element's parent, depth and last descendant, the boilerplate candidates, and the text segments in
-    the order of an event walk with the element each belongs to (its own text, or a child's tail).
-
-    In the serialization ``<`` and ``>`` appear only as tag delimiters and ``"`` inside a tag only
-    around attribute values: every other one is escaped.  None where the serialization could read
-    differently from the event walk: a tree of the XML parser (namespaced names), nodes other than
-    elements and text (comments, processing instructions, CDATA), characters the serializer cannot
-    write (``&#xFFFD;``), names holding ``<`` or ``"``, or more than ``max_elements`` elements.
-    """
-    if root.getroottree().docinfo.xml_version is not None:  # not the HTML parser's tree
-        return None
-    data = _serialize(root)
-    size = len(data)
-    padded = bytes(8) + data + bytes(16)
-    a = np.frombuffer(padded, dtype=np.uint8, offset=8)  # the data and 16 zero bytes: a[i + 2] always exists
-    # words[i + 8]: the 8 bytes from offset i on, as one little-endian number; words[i]: the 8 before it.
-    words = np.ndarray((size + 17,), dtype="<u8", buffer=padded, strides=(1,))
-    lt = np.flatnonzero(a == _LT)  # each tag from a "<" ...
-    gt = np.flatnonzero(a == _GT)  # ... to the next ">"
-    t = len(lt)
-    if t == 0 or len(gt) != t or not ((lt < gt).all() and (gt[:-1] < lt[1:]).all()):
-        return None
-    after_lt = a[lt + 1]
-    if ((after_lt == _BANG) | (after_lt == _QUESTION)).any():
-        return None
-    amp = np.flatnonzero(a == _AMP)
-    if ((a[amp + 1] == _HASH) & (a[amp + 2] == _X)).any():  # only an unwritable character makes a hex reference
-        return None
-    close = after_lt == _SLASH  # </name>
-    empty = a[gt - 1] == _SLASH  # <name .../>: an element with no children and no text
-    delta = np.where(close, -1, np.where(empty, 0, 1))
-    after = np.cumsum(delta)  # depth after each tag
-    before = after - delta
-    if after[-1] != 0 or (t > 1 and after[:-1].min() < 1):  # the root is closed by the last tag
-        return None
-    starts = np.flatnonzero(~close)  # each element's start tag, in document order
-    n = len(starts)
-    if n > max_elements:
-        return None
-    named = _tag_numbers(padded, words, lt[starts] + 1) or _tag_numbers_by_regex(data, n)
-    if named is None:
-        return None
-    tag_of, tid = named
-    number = np.cumsum(~close) - 1  # per tag: the last element started at or before it
-
-    # Start and end tags pair up level by level: at each depth they alternate in document order.
-    paired = np.flatnonzero(~empty)
-    order = paired[np.argsort(np.where(close, after, before)[paired], kind="stable")]
-    opens, closes = order[0::2], order[1::2]
-    if close[opens].any() or not close[closes].all():
-        return None
-    ends = number[starts]  # an empty element ends with itself
-    ends[number[opens]] = number[closes]
-    depths = before[starts]
-    # What stands at depth d + 1 belongs to the last start tag at depth d before it.
-    open_key = before[opens] * t + opens  # ascending: by depth, then position
-    parents = np.full(n, -1, dtype=np.int64)
-    inner = np.flatnonzero(depths > 0)
-    parents[inner] = number[opens[np.searchsorted(open_key, (depths[inner] - 1) * t + starts[inner]) - 1]]
-
-    text = data.decode("utf-8")
-    # The bytes that continue a character (10xxxxxx): a byte offset less those before it is a character offset.
-    follow = None if len(text) == size else np.flatnonzero((a[:size] & 0xC0) == 0x80)
-
-    # Boilerplate candidates: by tag, or by a class, id or role value.  Quotes inside tags pair up
-    # as ="value" (a quote in an attribute's name breaks the pattern: then the event walk reads it).
-    candidate = np.fromiter((name in BOILERPLATE_TAGS for name in tag_of), dtype=bool, count=len(tag_of))[tid]
-    quote = np.flatnonzero(a == _QUOTE)
-    tag = np.searchsorted(lt, quote, side="right") - 1
-    inside = quote < gt[tag]
-    quote, tag = quote[inside], tag[inside]
-    if len(quote):
-        first, last = quote[0::2], quote[1::2]
-        if len(first) != len(last) or (tag[0::2] != tag[1::2]).any() or (a[first - 1] != _EQUALS).any():
-            return None
-        if not ((a[last + 1] == _SPACE) | (a[last + 1] == _SLASH) | (a[last + 1] == _GT)).all():
-            return None
-        back = words[first]  # the 8 bytes before each opening quote
-        mark = ((back >> 8) == _MARK_CLASS) | ((back >> 32) == _MARK_ID) | ((back >> 16) == _MARK_ROLE)
-        first, last, tag = first[mark] + 1, last[mark], tag[0::2][mark]
-        candidate[number[tag[_marked(text, words, first, last, amp, follow)]]] = True
-
-    # Text segments: the non-blank text between two tags; after a start tag it is the element's text,
-    # after an end tag (or an empty element) the tail of that element, which belongs to its parent.
-    begin, stop = gt[:-1] + 1, lt[1:]  # text k lies between tag k and tag k + 1
-    filled = np.flatnonzero(stop > begin)
-    if len(filled):
-        solid = (a > 32) | ((a < 28) & ((a < 9) | (a > 13)))  # not ASCII whitespace (as str.isspace sees it)
-        bounds = np.empty(2 * len(filled), dtype=np.int64)
-        bounds[0::2], bounds[1::2] = begin[filled], stop[filled]
-        filled = filled[np.logical_or.reduceat(solid, bounds)[0::2]]
-    texts = _slices(text, begin[filled], stop[filled], follow)
-    for k in _holding(amp, begin[filled], stop[filled]):
-        texts[k] = _unescape(texts[k])
-    blank = np.fromiter(map(str.isspace, texts), dtype=bool, count=len(texts))
-    if blank.any():  # Unicode spaces only, or escaped ones
-        keep = ~blank
-        filled, texts = filled[keep], list(compress(texts, keep.tolist()))
-    seg_owner = number[opens[np.searchsorted(open_key, (after[filled] - 1) * t + filled, side="right") - 1]]
-    return (tag_of, tid, parents, depths, ends, np.flatnonzero(candidate), seg_owner, texts)
-
-
-def _tag_numbers(padded: bytes, words: np.ndarray, at: np.ndarray) -> tuple[list[str], np.ndarray] | None:
-    """The tag names starting at data offsets ``at``, and each one's number in order of first appearance,
-    from two 8-byte words per name (None if a name is 16 bytes or longer)."""
-    low, high = words[at + 8], words[at + 16]
-    end_low, end_high = _name_end(low), _name_end(high)
-    length = np.where(end_low < 8, end_low, 8 + end_high)
-    if (length >= 16).any():
-        return None
-    first, inverse = _distinct(_masked(low, high, length))
-    order = np.argsort(first)
-    rank = np.empty(len(order), dtype=np.int64)
-    rank[order] = np.arange(len(order))
-    at, length = at[first[order]] + 8, length[first[order]]
-    names = [padded[i : i + k].decode("utf-8") for i, k in zip(at.tolist(), length.tolist(), strict=True)]
-    return names, rank[inverse]
-
-
-def _masked(low: np.ndarray, high: np.ndarray, length: np.ndarray) -> list[np.ndarray]:
-    """The first ``length`` (at most 16) bytes of strings whose first 16 bytes are the words ``low`` and
-    ``high``, as one or two keys (none of the bytes is zero, so equal keys mean equal strings)."""
-    low = low & _LOW_BYTES[np.minimum(length, 8)]
-    if (length <= 8).all():
-        return [low]
-    return [low, high & _LOW_BYTES[np.clip(length - 8, 0, 8)]]
-
-
-def _distinct(keys: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """For rows of keys (one array per key): the first row of each distinct combination, and each
-    row's combination as an index into those."""
-    order = np.lexsort(keys[::-1])  # stable: the first row of a run of equal keys is its first occurrence
-    new = np.zeros(len(order), dtype=bool)
-    new[:1] = True
-    for key in keys:
-        ordered = key[order]
-        new[1:] |= ordered[1:] != ordered[:-1]
-    inverse = np.empty(len(order), dtype=np.int64)
-    inverse[order] = np.cumsum(new) - 1
-    return order[new], inverse
-
-
-def _name_end(words: np.ndarray) -> np.ndarray:
-    """Per word, the offset of its first byte that ends a tag name (8 if none does)."""
-    found = np.zeros(len(words), dtype=np.uint64)
-    for ends in _NAME_ENDS:  # a zero byte of x sets its high bit in (x - 1...1) & ~x, the first one exactly
-        x = words ^ ends
-        found |= (x - _EVERY_BYTE) & ~x & _HIGH_BITS
-    lowest = np.maximum(found & (~found + np.uint64(1)), np.uint64(1))  # its lowest bit: 2 ** (8 * offset + 7)
-    return np.where(found == 0, 8, (np.log2(lowest.astype(np.float64)).astype(np.int64) - 7) // 8)
-
-
-def _tag_numbers_by_regex(data: bytes, n: int) -> tuple[list[str], np.ndarray] | None:
-    """:func:`_tag_numbers` for any length of name, by a regex over the serialization."""
-    names = _TAG_NAME.findall(data)
-    if len(names) != n:
-        return None
-    ids = dict.fromkeys(names, 0)
-    for i, name in enumerate(ids):
-        ids[name] = i
-    return [name.decode("utf-8") for name in ids], np.fromiter(map(ids.__getitem__, names), dtype=np.int64, count=n)
-
-
-def _marked(
-    text: str, words: np.ndarray, first: np.ndarray, last: np.ndarray, amp: np.ndarray, follow: np.ndarray | None
-) -> np.ndarray:
-    """Whether each attribute value (bytes ``first`` to ``last`` of the data) holds a boilerplate word.
-
-    Values repeat (``class="item"``): those of at most 16 bytes are compared as two words, and each
-    distinct one is read and judged once."""
-    length = last - first
-    short = np.flatnonzero(length <= 16)
-    one = np.zeros(len(first), dtype=bool)  # the value read for each distinct short value, and each long one
-    distinct, inverse = _distinct(_masked(words[first[short] + 8], words[first[short] + 16], length[short]))
-    one[short[distinct]] = True
-    one[length > 16] = True
-    read = np.flatnonzero(one)
-    values = _slices(text, first[read], last[read], follow)
-    for k in _holding(amp, first[read], last[read]):
-        values[k] = _unescape(values[k])
-    memo = _MARKED
-    marks = list(map(memo.get, values))
-    if None in marks:
-        if len(memo) > MAX_MARKED:
-            memo.clear()
-        for k, value in enumerate(values):
-            if marks[k] is None:
-                marks[k] = memo[value] = _boilerplate_words(value)
-    judged = np.zeros(len(first), dtype=bool)
-    judged[read] = marks
-    judged[short] = judged[short[distinct]][inverse]
-    return judged
-
-
-def _slices(text: str, begin: np.ndarray, stop: np.ndarray, follow: np.ndarray | None) -> list[str]:
-    """``text[begin:stop]`` for each pair of byte offsets of its UTF-8 form (``follow``: the offsets of
-    the bytes that continue a character, None if there are none)."""
-    if follow is not None:
-        begin, stop = begin - np.searchsorted(follow, begin), stop - np.searchsorted(follow, stop)
-    return list(map(text.__getitem__, map(slice, begin.tolist(), stop.tolist())))
-
-
-def _holding(points: np.ndarray, begin: np.ndarray, stop: np.ndarray) -> list[int]:
-    """Which of the sorted, disjoint spans ``[begin, stop)`` hold one of ``points``."""
-    if not len(points) or not len(begin):
-        return []
-    k = np.searchsorted(begin, points, side="right") - 1
-    hit = (k >= 0) & (points < stop[np.maximum(k, 0)])
-    return np.unique(k[hit]).tolist()
-
-
-#: Memo of class, id and role values -> whether they hold a boilerplate word (emptied past MAX_MARKED).
-_MARKED: dict[str, bool] = {}
-MAX_MARKED = 50_000
+    # Text segments in the order of an event walk: an element's text at its start, its tail after
+    # the end of its subtree, where the tails of elements ending together close innermost first.
+    step = max(depths) + 2
+    top = step - 1
+    segs = [(i * step, i, t) for i, t in enumerate([e.text for e in els]) if t and not t.isspace()]
+    segs += [
+        (ends[i] * step + top - depths[i], parents[i], t)
+        for i, t in enumerate([e.tail for e in els])
+        if i and t and not t.isspace()
+    ]
+    segs.sort()
+    return _split(list(names), tid, parents, depths, ends, candidates, [s[1] for s in segs], [s[2] for s in segs],
+                  dom_decay, boilerplate_weight, False)
 
 
 def _extract_walk(root: etree._Element, dom_decay: float, boilerplate_weight: float, max_elements: int) -> PageText:
@@ -444,24 +199,20 @@ def _extract_walk(root: etree._Element, dom_decay: float, boilerplate_weight: fl
 
 def _volatile(seg_text: list[str]) -> np.ndarray | None:
     """Which text segments are volatile lines: at most ``VOLATILE_MAX_WORDS`` words, at least
-    ``VOLATILE_SHARE`` of them holding digits (None when no short segment has a digit)."""
-    lengths = np.fromiter(map(len, seg_text), dtype=np.int64, count=len(seg_text))
-    short = np.flatnonzero(lengths <= VOLATILE_MAX_CHARS)
-    if not len(short):
-        return None
-    texts = seg_text if len(short) == len(seg_text) else [seg_text[i] for i in short.tolist()]
-    # One regex pass over the short segments finds those with a digit: a match runs from a segment's
-    # first digit to its end.
-    found = [m.start() for m in _DIGITS_TO_END.finditer("\x00".join(texts))]
+    ``VOLATILE_SHARE`` of them holding digits (None when no segment has a digit)."""
+    joined = "\x00".join(seg_text)  # one regex pass over the page finds the segments with digits
+    found = [m.start() for m in _DIGITS.finditer(joined)]
     if not found:
         return None
-    starts = np.zeros(len(texts), dtype=np.int64)
-    np.cumsum(lengths[short][:-1] + 1, out=starts[1:])
+    starts = np.cumsum([0, *(len(t) + 1 for t in seg_text[:-1])])
     out = np.zeros(len(seg_text), dtype=bool)
-    for j in np.unique(np.searchsorted(starts, found, side="right") - 1).tolist():
-        words = len(_WORDS.findall(texts[j]))
-        if words <= VOLATILE_MAX_WORDS:
-            out[short[j]] = len(_DIGIT_WORDS.findall(texts[j])) >= VOLATILE_SHARE * words
+    for i in np.unique(np.searchsorted(starts, found, side="right") - 1).tolist():
+        text = seg_text[i]
+        if len(text) > VOLATILE_MAX_CHARS:
+            continue
+        words = _WORDS.findall(text)
+        if len(words) <= VOLATILE_MAX_WORDS:
+            out[i] = sum(_DIGITS.search(w) is not None for w in words) >= VOLATILE_SHARE * len(words)
     return out
 
 
@@ -514,12 +265,12 @@ def _structure(
 
 def _split(
     tag_of: list[str],
-    tids: list[int] | np.ndarray,
-    parents: list[int] | np.ndarray,
-    depths: list[int] | np.ndarray,
-    ends_in: list[int] | np.ndarray,
-    candidates: list[int] | np.ndarray,
-    seg_owner: list[int] | np.ndarray,
+    tid_l: list[int],
+    parents: list[int],
+    depths: list[int],
+    ends_l: list[int],
+    candidates: list[int],
+    seg_owner: list[int],
     seg_text: list[str],
     dom_decay: float,
     boilerplate_weight: float,
@@ -527,12 +278,11 @@ def _split(
 ) -> PageText:
     """Weight the text segments collected by the walk, and build the structure features.
 
-    ``tids`` numbers each element's tag by order of first appearance, ``tag_of`` names the numbers.
+    ``tid_l`` numbers each element's tag by order of first appearance, ``tag_of`` names the numbers.
     """
-    n = len(tids)
-    tid = np.asarray(tids, dtype=np.int64)
-    ends = np.asarray(ends_in, dtype=np.int64)
-    ends_l = ends.tolist()
+    n = len(tid_l)
+    tid = np.asarray(tid_l, dtype=np.int64)
+    ends = np.asarray(ends_l, dtype=np.int64)
     idx = np.arange(n)
     parent = np.asarray(parents, dtype=np.int64)
     owner = np.asarray(seg_owner, dtype=np.int64)

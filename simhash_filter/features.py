@@ -19,10 +19,7 @@ import re
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass
-from itertools import compress, repeat
-from operator import add, contains, is_, itemgetter, mul, truediv
-
-import numpy as np
+from operator import mul, truediv
 
 from simhash_filter.config import FingerprintConfig
 from simhash_filter.extract import PageText
@@ -36,14 +33,6 @@ WORD = re.compile(f"[{_CJK}]+|[^\\W_{_CJK}]+")
 _NON_CJK_WORD = re.compile(r"[^\W_]+")
 #: ASCII to lower case, and every character that is not a letter or a digit to a space.
 _ASCII_WORDS = str.maketrans({chr(c): chr(c).lower() if chr(c).isalnum() else " " for c in range(128)})
-#: The same for UTF-8 bytes (already case-folded); the bytes of other characters are kept.
-_BYTE_WORDS = bytes(c if c >= 128 or chr(c).isalnum() else 32 for c in range(256))
-_NON_ASCII = re.compile(r"[^\x00-\x7f]")
-#: Characters common in pages that fail NFKC's quick check, and their NFKC decompositions.
-_DECOMPOSED = (("\xa0", " "), ("\u2026", "..."), ("\u202f", " "))
-_CJK_SPLIT = re.compile(f"([{_CJK}]+)")
-#: Text with at most this many CJK runs has the words of its other text found in bulk.
-_FEW_RUNS = 16
 HAS_DIGIT = re.compile(r"\d")
 DIGIT_WEIGHT = 0.1
 #: IDF given to words found in no table (typos, identifiers, random strings): that of a fairly rare
@@ -67,23 +56,11 @@ def tokenize(text: str, max_tokens: int) -> list[str]:
     """Normalised words of ``text`` (CJK runs segmented with jieba), at most ``max_tokens``."""
     if text.isascii():  # NFKC leaves ASCII alone, casefold is lower(), and words are runs of [a-z0-9]
         return text.translate(_ASCII_WORDS).split()[:max_tokens]
-    text = _normalized(text)
-    if text.isascii():
-        return text.translate(_ASCII_WORDS).split()[:max_tokens]
+    text = unicodedata.normalize("NFKC", text).casefold()
     if CJK_RUN.search(text) is None:  # then WORD is just this simpler (faster) pattern
         return _NON_CJK_WORD.findall(text)[:max_tokens]
-    parts = _CJK_SPLIT.split(text)  # other text, a CJK run, other text, ..., other text
-    if len(parts) <= 2 * _FEW_RUNS + 1:  # a few runs in other text: the words of the other text in bulk
-        out = _NON_CJK_WORD.findall(parts[0])
-        for k in range(1, len(parts), 2):
-            out += segment_run(parts[k])
-            if parts[k + 1]:
-                out += _NON_CJK_WORD.findall(parts[k + 1])
-            if len(out) >= max_tokens:
-                break
-        return out[:max_tokens]
     words = WORD.findall(text)
-    out = []
+    out: list[str] = []
     if len(text) <= max_tokens:  # no run of text makes more words than it has characters: no cap to check
         append = out.append
         for w in words:
@@ -100,60 +77,6 @@ def tokenize(text: str, max_tokens: int) -> list[str]:
         if len(out) >= max_tokens:
             break
     return out[:max_tokens]
-
-
-def _normalized(text: str) -> str:
-    """NFKC and case folding.  The characters of :data:`_DECOMPOSED` are replaced by their NFKC
-    decompositions first (which leaves the result as it is): most pages then pass NFKC's quick check."""
-    for c, decomposed in _DECOMPOSED:
-        if c in text:
-            text = text.replace(c, decomposed)
-    return unicodedata.normalize("NFKC", text).casefold()
-
-
-def _word_counts(text: str, max_tokens: int) -> tuple[dict[str, int], int]:
-    """``Counter(tokenize(text, max_tokens))`` (in the same order) and how many words that is.
-
-    Text other than CJK runs is counted without a string per occurrence of a word: the characters that
-    are not letters or digits become spaces, and the UTF-8 bytes are split and counted."""
-    if text.isascii():
-        words = text.translate(_ASCII_WORDS).split()[:max_tokens]
-        return Counter(words), len(words)
-    folded = _normalized(text)
-    if folded.isascii():
-        words = folded.translate(_ASCII_WORDS).split()[:max_tokens]
-        return Counter(words), len(words)
-    parts = _CJK_SPLIT.split(folded)  # other text, a CJK run, other text, ..., other text
-    if len(parts) == 1:
-        return _other_word_counts(folded, max_tokens)
-    if len(parts) <= 2 * _FEW_RUNS + 1:
-        counts, total = _other_word_counts(parts[0], max_tokens)
-        for k in range(1, len(parts)):
-            if k % 2:
-                words = segment_run(parts[k])
-                more: dict[str, int] = Counter(words)
-                used = len(words)
-            elif parts[k]:
-                more, used = _other_word_counts(parts[k], max_tokens)
-            else:
-                continue
-            total += used
-            # counts[w] = counts.get(w, 0) + c, new words at the end in order
-            counts.update(zip(more, map(add, map(counts.get, more, repeat(0)), more.values()), strict=True))
-        if total <= max_tokens:  # (a part cut at max_tokens leaves more than that: there is a run besides)
-            return counts, total
-    words = tokenize(text, max_tokens)
-    return Counter(words), len(words)
-
-
-def _other_word_counts(folded: str, max_tokens: int) -> tuple[dict[str, int], int]:
-    """:func:`_word_counts` of normalised text without CJK runs."""
-    for c in set(_NON_ASCII.findall(folded)):
-        if not c.isalnum():  # a letter or digit is what str.isalnum() says ("_" is ASCII)
-            folded = folded.replace(c, " ")
-    pieces = folded.encode("utf-8").translate(_BYTE_WORDS).split()[:max_tokens]
-    counts = Counter(pieces)
-    return dict(zip(map(bytes.decode, counts), counts.values(), strict=True)), len(pieces)
 
 
 def is_cjk(c: str) -> bool:
@@ -173,24 +96,21 @@ def _text_features(page: PageText, config: FingerprintConfig) -> tuple[dict[str,
     for rw, text in page.texts:
         if budget <= 0:
             break
+        words = tokenize(text, budget)
+        budget -= len(words)
         spelled = max(config.ngrams) > 1  # word n-grams need every word respelled; single words only the distinct
         if spelled:
-            words = american_words(tokenize(text, budget))
-            budget -= len(words)
-        else:
-            word_counts, used = _word_counts(text, budget)
-            budget -= used
+            words = american_words(words)
         for n in config.ngrams:
             if n == 1:
-                grams = Counter(words) if spelled else _american_counts(word_counts)
+                grams = Counter(words) if spelled else _american_counts(Counter(words))
             else:
                 grams = Counter(" ".join(g) for g in zip(*(words[i:] for i in range(n)), strict=False))
-            weighted = map(mul, repeat(rw), grams.values())  # rw * c
             if not tf:  # the first group: every gram is new
-                tf = dict(zip(grams, map(add, repeat(0.0), weighted), strict=True))
+                tf = {g: 0.0 + rw * c for g, c in grams.items()}
                 continue
-            # tf[g] = tf.get(g, 0.0) + rw * c for each gram: new grams go to the end, in order
-            tf.update(zip(grams, map(add, map(tf.get, grams, repeat(0.0)), weighted), strict=True))
+            for g, c in grams.items():
+                tf[g] = tf.get(g, 0.0) + rw * c
     if not tf:
         return {}, ()
     powers, counts = zip(*word_values(list(tf), config), strict=True)
@@ -201,21 +121,16 @@ def _text_features(page: PageText, config: FingerprintConfig) -> tuple[dict[str,
     return dict(zip(tf, map(mul, powers, map(sublinear.get, tfs, tfs)), strict=True)), counts
 
 
-def _american_counts(counts: dict[str, int]) -> dict[str, int]:
+def _american_counts(counts: Counter[str]) -> Counter[str]:
     """``counts`` with each word under its :func:`~simhash_filter.spelling.american` spelling (the distinct
-    words are mapped, not every occurrence), in the order of first appearance."""
+    words are mapped, not every occurrence)."""
     words = list(counts)
     mapped = american_words(words)
     if mapped == words:
         return counts
-    out = dict(zip(mapped, counts.values(), strict=True))  # the order of first appearance
-    if len(out) < len(counts):  # words that share a spelling: sum their counts
-        changed = [(w, m) for w, m in zip(words, mapped, strict=True) if w != m]
-        respelled = {w for w, _ in changed}
-        for m in {m for _, m in changed}:
-            out[m] = sum(counts[w] for w, t in changed if t == m) + (
-                counts[m] if m in counts and m not in respelled else 0
-            )
+    out: Counter[str] = Counter()
+    for w, c in zip(mapped, counts.values(), strict=True):
+        out[w] += c
     return out
 
 
@@ -227,60 +142,20 @@ def word_values(features: list[str], config: FingerprintConfig) -> list[tuple[fl
         memo = _WORD_CACHE[key] = {}
     values = list(map(memo.get, features))
     if None in values:
-        missing = list(compress(features, map(is_, values, repeat(None))))
-        powers = map(pow, gram_idfs(missing), repeat(config.idf_power))  # idf ** idf_power
-        fresh = dict(zip(missing, zip(powers, _gram_counts(missing, config), strict=True), strict=True))
+        missing = [g for g, v in zip(features, values, strict=True) if v is None]
+        power = config.idf_power
+        fresh = {g: (idf**power, gram_count(g, gram_size(g, config)))
+                 for g, idf in zip(missing, gram_idfs(missing), strict=True)}
         if len(memo) + len(fresh) > MAX_CACHED_WORDS:
             memo.clear()
         memo.update(fresh)
-        values = list(map(fresh.get, features, values))
+        values = [fresh[g] if v is None else v for g, v in zip(features, values, strict=True)]
     return values  # type: ignore[return-value]  # every None was filled
-
-
-def _gram_counts(features: list[str], config: FingerprintConfig) -> list[int]:
-    """``gram_count(g, gram_size(g, config))`` of each text feature ``g``."""
-    lengths = np.fromiter(map(len, features), dtype=np.int64, count=len(features))
-    size = _gram_sizes(features, config)
-    return np.where((size > 0) & (lengths + 2 > size), lengths + 3 - size, 1).tolist()
-
-
-def _gram_sizes(features: list[str], config: FingerprintConfig) -> np.ndarray:
-    """:func:`gram_size` of each text feature."""
-    size = np.where(_first_is_cjk(features), config.cjk_char_ngram, config.char_ngram)
-    size[np.fromiter(map(contains, features, repeat(" ")), dtype=bool, count=len(features))] = 0
-    return size
-
-
-def _first_is_cjk(words: list[str]) -> np.ndarray:
-    """Per word (none empty), whether it starts with a CJK ideograph (:func:`is_cjk`)."""
-    first = np.fromiter(map(ord, map(itemgetter(0), words)), dtype=np.int64, count=len(words))
-    return ((first >= 0x3400) & (first <= 0x9FFF)) | ((first >= 0xF900) & (first <= 0xFAFF))
 
 
 def gram_idfs(grams: list[str]) -> list[float]:
     """IDF of each word or word n-gram (the mean over its words), a tenth of it with digits."""
-    if any(map(contains, grams, repeat(" "))):
-        return _gram_idfs_of_ngrams(grams)
-    cjk = _first_is_cjk(grams)
-    idf = np.empty(len(grams))
-    if not cjk.all():
-        other = np.flatnonzero(~cjk)
-        idf[other] = english_table().lookup([grams[i] for i in other.tolist()], UNKNOWN_IDF)
-    if cjk.any():
-        zh, zh_default = chinese_table()
-        chinese = np.flatnonzero(cjk)
-        idf[chinese] = zh.lookup([grams[i] for i in chinese.tolist()], zh_default)
-    out = idf.tolist()
-    letters = np.fromiter(map(str.isalpha, grams), dtype=bool, count=len(grams))
-    for i in np.flatnonzero(~letters).tolist():  # letters only: no digit (\d is a kind of non-letter)
-        if HAS_DIGIT.search(grams[i]):
-            out[i] *= DIGIT_WEIGHT
-    return out
-
-
-def _gram_idfs_of_ngrams(grams: list[str]) -> list[float]:
-    """:func:`gram_idfs` when some features are word n-grams."""
-    words = list(dict.fromkeys(p for g in grams for p in g.split(" ")))
+    words = list(dict.fromkeys(p for g in grams for p in g.split(" "))) if any(" " in g for g in grams) else grams
     cjk = [w for w in words if is_cjk(w[0])]
     other = [w for w in words if not is_cjk(w[0])] if cjk else words
     word_idf = dict(zip(other, english_table().lookup(other, UNKNOWN_IDF), strict=True)) if other else {}
@@ -313,22 +188,6 @@ def char_grams(word: str, n: int) -> list[str]:
     if n == 0 or len(padded) <= n:
         return [padded]
     return [padded[i : i + n] for i in range(len(padded) - n + 1)]
-
-
-def word_grams(words: list[str], config: FingerprintConfig) -> tuple[list[str], np.ndarray]:
-    """``char_grams(w, gram_size(w, config))`` of each word, one word's after another, and how many each
-    word has: all cut from one string of the padded words."""
-    padded = np.fromiter(map(len, words), dtype=np.int64, count=len(words)) + 2
-    size = _gram_sizes(words, config)
-    windows = (size > 0) & (padded > size)
-    count = np.where(windows, padded - size + 1, 1)
-    width = np.where(windows, size, padded)
-    word_of = np.repeat(np.arange(len(words)), count)  # each gram's word
-    first = np.cumsum(count) - count
-    offset = np.cumsum(padded) - padded
-    starts = offset[word_of] + np.arange(len(word_of)) - first[word_of]
-    joined = "<" + "><".join(words) + ">"
-    return list(map(joined.__getitem__, map(slice, starts.tolist(), (starts + width[word_of]).tolist()))), count
 
 
 def gram_count(word: str, n: int) -> int:

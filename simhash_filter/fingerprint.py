@@ -15,15 +15,14 @@ import enum
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from itertools import compress, repeat
-from operator import is_
+from itertools import repeat
 
 import numpy as np
 import xxhash
 
 from simhash_filter.config import FingerprintConfig
 from simhash_filter.extract import extract
-from simhash_filter.features import Features, page_features, word_grams
+from simhash_filter.features import Features, char_grams, gram_size, page_features
 from simhash_filter.html import NotHtml, parse
 
 F = 64
@@ -98,43 +97,33 @@ class _FeatureBits:
         self.used = 1  # row 0 is the zero row of wide names
         self.wide: dict[str, tuple[np.ndarray, int]] = {}  # name -> (counts, hashes)
 
-    def rows(self, names: list[str], split: Callable[[list[str]], tuple[list[str], np.ndarray]]) -> np.ndarray:
-        """Row of each name, adding the names not seen yet (``split(names)``: the strings they are hashed as,
-        one name's after another, and how many each has)."""
+    def rows(self, names: list[str], split: Callable[[str], list[str]]) -> np.ndarray:
+        """Row of each name, adding the names not seen yet (``split(name)``: the strings it is hashed as)."""
         rows = list(map(self.ids.get, names))
         if None in rows:
-            new = list(compress(names, map(is_, rows, repeat(None))))
+            new = [n for n, r in zip(names, rows, strict=True) if r is None]
             if len(self.ids) + len(new) > MAX_CACHED_FEATURES:  # full: start again with these names
                 self.ids.clear()
                 self.wide.clear()
                 self.used = 1
                 new = list(dict.fromkeys(names))
             self._add(new, split)
-            return np.fromiter(map(self.ids.__getitem__, names), dtype=np.intp, count=len(names))
-        return np.array(rows, dtype=np.intp)
+            rows = list(map(self.ids.__getitem__, names))
+        return np.asarray(rows, dtype=np.intp)
 
-    def _add(self, new: list[str], split: Callable[[list[str]], tuple[list[str], np.ndarray]]) -> None:
-        strings, sizes = split(new)
-        hashes = feature_hashes(strings, self.seed)
+    def _add(self, new: list[str], split: Callable[[str], list[str]]) -> None:
+        parts = [split(n) for n in new]
+        sizes = np.array([len(p) for p in parts], dtype=np.int64)
+        hashes = feature_hashes([g for p in parts for g in p], self.seed)
         bits = np.unpackbits(hashes.astype("<u8", copy=False).view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
-        starts = np.cumsum(sizes) - sizes
-        # Summed per name eight columns at a time, as the bytes of one 64-bit number: exact while a name
-        # has at most 255 hashes (no byte can carry into the next); longer names are summed apart.
-        counts = np.add.reduceat(bits.view("<u8"), starts, axis=0).view(np.uint8)
-        long = np.flatnonzero(sizes > 255).tolist()
-        if long:
-            exact = {j: bits[starts[j] : starts[j] + sizes[j]].sum(axis=0, dtype=np.int64) for j in long}
-            wide = [j for j in long if exact[j].max() > 255]
-            for j in long:
-                if j in wide:
-                    self.ids[new[j]] = 0
-                    self.wide[new[j]] = (exact[j], int(sizes[j]))
-                else:
-                    counts[j] = exact[j]
-            if wide:
-                keep = np.ones(len(new), dtype=bool)
-                keep[wide] = False
-                new, counts, sizes = list(compress(new, keep.tolist())), counts[keep], sizes[keep]
+        counts = np.add.reduceat(bits, np.cumsum(sizes) - sizes, axis=0, dtype=np.int64)
+        if counts.max() > 255:
+            wide = counts.max(axis=1) > 255
+            for j in np.flatnonzero(wide).tolist():
+                self.ids[new[j]] = 0
+                self.wide[new[j]] = (counts[j], int(sizes[j]))
+            keep = ~wide
+            new, counts, sizes = [n for n, k in zip(new, keep.tolist(), strict=True) if k], counts[keep], sizes[keep]
         first, end = self.used, self.used + len(new)
         if end > len(self.counts):
             cap = max(end, 2 * len(self.counts))
@@ -230,8 +219,8 @@ class Fingerprinter:
         ws = np.fromiter(feats.structure.values(), dtype=np.float64, count=len(names))
         ws = np.maximum(np.rint(ws * WEIGHT_SCALE), 1)
         with self._bits_lock:
-            t_rows = text_bits.rows(words, lambda new: word_grams(new, cfg))
-            s_rows = structure_bits.rows(names, lambda new: (new, np.ones(len(new), dtype=np.int64)))
+            t_rows = text_bits.rows(words, lambda w: char_grams(w, gram_size(w, cfg)))
+            s_rows = structure_bits.rows(names, lambda name: [name])
             sizes = text_bits.hash_counts(words, t_rows)
             # A word's weight is shared among its n-grams, then every weight is rounded to an integer
             # (1/WEIGHT_SCALE) exactly as simhash() does; float64 sums of integers are exact below 2**53.

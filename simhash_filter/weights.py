@@ -29,8 +29,6 @@ from collections.abc import Callable
 from functools import cache
 from importlib.metadata import version
 from importlib.util import find_spec
-from itertools import repeat
-from operator import eq
 from pathlib import Path
 
 import numpy as np
@@ -86,20 +84,19 @@ class IdfTable:
 
     def lookup(self, words: list[str], default: float) -> list[float]:
         """The IDF of each word (``default`` for a word not in the table)."""
-        encoded = list(map(str.encode, words, repeat("utf-8"), repeat("surrogatepass")))  # _utf8 of each
+        encoded = [_utf8(w) for w in words]
         n = len(self.hashes)
         if not encoded or not n:
             return [default] * len(words)
         wanted = _hashes(encoded)
         pos = np.minimum(np.searchsorted(self.hashes, wanted), n - 1)
-        # The entry found is the word if it has the word's bytes (the hash alone could collide).
-        stored = map(self._blob.__getitem__, map(slice, self.offsets[pos].tolist(), self.offsets[pos + 1].tolist()))
-        found = np.fromiter(map(eq, stored, encoded), dtype=bool, count=len(encoded))
-        out = np.where(found, self.values[pos], default).tolist()
-        # Not found: absent unless an entry has the same hash (then the entries of that hash are compared).
-        for j in np.flatnonzero(~found & (self.hashes[pos] == wanted)).tolist():
+        starts, ends = self.offsets[pos].tolist(), self.offsets[pos + 1].tolist()
+        blob = self._blob
+        out = [v if blob[a:b] == e else None
+               for v, a, b, e in zip(self.values[pos].tolist(), starts, ends, encoded, strict=True)]
+        for j in [j for j, v in enumerate(out) if v is None]:
             out[j] = self._probe(int(pos[j]), int(wanted[j]), encoded[j], default)
-        return out
+        return out  # type: ignore[return-value]  # every None was replaced
 
     def _probe(self, p: int, wanted: int, word: bytes, default: float) -> float:
         """The value of ``word`` among the entries from ``p`` on whose hash is ``wanted`` (equal hashes
@@ -147,7 +144,8 @@ def _utf8(word: str) -> bytes:
 
 
 def _hashes(encoded: list[bytes]) -> np.ndarray:
-    return np.fromiter(map(xxhash.xxh64_intdigest, encoded, repeat(_TABLE_SEED)), dtype=np.uint64, count=len(encoded))
+    h = xxhash.xxh64_intdigest
+    return np.fromiter((h(b, _TABLE_SEED) for b in encoded), dtype=np.uint64, count=len(encoded))
 
 
 # ---------------------------------------------------------------- the sources
