@@ -872,6 +872,7 @@ def mirror_benchmark(
         if not right(a, b):
             kind = "articles" if a in truth.label_of and b in truth.label_of else "other pages"
             wrong.append({"page": a, "duplicate_of": b, "jaccard": round(j, 3), "kind": kind})
+    distinct = sum(1 for w in wrong if w["jaccard"] < DISTINCT)
     wrong_bands = Counter(next(name for lo, hi, name in bands if lo <= w["jaccard"] < hi) for w in wrong)
     return {
         "pages_crawled": len(crawled),
@@ -885,8 +886,8 @@ def mirror_benchmark(
         "wrong_share": len(wrong) / len(flags) if flags else 0.0,
         "wrong_by_jaccard": dict(wrong_bands),
         "wrong_by_kind": dict(Counter(w["kind"] for w in wrong)),
-        "distinct_flags": sum(1 for w in wrong if w["jaccard"] < DISTINCT),
-        "distinct_share": sum(1 for w in wrong if w["jaccard"] < DISTINCT) / len(flags) if flags else 0.0,
+        "distinct_flags": distinct,
+        "distinct_share": distinct / len(flags) if flags else 0.0,
         "strict_wrong_flags": sum(strict_wrong.values()),
         "strict_wrong_share": sum(strict_wrong.values()) / len(flags) if flags else 0.0,
         "strict_wrong_by_kind": dict(strict_wrong),
