@@ -823,16 +823,14 @@ class CrawlFilter:
         seconds = get("simhash/fingerprint_seconds", 0.0)
         n = self._fingerprinted
         per_page = f"{1000 * seconds / n:.2f} ms/page" if n else "no pages"
-        where = self._where()
         inline = get("simhash/fingerprinted_in_reactor")
-        if inline:
-            where += f", {inline} in the reactor thread while they started"
+        inline = f"; {inline} pages in the reactor thread while workers started or after they failed" if inline else ""
         unchanged = f", {get('simhash/unchanged')} unchanged since an earlier crawl" if get("simhash/unchanged") else ""
         return (
             f"simhash: {checked} pages checked: {get('simhash/kept', 0)} kept, "
             f"{get('simhash/near_duplicates', 0)} near-duplicates ({get('simhash/dropped', 0)} dropped, "
             f"{get('simhash/flagged', 0)} flagged{unchanged}); {skipped} skipped{f' ({reasons})' if reasons else ''}; "
-            f"index size {len(self.index)}; fingerprinting {per_page} {where} ({seconds:.2f} s)"
+            f"index size {len(self.index)}; fingerprinting {per_page} {self._where()} ({seconds:.2f} s in all{inline})"
         )
 
     def spider_opened(self, spider: Any) -> None:
