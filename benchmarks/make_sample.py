@@ -1,8 +1,8 @@
 """Write a deterministic JSON Lines sample of generated web pages with known near-duplicates.
 
 Every word of every page is produced here: articles are built from small hand-made vocabularies and
-sentence patterns (English and Chinese), rendered into a few site templates, and then varied the way
-near-duplicates appear on the web:
+sentence patterns (English and Chinese), each article with a share of its topic's words and places of
+its own, rendered into a few site templates, and then varied the way near-duplicates appear on the web:
 
 - ``mirror``: the same page on another site with other chrome (name, navigation, footer);
 - ``copy``: the same article copied into another site's template;
@@ -108,10 +108,45 @@ ZH_PATTERNS = [
 ]
 
 
+#: Syllables of the places an article is about: each article has names of its own, as real stories do.
+EN_PLACE_PARTS = (
+    "Ash Brook Cold Elm Fair Glen Hazel Iron King Lark Mill Oak Pine Red Stone Wil".split(),
+    "ford field ton bury wick dale mouth haven".split(),
+)
+ZH_PLACE_PARTS = ("东西南北青白长新江石云柳金银龙凤桃杏梅松", "山河湖桥溪林田塘港岭坪湾", "镇村县乡")
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """The words one article is written with: part of its topic's words and of the common lists, and
+    places of its own.  Two stories on one topic share some words, not all of them."""
+
+    nouns: tuple[str, ...]
+    places: tuple[str, ...]
+    people: tuple[str, ...]
+    adj: tuple[str, ...]
+    verbs: tuple[str, ...]
+    times: tuple[str, ...]
+
+    @classmethod
+    def draw(cls, rng: random.Random, lang: str, topic: str) -> Vocabulary:
+        if lang == "en":
+            first, second = EN_PLACE_PARTS
+            places = [f"{rng.choice(first)}{rng.choice(second)}" for _ in range(2)]
+            places += rng.sample(EN_PLACES, 2)
+            lists = (EN_TOPICS[topic].split(), EN_PEOPLE, EN_ADJ, EN_VERBS, EN_TIMES)
+        else:
+            places = ["".join(map(rng.choice, ZH_PLACE_PARTS)) for _ in range(2)] + rng.sample(ZH_PLACES, 2)
+            lists = (ZH_TOPICS[topic].split(), ZH_PEOPLE, ZH_ADJ, ZH_VERBS, ZH_TIMES)
+        nouns, people, adj, verbs, times = (tuple(rng.sample(words, 6)) for words in lists)
+        return cls(nouns, tuple(places), people, adj, verbs, times)
+
+
 @dataclass(frozen=True)
 class Article:
     lang: str
     topic: str
+    words: Vocabulary
     title: str
     paragraphs: tuple[tuple[str, ...], ...]  # sentences of each paragraph
     author: str
@@ -129,17 +164,17 @@ class Article:
         return replace(self, paragraphs=tuple(tuple(p) for p in paras))
 
 
-def _fill(rng: random.Random, lang: str, topic: str) -> str:
+def _fill(rng: random.Random, lang: str, v: Vocabulary) -> str:
+    """One sentence in the article's words."""
+    noun, noun2 = rng.sample(v.nouns, 2)
     if lang == "en":
-        nouns = EN_TOPICS[topic].split()
-        noun, noun2 = rng.sample(nouns, 2)
-        adj, adj2 = rng.sample(EN_ADJ, 2)
-        people, time = rng.choice(EN_PEOPLE), rng.choice(EN_TIMES)
+        adj, adj2 = rng.sample(v.adj, 2)
+        people, time = rng.choice(v.people), rng.choice(v.times)
         s = rng.choice(EN_PATTERNS).format(
             people=people,
             People=people.capitalize(),
-            place=rng.choice(EN_PLACES),
-            verb=rng.choice(EN_VERBS),
+            place=rng.choice(v.places),
+            verb=rng.choice(v.verbs),
             adj=adj,
             adj2=adj2,
             noun=noun,
@@ -148,36 +183,34 @@ def _fill(rng: random.Random, lang: str, topic: str) -> str:
             Time=time[0].upper() + time[1:],
         )
         return s[0].upper() + s[1:]
-    nouns = ZH_TOPICS[topic].split()
-    noun, noun2 = rng.sample(nouns, 2)
-    verb, verb2 = rng.sample(ZH_VERBS, 2)
+    verb, verb2 = rng.sample(v.verbs, 2)
     return rng.choice(ZH_PATTERNS).format(
-        people=rng.choice(ZH_PEOPLE),
-        place=rng.choice(ZH_PLACES),
+        people=rng.choice(v.people),
+        place=rng.choice(v.places),
         verb=verb,
         verb2=verb2,
-        adj=rng.choice(ZH_ADJ),
+        adj=rng.choice(v.adj),
         noun=noun,
         noun2=noun2,
-        time=rng.choice(ZH_TIMES),
+        time=rng.choice(v.times),
     )
 
 
 def make_article(rng: random.Random, lang: str) -> Article:
     topics = EN_TOPICS if lang == "en" else ZH_TOPICS
     topic = rng.choice(sorted(topics))
+    v = Vocabulary.draw(rng, lang, topic)
     paragraphs = tuple(
-        tuple(_fill(rng, lang, topic) for _ in range(rng.randint(3, 5))) for _ in range(rng.randint(5, 8))
+        tuple(_fill(rng, lang, v) for _ in range(rng.randint(3, 5))) for _ in range(rng.randint(5, 8))
     )
     if lang == "en":
-        noun = rng.choice(EN_TOPICS[topic].split())
-        title = f"{rng.choice(EN_PLACES)} {noun} {rng.choice(EN_VERBS)} {rng.choice(EN_TIMES)}"
+        title = f"{v.places[0]} {v.nouns[0]} {v.verbs[0]} {v.times[0]}"
         author = f"{rng.choice('ABCDEFGHJKLMNPRST')}. {rng.choice(EN_PLACES)}"
     else:
-        title = f"{rng.choice(ZH_PLACES)}{rng.choice(ZH_TOPICS[topic].split())}{rng.choice(ZH_VERBS)}"
+        title = f"{v.places[0]}{v.nouns[0]}{v.verbs[0]}"
         author = f"记者 {rng.choice('王李张刘陈杨黄赵周吴')}{rng.choice('明华丽军静伟芳强磊洋')}"
     date = f"2024-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
-    return Article(lang, topic, title[0].upper() + title[1:], paragraphs, author, date)
+    return Article(lang, topic, v, title[0].upper() + title[1:], paragraphs, author, date)
 
 
 # --- sites and templates -----------------------------------------------------------------------
@@ -331,7 +364,7 @@ def _group(rng: random.Random, g: int) -> list[dict[str, str]]:
         else:
             i = rng.randrange(len(article.paragraphs))
             j = rng.randrange(len(article.paragraphs[i]))
-            edited = article.rewritten(i, j, _fill(rng, lang, article.topic))
+            edited = article.rewritten(i, j, _fill(rng, lang, article.words))
             pages.append((site, edited, variant, "?rev=2", False))
     slug = f"{article.topic}-{g:04d}".replace(" ", "-")
     return [
