@@ -128,10 +128,14 @@ class IdfTable:
     @classmethod
     def load(cls, path: Path, key: str) -> IdfTable:
         """Read a table written by :meth:`save` under the same ``key``; ValueError if it is another."""
-        with open(path, "rb") as f, np.load(f, allow_pickle=False) as z:  # our handle: closed even on errors
-            if str(z["key"]) != key:
-                raise ValueError(f"{path} holds another table")
-            hashes, values, offsets, blob = z["hashes"], z["values"], z["offsets"], z["blob"]
+        with open(path, "rb") as f:  # our handle: closed even on errors
+            z = np.load(f, allow_pickle=False)
+            if not isinstance(z, np.lib.npyio.NpzFile):  # a plain .npy array
+                raise ValueError(f"{path} is not a table archive")
+            with z:
+                if str(z["key"]) != key:
+                    raise ValueError(f"{path} holds another table")
+                hashes, values, offsets, blob = z["hashes"], z["values"], z["offsets"], z["blob"]
         if (hashes.dtype, values.dtype, offsets.dtype, blob.dtype) != (np.uint64, np.float64, np.int64, np.uint8):
             raise ValueError(f"{path}: unexpected array types")
         if len(hashes) > 1 and not bool(np.all(hashes[1:] >= hashes[:-1])):
