@@ -5,12 +5,13 @@ TEST_VENV ?= .venv-test
 BIN := $(VENV)/bin
 OUT ?= out
 
-.PHONY: help install demo demo-dedup test lint bench clean
+.PHONY: help install demo demo-dedup test test-pythons lint bench clean
 
 help:
 	@echo "make demo     serve a generated site with near-duplicates on 127.0.0.1, crawl it, report"
 	@echo "make demo-dedup  the same kind of sample through simhash-filter dedup"
 	@echo "make test     fresh virtualenv in $(TEST_VENV), lint, full test suite (what CI runs)"
+	@echo "make test-pythons  the suite again on Python $(OTHER_PYTHONS), where this machine has them (CI too)"
 	@echo "make install  virtualenv in $(VENV) with the package (editable) and its test tools"
 	@echo "make lint     ruff check"
 	@echo "make bench    run the benchmark scripts (benchmarks/bench_*.py)"
@@ -44,6 +45,24 @@ test:
 	$(TEST_VENV)/bin/ruff check .
 	$(TEST_VENV)/bin/python -m pytest -q
 
+# The suite on the oldest and newest Python the project supports, each in a fresh virtualenv: found on
+# PATH as pythonX.Y, else among pyenv's versions; a version this machine lacks is skipped with a message.
+OTHER_PYTHONS ?= 3.10 3.13
+
+test-pythons:
+	@set -e; for v in $(OTHER_PYTHONS); do \
+		py=$$(command -v python$$v 2>/dev/null || true); \
+		if [ -n "$$py" ] && ! "$$py" -c '' >/dev/null 2>&1; then py=; fi; \
+		if [ -z "$$py" ] && command -v pyenv >/dev/null 2>&1; then \
+			py=$$(ls -d "$$(pyenv root)"/versions/$$v.*/bin/python$$v 2>/dev/null | sort -V | tail -n 1); fi; \
+		if [ -z "$$py" ]; then echo "== Python $$v: not on this machine, skipped"; continue; fi; \
+		echo "== Python $$v: $$py"; \
+		rm -rf $(TEST_VENV)-$$v; "$$py" -m venv $(TEST_VENV)-$$v; \
+		$(TEST_VENV)-$$v/bin/python -m pip install --quiet --upgrade pip; \
+		$(TEST_VENV)-$$v/bin/python -m pip install --quiet -e '.[test]'; \
+		$(TEST_VENV)-$$v/bin/python -m pytest -q -p no:cacheprovider; \
+	done
+
 lint: $(VENV)/.installed
 	$(BIN)/ruff check .
 
@@ -57,4 +76,4 @@ bench: $(VENV)/.installed
 	done; [ -n "$$found" ] || echo "no benchmarks/bench_*.py yet"
 
 clean:
-	rm -rf $(TEST_VENV) $(OUT) build dist *.egg-info .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(TEST_VENV) $(TEST_VENV)-* $(OUT) build dist *.egg-info .pytest_cache .ruff_cache .hypothesis
