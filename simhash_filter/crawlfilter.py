@@ -823,8 +823,10 @@ class CrawlFilter:
         seconds = get("simhash/fingerprint_seconds", 0.0)
         n = self._fingerprinted
         per_page = f"{1000 * seconds / n:.2f} ms/page" if n else "no pages"
-        inline = get("simhash/fingerprinted_in_reactor")
-        inline = f"; {inline} pages in the reactor thread while workers started or after they failed" if inline else ""
+        in_reactor = get("simhash/fingerprinted_in_reactor")
+        inline = ""
+        if in_reactor:
+            inline = f"; {in_reactor} pages in the reactor thread while workers started or after they failed"
         unchanged = f", {get('simhash/unchanged')} unchanged since an earlier crawl" if get("simhash/unchanged") else ""
         return (
             f"simhash: {checked} pages checked: {get('simhash/kept', 0)} kept, "

@@ -348,9 +348,10 @@ def test_worker_processes_decide_the_same():
     assert mw.filter._pool is None
 
 
-def test_pages_arriving_before_the_workers_are_ready_are_fingerprinted_in_the_reactor_thread():
-    """Until a worker process is ready, pages do not wait for it: the reactor thread fingerprints them.
-    Without spider_opened (a filter used outside a crawl) no worker is started at all."""
+def test_pages_arriving_before_the_workers_are_ready_are_fingerprinted_in_the_reactor_thread(caplog):
+    """Until a worker process is ready, pages do not wait for it: the reactor thread fingerprints them,
+    and the summary line says how many.  Without spider_opened (a filter used outside a crawl) no worker
+    is started at all."""
     mw = middleware(SIMHASH_PROCESSES=1)
     asyncio.run(check_together(mw, PAGES[:1]))
     assert mw.filter._pool is None and "simhash/fingerprinted_in_reactor" not in stats(mw)
@@ -362,9 +363,12 @@ def test_pages_arriving_before_the_workers_are_ready_are_fingerprinted_in_the_re
         finally:
             mw.filter.spider_closed(None, "finished")
 
-    metas = asyncio.run(run())
+    with caplog.at_level(logging.INFO, logger="simhash_filter"):
+        metas = asyncio.run(run())
     assert metas[1]["duplicate_of"] == "http://a.test/rain"
     assert stats(mw)["simhash/fingerprinted_in_reactor"] == 2
+    assert any("s in all; 2 pages in the reactor thread while workers started" in r.getMessage()
+               for r in caplog.records)
 
 
 def test_default_processes_follow_the_machine(monkeypatch):
