@@ -5,7 +5,7 @@ TEST_VENV ?= .venv-test
 BIN := $(VENV)/bin
 OUT ?= out
 
-.PHONY: help install demo demo-dedup test test-pythons lint bench clean
+.PHONY: help install demo demo-dedup test test-venv test-pythons lint bench clean
 
 help:
 	@echo "make demo     serve a generated site with near-duplicates on 127.0.0.1, crawl it, report"
@@ -38,12 +38,16 @@ SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 test:
 	command -v redis-server >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }
+	$(MAKE) --no-print-directory test-venv
+	$(TEST_VENV)/bin/ruff check .
+	$(TEST_VENV)/bin/python -m pytest -q
+
+# A fresh virtualenv $(TEST_VENV) made by $(PYTHON), with the package and its test tools.
+test-venv:
 	rm -rf $(TEST_VENV)
 	$(PYTHON) -m venv $(TEST_VENV)
 	$(TEST_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(TEST_VENV)/bin/python -m pip install --quiet -e '.[test]'
-	$(TEST_VENV)/bin/ruff check .
-	$(TEST_VENV)/bin/python -m pytest -q
 
 # The suite on the oldest and newest Python the project supports, each in a fresh virtualenv: found on
 # PATH as pythonX.Y, else among pyenv's versions; a version this machine lacks is skipped with a message.
@@ -57,10 +61,8 @@ test-pythons:
 			py=$$(ls -d "$$(pyenv root)"/versions/$$v.*/bin/python$$v 2>/dev/null | sort -V | tail -n 1); fi; \
 		if [ -z "$$py" ]; then echo "== Python $$v: not on this machine, skipped"; continue; fi; \
 		echo "== Python $$v: $$py"; \
-		rm -rf $(TEST_VENV)-$$v; "$$py" -m venv $(TEST_VENV)-$$v; \
-		$(TEST_VENV)-$$v/bin/python -m pip install --quiet --upgrade pip; \
-		$(TEST_VENV)-$$v/bin/python -m pip install --quiet -e '.[test]'; \
-		$(TEST_VENV)-$$v/bin/python -m pytest -q -p no:cacheprovider; \
+		$(MAKE) --no-print-directory test-venv PYTHON="$$py" TEST_VENV=$(TEST_VENV)-$$v; \
+		$(TEST_VENV)-$$v/bin/python -m pytest -q; \
 	done
 
 lint: $(VENV)/.installed
