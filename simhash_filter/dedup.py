@@ -14,7 +14,9 @@ import json
 import multiprocessing
 import os
 from collections import Counter, deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,8 +25,8 @@ from simhash_filter.config import FilterConfig, FingerprintConfig
 from simhash_filter.fingerprint import Fingerprinter
 from simhash_filter.index import NearDuplicateIndex
 
-__all__ = ["ERROR", "MALFORMED", "Outcome", "Summary", "auto_workers", "available_cpus", "dedup", "open_index",
-           "parse_line"]
+__all__ = ["ERROR", "MALFORMED", "Outcome", "Summary", "WorkersFailed", "auto_workers", "available_cpus", "dedup",
+           "open_index", "parse_line"]
 
 #: Status of an input line that is not a JSON object with string ``url`` and ``html``.
 MALFORMED = "malformed"
@@ -33,6 +35,8 @@ ERROR = "error"
 #: Lines sent to a worker at a time, and chunks kept in flight per worker.
 CHUNK_LINES = 32
 CHUNKS_IN_FLIGHT = 4
+#: Worker pools that may break in a row before finishing any work, before a run gives up.
+MAX_FRUITLESS_POOLS = 5
 #: :func:`auto_workers`: inputs smaller than this stay in one process (a worker takes ~0.3 s to start),
 #: and at most this many workers (the index and the output stay in the parent process).
 AUTO_WORKERS_MIN_BYTES = 16_000_000
@@ -159,25 +163,87 @@ def _chunks(lines: Iterable[bytes], size: int) -> Iterator[list[bytes]]:
 
 
 def _prepared(lines: Iterable[bytes], config: FingerprintConfig, workers: int) -> Iterator[_Prepared]:
-    """Fingerprint lines in order, in this process or in ``workers`` processes.
-
-    ``Pool.imap`` would read the whole input ahead of the workers; a bounded queue of chunks keeps
-    memory flat on inputs of any size and the output in input order.
-    """
+    """Fingerprint lines in order, in this process or in ``workers`` processes."""
     if workers <= 1:
         fingerprinter = Fingerprinter(config)
         for line in lines:
             yield _prepare(fingerprinter, line)
         return
+    yield from _in_workers(_chunks(lines, CHUNK_LINES), workers, _prepare_chunk, _init_worker, (config,))
+
+
+class WorkersFailed(Exception):
+    """The worker processes died again and again without finishing any work (they cannot start)."""
+
+
+def _in_workers(
+    chunks: Iterable[list[bytes]],
+    workers: int,
+    work: Callable[[list[bytes]], list[_Prepared]],
+    initializer: Callable[..., None],
+    initargs: tuple[Any, ...],
+) -> Iterator[_Prepared]:
+    """``work(chunk)`` for each chunk in ``workers`` processes; the results in input order.
+
+    ``Pool.imap`` would read the whole input ahead of the workers; a bounded queue of chunks keeps memory
+    flat on inputs of any size.  A worker that dies (killed, out of memory) breaks the pool: a new pool is
+    started and the lines that were in flight are redone one at a time, alone in the pool, so that a page
+    that kills its worker twice is found and reported as :data:`ERROR` instead of being retried for ever.
+    After :data:`MAX_FRUITLESS_POOLS` pools in a row broke before finishing anything (workers that cannot
+    start), :class:`WorkersFailed` is raised.
+    """
     ctx = multiprocessing.get_context("spawn")  # no fork of a threaded parent; same on every OS
-    with ctx.Pool(workers, initializer=_init_worker, initargs=(config,)) as pool:
-        pending: deque[Any] = deque()
-        for chunk in _chunks(lines, CHUNK_LINES):
-            pending.append(pool.apply_async(_prepare_chunk, (chunk,)))
-            if len(pending) >= workers * CHUNKS_IN_FLIGHT:
-                yield from pending.popleft().get()
-        while pending:
-            yield from pending.popleft().get()
+
+    def start() -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(workers, mp_context=ctx, initializer=initializer, initargs=initargs)
+
+    pool = start()
+    pending: deque[tuple[list[bytes], Future[list[_Prepared]]]] = deque()  # in input order
+    suspects: deque[bytes] = deque()  # lines in flight when a worker died, to redo alone
+    source = iter(chunks)
+    done_in_pool = fruitless = strikes = 0  # strikes: deaths of the worker with the first suspect alone
+    try:
+        while True:
+            if not suspects:
+                while len(pending) < workers * CHUNKS_IN_FLIGHT and (chunk := next(source, None)) is not None:
+                    pending.append((chunk, pool.submit(work, chunk)))
+            elif not pending:
+                line = suspects.popleft()
+                pending.append(([line], pool.submit(work, [line])))
+            if not pending:
+                return
+            chunk, future = pending[0]
+            alone = len(pending) == 1 and len(chunk) == 1
+            try:
+                results = future.result()
+            except BrokenProcessPool as exc:
+                pool.shutdown(wait=True, cancel_futures=True)
+                fruitless = 0 if done_in_pool else fruitless + 1
+                if fruitless >= MAX_FRUITLESS_POOLS:
+                    raise WorkersFailed(f"the worker processes died {fruitless} times in a row ({exc})") from None
+                lines = [line for lines, _ in pending for line in lines]
+                pending.clear()
+                strikes = strikes + 1 if alone else 0
+                if strikes >= 2:
+                    strikes = 0
+                    yield _worker_died(lines[0])
+                else:
+                    suspects.extendleft(reversed(lines))
+                pool, done_in_pool = start(), 0
+                continue
+            pending.popleft()
+            done_in_pool += 1
+            fruitless = strikes = 0
+            yield from results
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _worker_died(line: bytes) -> _Prepared:
+    url, _, reason = parse_line(line)
+    if reason is not None:
+        return url, None, MALFORMED, reason
+    return url, None, ERROR, "its worker process died (killed, or out of memory)"
 
 
 def available_cpus() -> int:

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
+import os
+import signal
+import time
 
 import pytest
+import worker_helpers
 
+from simhash_filter import dedup as dedup_module
 from simhash_filter.config import DEFAULTS
-from simhash_filter.dedup import MALFORMED, Outcome, Summary, dedup, parse_line
+from simhash_filter.dedup import ERROR, MALFORMED, Outcome, Summary, dedup, parse_line
 
 
 @pytest.mark.parametrize(
@@ -123,3 +129,46 @@ def test_auto_workers(monkeypatch, size, cpus, expected):
 
     monkeypatch.setattr(dedup_mod, "available_cpus", lambda: cpus)
     assert dedup_mod.auto_workers(size) == expected
+
+
+def _lines(pages, n: int) -> list[bytes]:
+    names = ("en_article", "en_other", "zh_article", "zh_other")
+    return [json.dumps({"url": f"https://x.example/{i}", "html": pages[names[i % 4]]}).encode() for i in range(n)]
+
+
+def test_a_killed_worker_is_replaced_and_no_page_is_lost(pages):
+    """A worker killed mid-run (kill -9, the OOM killer) is replaced, the pages it held are redone: the
+    outcomes are those of a run in one process."""
+    lines = _lines(pages, 400)
+    expected = list(dedup(lines, config=DEFAULTS, workers=1))
+    outcomes = dedup(lines, config=DEFAULTS, workers=2)
+    got = [next(outcomes) for _ in range(50)]
+    victims = multiprocessing.active_children()
+    assert victims
+    os.kill(victims[0].pid, signal.SIGKILL)
+    got.extend(outcomes)
+    assert got == expected
+
+
+def test_a_page_that_kills_its_worker_is_reported_and_the_run_goes_on(pages):
+    """A page whose worker dies each time it is fingerprinted gets status error; every other line keeps
+    its place and its outcome."""
+    lines = _lines(pages, 200)
+    lines[70] = lines[70].replace(b"</body>", worker_helpers.POISON.replace(b'"', b'\\"') + b"</body>")
+    prepared = list(dedup_module._in_workers(dedup_module._chunks(lines, dedup_module.CHUNK_LINES), 2,
+                                             worker_helpers.prepare_or_die, dedup_module._init_worker,
+                                             (DEFAULTS.fingerprint,)))  # fmt: skip
+    assert len(prepared) == len(lines)
+    assert prepared[70][:3] == ("https://x.example/70", None, ERROR)
+    assert "worker process died" in prepared[70][3]
+    expected = list(dedup_module._prepared(lines[:70] + lines[71:], DEFAULTS.fingerprint, 1))
+    assert prepared[:70] + prepared[71:] == expected
+
+
+def test_workers_that_cannot_start_fail_the_run_within_seconds(pages):
+    """Workers that die as they start end the run with WorkersFailed, not a hang."""
+    start = time.monotonic()
+    with pytest.raises(dedup_module.WorkersFailed, match="died 5 times in a row"):
+        list(dedup_module._in_workers([[line] for line in _lines(pages, 10)], 2, dedup_module._prepare_chunk,
+                                      worker_helpers.fail_to_start, ()))  # fmt: skip
+    assert time.monotonic() - start < 30

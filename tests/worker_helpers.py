@@ -28,3 +28,17 @@ def fingerprint_or_die(job: Any, body: bytes | str, encoding: str | None) -> Any
 if __name__ == "__main__":
     workers.fingerprint_in_worker = fingerprint_or_die
     workers._main()
+
+
+def prepare_or_die(lines: list[bytes]) -> Any:
+    """``dedup``'s chunk work in a worker process, but the process dies on lines containing ``POISON``."""
+    from simhash_filter import dedup
+
+    if any(POISON in line for line in lines):
+        os._exit(70)
+    return dedup._prepare_chunk(lines)
+
+
+def fail_to_start(*args: Any) -> None:
+    """A worker initializer that kills its process (a worker that cannot start)."""
+    os._exit(71)
