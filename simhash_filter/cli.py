@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import io
 import json
 import os
 import re
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, suppress
@@ -25,7 +27,16 @@ from typing import IO, Any
 from simhash_filter import __version__
 from simhash_filter.cli_index import add_index_parser
 from simhash_filter.config import DEFAULTS, FilterConfig, FingerprintConfig
-from simhash_filter.dedup import ERROR, MALFORMED, Outcome, Summary, auto_workers, dedup, open_index
+from simhash_filter.dedup import (
+    ERROR,
+    MALFORMED,
+    Outcome,
+    Summary,
+    WorkersFailed,
+    auto_workers,
+    dedup,
+    open_index,
+)
 from simhash_filter.explain import Explanation, FeatureDifference, explain
 from simhash_filter.fingerprint import Fingerprint, Fingerprinter, Status
 from simhash_filter.index import hamming
@@ -175,12 +186,92 @@ def _open_input(path: str, stack: ExitStack) -> IO[bytes]:
     return stack.enter_context(open(path, "rb"))
 
 
-def _open_output(path: str | None, stack: ExitStack) -> IO[str]:
-    if path is None or path == "-":
-        return sys.stdout
-    if path.endswith(".gz"):
-        return stack.enter_context(gzip.open(path, "wt", encoding="utf-8", newline="\n"))
-    return stack.enter_context(open(path, "w", encoding="utf-8", newline="\n"))
+class _Output:
+    """Where ``dedup`` writes: standard output, or a file written beside its final name (a hidden
+    ``.NAME.*.partial``) and renamed over it by :meth:`commit`, so that a failed run leaves no
+    complete-looking output and never touches the file before it succeeded.  A name that exists and is not
+    a regular file (``/dev/null``, a FIFO) is written in place."""
+
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+        self._partial: str | None = None
+        self._file: IO[bytes] | None = None
+        self._gzip: gzip.GzipFile | None = None
+        if path is None or path == "-":
+            self.stream: IO[str] = sys.stdout
+            return
+        if os.path.exists(path) and not os.path.isfile(path):
+            self._file = open(path, "wb")  # noqa: SIM115 - closed by commit() or discard()
+        else:
+            head, name = os.path.split(path)
+            fd, self._partial = tempfile.mkstemp(prefix=f".{name}.", suffix=".partial", dir=head or ".")
+            self._file = os.fdopen(fd, "wb")
+        if path.endswith(".gz"):
+            self._gzip = gzip.GzipFile(fileobj=self._file, mode="wb", filename="", mtime=0)
+        self.stream = io.TextIOWrapper(self._gzip or self._file, encoding="utf-8", newline="\n")
+
+    @property
+    def is_file(self) -> bool:
+        return self._file is not None
+
+    def write(self, text: str) -> None:
+        try:
+            self.stream.write(text)
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise _WriteError(exc) from exc
+
+    def commit(self) -> None:
+        """Flush and close; give the output its name."""
+        try:
+            self.stream.flush()
+            if self._file is None:
+                return
+            if self._gzip is not None:
+                self._gzip.close()  # writes the gzip trailer; the file under it stays open
+            self._file.flush()
+            if self._partial is not None:
+                os.fsync(self._file.fileno())
+                os.chmod(self._partial, 0o666 & ~_umask())
+                os.replace(self._partial, self.path)  # type: ignore[arg-type]
+                self._partial = None
+            self.stream.close()
+            self._file.close()
+        except OSError as exc:
+            raise _WriteError(exc) from exc
+
+    def discard(self) -> None:
+        """Close without giving the output its name (after a failure): the partial file is removed."""
+        if self._file is not None:
+            for stream in (self.stream, self._file):
+                with suppress(OSError, ValueError):
+                    stream.close()
+        if self._partial is not None:
+            with suppress(OSError):
+                os.unlink(self._partial)
+            self._partial = None
+
+
+class _WriteError(Exception):
+    """Writing the output failed (a full disk, an unwritable file)."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(error.strerror or str(error))
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _same_file(a: str, b: str) -> bool:
+    """Whether paths ``a`` and ``b`` name one file (through links too)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def _progress(outcomes: Iterator[Outcome], enabled: bool) -> Iterator[Outcome]:
@@ -212,15 +303,18 @@ def cmd_dedup(args: argparse.Namespace) -> int:
         args.workers = auto_workers(size)
     if args.workers < 1:
         raise _UsageError(f"--workers must be >= 1, got {args.workers}")
+    if args.input != "-" and args.output not in (None, "-") and _same_file(args.input, args.output):
+        raise _UsageError(f"the output {args.output} is the input file {args.input}: write it elsewhere")
     summary = Summary()
     start = time.perf_counter()
     with ExitStack() as stack:
         try:
             source = _open_input(args.input, stack)
-            out = _open_output(args.output, stack)
+            out = _Output(args.output)
         except OSError as exc:
             _warn(f"cannot open {exc.filename or args.input}: {exc.strerror or exc}")
             return EXIT_FAILED
+        stack.callback(out.discard)  # after a commit: nothing to do
         try:
             index = stack.enter_context(open_index(config, args.index))
         except (ValueError, OSError) as exc:
@@ -235,16 +329,25 @@ def cmd_dedup(args: argparse.Namespace) -> int:
                 elif outcome.status == ERROR:
                     _warn(f"{args.input}:{outcome.line}: {outcome.url}: fingerprinting failed: {outcome.reason}")
                 out.write(json.dumps(outcome.record()) + "\n")
+            out.commit()
         except BrokenPipeError:
             raise
+        except _WriteError as exc:
+            return _failed(out, summary, start, f"{args.output or 'standard output'}: cannot write: {exc}")
+        except WorkersFailed as exc:
+            return _failed(out, summary, start, f"{exc}; try --workers 1")
         except (OSError, EOFError) as exc:  # a truncated .gz, an unreadable file
-            out.flush()
-            _warn(f"{args.input}: read error after {summary.lines} lines: {exc}")
-            print(_summary_line(summary, time.perf_counter() - start), file=sys.stderr)
-            return EXIT_FAILED
-        out.flush()
+            return _failed(out, summary, start, f"{args.input}: read error after {summary.lines} lines: {exc}")
     print(_summary_line(summary, time.perf_counter() - start), file=sys.stderr)
     return EXIT_MALFORMED if summary.malformed else EXIT_OK
+
+
+def _failed(out: _Output, summary: Summary, start: float, message: str) -> int:
+    """A ``dedup`` run that stopped: the reason and the summary so far on stderr; an output file is not
+    written (a file of that name is left as it was)."""
+    _warn(message + (f" ({out.path} not written)" if out.is_file else ""))
+    print(_summary_line(summary, time.perf_counter() - start), file=sys.stderr)
+    return EXIT_FAILED
 
 
 def _page_model(args: argparse.Namespace) -> tuple[Callable[[str], tuple[int | None, str | None]], dict[str, Any]]:

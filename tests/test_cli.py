@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import worker_helpers
 
 from simhash_filter import DEFAULTS, fingerprint, hamming
+from simhash_filter import dedup as dedup_module
 from simhash_filter.cli import build_parser, main
 
 LINE = re.compile(r"^[0-9a-f]{16}  (.+)$")
@@ -410,3 +413,66 @@ def test_dedup_truncated_gzip_keeps_what_was_read(corpus, tmp_path, capsys):
     out, err = capsys.readouterr()
     assert 0 < len(out.splitlines()) < len(corpus)
     assert "read error after" in err
+
+
+@pytest.mark.parametrize("link", ["same", "symlink", "hardlink"])
+def test_dedup_refuses_to_write_over_its_input(corpus, tmp_path, capsys, link):
+    """``dedup X --output X`` (also through a link) is a usage error and leaves X as it was."""
+    src = write_jsonl(tmp_path / "in.jsonl", [page_line(u, h) for u, h in corpus])
+    before = src.read_bytes()
+    out = tmp_path / "out.jsonl"
+    if link == "symlink":
+        out.symlink_to(src)
+    elif link == "hardlink":
+        out.hardlink_to(src)
+    else:
+        out = src
+    with pytest.raises(SystemExit) as exit_info:
+        main(["dedup", str(src), "--output", str(out)])
+    assert exit_info.value.code == 2
+    assert "is the input file" in capsys.readouterr().err
+    assert src.read_bytes() == before
+
+
+@pytest.mark.parametrize("name", ["out.jsonl", "out.jsonl.gz"])
+def test_dedup_failed_run_leaves_the_output_as_it_was(corpus, tmp_path, capsys, name):
+    """A run that fails midway (a truncated .gz input) writes no output file and leaves an existing one
+    untouched, with no partial file beside it; a run that succeeds replaces it."""
+    data = gzip.compress("".join(page_line(u, h) + "\n" for u, h in corpus).encode("utf-8"))
+    cut = tmp_path / "cut.jsonl.gz"
+    cut.write_bytes(data[: len(data) * 2 // 3])
+    out = tmp_path / name
+    assert main(["dedup", str(cut), "--output", str(out)]) == 1
+    assert f"{out} not written" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cut.jsonl.gz"]
+    out.write_text("an earlier run's output\n")
+    assert main(["dedup", str(cut), "--output", str(out)]) == 1
+    assert out.read_text() == "an earlier run's output\n"
+    good = tmp_path / "good.jsonl.gz"
+    good.write_bytes(data)
+    assert main(["dedup", str(good), "--output", str(out)]) == 0
+    text = gzip.decompress(out.read_bytes()).decode() if name.endswith(".gz") else out.read_text()
+    assert len(read_records(text)) == len(corpus)
+    umask = os.umask(0)
+    os.umask(umask)
+    assert oct(out.stat().st_mode & 0o777) == oct(0o666 & ~umask)  # as open() would have made it
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cut.jsonl.gz", "good.jsonl.gz", name]
+
+
+def test_dedup_full_output_disk_is_one_line_naming_the_output(corpus, tmp_path, capsys):
+    """Writing to a full device fails with one line that names the output (not the input); exit status 1."""
+    src = write_jsonl(tmp_path / "in.jsonl", [page_line(u, h) for u, h in corpus] * 200)
+    assert main(["dedup", str(src), "--output", "/dev/full"]) == 1
+    err = capsys.readouterr().err
+    assert "simhash-filter: /dev/full: cannot write: No space left on device" in err
+    assert "Traceback" not in err and "read error" not in err
+
+
+def test_dedup_workers_that_cannot_start_end_the_run_with_one_line(corpus, tmp_path, capsys, monkeypatch):
+    """When the worker processes die as they start, the run stops (no hang) with one line and exit status 1."""
+    monkeypatch.setattr(dedup_module, "_init_worker", worker_helpers.fail_to_start)
+    src = write_jsonl(tmp_path / "in.jsonl", [page_line(u, h) for u, h in corpus])
+    assert main(["dedup", str(src), "--workers", "2", "--output", str(tmp_path / "out.jsonl")]) == 1
+    err = capsys.readouterr().err
+    assert "worker processes died 5 times in a row" in err and "try --workers 1" in err
+    assert "Traceback" not in err and not (tmp_path / "out.jsonl").exists()
