@@ -146,6 +146,11 @@ class Decision:
         return cls(url, meta["status"], value, meta.get("duplicate_of"), meta.get("distance"))
 
 
+def _own_entry(match: Match | None, value: int, url: str) -> bool:
+    """Whether *match* is the entry of this very page: its URL with its fingerprint (distance 0)."""
+    return match is not None and match.key == url and match.fingerprint == value and match.distance == 0
+
+
 def _setting_name(message: str) -> str:
     for name in ("structure_weight", "dom_decay", "max_distance"):
         message = message.replace(name, f"SIMHASH_{name.upper()}")
@@ -653,6 +658,11 @@ class CrawlFilter:
         After an index error the index is left alone for ``INDEX_BREAK_SECONDS`` (pages do not each wait
         out a timeout) and then tried again.  Meanwhile a page waits and retries for up to
         ``SIMHASH_INDEX_RETRY_SECONDS``, then goes through unchecked (``simhash/skipped/index_error``).
+
+        A failed attempt may still have run on the server (a timeout: the reply was lost, not the write), so
+        a retry that finds this page's own entry (its URL, its fingerprint) is taken as that write having
+        landed: the page is kept, counted in ``simhash/index_retry_own_entry``, not called a near-duplicate
+        of itself.  (A page kept by an earlier crawl, unchanged, that is found by a retry is counted so too.)
         """
         if self._index_executor is None and not self.index_retry_seconds and not self._index_down_until:
             return self.decide(url, value)  # the common case: a local index that works
@@ -673,6 +683,9 @@ class CrawlFilter:
                     if self._index_down_until:
                         logger.info("simhash: the index answers again")
                         self._index_down_until = 0.0
+                    if error is not None and _own_entry(match, value, url):
+                        self.stats.inc_value("simhash/index_retry_own_entry")
+                        match = None  # this page's timed-out write landed: kept
                     return self._decided(url, value, match, added_late)
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -692,13 +705,28 @@ class CrawlFilter:
         that their copies are caught from now on).  Returns the match and how many were added late."""
         match = self.index.check_and_add(value, url)
         pending, self._unindexed = self._unindexed, []
-        if pending:
-            try:
-                self.index.add_many([v for v, _ in pending], [u for _, u in pending])
-            except Exception:
-                self._unindexed = pending + self._unindexed
-                return match, 0
-        return match, len(pending)
+        if not pending:
+            return match, 0
+        try:
+            missing = self._not_indexed(pending)
+            if missing:
+                self.index.add_many([v for v, _ in missing], [u for _, u in missing])
+        except Exception:
+            self._unindexed = pending + self._unindexed
+            return match, 0
+        return match, len(missing)
+
+    def _not_indexed(self, pages: list[tuple[int, str]]) -> list[tuple[int, str]]:
+        """The pages (fingerprint, url) not in the index yet, once each: a page whose check timed out may
+        have been stored by it all the same (the call ran on the server, its reply was lost), and a late
+        add that timed out may have landed too."""
+        unique = list(dict.fromkeys(pages))
+        found = self.index.query_many([v for v, _ in unique], 0)
+        return [
+            (value, url)
+            for (value, url), matches in zip(unique, found, strict=True)
+            if not any(_own_entry(m, value, url) for m in matches)
+        ]
 
     def _unchecked(self, url: str, value: int, exc_info: bool | BaseException) -> Decision:
         """A page whose index check failed: let through, and remembered to be added when the index answers."""
