@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 #: Bump when the feature extraction changes in a way that changes fingerprints.
-MODEL_VERSION = 3
+MODEL_VERSION = 4
 
 #: Maximum Hamming distance for a near-duplicate (Manku et al.: f = 64, k = 3).
 DEFAULT_MAX_DISTANCE = 3

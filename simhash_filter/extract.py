@@ -66,6 +66,12 @@ VOLATILE_MAX_WORDS = 12
 VOLATILE_MAX_CHARS = 160
 VOLATILE_SHARE = 0.25
 _DIGITS = re.compile(r"\d+")
+#: A line break (with the spaces around it) between two CJK characters: not rendered (CSS Text's segment
+#: break rule for East Asian text), so Chinese text re-wrapped in the source reads the same.
+_CJK_LINE_BREAK = re.compile(
+    r"(?<=[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3000-\u303f\uff00-\uffef])[ \t\r]*\n\s*"
+    r"(?=[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3000-\u303f\uff00-\uffef])"
+)
 _WORDS = re.compile(r"[^\W_]+")
 
 
@@ -208,12 +214,18 @@ def _volatile(seg_text: list[str]) -> np.ndarray | None:
     out = np.zeros(len(seg_text), dtype=bool)
     for i in np.unique(np.searchsorted(starts, found, side="right") - 1).tolist():
         text = seg_text[i]
-        if len(text) > VOLATILE_MAX_CHARS:
+        if _visible_len(text) > VOLATILE_MAX_CHARS:
             continue
         words = _WORDS.findall(text)
         if len(words) <= VOLATILE_MAX_WORDS:
             out[i] = sum(_DIGITS.search(w) is not None for w in words) >= VOLATILE_SHARE * len(words)
     return out
+
+
+def _visible_len(text: str) -> int:
+    """Characters of ``text`` as a browser shows them: each run of whitespace is one space, none at the ends
+    (so that re-wrapping or re-indenting a page does not change how much text a block holds)."""
+    return len(" ".join(text.split()))
 
 
 def _subtree_sums(values: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -280,13 +292,14 @@ def _split(
 
     ``tid_l`` numbers each element's tag by order of first appearance, ``tag_of`` names the numbers.
     """
+    seg_text = [t if t.isascii() else _CJK_LINE_BREAK.sub("", t) for t in seg_text]
     n = len(tid_l)
     tid = np.asarray(tid_l, dtype=np.int64)
     ends = np.asarray(ends_l, dtype=np.int64)
     idx = np.arange(n)
     parent = np.asarray(parents, dtype=np.int64)
     owner = np.asarray(seg_owner, dtype=np.int64)
-    seg_len = np.fromiter(map(len, map(str.strip, seg_text)), dtype=np.int64, count=len(seg_text))
+    seg_len = np.fromiter(map(_visible_len, seg_text), dtype=np.int64, count=len(seg_text))
     wide = [k for k, seg in enumerate(seg_text) if not seg.isascii()]
     if wide:  # a Chinese character says about as much as a few Latin letters: count it as CJK_CHAR_TEXT
         seg_len[wide] += [(CJK_CHAR_TEXT - 1) * sum(map(len, CJK_RUN.findall(seg_text[k]))) for k in wide]
