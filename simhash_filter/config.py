@@ -43,9 +43,12 @@ class FingerprintConfig:
     #: Work cap: only the first ``max_bytes`` of a page are parsed.
     max_bytes: int = 4_000_000
     #: Work cap: at most this many elements are visited.
-    max_elements: int = 200_000
+    max_elements: int = 100_000
     #: Work cap: at most this many text tokens are used.
     max_tokens: int = 200_000
+    #: Work cap: at most this many distinct text features (the first met, heaviest text first); a real page
+    #: has a few thousand, a page of random words could otherwise need gigabytes.
+    max_features: int = 30_000
     #: Seed of xxhash for feature hashing.
     seed: int = 0x5EED
 
@@ -60,7 +63,7 @@ class FingerprintConfig:
             raise ValueError("char_ngram, cjk_char_ngram and idf_power must be >= 0")
         if not self.ngrams or any(n < 1 for n in self.ngrams):
             raise ValueError(f"ngrams must be positive sizes, got {self.ngrams!r}")
-        for name in ("min_features", "max_bytes", "max_elements", "max_tokens"):
+        for name in ("min_features", "max_bytes", "max_elements", "max_tokens", "max_features"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)!r}")
 

@@ -19,6 +19,7 @@ import re
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass
+from itertools import islice
 from operator import mul, truediv
 
 from simhash_filter.config import FingerprintConfig
@@ -35,6 +36,8 @@ _NON_CJK_WORD = re.compile(r"[^\W_]+")
 _ASCII_WORDS = str.maketrans({chr(c): chr(c).lower() if chr(c).isalnum() else " " for c in range(128)})
 HAS_DIGIT = re.compile(r"\d")
 DIGIT_WEIGHT = 0.1
+#: Chinese text segmented past the token cap: at most this many characters for each token still wanted.
+CJK_CHARS_PER_TOKEN = 8
 #: IDF given to words found in no table (typos, identifiers, random strings): that of a fairly rare
 #: word, so that a typo or a session id never outweighs the words the page is made of.
 UNKNOWN_IDF = 8.0
@@ -70,8 +73,8 @@ def tokenize(text: str, max_tokens: int) -> list[str]:
                 append(w)
         return out
     for w in words:
-        if is_cjk(w[0]):
-            out.extend(segment_run(w))
+        if is_cjk(w[0]):  # not a whole run of a million characters for the few words still wanted
+            out.extend(segment_run(w[: CJK_CHARS_PER_TOKEN * (max_tokens - len(out)) + CJK_CHARS_PER_TOKEN]))
         else:
             out.append(w)
         if len(out) >= max_tokens:
@@ -103,14 +106,22 @@ def _text_features(page: PageText, config: FingerprintConfig) -> tuple[dict[str,
             words = american_words(words)
         for n in config.ngrams:
             if n == 1:
-                grams = Counter(words) if spelled else _american_counts(Counter(words))
+                counts = Counter(words)
+                if len(counts) > config.max_features:  # only so many can become features: respell no more
+                    counts = Counter(dict(islice(counts.items(), config.max_features)))
+                grams = counts if spelled else _american_counts(counts)
             else:
                 grams = Counter(" ".join(g) for g in zip(*(words[i:] for i in range(n)), strict=False))
             if not tf:  # the first group: every gram is new
-                tf = {g: 0.0 + rw * c for g, c in grams.items()}
+                tf = {g: 0.0 + rw * c for g, c in islice(grams.items(), config.max_features)}
                 continue
+            room = config.max_features - len(tf)
             for g, c in grams.items():
-                tf[g] = tf.get(g, 0.0) + rw * c
+                if g in tf:
+                    tf[g] += rw * c
+                elif room > 0:
+                    tf[g] = 0.0 + rw * c
+                    room -= 1
     if not tf:
         return {}, ()
     powers, counts = zip(*word_values(list(tf), config), strict=True)

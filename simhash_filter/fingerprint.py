@@ -112,6 +112,10 @@ class _FeatureBits:
         return np.asarray(rows, dtype=np.intp)
 
     def _add(self, new: list[str], split: Callable[[str], list[str]]) -> None:
+        for start in range(0, len(new), ADD_BATCH):  # bounds the temporary bit arrays (64 bytes a hash)
+            self._add_batch(new[start : start + ADD_BATCH], split)
+
+    def _add_batch(self, new: list[str], split: Callable[[str], list[str]]) -> None:
         parts = [split(n) for n in new]
         sizes = np.array([len(p) for p in parts], dtype=np.int64)
         hashes = feature_hashes([g for p in parts for g in p], self.seed)
@@ -159,6 +163,8 @@ class _FeatureBits:
 
 #: Feature memos are emptied when they grow past this many names.
 MAX_CACHED_FEATURES = 500_000
+#: New names are hashed this many at a time.
+ADD_BATCH = 4096
 
 
 class Fingerprinter:
