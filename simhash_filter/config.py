@@ -14,8 +14,14 @@ from typing import Any
 #: Bump when the feature extraction changes in a way that changes fingerprints.
 MODEL_VERSION = 4
 
-#: Maximum Hamming distance for a near-duplicate (Manku et al.: f = 64, k = 3).
-DEFAULT_MAX_DISTANCE = 3
+#: Candidates of a page: kept fingerprints within this Hamming distance (k) that agree with the page's on the
+#: leading bits of a table of :data:`TABLES` (all of them up to distance 4, most of them beyond).
+DEFAULT_MAX_DISTANCE = 10
+#: A candidate is a near-duplicate when the two pages' sketches are at least this similar (estimated weighted
+#: Jaccard of their words).
+DEFAULT_MIN_SIMILARITY = 0.75
+#: The index's permuted tables: five blocks of 13 bits (12 for the last), one table per block.
+TABLES = "13+13+13+13+12/k4"
 
 
 @dataclass(frozen=True)
@@ -51,6 +57,10 @@ class FingerprintConfig:
     max_features: int = 30_000
     #: Seed of xxhash for feature hashing.
     seed: int = 0x5EED
+    #: Bins of the verification sketch (one bit each, a multiple of 8): :mod:`simhash_filter.sketch`.
+    sketch_bins: int = 512
+    #: A word counts once in the sketch per this much of its weight (at least once).
+    sketch_step: float = 0.25
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.structure_weight <= 1.0:
@@ -63,6 +73,9 @@ class FingerprintConfig:
             raise ValueError("char_ngram, cjk_char_ngram and idf_power must be >= 0")
         if not self.ngrams or any(n < 1 for n in self.ngrams):
             raise ValueError(f"ngrams must be positive sizes, got {self.ngrams!r}")
+        if self.sketch_bins < 8 or self.sketch_bins % 8 or not self.sketch_step > 0:
+            raise ValueError(f"sketch_bins must be a positive multiple of 8 and sketch_step > 0, got "
+                             f"{self.sketch_bins!r} and {self.sketch_step!r}")
         for name in ("min_features", "max_bytes", "max_elements", "max_tokens", "max_features"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)!r}")
@@ -92,16 +105,25 @@ class FilterConfig:
     """The filter's decision settings, shared by ``dedup`` and the Scrapy components."""
 
     fingerprint: FingerprintConfig = field(default_factory=FingerprintConfig)
-    #: A page within this Hamming distance of a kept page is a near-duplicate (k).
+    #: Stored pages within this Hamming distance (k) that agree on a table's lead are candidates.
     max_distance: int = DEFAULT_MAX_DISTANCE
+    #: A candidate whose sketch is at least this similar is a near-duplicate; the most similar one wins.
+    min_similarity: float = DEFAULT_MIN_SIMILARITY
+
+    @property
+    def tables(self) -> str:
+        """The index's table design (:data:`TABLES`)."""
+        return TABLES
 
     def index_metadata(self) -> dict[str, Any]:
         """What an index built for this config is tagged with (a stored index must match it)."""
-        return {"model": self.fingerprint.model_id()}
+        return {"model": self.fingerprint.model_id(), "sketch_bytes": self.fingerprint.sketch_bins // 8}
 
     def __post_init__(self) -> None:
         if not 0 <= self.max_distance <= 16:
             raise ValueError(f"max_distance must be in [0, 16], got {self.max_distance!r}")
+        if not 0.0 <= self.min_similarity <= 1.0:
+            raise ValueError(f"min_similarity must be in [0, 1], got {self.min_similarity!r}")
 
 
 DEFAULTS = FilterConfig()

@@ -124,8 +124,8 @@ def parse_line(line: bytes | str) -> tuple[str | None, str | None, str | None]:
     return url, html, None
 
 
-# A fingerprinted line before the index sees it: (url, fingerprint, status, reason).
-_Prepared = tuple[str | None, int | None, str | None, str | None]
+# A fingerprinted line before the index sees it: (url, fingerprint, status, reason, sketch).
+_Prepared = tuple[str | None, int | None, str | None, str | None, bytes | None]
 
 _worker_fingerprinter: Fingerprinter | None = None
 
@@ -138,12 +138,12 @@ def _init_worker(config: FingerprintConfig) -> None:
 def _prepare(fingerprinter: Fingerprinter, line: bytes) -> _Prepared:
     url, html, reason = parse_line(line)
     if html is None:
-        return url, None, MALFORMED, reason
+        return url, None, MALFORMED, reason, None
     try:
         fp = fingerprinter.fingerprint(html)
     except Exception as exc:  # one bad page must not end a run over millions
-        return url, None, ERROR, f"{type(exc).__name__}: {exc}"
-    return url, fp.value, None if fp.ok else str(fp.status), None
+        return url, None, ERROR, f"{type(exc).__name__}: {exc}", None
+    return url, fp.value, None if fp.ok else str(fp.status), None, fp.sketch
 
 
 def _prepare_chunk(lines: list[bytes]) -> list[_Prepared]:
@@ -242,8 +242,8 @@ def _in_workers(
 def _worker_died(line: bytes) -> _Prepared:
     url, _, reason = parse_line(line)
     if reason is not None:
-        return url, None, MALFORMED, reason
-    return url, None, ERROR, "its worker process died (killed, or out of memory)"
+        return url, None, MALFORMED, reason, None
+    return url, None, ERROR, "its worker process died (killed, or out of memory)", None
 
 
 def available_cpus() -> int:
@@ -270,8 +270,10 @@ def auto_workers(input_bytes: int | None) -> int:
 
 
 def open_index(config: FilterConfig, backend: str = "memory://") -> NearDuplicateIndex:
-    """An index for ``config``: k = ``config.max_distance``, tagged with the fingerprint model's id."""
-    return NearDuplicateIndex(config.max_distance, backend=backend, metadata=config.index_metadata())
+    """A two-stage index for ``config`` (k = ``config.max_distance``, its tables, its sketches and similarity
+    threshold), tagged with the fingerprint model's id."""
+    return NearDuplicateIndex(config.max_distance, design=config.tables, backend=backend,
+                              metadata=config.index_metadata(), min_similarity=config.min_similarity)  # fmt: skip
 
 
 def dedup(
@@ -281,12 +283,15 @@ def dedup(
     workers: int = 1,
     index: NearDuplicateIndex | None = None,
 ) -> Iterator[Outcome]:
-    """One :class:`Outcome` per input line, in input order; a page within k of a page kept before it
-    (in this run or already in ``index``) is a near-duplicate of the nearest such page.
+    """One :class:`Outcome` per input line, in input order.
 
-    Without ``index`` a memory index with k = ``config.max_distance`` is used and closed at the end;
-    a given ``index`` is used with its own k and left open.  Lines are read lazily, as the outcomes
-    are consumed.
+    Two-stage detection (the default index, :func:`open_index`): a page is a near-duplicate of the most
+    similar page before it (in this run or already in ``index``) among its candidates whose sketch is
+    similar enough (``config.min_similarity``); every page is stored.  With an index that keeps no
+    sketches: of the nearest page kept before it within the index's k.
+
+    Without ``index`` a memory index for ``config`` is used and closed at the end; a given ``index`` is used
+    with its own settings and left open.  Lines are read lazily, as the outcomes are consumed.
     """
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be an int >= 1, got {workers!r}")
@@ -299,11 +304,12 @@ def _dedup(
     with ExitStack() as stack:
         if index is None:
             index = stack.enter_context(open_index(config))
-        for n, (url, value, status, reason) in enumerate(_prepared(lines, config.fingerprint, workers), 1):
+        verify = index.sketch_bytes > 0
+        for n, (url, value, status, reason, sketch) in enumerate(_prepared(lines, config.fingerprint, workers), 1):
             if value is None or url is None:
                 yield Outcome(n, url, status=status, reason=reason)
                 continue
-            match = index.check_and_add(value, url)
+            match = index.check_and_add(value, url, sketch if verify else None)
             if match is None:
                 yield Outcome(n, url, value)
             else:

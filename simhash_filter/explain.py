@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from simhash_filter.config import FingerprintConfig
 from simhash_filter.fingerprint import Fingerprint, Fingerprinter
 from simhash_filter.index import hamming
+from simhash_filter.sketch import similarity as sketch_similarity
 
 __all__ = ["Explanation", "FeatureDifference", "explain"]
 
@@ -68,6 +69,14 @@ class Explanation:
         if self.a.value is None or self.b.value is None:
             return None
         return hamming(self.a.value, self.b.value)
+
+    @property
+    def similarity(self) -> float | None:
+        """Estimated similarity of the two pages' sketches (the score that verifies a candidate), or None if
+        either page has none."""
+        if self.a.sketch is None or self.b.sketch is None:
+            return None
+        return sketch_similarity(self.a.sketch, self.b.sketch)
 
     @property
     def structure_share(self) -> float:

@@ -24,6 +24,7 @@ from simhash_filter.config import FingerprintConfig
 from simhash_filter.extract import extract
 from simhash_filter.features import Features, char_grams, gram_size, page_features
 from simhash_filter.html import NotHtml, parse
+from simhash_filter.sketch import sketch
 
 F = 64
 WEIGHT_SCALE = 1024
@@ -50,6 +51,8 @@ class Fingerprint:
     features: int = 0
     truncated: bool = False
     encoding: str | None = None
+    #: The verification sketch of the page's words (:func:`simhash_filter.sketch.sketch`), with the value.
+    sketch: bytes | None = None
 
     @property
     def ok(self) -> bool:
@@ -209,7 +212,9 @@ class Fingerprinter:
         n = len(feats)
         if len(feats.text) < self.config.min_features:
             return Fingerprint(None, Status.TOO_FEW_FEATURES, n, feats.truncated, enc)
-        return Fingerprint(self.fingerprint_features(feats), Status.OK, n, feats.truncated, enc)
+        value = self.fingerprint_features(feats)
+        page_sketch = sketch(feats.text, self.config.sketch_bins, self.config.sketch_step)
+        return Fingerprint(value, Status.OK, n, feats.truncated, enc, page_sketch)
 
     def fingerprint_features(self, feats: Features) -> int:
         """Simhash of a page's features: each word as its character n-grams, then the structure.

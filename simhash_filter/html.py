@@ -9,10 +9,11 @@ the tree iteratively.
 
 from __future__ import annotations
 
+import codecs
 from dataclasses import dataclass
 
 from lxml import etree
-from w3lib.encoding import html_to_unicode
+from w3lib.encoding import html_body_declared_encoding, http_content_type_encoding, read_bom, to_unicode
 
 #: Elements whose content is never visible text.
 INVISIBLE_TAGS = ("script", "style", "noscript", "template", "head", "iframe", "svg", "math", "object",
@@ -52,6 +53,40 @@ def _sniff(data: bytes) -> str | None:
     return "cp1252"
 
 
+def _text_encoding(name: str | None) -> str | None:
+    """``name`` if it is a text encoding Python can decode with, else None: a declared ``rot13``, ``base64``,
+    ``zlib`` or ``idna`` is not one, and is treated as no declaration at all."""
+    if not name:
+        return None
+    try:
+        info = codecs.lookup(name)
+    except LookupError:
+        return None
+    if not getattr(info, "_is_text_encoding", True) or info.name in _NOT_TEXT:
+        return None
+    return name
+
+
+#: Codecs that claim to be text encodings but cannot decode a page (with errors="replace").
+_NOT_TEXT = frozenset({"idna", "punycode", "undefined", "raw-unicode-escape", "unicode-escape"})
+
+
+def _to_unicode(data: bytes, declared: str | None) -> tuple[str, str]:
+    """``(encoding, text)`` by a browser's order: byte-order mark, the caller's declared encoding (an HTTP
+    header), the page's own ``<meta charset>``, then a sniff; a declaration that names no text encoding is
+    passed over."""
+    bom_enc, bom = read_bom(data)
+    if bom_enc is not None and bom is not None:
+        return bom_enc, to_unicode(data[len(bom) :], bom_enc)
+    header = _text_encoding(declared) and f"text/html; charset={declared}"
+    enc = _text_encoding(http_content_type_encoding(header)) or _text_encoding(html_body_declared_encoding(data))
+    if enc is None:
+        enc = _sniff(data)
+    elif enc in ("utf-16", "utf-32"):
+        enc += "-be"
+    return enc, to_unicode(data, enc)
+
+
 def _cut_utf8_safely(data: bytes, limit: int) -> bytes:
     """Cut at ``limit`` bytes without splitting a UTF-8 sequence (other encodings tolerate a torn tail)."""
     cut = data[:limit]
@@ -81,8 +116,7 @@ def decode(html: bytes | str, encoding: str | None = None, max_bytes: int = 4_00
         truncated = len(html) > max_bytes
         data = _cut_utf8_safely(html, max_bytes) if truncated else html
         _check_binary(data[:8192])
-        header = f"text/html; charset={encoding}" if encoding else None
-        enc, text = html_to_unicode(header, data, default_encoding="utf-8", auto_detect_fun=_sniff)
+        enc, text = _to_unicode(data, encoding)
     if "\x00" in text[:8192]:
         raise NotHtml("NUL characters in the text: not an HTML page")
     return text, enc, truncated

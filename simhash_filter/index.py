@@ -26,7 +26,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from simhash_filter.backends import open_backend
-from simhash_filter.backends.base import Backend
+from simhash_filter.backends.base import Backend, Candidate
+from simhash_filter.sketch import similarity
 
 __all__ = [
     "DESIGNS",
@@ -100,6 +101,8 @@ class Match(NamedTuple):
     distance: int
     #: The stored fingerprint.
     fingerprint: int
+    #: Estimated similarity of the two pages' sketches (two-stage detection), else None.
+    similarity: float | None = None
 
 
 @dataclass(frozen=True)
@@ -206,6 +209,24 @@ class TableDesign:
                     spans.append([lows[b], w, top])
             out.append(tuple((s, (1 << w) - 1, t) for s, w, t in spans))
         return tuple(out)
+
+    @cached_property
+    def lead_masks(self) -> tuple[int, ...]:
+        """For each table, the 64-bit mask of its leading bits: two fingerprints agree on a table's lead
+        when their XOR has none of these bits."""
+        out = []
+        for moves in self.lead_moves:
+            mask = 0
+            for s, m, _ in moves:
+                mask |= m << s
+            out.append(mask)
+        return tuple(out)
+
+    def agree_on_a_lead(self, a: int, b: int) -> bool:
+        """Whether fingerprints *a* and *b* agree on the leading bits of at least one table (always true
+        within distance k, by the pigeonhole; sometimes beyond)."""
+        x = a ^ b
+        return any(not x & mask for mask in self.lead_masks)
 
     def lead_values(self, fingerprint: int) -> list[int]:
         """The lead value of one fingerprint for every table (the key a table is sorted by)."""
@@ -340,7 +361,9 @@ def _named_designs() -> dict[str, TableDesign | Callable[[int, int], TableDesign
 DESIGNS: dict[str, TableDesign | Callable[[int, int], TableDesign]] = _named_designs()
 
 
-def resolve_design(design: TableDesign | str, k: int, expected_size: int) -> TableDesign:
+def resolve_design(
+    design: TableDesign | str, k: int, expected_size: int, candidates: bool = False
+) -> TableDesign:
     """Turn a design argument (an instance, ``"auto"``, a name) into a :class:`TableDesign` for k."""
     if isinstance(design, TableDesign):
         resolved = design
@@ -354,7 +377,7 @@ def resolve_design(design: TableDesign | str, k: int, expected_size: int) -> Tab
             resolved = entry(k, expected_size)
     else:
         raise TypeError(f"design must be a TableDesign or a name, got {type(design).__name__}")
-    if resolved.k < k:
+    if resolved.k < k and not candidates:
         raise ValueError(f"design {resolved.name} answers distances up to {resolved.k}, but k={k}")
     return resolved
 
@@ -381,13 +404,20 @@ class NearDuplicateIndex:
     >>> with NearDuplicateIndex(k=3) as index:
     ...     index.add(0x0123456789ABCDEF, "https://example.com/a")
     ...     index.check_and_add(0x0123456789ABCDEE, "https://example.com/b")
-    Match(key='https://example.com/a', distance=1, fingerprint=81985529216486895)
+    Match(key='https://example.com/a', distance=1, fingerprint=81985529216486895, similarity=None)
 
     *design* is a :class:`TableDesign`, a name from :data:`DESIGNS`, or ``"auto"``
     (:func:`choose_design` for k and *expected_size*).  *backend* is a URI for
     :func:`~simhash_filter.backends.open_backend` or a :class:`Backend` instance; *metadata* (the
     fingerprint model id, say) is kept with the index, and a persistent backend refuses to open an
     index stored with different metadata.
+
+    **Two-stage detection**: with ``metadata["sketch_bytes"] > 0`` the index keeps each page's sketch
+    (:mod:`simhash_filter.sketch`) beside its fingerprint.  k may then exceed the design's k: the stored
+    fingerprints within k that agree with a page on the leading bits of a table are its *candidates*, each is
+    verified by the similarity of the two sketches (at least *min_similarity*), and the page is a
+    near-duplicate of the most similar verified candidate (ties: the nearer, then the earlier).  Every page is
+    stored, near-duplicate or not, so that a later variant finds the page it is closest to.
     """
 
     def __init__(
@@ -398,11 +428,16 @@ class NearDuplicateIndex:
         expected_size: int = 1_000_000,
         backend: Backend | str = "memory://",
         metadata: Mapping[str, Any] | None = None,
+        min_similarity: float = 0.0,
     ) -> None:
         self._k = _check_k(k)
+        if not 0.0 <= min_similarity <= 1.0:
+            raise ValueError(f"min_similarity must be in [0, 1], got {min_similarity!r}")
+        self._min_similarity = float(min_similarity)
+        candidates = bool((backend.metadata if isinstance(backend, Backend) else metadata or {}).get("sketch_bytes"))
         if isinstance(backend, Backend):
             if not (isinstance(design, str) and design == "auto"):
-                wanted = resolve_design(design, self._k, expected_size)
+                wanted = resolve_design(design, self._k, expected_size, candidates)
                 if wanted != backend.design:
                     raise ValueError(f"design {wanted.name} differs from the backend's design {backend.design.name}")
             if backend.k < self._k:
@@ -411,10 +446,41 @@ class NearDuplicateIndex:
                 raise ValueError(f"metadata {dict(metadata)!r} differs from the backend's {backend.metadata!r}")
             self._backend = backend
         elif isinstance(backend, str):
-            resolved = resolve_design(design, self._k, expected_size)
+            resolved = resolve_design(design, self._k, expected_size, candidates)
             self._backend = open_backend(backend, k=self._k, design=resolved, metadata=metadata)
         else:
             raise TypeError(f"backend must be a URI or a Backend, got {type(backend).__name__}")
+
+    @property
+    def sketch_bytes(self) -> int:
+        """Size of the sketch kept beside each fingerprint; 0 for an index without two-stage detection."""
+        return self._backend.sketch_bytes
+
+    @property
+    def min_similarity(self) -> float:
+        """Smallest sketch similarity of a verified candidate (two-stage detection)."""
+        return self._min_similarity
+
+    def _check_sketch(self, sketch: object) -> bytes | None:
+        size = self._backend.sketch_bytes
+        if not size:
+            if sketch is not None:
+                raise ValueError("this index keeps no sketches (its metadata has no sketch_bytes)")
+            return None
+        if not isinstance(sketch, bytes) or len(sketch) != size:
+            got = f"{type(sketch).__name__}" + (f" of {len(sketch)} bytes" if isinstance(sketch, bytes) else "")
+            raise ValueError(f"this index verifies candidates with {size}-byte sketches: got {got}")
+        return sketch
+
+    def best(self, candidates: Sequence[Candidate], sketch: bytes) -> Match | None:
+        """The most similar of *candidates* whose sketch similarity to *sketch* is at least
+        :attr:`min_similarity` (ties: the first, i.e. the nearer, then the earlier), or None."""
+        best: Match | None = None
+        for c in candidates:
+            s = similarity(sketch, c.sketch)
+            if s >= self._min_similarity and (best is None or s > best.similarity):  # type: ignore[operator]
+                best = Match(c.key, c.distance, c.fingerprint, s)
+        return best
 
     @property
     def k(self) -> int:
@@ -439,12 +505,16 @@ class NearDuplicateIndex:
     def _query_k(self, k: int | None) -> int:
         return self._k if k is None else _check_k(k, self._k)
 
-    def add(self, fingerprint: int, key: str) -> None:
-        """Store *fingerprint* with *key*, even if a near-duplicate is already stored."""
-        self._backend.add(check_fingerprint(fingerprint), _check_key(key))
+    def add(self, fingerprint: int, key: str, sketch: bytes | None = None) -> None:
+        """Store *fingerprint* with *key* (and *sketch*, in a two-stage index), even if a near-duplicate is
+        already stored."""
+        self._backend.add(check_fingerprint(fingerprint), _check_key(key), self._check_sketch(sketch))
 
-    def add_many(self, fingerprints: Iterable[int] | np.ndarray, keys: Sequence[str]) -> None:
-        """Store many fingerprints at once, in order; much faster than :meth:`add` in a loop."""
+    def add_many(
+        self, fingerprints: Iterable[int] | np.ndarray, keys: Sequence[str], sketches: Sequence[bytes] | None = None
+    ) -> None:
+        """Store many fingerprints at once, in order (with their *sketches* in a two-stage index); much faster
+        than :meth:`add` in a loop."""
         arr = as_fingerprint_array(fingerprints)
         if isinstance(keys, str) or not isinstance(keys, Sequence):
             raise TypeError(f"keys must be a sequence of str, got {type(keys).__name__}")
@@ -453,6 +523,13 @@ class NearDuplicateIndex:
         if not set(map(type, keys)) <= {str}:
             bad = next(x for x in keys if not isinstance(x, str))
             raise TypeError(f"keys must be str, got {type(bad).__name__} {bad!r}")
+        if self._backend.sketch_bytes or sketches is not None:
+            if sketches is None or len(sketches) != len(arr):
+                raise ValueError(f"got {len(arr)} fingerprints but {0 if sketches is None else len(sketches)} sketches")
+            for sketch in sketches:
+                self._check_sketch(sketch)
+            self._backend.add_many(arr, keys, sketches)
+            return
         self._backend.add_many(arr, keys)
 
     def query(self, fingerprint: int, k: int | None = None) -> list[Match]:
@@ -467,9 +544,23 @@ class NearDuplicateIndex:
         found = self._backend.query(check_fingerprint(fingerprint), self._k)
         return found[0] if found else None
 
-    def check_and_add(self, fingerprint: int, key: str) -> Match | None:
-        """Atomically: return the nearest stored fingerprint within k, or store this one and return None."""
-        return self._backend.check_and_add(check_fingerprint(fingerprint), _check_key(key), self._k)
+    def check_and_add(self, fingerprint: int, key: str, sketch: bytes | None = None) -> Match | None:
+        """Atomically: return the nearest stored fingerprint within k, or store this one and return None.
+
+        In a two-stage index (give the page's *sketch*): store the page (unless *key* is stored with this
+        fingerprint already) and return its most similar verified candidate, or None."""
+        fingerprint, key = check_fingerprint(fingerprint), _check_key(key)
+        checked = self._check_sketch(sketch)
+        if checked is None:
+            return self._backend.check_and_add(fingerprint, key, self._k)
+        return self.best(self._backend.add_and_candidates(fingerprint, key, checked, self._k), checked)
+
+    def nearest_verified(self, fingerprint: int, sketch: bytes) -> Match | None:
+        """Two-stage index: the most similar verified candidate of a page, storing nothing."""
+        checked = self._check_sketch(sketch)
+        if checked is None:
+            raise ValueError("this index keeps no sketches: use nearest()")
+        return self.best(self._backend.candidates(check_fingerprint(fingerprint), self._k), checked)
 
     def check_and_add_many(self, fingerprints: Iterable[int] | np.ndarray, keys: Sequence[str]) -> list[Match | None]:
         """:meth:`check_and_add` for each pair in order (each one sees those kept before it)."""

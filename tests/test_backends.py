@@ -22,13 +22,14 @@ from hypothesis import strategies as st
 from simhash_filter.backends import (
     BACKENDS_BASE,
     Backend,
+    Candidate,
     MetadataMismatchError,
     backend_registry,
     check_metadata,
     open_backend,
 )
 from simhash_filter.backends.memory import MemoryBackend
-from simhash_filter.index import Match, TableDesign, hamming
+from simhash_filter.index import Match, NearDuplicateIndex, TableDesign, hamming
 
 Factory = Callable[..., Backend]
 
@@ -275,3 +276,122 @@ def test_memory_footprint_is_32_bytes_per_fingerprint_with_four_tables() -> None
     n = 200_000
     backend.add_many(np.random.default_rng(0).integers(0, 2**64, size=n, dtype=np.uint64), [""] * n)
     assert 32 * n <= backend.nbytes <= 36 * n
+
+
+# --- two-stage detection: sketches beside the fingerprints, candidates beyond the design's k ---------------
+
+TWO_STAGE = TableDesign.parse("13+13+13+13+12/k4")
+SKETCH = 64
+META = {"model": "contract", "sketch_bytes": SKETCH}
+K = 10
+
+
+def a_sketch(i: int) -> bytes:
+    return random.Random(i).randbytes(SKETCH)
+
+
+def brute_candidates(stored: list[tuple[int, str, bytes]], query: int, k: int) -> list[Candidate]:
+    """Stored pages within k that agree with the query on some table's lead; nearest first, then oldest."""
+    found = sorted(
+        ((fp ^ query).bit_count(), i)
+        for i, (fp, _, _) in enumerate(stored)
+        if (fp ^ query).bit_count() <= k and TWO_STAGE.agree_on_a_lead(fp, query)
+    )
+    return [Candidate(stored[i][1], d, stored[i][0], stored[i][2]) for d, i in found]
+
+
+def flip(value: int, bits: list[int]) -> int:
+    for b in bits:
+        value ^= 1 << b
+    return value
+
+
+def test_two_stage_add_and_candidates_matches_brute_force(make_backend: Factory) -> None:
+    """Candidates are exactly the stored pages within k that agree on a table's lead (all of them up to the
+    design's k), with their sketches, nearest first and oldest first on ties, whatever the runs and buffers."""
+    backend = make_backend(k=K, design=TWO_STAGE, metadata=META)
+    rng = random.Random(3)
+    base = [rng.getrandbits(64) for _ in range(6)]
+    stored: list[tuple[int, str, bytes]] = []
+    for i in range(300):
+        b = base[i % len(base)]
+        fp = flip(b, rng.sample(range(64), rng.randint(0, 14)))
+        key, sk = f"p{i}", a_sketch(i)
+        expected = brute_candidates(stored, fp, K)
+        assert backend.add_and_candidates(fp, key, sk, K) == expected
+        stored.append((fp, key, sk))
+    assert len(backend) == len(stored)
+    for i in range(40):
+        q = flip(base[i % len(base)], rng.sample(range(64), rng.randint(0, 12)))
+        assert backend.candidates(q, K) == brute_candidates(stored, q, K)
+        assert backend.candidates(q, 3) == brute_candidates(stored, q, 3)
+
+
+def test_two_stage_adding_the_same_page_again_stores_it_once(make_backend: Factory) -> None:
+    """A key stored with its fingerprint is not stored again (a page seen again, a retried call); the same key
+    with another fingerprint (a changed page) is."""
+    backend = make_backend(k=K, design=TWO_STAGE, metadata=META)
+    fp = 0x0123456789ABCDEF
+    assert backend.add_and_candidates(fp, "u", a_sketch(1), K) == []
+    again = backend.add_and_candidates(fp, "u", a_sketch(1), K)
+    assert again == [Candidate("u", 0, fp, a_sketch(1))]
+    assert len(backend) == 1
+    assert backend.add_and_candidates(fp ^ 1, "u", a_sketch(2), K) == [Candidate("u", 1, fp, a_sketch(1))]
+    assert len(backend) == 2
+
+
+def test_two_stage_sketches_round_trip_through_add_many_and_entries(make_backend: Factory) -> None:
+    """Pages added in bulk keep their sketches: entries() and candidates() return them."""
+    backend = make_backend(k=K, design=TWO_STAGE, metadata=META)
+    fps = np.array([1 << 40, (1 << 40) | 3, 7 << 20], dtype=np.uint64)
+    backend.add_many(fps, ["a", "b", "c"], [a_sketch(1), a_sketch(2), a_sketch(3)])
+    assert [(e.key, e.sketch) for e in backend.entries()] == [(key, a_sketch(i)) for i, key in enumerate("abc", 1)]
+    assert backend.candidates(1 << 40, K)[:2] == [Candidate("a", 0, 1 << 40, a_sketch(1)),
+                                                  Candidate("b", 2, (1 << 40) | 3, a_sketch(2))]  # fmt: skip
+
+
+def test_two_stage_bad_sketches_are_refused(make_backend: Factory) -> None:
+    """A missing or wrong-sized sketch is a ValueError that says what is expected; nothing is stored."""
+    backend = make_backend(k=K, design=TWO_STAGE, metadata=META)
+    with pytest.raises(ValueError, match="64"):
+        backend.add_and_candidates(5, "x", b"short", K)
+    with pytest.raises(ValueError, match="sketch"):
+        backend.add_many(np.array([5], dtype=np.uint64), ["x"])
+    assert len(backend) == 0
+
+
+def test_two_stage_racing_variants_are_all_stored_and_each_sees_the_ones_before(make_backend: Factory) -> None:
+    """Threads adding near-identical pages at once: every page is stored once, and each page's candidates are
+    the pages stored before it (the first one stored sees none)."""
+    backend = make_backend(k=K, design=TWO_STAGE, metadata=META)
+    base = 0x5555AAAA5555AAAA
+    seen: dict[str, int] = {}
+
+    def add(i: int) -> None:
+        seen[f"v{i}"] = len(backend.add_and_candidates(base ^ (1 << i), f"v{i}", a_sketch(i), K))
+
+    threads = [threading.Thread(target=add, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(backend) == 8
+    assert sorted(seen.values()) == list(range(8))
+
+
+def test_two_stage_the_index_picks_the_most_similar_verified_candidate(make_backend: Factory) -> None:
+    """Through NearDuplicateIndex: the page is a near-duplicate of its most similar candidate above the
+    threshold, not of the nearest or the first stored; none above it: not a near-duplicate (but stored)."""
+    backend = make_backend(k=K, design=TWO_STAGE, metadata=META)
+    index = NearDuplicateIndex(K, backend=backend, min_similarity=0.75)
+    page = a_sketch(9)
+    close = bytes(b ^ (1 if i < 2 else 0) for i, b in enumerate(page))  # 2 bits differ: similarity ~0.99
+    closer = bytes(b ^ (1 if i < 1 else 0) for i, b in enumerate(page))
+    fp = 0xF0F0F0F0F0F0F0F0
+    assert index.check_and_add(fp, "first", a_sketch(100)) is None  # distance 0, unrelated sketch
+    assert index.check_and_add(fp ^ 0b11, "second", close) is None  # unlike the first
+    assert index.check_and_add(fp ^ 0b111, "third", closer).key == "second"  # type: ignore[union-attr]
+    match = index.check_and_add(fp ^ 1, "page", page)  # distance 1 to the first and second, 2 to the third
+    assert match is not None and match.key == "third" and match.distance == 2 and match.similarity > 0.99
+    assert index.check_and_add(fp ^ (1 << 63), "other", a_sketch(55)) is None
+    assert len(index) == 5

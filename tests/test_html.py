@@ -58,6 +58,18 @@ def test_meta_charset_is_used_without_declaration(meta: str, codec: str, body: s
     assert body in visible_text(page(body, meta).encode(codec))
 
 
+@pytest.mark.parametrize("charset", ["rot13", "base64", "hex", "zlib", "uu", "bz2", "idna", "punycode", "no-such"])
+def test_a_charset_that_is_no_text_encoding_is_no_declaration(charset: str) -> None:
+    """A declared or <meta> charset naming a codec that is not a text encoding (or none) is passed over: the
+    page is sniffed, as if nothing were declared, instead of raising."""
+    data = page(ZH_TEXT, f'<meta charset="{charset}">').encode("utf-8")
+    for declared in (None, charset):
+        text, enc, _ = decode(data, encoding=declared)
+        assert ZH_TEXT in text and enc == "utf-8"
+    gbk = page(ZH_TEXT, f'<meta charset="{charset}">').encode("gbk")
+    assert ZH_TEXT in decode(gbk, encoding=charset)[0]
+
+
 def test_byte_order_mark_wins_over_meta_charset() -> None:
     """A UTF-8 byte-order mark decides the encoding even when <meta> says otherwise."""
     data = b"\xef\xbb\xbf" + page(ZH_TEXT, '<meta charset="iso-8859-1">').encode("utf-8")

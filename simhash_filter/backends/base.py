@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
     from simhash_filter.index import Match, TableDesign
 
-__all__ = ["Backend", "Entry", "MetadataMismatchError", "check_metadata"]
+__all__ = ["Backend", "Candidate", "Entry", "MetadataMismatchError", "check_metadata"]
 
 
 class Entry(NamedTuple):
@@ -31,6 +31,18 @@ class Entry(NamedTuple):
     fingerprint: int
     key: str
     added: float | None = None
+    #: The page's verification sketch, in an index that keeps sketches.
+    sketch: bytes | None = None
+
+
+class Candidate(NamedTuple):
+    """A stored page that may be a near-duplicate of a query: the verification stage decides."""
+
+    key: str
+    #: Hamming distance of its fingerprint to the query's.
+    distance: int
+    fingerprint: int
+    sketch: bytes
 
 
 class MetadataMismatchError(ValueError):
@@ -64,17 +76,26 @@ class Backend(abc.ABC):
     Contract (tested for every backend in ``tests/test_backends.py``): :meth:`query` returns exactly
     the stored fingerprints within k, nearest first, ties in insertion order, one :class:`Match`
     per stored pair; :meth:`check_and_add` is atomic, also between threads.
+
+    An index that keeps sketches (``metadata["sketch_bytes"] > 0``: two-stage detection) stores a sketch of
+    that size beside every fingerprint and answers :meth:`add_and_candidates`, whose distance may exceed
+    ``design.k``: its candidates are the stored fingerprints within that distance that agree with the query on
+    the leading bits of at least one table (all of them within ``design.k``, by the pigeonhole).
     """
 
     #: True for a backend that waits on the network (Redis): the crawl then calls it off the reactor thread.
     remote: ClassVar[bool] = False
 
     def __init__(self, *, k: int, design: TableDesign, metadata: Mapping[str, Any] | None = None) -> None:
-        if design.k < k:
+        self._metadata: dict[str, Any] = dict(metadata or {})
+        sketch_bytes = self._metadata.get("sketch_bytes", 0)
+        if isinstance(sketch_bytes, bool) or not isinstance(sketch_bytes, int) or sketch_bytes < 0:
+            raise ValueError(f"metadata sketch_bytes must be an int >= 0, got {sketch_bytes!r}")
+        self._sketch_bytes = sketch_bytes
+        if design.k < k and not sketch_bytes:
             raise ValueError(f"design {design.name} answers distances up to {design.k}, but k={k}")
         self._k = k
         self._design = design
-        self._metadata: dict[str, Any] = dict(metadata or {})
 
     @classmethod
     def from_uri(cls, uri: str, *, k: int, design: TableDesign, metadata: Mapping[str, Any] | None = None) -> Backend:
@@ -96,15 +117,31 @@ class Backend(abc.ABC):
         """The metadata kept with the index (a copy)."""
         return dict(self._metadata)
 
-    @abc.abstractmethod
-    def add_many(self, fingerprints: np.ndarray, keys: Sequence[str]) -> None:
-        """Store ``uint64`` *fingerprints* with *keys* (same length), in order."""
+    @property
+    def sketch_bytes(self) -> int:
+        """Size of the sketch stored beside each fingerprint (0: the index keeps none)."""
+        return self._sketch_bytes
 
-    def add(self, fingerprint: int, key: str) -> None:
+    @abc.abstractmethod
+    def add_many(self, fingerprints: np.ndarray, keys: Sequence[str], sketches: Sequence[bytes] | None = None) -> None:
+        """Store ``uint64`` *fingerprints* with *keys* (and, in an index that keeps sketches, *sketches* of
+        :attr:`sketch_bytes` each; all the same length), in order."""
+
+    def add(self, fingerprint: int, key: str, sketch: bytes | None = None) -> None:
         """Store one fingerprint."""
         import numpy as np
 
-        self.add_many(np.array([fingerprint], dtype=np.uint64), [key])
+        self.add_many(np.array([fingerprint], dtype=np.uint64), [key], None if sketch is None else [sketch])
+
+    def add_and_candidates(self, fingerprint: int, key: str, sketch: bytes, k: int) -> list[Candidate]:
+        """Atomically: the candidates within *k* (see the class), nearest first, ties in insertion order; then
+        store this page, unless *key* is stored with this *fingerprint* already (a page seen again, a call
+        tried again after a timeout): adding is idempotent."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no sketches (two-stage detection)")
+
+    def candidates(self, fingerprint: int, k: int) -> list[Candidate]:
+        """The candidates within *k* (see the class), nearest first, ties in insertion order; nothing stored."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no sketches (two-stage detection)")
 
     @abc.abstractmethod
     def query(self, fingerprint: int, k: int) -> list[Match]:

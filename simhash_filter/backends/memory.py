@@ -30,7 +30,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import numpy as np
 
-from simhash_filter.backends.base import Backend, Entry
+from simhash_filter.backends.base import Backend, Candidate, Entry
 from simhash_filter.index import F, Match, TableDesign, bucket_bits, fold16, fold16_array
 
 __all__ = ["MemoryBackend"]
@@ -123,6 +123,7 @@ class MemoryBackend(Backend):
         self._buffer_size = buffer_size
         self._merge_factor = merge_factor
         self._fps = np.empty(0, dtype=np.uint64)
+        self._sketches = np.empty((0, self._sketch_bytes), dtype=np.uint8)  # row -> sketch (two-stage)
         self._n = 0
         self._sealed = 0  # rows below this are in runs, the rest is the buffer
         self._runs: list[_Run] = []
@@ -153,8 +154,8 @@ class MemoryBackend(Backend):
 
     @property
     def nbytes(self) -> int:
-        """Bytes held in numpy arrays (fingerprints, tables, offsets); the key list is not counted."""
-        return self._fps.nbytes + sum(run.nbytes for run in self._runs)
+        """Bytes held in numpy arrays (fingerprints, sketches, tables, offsets); the key list is not counted."""
+        return self._fps.nbytes + self._sketches.nbytes + sum(run.nbytes for run in self._runs)
 
     @property
     def run_sizes(self) -> list[int]:
@@ -169,6 +170,7 @@ class MemoryBackend(Backend):
         with self._lock:
             self._closed = True
             self._fps = np.empty(0, dtype=np.uint64)
+            self._sketches = np.empty((0, self._sketch_bytes), dtype=np.uint8)
             self._runs = []
             self._keys = []
             self._dead = set()
@@ -180,9 +182,24 @@ class MemoryBackend(Backend):
 
     # -- hooks for a backend that keeps its keys elsewhere or hides rows ------------------------
 
-    def _store_keys(self, fingerprints: np.ndarray, keys: Sequence[str]) -> None:
-        """Keep the *keys* of the rows about to be appended (the on-disk backend writes them first)."""
+    def _store_keys(self, fingerprints: np.ndarray, keys: Sequence[str], sketches: np.ndarray) -> None:
+        """Keep the *keys* of the rows about to be appended (the on-disk backend writes them, and the rows'
+        *sketches*, an ``(m, sketch_bytes)`` array, first)."""
         self._keys.extend(keys)
+
+    def _sketch_rows(self, sketches: Sequence[bytes] | None, m: int) -> np.ndarray:
+        """*sketches* as an ``(m, sketch_bytes)`` array, checked: required exactly when the index keeps them."""
+        size = self._sketch_bytes
+        if not size:
+            if sketches is not None:
+                raise ValueError("this index keeps no sketches: store fingerprints and keys only")
+            return np.empty((m, 0), dtype=np.uint8)
+        if sketches is None or len(sketches) != m:
+            raise ValueError(f"this index keeps a {size}-byte sketch beside each fingerprint: give one per key")
+        for sketch in sketches:
+            if not isinstance(sketch, bytes) or len(sketch) != size:
+                raise ValueError(f"a sketch must be {size} bytes, got {type(sketch).__name__} of {len(sketch)}")
+        return np.frombuffer(b"".join(sketches), dtype=np.uint8).reshape(m, size)
 
     def _key(self, row: int) -> str:
         """The key of a stored row."""
@@ -204,6 +221,9 @@ class MemoryBackend(Backend):
             grown = np.empty(capacity, dtype=np.uint64)
             grown[: self._n] = self._fps[: self._n]
             self._fps = grown
+            sketches = np.empty((capacity, self._sketch_bytes), dtype=np.uint8)
+            sketches[: self._n] = self._sketches[: self._n]
+            self._sketches = sketches
 
     def _seal(self) -> None:
         """Turn the buffer into a run, then merge runs that have become of similar size."""
@@ -214,24 +234,30 @@ class MemoryBackend(Backend):
             older, newer = runs[-2:]
             runs[-2:] = [_build_run(self._fps[older.start : newer.end], older.start, self._design)]
 
-    def _add_one(self, fingerprint: int, key: str) -> None:
+    def _add_one(self, fingerprint: int, key: str, sketch: np.ndarray | None = None) -> None:
+        if sketch is None and self._sketch_bytes:
+            raise ValueError("this index keeps a sketch beside each fingerprint: use add_and_candidates")
         n = self._n
         if n == len(self._fps):
             self._reserve(n + 1)
         self._fps[n] = fingerprint
-        self._store_keys(self._fps[n : n + 1], [key])
+        if sketch is not None:
+            self._sketches[n] = sketch
+        self._store_keys(self._fps[n : n + 1], [key], self._sketches[n : n + 1])
         self._n = n + 1
         if self._n - self._sealed >= self._buffer_size:
             self._seal()
 
-    def add(self, fingerprint: int, key: str) -> None:
-        """Store one fingerprint."""
+    def add(self, fingerprint: int, key: str, sketch: bytes | None = None) -> None:
+        """Store one fingerprint (and its sketch, in an index that keeps sketches)."""
+        rows = self._sketch_rows(None if sketch is None else [sketch], 1)
         with self._lock:
             self._check_open()
-            self._add_one(fingerprint, key)
+            self._add_one(fingerprint, key, rows[0] if self._sketch_bytes else None)
 
-    def add_many(self, fingerprints: np.ndarray, keys: Sequence[str]) -> None:
+    def add_many(self, fingerprints: np.ndarray, keys: Sequence[str], sketches: Sequence[bytes] | None = None) -> None:
         """Store many fingerprints; a large batch becomes one sorted run directly."""
+        rows = self._sketch_rows(sketches, len(fingerprints))
         with self._lock:
             self._check_open()
             m = len(fingerprints)
@@ -239,7 +265,8 @@ class MemoryBackend(Backend):
                 return
             self._reserve(self._n + m)
             self._fps[self._n : self._n + m] = fingerprints
-            self._store_keys(fingerprints, keys)
+            self._sketches[self._n : self._n + m] = rows
+            self._store_keys(fingerprints, keys, rows)
             self._n += m
             if self._n - self._sealed >= self._buffer_size:
                 self._seal()
@@ -263,9 +290,14 @@ class MemoryBackend(Backend):
             fps = self._fps[:n].tolist()
         for row, fp in enumerate(fps):
             if not self._hidden(row):
-                yield Entry(fp, self._key(row))
+                yield Entry(fp, self._key(row), sketch=self._sketches[row].tobytes() if self._sketch_bytes else None)
 
     def _query(self, fingerprint: int, k: int) -> list[Match]:
+        return [Match(self._key(r), d, f) for d, r, f in self._hits(fingerprint, k)]
+
+    def _hits(self, fingerprint: int, k: int) -> list[tuple[int, int, int]]:
+        """(distance, row, fingerprint) of the stored fingerprints within *k* found through the tables (all of
+        them up to the design's k), nearest first, ties in insertion order."""
         fps = self._fps
         hits: list[tuple[int, int, int]] = []  # (distance, row, fingerprint)
         if self._runs:
@@ -301,11 +333,41 @@ class MemoryBackend(Backend):
             self._verify(fps[self._sealed : self._n], fingerprint, k, hits, self._sealed)
         if hits and self._hides_rows():
             hits = [hit for hit in hits if not self._hidden(hit[1])]
-        if not hits:
-            return []
         if len(hits) > 1:
             hits = sorted(set(hits))  # a match can be found through several tables
-        return [Match(self._key(r), d, f) for d, r, f in hits]
+        return hits
+
+    def _candidates(self, fingerprint: int, k: int) -> list[tuple[Candidate, int]]:
+        """The candidates within *k* (see :class:`Backend`) and their rows."""
+        hits = self._hits(fingerprint, k)
+        if k > self._design.k:  # found through a bucket, or in the buffer: it must agree on some table's lead
+            agree = self._design.agree_on_a_lead
+            hits = [hit for hit in hits if agree(hit[2], fingerprint)]
+        return [(Candidate(self._key(r), d, f, self._sketches[r].tobytes()), r) for d, r, f in hits]
+
+    def candidates(self, fingerprint: int, k: int) -> list[Candidate]:
+        """The candidates within *k*, nearest first, ties in insertion order; nothing stored."""
+        if not self._sketch_bytes:
+            self._no_sketches()
+        with self._lock:
+            self._check_open()
+            return [c for c, _ in self._candidates(fingerprint, k)]
+
+    def add_and_candidates(self, fingerprint: int, key: str, sketch: bytes, k: int) -> list[Candidate]:
+        """Atomically: the candidates within *k*, then this page stored unless its key is stored with this
+        fingerprint already."""
+        if not self._sketch_bytes:
+            self._no_sketches()
+        row = self._sketch_rows([sketch], 1)[0]
+        with self._lock:
+            self._check_open()
+            found = self._candidates(fingerprint, k)
+            if not any(c.distance == 0 and c.key == key for c, _ in found):
+                self._add_one(fingerprint, key, row)
+            return [c for c, _ in found]
+
+    def _no_sketches(self) -> None:
+        raise NotImplementedError("this index keeps no sketches (its metadata has no sketch_bytes)")
 
     @staticmethod
     def _verify(
