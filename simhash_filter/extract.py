@@ -50,6 +50,9 @@ LINK_DENSITY = 0.6
 #: A link-dense block is still content when a child that is not link-dense holds non-link text of at least
 #: this share of the block's link text.
 CONTENT_BESIDE_LINKS = 0.25
+#: A page whose text outside links (and outside navigation, headers, footers) is less than this share of its
+#: text outside navigation, headers and footers is a hub page: its link lists are its content.
+HUB_TEXT_SHARE = 0.25
 #: Text is measured in characters; a CJK character counts as this many (it says about as much as a word).
 CJK_CHAR_TEXT = 3
 #: A boilerplate-looking element holding more than this share of the page's text is not boilerplate.
@@ -315,6 +318,7 @@ def _split(
     boiler_starts = cand[text[cand] <= MAX_BOILERPLATE_SHARE * total]
     boiler = _mark(idx, boiler_starts, ends) if len(boiler_starts) else np.zeros(n, dtype=bool)
     kept_own = np.where(boiler, 0, own_text)
+    chrome = boiler.copy()  # navigation, headers, footers, ads: never content, not even on a hub page
     text = _subtree_sums(kept_own, ends)
     link_text = _subtree_sums(np.where(link, kept_own, 0), ends)
     is_list_tag = np.fromiter((t in LINK_LIST_TAGS for t in tag_of), dtype=bool, count=len(tag_of))[tid]
@@ -334,6 +338,11 @@ def _split(
     # share the child holds, so a small change in the page never flips a whole block in or out.
     good_own = np.where(boiler | link, 0, own_text)
     good = _subtree_sums(good_own, ends)
+    if good[0] < HUB_TEXT_SHARE * text[0]:
+        # A hub page (a menu, a category or index page, a table of contents): what it says is mostly link
+        # text outside the chrome.  Its link lists are its content, so that two hubs differ by their lists.
+        boiler, link = chrome, np.zeros(n, dtype=bool)
+        good = text
     content = 0
     chain: list[tuple[int, float]] = []  # (element, share its best child holds)
     if good[0] > 0:

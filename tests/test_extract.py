@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import math
+import random
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -10,10 +12,12 @@ from hypothesis import strategies as st
 from lxml import etree
 from pages import RAINWATER, gazette
 
-from simhash_filter.config import FingerprintConfig
+from simhash_filter.config import DEFAULTS, FingerprintConfig
 from simhash_filter.extract import PageText, _extract_walk, extract
 from simhash_filter.fingerprint import Fingerprinter
 from simhash_filter.html import parse
+from simhash_filter.index import hamming
+from simhash_filter.sketch import similarity
 
 CONTENT = [
     "Marsh harriers returned to the estuary reed beds this spring after an absence of eleven years.",
@@ -403,3 +407,53 @@ def test_chinese_text_counts_like_words_when_finding_the_content() -> None:
     b = fp.fingerprint(table_layout_page(other))
     assert a.value is not None and b.value is not None
     assert bin(a.value ^ b.value).count("1") > 3
+
+
+# --- hub pages: a page whose content is a list of links ------------------------------------------------
+
+_HUB_WORDS = (
+    "install configure network printer backup restore kernel module package archive mirror shell editor terminal "
+    "user group permission disk partition filesystem mount service daemon log rotate schedule firewall proxy mail "
+    "server client database query index cache session locale keyboard display font sound video driver update"
+).split()
+
+
+def _hub(title: str, entries: list[str]) -> str:
+    """A manual's menu page: the site's header, navigation and footer, a heading, one sentence, a link list."""
+    nav = "".join(f'<li><a href="/ch{i}">Chapter {i}: {w}</a></li>' for i, w in enumerate(_HUB_WORDS[:12]))
+    links = "".join(f'<li><a href="/{title}/{j}">{e}</a></li>' for j, e in enumerate(entries))
+    return (
+        f"<html><head><title>{title} - Manual</title></head><body>"
+        f'<div class="header"><a href="/">Manual home</a> | <a href="/search">Search</a></div>'
+        f'<div class="nav"><ul>{nav}</ul></div>'
+        f'<div class="content"><h1>{title.capitalize()}</h1><p>This section lists the entries about {title}.</p>'
+        f'<ul>{links}</ul></div><div class="footer">Copyright the manual authors.</div></body></html>'
+    )
+
+
+def _entries(seed: int, n: int) -> list[str]:
+    rng = random.Random(seed)
+    return [" ".join(rng.sample(_HUB_WORDS, 3)).capitalize() for _ in range(n)]
+
+
+_HUB_SIZES = [("printing", 12), ("networking", 25), ("storage", 18), ("security", 30), ("sound", 10)]
+HUBS = {title: _hub(title, _entries(i, n)) for i, (title, n) in enumerate(_HUB_SIZES)}
+
+
+def test_hub_pages_are_told_apart_by_their_link_lists():
+    """Menu pages of one site (same chrome, a heading, a sentence, different link lists) are fingerprinted
+    from their links, and no two of them are near-duplicates: far apart and their sketches dissimilar."""
+    fingerprinter = Fingerprinter()
+    fps = {title: fingerprinter.fingerprint(html) for title, html in HUBS.items()}
+    assert all(fp.ok for fp in fps.values())
+    for a, b in itertools.combinations(fps.values(), 2):
+        assert hamming(a.value, b.value) > DEFAULTS.max_distance or similarity(a.sketch, b.sketch) < 0.6
+
+
+def test_a_hub_with_one_entry_changed_is_a_near_duplicate():
+    """The same menu page with one of its 25 links renamed stays a near-duplicate of the original."""
+    entries = _entries(1, 25)
+    changed = [*entries[:7], "Keyboard display locale", *entries[8:]]
+    a, b = (Fingerprinter().fingerprint(_hub("networking", e)) for e in (entries, changed))
+    assert hamming(a.value, b.value) <= DEFAULTS.max_distance
+    assert similarity(a.sketch, b.sketch) >= DEFAULTS.min_similarity
