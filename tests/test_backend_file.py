@@ -4,6 +4,8 @@ expiry, deletion and compaction.  (The query contract is in ``test_backends.py``
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import signal
 import subprocess
@@ -14,8 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from simhash_filter.backends import MetadataMismatchError, open_backend
+from simhash_filter.backends import Candidate, MetadataMismatchError, open_backend
 from simhash_filter.backends.file import (
+    FORMAT,
     HEADER_SIZE,
     RECORD,
     CorruptIndexError,
@@ -24,6 +27,7 @@ from simhash_filter.backends.file import (
     parse_age,
     record_check,
     record_checks,
+    record_dtype,
 )
 from simhash_filter.index import Match, TableDesign
 
@@ -321,3 +325,191 @@ def test_kill_9_loses_nothing_acknowledged(tmp_path: Path) -> None:
         stored = {(f"{e.fingerprint:x}", e.key) for e in index.entries()}
         assert len(stored) == len(index) >= len(acknowledged)
         assert not [pair for pair in map(tuple, acknowledged) if pair not in stored]
+
+
+# --- two-stage detection: every page's sketch is stored in its record ------------------------------------
+
+SKETCH_META = {"model": "m1", "sketch_bytes": 64}
+SKETCH_RECORD = record_dtype(64)
+
+
+def open_sketch_index(path: Path, **options: object) -> FileBackend:
+    return FileBackend(path, k=3, design=DESIGN, metadata=SKETCH_META, **options)  # type: ignore[arg-type]
+
+
+def sketch_of(key: str) -> bytes:
+    return hashlib.sha512(key.encode()).digest()
+
+
+def set_header_format(path: Path, fmt: int) -> None:
+    """Rewrite the ``format`` in the header of an index file (drops ``record_bytes``, as format 1 had none)."""
+    data = path.read_bytes()
+    magic_end = data.index(b"\n") + 1
+    fields = json.loads(data[magic_end:HEADER_SIZE])
+    fields["format"] = fmt
+    fields.pop("record_bytes", None)
+    head = (data[:magic_end] + json.dumps(fields, sort_keys=True).encode() + b"\n").ljust(HEADER_SIZE, b" ")
+    path.write_bytes(head + data[HEADER_SIZE:])
+
+
+def test_record_check_with_sketch_scalar_matches_vectorised() -> None:
+    """With sketches (of any size), the per-add check and the numpy check agree, and the sketch counts."""
+    for size in (64, 13, 1):
+        records = np.zeros(3, dtype=record_dtype(size))
+        records["fp"] = [0, 2**64 - 1, 0x0123456789ABCDEF]
+        records["offset"] = [HEADER_SIZE, 2**40, 99]
+        records["added"] = [0, 2**32 - 1, 1_700_000_000]
+        records["length"] = [0, 7, 2**20]
+        records["sketch"] = np.random.default_rng(size).integers(0, 256, size=(3, size), dtype=np.uint8)
+        salt = 0x5A17
+        expected = [
+            record_check(int(r["fp"]), int(r["offset"]), int(r["added"]), int(r["length"]), salt, r["sketch"].tobytes())
+            for r in records
+        ]
+        assert record_checks(records, salt).tolist() == expected
+        flipped = records.copy()
+        flipped["sketch"][:, -1] ^= 1
+        assert (record_checks(flipped, salt) != record_checks(records, salt)).all()
+    assert record_dtype(0) == RECORD and SKETCH_RECORD.itemsize == RECORD.itemsize + 64
+
+
+def test_sketches_survive_reopen_and_compaction(tmp_path: Path) -> None:
+    """Sketches (however added) are read back after a reopen and a compaction, also read-only without metadata."""
+    fps = random_fps(3000)
+    keys = [f"u{i}" for i in range(len(fps))]
+    with open_sketch_index(tmp_path / "idx", buffer_size=64) as index:
+        assert index.add_and_candidates(0xABCDEF, "first", sketch_of("first"), 3) == []
+        index.add_many(fps, keys, [sketch_of(key) for key in keys])
+        index.add(0xABCDEF ^ 0b101, "twin", sketch_of("twin"))
+    expected = [("first", sketch_of("first")), *((key, sketch_of(key)) for key in keys), ("twin", sketch_of("twin"))]
+    with open_sketch_index(tmp_path / "idx") as index:
+        assert index.sketch_bytes == 64 and len(index) == 3002
+        assert [(e.key, e.sketch) for e in index.entries()] == expected
+        assert index.add_and_candidates(0xABCDEF ^ 1, "third", sketch_of("third"), 3) == [
+            Candidate("first", 1, 0xABCDEF, sketch_of("first")),
+            Candidate("twin", 1, 0xABCDEF ^ 0b101, sketch_of("twin")),
+        ]
+        assert index.candidates(int(fps[1234]), 0) == [Candidate("u1234", 0, int(fps[1234]), sketch_of("u1234"))]
+        assert index.delete(["u0", "u1", "first"]) == 3
+        index.compact()
+        assert index.info()["generation"] == 2
+        assert [(e.key, e.sketch) for e in index.entries()] == [*expected[3:], ("third", sketch_of("third"))]
+        assert index.candidates(int(fps[2999]), 0) == [Candidate("u2999", 0, int(fps[2999]), sketch_of("u2999"))]
+    with FileBackend(tmp_path / "idx", k=3, design=DESIGN, readonly=True) as index:  # the stored metadata says
+        assert index.sketch_bytes == 64 and index.metadata == SKETCH_META
+        assert [(e.key, e.sketch) for e in index.entries()][-2:] == [("twin", sketch_of("twin")),
+                                                                     ("third", sketch_of("third"))]  # fmt: skip
+        assert index.candidates(0xABCDEF, 0) == []
+        assert index.candidates(0xABCDEF ^ 1, 0) == [Candidate("third", 0, 0xABCDEF ^ 1, sketch_of("third"))]
+    with pytest.raises(MetadataMismatchError, match="sketch_bytes: stored 64 != requested '<missing>'"):
+        open_index(tmp_path / "idx")  # an index with sketches is not opened as one without
+
+
+@pytest.mark.parametrize("damage", ["cut", "flip-last"])
+def test_torn_last_record_with_its_sketch_is_dropped(tmp_path: Path, damage: str) -> None:
+    """A last record cut short in its sketch, or with a changed sketch byte, is dropped (a torn tail) on open."""
+    keys = [f"u{i}" for i in range(50)]
+    with open_sketch_index(tmp_path / "idx") as index:
+        index.add_many(random_fps(50), keys, [sketch_of(key) for key in keys])
+    records = tmp_path / "idx" / "records.1"
+    data = bytearray(records.read_bytes())
+    assert len(data) == HEADER_SIZE + 50 * SKETCH_RECORD.itemsize
+    if damage == "cut":
+        records.write_bytes(bytes(data[:-20]))  # 20 bytes of the last sketch missing
+    else:
+        data[-7] ^= 0x10
+        records.write_bytes(bytes(data))
+    with open_sketch_index(tmp_path / "idx") as index:
+        assert [(e.key, e.sketch) for e in index.entries()] == [(key, sketch_of(key)) for key in keys[:49]]
+        assert index.add_and_candidates(123, "new", sketch_of("new"), 0) == []  # appends after the cut
+    with open_sketch_index(tmp_path / "idx") as index:
+        assert [(e.key, e.sketch) for e in index.entries()][-2:] == [("u48", sketch_of("u48")),
+                                                                     ("new", sketch_of("new"))]  # fmt: skip
+
+
+def test_a_changed_sketch_byte_in_the_middle_is_an_error(tmp_path: Path) -> None:
+    """A flipped bit in a sketch followed by intact records is a CorruptIndexError, never a wrong sketch."""
+    keys = [f"u{i}" for i in range(50)]
+    with open_sketch_index(tmp_path / "idx") as index:
+        index.add_many(random_fps(50), keys, [sketch_of(key) for key in keys])
+    records = tmp_path / "idx" / "records.1"
+    data = bytearray(records.read_bytes())
+    data[HEADER_SIZE + 10 * SKETCH_RECORD.itemsize + RECORD.itemsize + 40] ^= 0x01  # byte 40 of sketch 10
+    records.write_bytes(bytes(data))
+    for readonly in (False, True):
+        with pytest.raises(CorruptIndexError, match="record 10 is damaged but later records are intact"):
+            open_sketch_index(tmp_path / "idx", readonly=readonly)
+
+
+def test_an_index_of_another_format_is_refused_with_the_way_out(tmp_path: Path) -> None:
+    """An index in format 1 (before sketches) or a newer one is refused with the way out, and left unchanged."""
+    with open_index(tmp_path / "old") as index:
+        index.add(1, "one")
+    for kind in ("records", "urls", "deleted"):
+        set_header_format(tmp_path / "old" / f"{kind}.1", 1)
+    before = {p.name: p.read_bytes() for p in (tmp_path / "old").iterdir() if p.name != "LOCK"}
+    for readonly in (False, True):
+        with pytest.raises(
+            MetadataMismatchError,
+            match=rf"index format 1, written by an older version.*reads format {FORMAT} only.*new index location",
+        ):
+            open_index(tmp_path / "old", readonly=readonly)
+    assert {p.name: p.read_bytes() for p in (tmp_path / "old").iterdir() if p.name != "LOCK"} == before
+    with open_sketch_index(tmp_path / "new") as index:
+        index.add(1, "one", sketch_of("one"))
+    set_header_format(tmp_path / "new" / "records.1", FORMAT + 1)
+    with pytest.raises(MetadataMismatchError, match=f"index format {FORMAT + 1}, written by a newer.*upgrade"):
+        open_sketch_index(tmp_path / "new")
+
+
+SKETCH_WRITER = """
+import hashlib
+import sys
+import numpy as np
+from simhash_filter.backends.file import FileBackend
+from simhash_filter.index import TableDesign
+index = FileBackend(
+    sys.argv[1], k=3, design=TableDesign.parse("4x16/k3"), metadata={"model": "m1", "sketch_bytes": 64}
+)
+def sketch(key):
+    return hashlib.sha512(key.encode()).digest()
+x = 0x9E3779B97F4A7C15
+i = 0
+while True:
+    i += 1
+    x = (x * 6364136223846793005 + 1442695040888963407) % 2**64
+    if i % 50 == 0:
+        keys = [f"bulk-{i}-a", f"bulk-{i}-b"]
+        index.add_many(np.array([x, x ^ 0xFFFF0000], dtype=np.uint64), keys, [sketch(key) for key in keys])
+        sys.stdout.write(f"{x:x} bulk-{i}-a\\n{x ^ 0xFFFF0000:x} bulk-{i}-b\\n")
+    else:
+        index.add_and_candidates(x, f"page-{i}", sketch(f"page-{i}"), 3)
+        sys.stdout.write(f"{x:x} page-{i}\\n")
+    sys.stdout.flush()
+"""
+
+
+@pytest.mark.slow
+def test_kill_9_loses_no_acknowledged_page_nor_its_sketch(tmp_path: Path) -> None:
+    """A writer adding pages with sketches is SIGKILLed; every page it reported is there, with its sketch."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SKETCH_WRITER, str(tmp_path / "idx")], stdout=subprocess.PIPE, text=True, bufsize=1
+    )
+    assert proc.stdout is not None
+    acknowledged = []
+    deadline = time.monotonic() + 20
+    while len(acknowledged) < 3000 and time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        acknowledged.append(tuple(line.split()))
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    proc.stdout.close()
+    assert len(acknowledged) >= 3000, "the writer did not get going"
+    with open_sketch_index(tmp_path / "idx") as index:
+        stored = {(f"{e.fingerprint:x}", e.key): e.sketch for e in index.entries()}
+        assert len(stored) == len(index) >= len(acknowledged)
+        assert not [pair for pair in acknowledged if stored.get(pair) != sketch_of(pair[1])]
+        fp, key = acknowledged[-1]
+        assert Candidate(key, 0, int(fp, 16), sketch_of(key)) in index.candidates(int(fp, 16), 0)

@@ -4,26 +4,37 @@ An index is a directory::
 
     CURRENT              the generation in use ("1"; a compaction writes the next one, then switches)
     LOCK                 held (flock) by the one process that writes; it holds that process's pid
-    records.<gen>        a 4 KiB header (magic line + JSON: format, salt, metadata), then one 32-byte
-                         record per stored fingerprint, in insertion order
+    records.<gen>        a 4 KiB header (magic line + JSON: format, salt, record_bytes, metadata...),
+                         then one record of ``record_bytes`` per stored page, in insertion order
     urls.<gen>           a 4 KiB header, then the keys (UTF-8), back to back, in the same order
     deleted.<gen>        16-byte tombstones (row, check) of deleted fingerprints
 
 A record is ``fingerprint u64 | URL offset u64 | added (Unix seconds) u32 | URL length u32 |
-flags u32 (0) | check u32``, little-endian.  The check mixes the other fields with the file's random
-salt, so a torn, zeroed or foreign record fails it; the URL offsets must also follow each other.
+flags u32 (0) | check u32`` (32 bytes), then, in an index that keeps sketches (metadata
+``sketch_bytes`` > 0: two-stage detection), the page's sketch (``sketch_bytes`` bytes, 64 in
+practice), little-endian: a page's fingerprint and sketch are one record, written by one ``write(2)``.
+The check mixes the other fields and a hash of the sketch with the file's random salt, so a torn,
+zeroed or foreign record, or a changed byte of its sketch, fails it; the URL offsets must also follow
+each other.
+
+This is index format 2 (the ``format`` of every header).  Format 1, written before two-stage
+detection (the same files, records without sketches), is not read: such an index is refused
+(:class:`~simhash_filter.backends.base.MetadataMismatchError`) with the way out - start a new index
+(another location, or delete this one), or keep using the version that wrote it.
 
 On open the records are read and verified with numpy and the fingerprints are sorted into
 :class:`~simhash_filter.backends.memory.MemoryBackend`'s tables (about 2 s for 10 million); only
-the fingerprints (8 bytes), the tables (6 bytes per table) and the added times (4 bytes) stay in
-memory.  A key is read back from disk (two ``pread``) only when a query returns its row.
+the fingerprints (8 bytes), the sketches (``sketch_bytes``), the tables (6 bytes per table) and the
+added times (4 bytes) stay in memory.  A key is read back from disk (two ``pread``) only when a
+query returns its row.
 
-Durability: an add writes the key, then the record, with ``write(2)`` before it returns, so
-whatever a call reported as stored survives the process being killed (``kill -9``); with
-``?sync=always`` each add is also ``fdatasync``-ed and survives a power loss or an OS crash (without
-it those may lose the adds of the last seconds, which the OS had not yet written back).  Records
-cut short at the end of the log are dropped on open (a torn tail); a damaged record followed by
-intact ones is an error (:class:`CorruptIndexError`), never skipped silently.
+Durability: an add writes the key, then the record (with its sketch), with ``write(2)`` before it
+returns, so whatever a call reported as stored survives the process being killed (``kill -9``);
+with ``?sync=always`` the key is ``fdatasync``-ed before the record is written and the record after,
+so each add survives a power loss or an OS crash, and a record never reaches the disk before its key
+(without it those may lose the adds of the last seconds, which the OS had not yet written back).
+Records cut short at the end of the log are dropped on open (a torn tail); a damaged record (or
+sketch) followed by intact ones is an error (:class:`CorruptIndexError`), never skipped silently.
 """
 
 from __future__ import annotations
@@ -45,6 +56,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 import numpy as np
 
+from simhash_filter.backends import redact_uri
 from simhash_filter.backends.base import Entry, MetadataMismatchError, check_metadata
 from simhash_filter.backends.memory import MemoryBackend
 from simhash_filter.index import TableDesign
@@ -53,7 +65,8 @@ __all__ = ["CorruptIndexError", "FileBackend", "IndexLockedError", "parse_age"]
 
 logger = logging.getLogger(__name__)
 
-FORMAT = 1
+#: The index format written and read (1: before two-stage detection, records without sketches).
+FORMAT = 2
 HEADER_SIZE = 4096
 MAGIC = b"simhash-filter index\n"
 URLS_MAGIC = b"simhash-filter urls\n"
@@ -70,6 +83,16 @@ MAX_KEY_BYTES = 1 << 20
 _CHUNK = 1 << 20
 _M64 = (1 << 64) - 1
 _P = (0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93, 0xFF51AFD7ED558CCD)
+#: Multipliers of the sketch hash (a step per 8 bytes of sketch) and of its share of the check.
+_PS = (0xBF58476D1CE4E5B9, 0x94D049BB133111EB)
+
+
+def record_dtype(sketch_bytes: int) -> np.dtype:
+    """The record of an index keeping sketches of *sketch_bytes* (``RECORD`` when 0; else ``RECORD``'s fields
+    and a ``sketch`` field of that many bytes)."""
+    if not sketch_bytes:
+        return RECORD
+    return np.dtype([*((name, RECORD.fields[name][0]) for name in RECORD.names), ("sketch", "u1", (sketch_bytes,))])
 
 
 class CorruptIndexError(ValueError):
@@ -80,12 +103,39 @@ class IndexLockedError(RuntimeError):
     """Another process has the index open for writing."""
 
 
-def record_check(fp: int, offset: int, added: int, length: int, salt: int) -> int:
-    """The 32-bit check of one record (same as :func:`record_checks`)."""
+def sketch_hash(sketch: bytes) -> int:
+    """A 64-bit hash of a sketch (same as :func:`sketch_hashes`): a change within any 8 bytes changes it."""
+    padded = sketch + bytes(-len(sketch) % 8)
+    s = len(sketch)
+    for word in struct.unpack(f"<{len(padded) // 8}Q", padded):
+        s = ((s ^ word) * _PS[0]) & _M64
+        s ^= s >> 31
+    return s
+
+
+def sketch_hashes(sketches: np.ndarray) -> np.ndarray:
+    """:func:`sketch_hash` of each row of an ``(m, sketch_bytes)`` ``uint8`` array."""
+    m, size = sketches.shape
+    padded = np.zeros((m, size + -size % 8), dtype=np.uint8)
+    padded[:, :size] = sketches
+    words = padded.view("<u8")
+    s = np.full(m, size, dtype=np.uint64)
+    for j in range(words.shape[1]):
+        s ^= words[:, j]
+        s *= np.uint64(_PS[0])
+        s ^= s >> np.uint64(31)
+    return s
+
+
+def record_check(fp: int, offset: int, added: int, length: int, salt: int, sketch: bytes | None = None) -> int:
+    """The 32-bit check of one record (same as :func:`record_checks`), with its *sketch* if the index keeps
+    sketches."""
     h = (fp * _P[0]) & _M64
     h ^= (offset * _P[1]) & _M64
     h ^= ((added | length << 32) * _P[2]) & _M64
     h ^= (salt * _P[3]) & _M64
+    if sketch is not None:
+        h ^= (sketch_hash(sketch) * _PS[1]) & _M64
     h ^= h >> 33
     h = (h * _P[4]) & _M64
     h ^= h >> 29
@@ -93,12 +143,14 @@ def record_check(fp: int, offset: int, added: int, length: int, salt: int) -> in
 
 
 def record_checks(records: np.ndarray, salt: int) -> np.ndarray:
-    """The check of each record of a ``RECORD`` array (numpy wraps the products modulo 2**64)."""
+    """The check of each record of a :func:`record_dtype` array (numpy wraps the products modulo 2**64)."""
     u64 = np.uint64
     h = records["fp"] * u64(_P[0])
     h ^= records["offset"] * u64(_P[1])
     h ^= (records["added"].astype(u64) | records["length"].astype(u64) << u64(32)) * u64(_P[2])
     h ^= u64((salt * _P[3]) & _M64)
+    if "sketch" in (records.dtype.names or ()):
+        h ^= sketch_hashes(records["sketch"]) * u64(_PS[1])
     h ^= h >> u64(33)
     h *= u64(_P[4])
     h ^= h >> u64(29)
@@ -151,18 +203,32 @@ def _read_header(path: Path, magic: bytes) -> dict[str, Any]:
         raise CorruptIndexError(f"{path}: the header is damaged") from None
     if len(head) < HEADER_SIZE or not isinstance(fields, dict):
         raise CorruptIndexError(f"{path}: the header is damaged")
-    if fields.get("format") != FORMAT:
-        raise CorruptIndexError(
-            f"{path} has index format {fields.get('format')!r}; this version of simhash-filter reads format {FORMAT}"
+    stored = fields.get("format")
+    if stored != FORMAT:
+        newer = isinstance(stored, int) and not isinstance(stored, bool) and stored > FORMAT
+        raise MetadataMismatchError(
+            f"{path} is in index format {stored!r}, written by "
+            f"{'a newer' if newer else 'an older'} version of simhash-filter; this version reads format {FORMAT} "
+            "only (format 2 keeps each page's sketch beside its fingerprint): "
+            + (
+                "upgrade simhash-filter, or use a new index location to start afresh"
+                if newer
+                else f"use a new index location (or delete {path.parent}) to start afresh, or keep using the "
+                "version that wrote it (its 'simhash-filter index export' lists the stored URLs and fingerprints)"
+            )
         )
     return fields
 
 
-def _record_chunks(path: Path, start: int, end: int, size: int = _CHUNK) -> Iterator[tuple[int, np.ndarray]]:
-    """``(first row, records)`` of rows ``start..end-1`` of a records file, *size* rows at a time."""
+def _record_chunks(
+    path: Path, start: int, end: int, record: np.dtype = RECORD, size: int = _CHUNK
+) -> Iterator[tuple[int, np.ndarray]]:
+    """``(first row, records)`` of rows ``start..end-1`` of a records file (records of dtype *record*), *size*
+    records of 32 bytes' worth at a time (fewer of a longer record)."""
+    size = max(1, size * RECORD.itemsize // record.itemsize)
     for first in range(start, end, size):
         count = min(size, end - first)
-        yield first, np.fromfile(path, dtype=RECORD, count=count, offset=HEADER_SIZE + first * RECORD.itemsize)
+        yield first, np.fromfile(path, dtype=record, count=count, offset=HEADER_SIZE + first * record.itemsize)
 
 
 def _release_freed_memory() -> None:
@@ -216,6 +282,7 @@ class FileBackend(MemoryBackend):
         self._lock_fd: int | None = None
         self._fds: dict[str, int] = {}
         self._times = np.empty(0, dtype=np.uint32)
+        self._record = record_dtype(self._sketch_bytes)  # as stored, once loaded
         try:
             if not readonly:
                 self._take_lock()
@@ -236,22 +303,24 @@ class FileBackend(MemoryBackend):
         else:
             location, query = uri, ""
         if not location:
-            raise ValueError(f"a file backend needs a directory: {uri!r} (e.g. 'file:///var/lib/crawl/simhash')")
+            raise ValueError(f"a file backend needs a directory: {redact_uri(uri)!r} (e.g. 'file:///var/lib/crawl/simhash')")
         options: dict[str, Any] = {}
         for name, value in parse_qsl(query, keep_blank_values=True):
             if name in ("buffer_size", "merge_factor"):
                 try:
                     options[name] = int(value)
                 except ValueError:
-                    raise ValueError(f"option {name} must be an integer, got {value!r} in {uri!r}") from None
+                    raise ValueError(
+                        f"option {name} must be an integer, got {value!r} in {redact_uri(uri)!r}"
+                    ) from None
             elif name == "readonly":
                 if value not in ("0", "1", "true", "false"):
-                    raise ValueError(f"option readonly must be 0 or 1, got {value!r} in {uri!r}")
+                    raise ValueError(f"option readonly must be 0 or 1, got {value!r} in {redact_uri(uri)!r}")
                 options[name] = value in ("1", "true")
             elif name in ("sync", "max_age"):
                 options[name] = value
             else:
-                raise ValueError(f"unknown file backend option {name!r} in {uri!r}")
+                raise ValueError(f"unknown file backend option {name!r} in {redact_uri(uri)!r}")
         return cls(Path(location).expanduser(), k=k, design=design, metadata=metadata, **options)
 
     # -- opening ---------------------------------------------------------------------------------
@@ -292,6 +361,7 @@ class FileBackend(MemoryBackend):
             "format": FORMAT,
             "salt": salt,
             "created": created,
+            "record_bytes": record_dtype(self._sketch_bytes).itemsize,
             "metadata": dict(metadata),
             "k": self.k,
             "design": self.design.name,
@@ -348,26 +418,46 @@ class FileBackend(MemoryBackend):
                 "settings it was built with"
             ) from None
         self._metadata = dict(stored)
+        self._use_sketches(paths["records"], stored.get("sketch_bytes", 0), fields.get("record_bytes"))
         for kind, magic in (("urls", URLS_MAGIC), ("deleted", DELETED_MAGIC)):
             if _read_header(paths[kind], magic).get("salt") != self._salt:
                 raise CorruptIndexError(f"{paths[kind]} does not belong to {paths['records']} (another index's file)")
         flags = os.O_RDONLY if self._readonly else os.O_RDWR | os.O_APPEND
         for kind, path in paths.items():
             self._fds[kind] = os.open(path, flags)
-        self._load_records(paths["records"], os.fstat(self._fds["urls"]).st_size)
+        self._load_records(paths["records"])
         self._load_tombstones(paths["deleted"], self._n)
         _release_freed_memory()
 
-    def _load_records(self, path: Path, urls_size: int) -> None:
-        """Read and verify the records, keeping the fingerprints and times of the intact ones; cut a torn
-        tail (when writable); sort the fingerprints into the tables."""
+    def _use_sketches(self, path: Path, sketch_bytes: Any, record_bytes: Any) -> None:
+        """Keep sketches of the stored *sketch_bytes* (the index's metadata says; 0: none) in records of
+        *record_bytes* (the header says)."""
+        if isinstance(sketch_bytes, bool) or not isinstance(sketch_bytes, int) or sketch_bytes < 0:
+            raise CorruptIndexError(f"{path}: the header is damaged (sketch_bytes {sketch_bytes!r})")
+        record = record_dtype(sketch_bytes)
+        if record_bytes != record.itemsize:
+            raise CorruptIndexError(
+                f"{path}: the header is damaged (records of {record_bytes!r} bytes, but a {sketch_bytes}-byte "
+                f"sketch makes them {record.itemsize})"
+            )
+        self._sketch_bytes = sketch_bytes
+        self._record = record
+        self._sketches = np.empty((0, sketch_bytes), dtype=np.uint8)
+
+    def _load_records(self, path: Path) -> None:
+        """Read and verify the records, keeping the fingerprints, sketches and times of the intact ones; cut
+        a torn tail (when writable); sort the fingerprints into the tables."""
         fd = self._fds["records"]
+        record = self._record
         size = os.fstat(fd).st_size
-        total = (size - HEADER_SIZE) // RECORD.itemsize
+        # The keys' size after the records': a writer appends a key before its record, so every record seen
+        # has its key (a read-only open takes a consistent snapshot while the writer goes on).
+        urls_size = os.fstat(self._fds["urls"]).st_size
+        total = (size - HEADER_SIZE) // record.itemsize
         self._reserve(total)
         good = 0
         end = HEADER_SIZE
-        for start, chunk in _record_chunks(path, 0, total):
+        for start, chunk in _record_chunks(path, 0, total, record):
             ok = record_checks(chunk, self._salt) == chunk["check"]
             ok &= chunk["flags"] == 0
             expected = np.empty(len(chunk), dtype=np.uint64)
@@ -379,13 +469,15 @@ class FileBackend(MemoryBackend):
             intact = len(chunk) if len(bad) == 0 else int(bad[0])
             self._fps[start : start + intact] = chunk["fp"][:intact]
             self._times[start : start + intact] = chunk["added"][:intact]
+            if self._sketch_bytes:
+                self._sketches[start : start + intact] = chunk["sketch"][:intact]
             good += intact
             if intact:
                 end = int(chunk["offset"][intact - 1] + chunk["length"][intact - 1])
             if intact < len(chunk):
                 self._check_rest_is_torn(path, chunk[intact:], start + intact, total)
                 break
-        torn_bytes = size - HEADER_SIZE - good * RECORD.itemsize
+        torn_bytes = size - HEADER_SIZE - good * record.itemsize
         if torn_bytes or urls_size > end:
             logger.log(
                 logging.DEBUG if self._readonly else logging.WARNING,
@@ -397,7 +489,7 @@ class FileBackend(MemoryBackend):
                 "ignored (read-only)" if self._readonly else "removed",
             )
             if not self._readonly:
-                os.ftruncate(fd, HEADER_SIZE + good * RECORD.itemsize)
+                os.ftruncate(fd, HEADER_SIZE + good * record.itemsize)
                 os.ftruncate(self._fds["urls"], end)
         self._url_end = end
         self._n = good
@@ -408,7 +500,7 @@ class FileBackend(MemoryBackend):
         """Raise :class:`CorruptIndexError` if an intact record follows the damaged record *first_bad*."""
         intact = record_checks(rest, self._salt) == rest["check"]
         intact[0] = False
-        later = iter(_record_chunks(path, first_bad + len(rest), total))
+        later = iter(_record_chunks(path, first_bad + len(rest), total, self._record))
         while not intact.any():
             chunk = next(later, None)
             if chunk is None:
@@ -437,7 +529,7 @@ class FileBackend(MemoryBackend):
             grown[: self._n] = self._times[: self._n]
             self._times = grown
 
-    def _store_keys(self, fingerprints: np.ndarray, keys: Sequence[str]) -> None:
+    def _store_keys(self, fingerprints: np.ndarray, keys: Sequence[str], sketches: np.ndarray) -> None:
         """Write the keys and then the records of rows about to be appended; durable when it returns."""
         if self._readonly:
             raise PermissionError(f"the index {self.path} is open read-only")
@@ -449,26 +541,30 @@ class FileBackend(MemoryBackend):
         if len(encoded) == 1:
             data = encoded[0]
             fp = int(fingerprints[0])
-            check = record_check(fp, self._url_end, now, len(data), self._salt)
-            records = _RECORD.pack(fp, self._url_end, now, len(data), 0, check)
+            sketch = sketches[0].tobytes() if self._sketch_bytes else None
+            check = record_check(fp, self._url_end, now, len(data), self._salt, sketch)
+            records = _RECORD.pack(fp, self._url_end, now, len(data), 0, check) + (sketch or b"")
             urls = data
         else:
-            records_array = np.zeros(len(encoded), dtype=RECORD)
+            records_array = np.zeros(len(encoded), dtype=self._record)
             lengths = np.fromiter(map(len, encoded), dtype=np.uint64, count=len(encoded))
             records_array["fp"] = fingerprints
             records_array["length"] = lengths
             records_array["offset"] = np.cumsum(lengths) - lengths + np.uint64(self._url_end)
             records_array["added"] = now
+            if self._sketch_bytes:
+                records_array["sketch"] = sketches
             records_array["check"] = record_checks(records_array, self._salt)
             records = records_array.tobytes()
             urls = b"".join(encoded)
         urls_fd, records_fd = self._fds["urls"], self._fds["records"]
-        records_end = HEADER_SIZE + self._n * RECORD.itemsize
+        records_end = HEADER_SIZE + self._n * self._record.itemsize
         try:
             _write_all(urls_fd, urls)
+            if self._sync:
+                os.fdatasync(urls_fd)  # the keys are on the disk before the records that point at them
             _write_all(records_fd, records)
             if self._sync:
-                os.fdatasync(urls_fd)
                 os.fdatasync(records_fd)
         except BaseException:
             for fd, end in ((records_fd, records_end), (urls_fd, self._url_end)):
@@ -479,7 +575,7 @@ class FileBackend(MemoryBackend):
         self._times[self._n : self._n + len(encoded)] = now
 
     def _key(self, row: int) -> str:
-        record = os.pread(self._fds["records"], RECORD.itemsize, HEADER_SIZE + row * RECORD.itemsize)
+        record = os.pread(self._fds["records"], RECORD.itemsize, HEADER_SIZE + row * self._record.itemsize)
         _, offset, _, length, _, _ = _RECORD.unpack(record)
         return os.pread(self._fds["urls"], length, offset).decode("utf-8", "surrogatepass")
 
@@ -517,7 +613,7 @@ class FileBackend(MemoryBackend):
             self._check_open()
             if self._readonly:
                 raise PermissionError(f"the index {self.path} is open read-only")
-            rows = [row for row, _, key, _ in self._scan() if key in wanted and row not in self._dead]
+            rows = [row for row, _, key, _, _ in self._scan() if key in wanted and row not in self._dead]
             if rows:
                 stones = b"".join(_TOMBSTONE.pack(row, _tombstone_check(row, self._salt)) for row in rows)
                 _write_all(self._fds["deleted"], stones)
@@ -525,13 +621,15 @@ class FileBackend(MemoryBackend):
                 self._dead.update(rows)
             return len(rows)
 
-    def _scan(self) -> Iterator[tuple[int, int, bytes, int]]:
-        """(row, fingerprint, key bytes, added) of every stored row, from disk, in order."""
+    def _scan(self) -> Iterator[tuple[int, int, bytes, int, bytes | None]]:
+        """(row, fingerprint, key bytes, added, sketch or None) of every stored row, from disk, in order."""
         n = self._n
+        size = self._sketch_bytes
         path = self._file("records", self._generation_number)
-        for start, chunk in _record_chunks(path, 0, n, _CHUNK // 16):
+        for start, chunk in _record_chunks(path, 0, n, self._record, _CHUNK // 16):
             first = int(chunk["offset"][0])
             blob = os.pread(self._fds["urls"], int(chunk["offset"][-1] + chunk["length"][-1]) - first, first)
+            sketches = np.ascontiguousarray(chunk["sketch"]).tobytes() if size else b""
             for i, (fp, offset, length, added) in enumerate(
                 zip(
                     chunk["fp"].tolist(),
@@ -541,16 +639,18 @@ class FileBackend(MemoryBackend):
                     strict=True,
                 )
             ):
-                yield start + i, fp, blob[offset - first : offset - first + length], added
+                sketch = sketches[i * size : (i + 1) * size] if size else None
+                yield start + i, fp, blob[offset - first : offset - first + length], added, sketch
 
     def entries(self) -> Iterator[Entry]:
-        """Every live fingerprint with its key and the time it was added, oldest first, read from disk."""
+        """Every live fingerprint with its key, the time it was added (and its sketch, in an index that keeps
+        sketches), oldest first, read from disk."""
         with self._lock:
             self._check_open()
             live = self._live_mask()
-        for row, fp, key, added in self._scan():
+        for row, fp, key, added, sketch in self._scan():
             if row < len(live) and live[row]:
-                yield Entry(fp, key.decode("utf-8", "surrogatepass"), float(added))
+                yield Entry(fp, key.decode("utf-8", "surrogatepass"), float(added), sketch)
 
     def compact(self) -> None:
         """Rewrite the index without its deleted and expired fingerprints (a new generation, then a switch)."""
@@ -566,7 +666,7 @@ class FileBackend(MemoryBackend):
             with open(self._file("records", new), "ab") as records, open(self._file("urls", new), "ab") as urls:
                 url_end = HEADER_SIZE
                 path = self._file("records", old)
-                for start, chunk in _record_chunks(path, 0, self._n):
+                for start, chunk in _record_chunks(path, 0, self._n, self._record):  # sketches come along
                     first = int(chunk["offset"][0])
                     blob = np.frombuffer(
                         os.pread(self._fds["urls"], int(chunk["offset"][-1] + chunk["length"][-1]) - first, first),
@@ -589,6 +689,7 @@ class FileBackend(MemoryBackend):
 
     def _reset(self) -> None:
         self._fps = np.empty(0, dtype=np.uint64)
+        self._sketches = np.empty((0, self._sketch_bytes), dtype=np.uint8)
         self._times = np.empty(0, dtype=np.uint32)
         self._runs = []
         self._dead = set()
@@ -621,7 +722,7 @@ class FileBackend(MemoryBackend):
 
     @property
     def nbytes(self) -> int:
-        """Bytes held in numpy arrays (fingerprints, tables, added times); keys stay on disk."""
+        """Bytes held in numpy arrays (fingerprints, sketches, tables, added times); keys stay on disk."""
         return super().nbytes + self._times.nbytes
 
     def flush(self) -> None:
