@@ -1,6 +1,7 @@
 """The Redis backend (``simhash_filter.backends.redis``) against real ``redis-server`` processes: the URI,
 the stored metadata, the data layout, batches, atomicity between processes, a server that stops, hangs
-or restarts, expiry, and a 3-node cluster.  (The query contract is in ``test_backends.py``.)"""
+or restarts, expiry, a 3-node cluster, and two-stage detection (sketches in the records, atomic
+add-and-candidates, the old layout refused).  (The query contract is in ``test_backends.py``.)"""
 
 from __future__ import annotations
 
@@ -20,19 +21,34 @@ import pytest
 import redis
 from redis_server import RedisCluster, RedisServer
 
-from simhash_filter.backends import MetadataMismatchError, open_backend
+from simhash_filter.backends import Candidate, MetadataMismatchError, open_backend
 from simhash_filter.backends.memory import MemoryBackend
 from simhash_filter.backends.redis import BATCH, CHUNK, RECORD, RedisBackend
 from simhash_filter.index import Match, TableDesign
 
 DESIGN = TableDesign.parse("4x16/k3")
 META = {"model": "m1"}
+#: Two-stage detection: the design, metadata and candidate distance used in practice.
+TWO_STAGE = TableDesign.parse("13+13+13+13+12/k4")
+SKETCH = 64
+TWO_STAGE_META = {"model": "m1", "sketch_bytes": SKETCH}
+K2 = 10
 
 
 def open_redis(url: str, prefix: str, options: str = "", **kwargs: object) -> RedisBackend:
     backend = open_backend(f"{url}?prefix={prefix}{options}", k=3, design=DESIGN, metadata=META, **kwargs)  # type: ignore[arg-type]
     assert isinstance(backend, RedisBackend)
     return backend
+
+
+def open_two_stage(url: str, prefix: str, options: str = "") -> RedisBackend:
+    backend = open_backend(f"{url}?prefix={prefix}{options}", k=K2, design=TWO_STAGE, metadata=TWO_STAGE_META)
+    assert isinstance(backend, RedisBackend)
+    return backend
+
+
+def sketch(i: int) -> bytes:
+    return np.random.default_rng(1000 + i).bytes(SKETCH)
 
 
 def random_fps(n: int, seed: int = 7) -> np.ndarray:
@@ -368,3 +384,193 @@ def test_cluster_keeps_one_index_in_one_slot(redis_cluster: RedisCluster, redis_
                 nodes_used.add(i)
         assert len(slots) == 1
     assert len(nodes_used) >= 2
+
+
+# -- two-stage detection ---------------------------------------------------------------------------
+
+
+def test_two_stage_records_carry_the_sketch(redis_server: RedisServer, redis_prefix: str) -> None:
+    """A two-stage index's record is 16 + 64 bytes, sketch last; entries, probes and max_age work on it."""
+    n = CHUNK + 10
+    fps = random_fps(n)
+    keys = [f"https://example.com/{i}" for i in range(n)]
+    sketches = [sketch(i) for i in range(n)]
+    f0, f1 = f"{{{redis_prefix}}}:f0", f"{{{redis_prefix}}}:f1"
+    with open_two_stage(redis_server.url, redis_prefix, "&max_age=3600") as backend, redis_server.client() as client:
+        backend.add_many(fps, keys, sketches)
+        width = RECORD + SKETCH
+        assert client.strlen(f0) == width * CHUNK and client.strlen(f1) == width * 10
+        assert client.memory_usage(f0) <= width * CHUNK + 200  # trimmed to size when full
+        assert client.getrange(f0, 5 * width + RECORD, 6 * width - 1) == sketches[5]
+        assert client.hget(f"{{{redis_prefix}}}:meta", "format") == b"simhash-filter redis 2"
+        stored = [(e.fingerprint, e.key, e.sketch) for e in backend.entries()]
+        assert stored == list(zip(fps.tolist(), keys, sketches, strict=True))
+        assert backend.candidates(int(fps[5]), K2) == [Candidate(keys[5], 0, int(fps[5]), sketches[5])]
+        with pytest.raises(ValueError, match="use add_and_candidates"):
+            backend.check_and_add(1, "x", 3)
+        two_hours_ago = int(time.time()) - 7200
+        for i in range(5):  # make the first five two hours old
+            client.setrange(f0, i * width + 12, two_hours_ago.to_bytes(4, "big"))
+        assert len(backend) == n - 5
+        assert backend.candidates(int(fps[0]), K2) == []
+        assert backend.add_and_candidates(int(fps[0]), keys[0], sketches[0], K2) == []  # hidden: stored again
+        assert backend.add_and_candidates(int(fps[5]), keys[5], sketches[5], K2) == [
+            Candidate(keys[5], 0, int(fps[5]), sketches[5])
+        ]
+        assert len(backend) == n - 4
+    with open_backend(f"{redis_server.url}?prefix={redis_prefix}", k=4, design=TWO_STAGE) as adopted:
+        assert adopted.sketch_bytes == SKETCH  # no metadata asked: the stored sketch size, and so the record size
+        assert adopted.candidates(int(fps[7]), K2) == [Candidate(keys[7], 0, int(fps[7]), sketches[7])]
+
+
+def test_old_layout_is_refused_with_the_way_out(redis_server: RedisServer, redis_prefix: str) -> None:
+    """An index stored with layout 1 (records without sketches) is refused, whatever is asked, with the way out."""
+    meta = f"{{{redis_prefix}}}:meta"
+    with redis_server.client() as client:
+        client.hset(
+            meta,
+            mapping={
+                "format": "simhash-filter redis 1",
+                "design": DESIGN.name,
+                "bucket_bits": "14",
+                "metadata": json.dumps(META),
+                "created": "0",
+                "n": "1",
+            },
+        )
+        client.set(f"{{{redis_prefix}}}:f0", (5).to_bytes(8, "big") + (1).to_bytes(4, "big") + bytes(4))
+        client.set(f"{{{redis_prefix}}}:u0", b"a")
+        for opening in (
+            lambda: open_redis(redis_server.url, redis_prefix),
+            lambda: open_two_stage(redis_server.url, redis_prefix),
+            lambda: open_backend(f"{redis_server.url}?prefix={redis_prefix}", k=3, design=DESIGN),
+        ):
+            with pytest.raises(MetadataMismatchError, match=r"has the old layout .*records without sketches") as info:
+                opening()
+            message = str(info.value)
+            assert "another prefix" in message and f"redis-cli --scan --pattern '{{{redis_prefix}}}:*'" in message
+        assert client.hget(meta, "format") == b"simhash-filter redis 1" and client.get(f"{{{redis_prefix}}}:u0") == b"a"
+
+
+_HAMMER_TWO_STAGE = """
+import json, sys
+import numpy as np
+from simhash_filter.backends import open_backend
+from simhash_filter.index import TableDesign
+
+uri, worker, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+centres = np.random.default_rng(42).integers(0, 2**64, size=count, dtype=np.uint64)
+fps = centres ^ np.uint64(1 << (worker * 9 + 1))  # one bit per worker: any two variants are 2 bits apart
+design = TableDesign.parse("13+13+13+13+12/k4")
+backend = open_backend(uri, k=10, design=design, metadata={"model": "m1", "sketch_bytes": 64})
+print("ready", flush=True)
+sys.stdin.readline()
+seen = []
+for i, fp in enumerate(fps.tolist()):
+    found = backend.add_and_candidates(fp, f"{i}/{worker}", bytes([worker]) * 64, 10)
+    assert all(c.sketch == bytes([int(c.key.split("/")[1])]) * 64 and c.distance == 2 for c in found), found
+    seen.append([c.key for c in found])
+print(json.dumps(seen))
+"""
+
+
+def test_processes_racing_add_and_candidates_see_exactly_the_pages_before(
+    redis_server: RedisServer, redis_prefix: str
+) -> None:
+    """Four processes add near-identical pages at once: each is stored once and sees exactly those stored before."""
+    count, workers = 300, 4
+    uri = f"{redis_server.url}?prefix={redis_prefix}"
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _HAMMER_TWO_STAGE, uri, str(w), str(count)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for w in range(workers)
+    ]
+    for proc in procs:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    for proc in procs:  # go (as close together as the pipes allow)
+        assert proc.stdin is not None
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+    seen = []
+    for proc in procs:
+        out, _ = proc.communicate(timeout=60)
+        assert proc.returncode == 0
+        seen.append(json.loads(out))
+    with open_two_stage(redis_server.url, redis_prefix) as backend:
+        order = {entry.key: position for position, entry in enumerate(backend.entries())}
+        assert len(order) == len(backend) == count * workers  # every page stored, once
+    firsts = 0
+    for w in range(workers):
+        for i, keys in enumerate(seen[w]):
+            group = [f"{i}/{v}" for v in range(workers)]
+            before = sorted((key for key in group if order[key] < order[f"{i}/{w}"]), key=order.__getitem__)
+            assert keys == before, (f"{i}/{w}", keys, before)  # all at distance 2: oldest first
+            firsts += not keys
+    assert firsts == count  # one page of each group saw none
+
+
+def test_two_stage_hung_server_times_out_and_a_retry_stores_the_page_once(
+    own_redis_server: RedisServer, redis_prefix: str
+) -> None:
+    """A frozen server (SIGSTOP) makes add_and_candidates time out; tried again, the page is stored once and
+    the answer is the pages stored before it, not the page itself."""
+    assert own_redis_server.process is not None
+    pid = own_redis_server.process.pid
+    fp = 0xABCDEF0123456789
+    url, patience = own_redis_server.url, "&socket_timeout=0.3&retries=3&retry_backoff=0.2"
+    with (
+        open_two_stage(url, redis_prefix, "&socket_timeout=0.3&retries=0") as quick,
+        open_two_stage(url, redis_prefix, patience) as patient,
+    ):
+        assert patient.add_and_candidates(fp ^ 0b11, "before", sketch(1), K2) == []
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            start = time.monotonic()
+            with pytest.raises(redis.exceptions.TimeoutError):
+                quick.add_and_candidates(1 << 40, "frozen", sketch(2), K2)
+            assert time.monotonic() - start < 1.5
+            resume = threading.Timer(0.5, os.kill, (pid, signal.SIGCONT))
+            resume.start()
+            found = patient.add_and_candidates(fp, "retried", sketch(3), K2)
+            resume.join()
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        assert found == [Candidate("before", 2, fp ^ 0b11, sketch(1))]
+        assert patient.candidates(fp, K2) == [
+            Candidate("retried", 0, fp, sketch(3)),
+            Candidate("before", 2, fp ^ 0b11, sketch(1)),
+        ]
+        assert len(patient) in (2, 3)  # "frozen" is stored if its timed-out call ran when the server woke up
+
+
+def test_two_stage_retry_after_a_lost_reply_answers_as_the_first_attempt(
+    redis_server: RedisServer, redis_prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A call whose script ran but whose reply was lost is tried again: stored once, the first attempt's answer."""
+    fp = 0x0F0F0F0F0F0F0F0F
+    with (
+        open_two_stage(redis_server.url, redis_prefix, "&retry_backoff=0") as backend,
+        open_two_stage(redis_server.url, redis_prefix) as other,
+    ):
+        backend.add_and_candidates(fp ^ 0b11, "before", sketch(1), K2)
+        send = backend._send
+        lost: list[object] = []
+
+        def send_then_lose_the_reply(header: list, calls: list) -> list:
+            replies = send(header, calls)
+            if not lost:
+                lost.append(replies)
+                other.add_and_candidates(fp ^ 0b1100, "meanwhile", sketch(3), K2)  # stored between the attempts
+                raise redis.exceptions.TimeoutError("the reply was lost")
+            return replies
+
+        monkeypatch.setattr(backend, "_send", send_then_lose_the_reply)
+        assert backend.add_and_candidates(fp, "page", sketch(2), K2) == [Candidate("before", 2, fp ^ 0b11, sketch(1))]
+        assert lost and len(backend) == 3
+        assert [c.key for c in backend.candidates(fp, K2)] == ["page", "before", "meanwhile"]
+        assert backend.add_and_candidates(fp, "page", sketch(2), K2)[0] == Candidate("page", 0, fp, sketch(2))
+        assert len(backend) == 3  # seen again (not a retry): itself among the candidates, not stored twice

@@ -4,8 +4,8 @@
 Redis Cluster).  Every call is one server-side Lua script (probe, verify and add in one step, so two
 crawlers that meet near-identical pages at the same moment never both keep them); batches are pipelined.
 
-Layout of the index *prefix* (every key carries the hash tag ``{prefix}``, so one index lives in one
-cluster slot and its script is legal in a cluster):
+Layout of the index *prefix* (layout 2: :data:`FORMAT` in the meta; every key carries the hash tag
+``{prefix}``, so one index lives in one cluster slot and its script is legal in a cluster):
 
 * ``{prefix}:meta``: a small hash: the format, the table design, the bucket width, the metadata (JSON:
   the fingerprint model), and ``n``, the number of stored fingerprints.  Fingerprint number *i* (its
@@ -13,9 +13,14 @@ cluster slot and its script is legal in a cluster):
 * ``{prefix}:<t>:<hex>``: one string per table *t* and bucket (the top ``bucket_bits`` of the table's
   lead value, in hex), holding 6 bytes per fingerprint in the bucket: the id (4 bytes) and the
   fingerprint's 16-bit fold (:func:`~simhash_filter.index.fold16`, 2 bytes), in insertion order.
-* ``{prefix}:f<c>``: the records of ids ``c * 4095`` to ``c * 4095 + 4094``, 16 bytes each: the
-  fingerprint (8), where its key ends in ``{prefix}:u<c>`` (4), when it was added (Unix seconds, 4).
+* ``{prefix}:f<c>``: the records of ids ``c * 4095`` to ``c * 4095 + 4094``, ``16 + sketch_bytes``
+  bytes each: the fingerprint (8, big-endian), where its key ends in ``{prefix}:u<c>`` (4), when it was
+  added (Unix seconds, 4), then, in an index that keeps sketches (two-stage detection: ``sketch_bytes``
+  in the metadata, 64 in practice), the page's sketch.
 * ``{prefix}:u<c>``: the keys (URLs) of the same ids, back to back (UTF-8).
+
+Layout 1 (before two-stage detection: records without sketches, format ``simhash-filter redis 1``) is
+refused on open, with the way out: a new index under another prefix, or deleting the old one.
 
 A probe reads one bucket per table, keeps the entries whose fold is within k of the query's (about 1 %
 of random ones for k = 3: the fold distance never exceeds the true distance), reads their records and
@@ -24,11 +29,22 @@ reserved for growth); a record chunk is trimmed when it is full.  With 4 tables 
 default) that is 54 bytes of Redis memory per fingerprint at a million, plus the URL (measured:
 ``benchmarks/bench_redis.py``; README, "Scaling out").
 
+Two-stage detection (:meth:`RedisBackend.add_and_candidates`, :meth:`RedisBackend.candidates`): the
+probe filters the folds with the k it is given (10, say: most entries pass, the filter stays exact), verifies
+the 64-bit distance, keeps the entries that agree with the query on the whole lead of some table (a bucket
+names only the top ``bucket_bits`` of a lead) and returns each once, nearest first, then oldest, with the
+sketch from the same record; then it adds the page unless its (key, fingerprint) is stored already.  With
+the design 13+13+13+13+12/k4 (5 tables, default buckets) and 64-byte sketches a page takes 120 bytes of
+Redis memory at a million, plus the URL (55 without sketches), and a call about 3 ms of server time at k = 10
+(a million random pages with URL-like keys: ``used_memory`` and ``INFO commandstats`` of a
+``tests/redis_server.py`` server): nearly every entry of the 5 buckets passes a 16-bit fold filter at that distance.
+
 Failures: each call has a socket timeout (``socket_timeout``, default 2 s) and is tried again
 ``retries`` times (default 2) on a connection error or a timeout, reconnecting when the server is
 back; then the error (``redis.exceptions.ConnectionError`` or ``TimeoutError``) is raised.  A call
 tried again after a timeout may have run already: the script is told, and a check-and-add that finds
-its own (fingerprint, key) at distance 0 reports it as kept, an add does not add it twice.  If the
+its own (fingerprint, key) at distance 0 reports it as kept, an add does not add it twice, and an
+add-and-candidates that finds it answers as its first attempt did (the candidates stored before it).  If the
 index is gone (a server restarted without persistence), it is created again, empty, with a warning.
 """
 
@@ -58,20 +74,27 @@ from redis.exceptions import NoScriptError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
 
-from simhash_filter.backends.base import Backend, Entry, MetadataMismatchError, check_metadata
+from simhash_filter.backends import redact_uri
+from simhash_filter.backends.base import Backend, Candidate, Entry, MetadataMismatchError, check_metadata
 from simhash_filter.index import Match, TableDesign
 
 __all__ = ["RedisBackend", "bucket_keys"]
 
 logger = logging.getLogger(__name__)
 
-#: Format of the stored index (``format`` in the meta hash).
-FORMAT = "simhash-filter redis 1"
+#: Format of the stored index (``format`` in the meta hash): its layout version.  Layout 2 keeps the page's
+#: sketch in its record (two-stage detection).
+FORMAT = "simhash-filter redis 2"
+#: Layout 1: records without sketches (simhash-filter before two-stage detection).  Refused, with the way out.
+OLD_FORMATS = ("simhash-filter redis 1",)
 #: Default number of leading bits of each table's lead value that name its bucket (at most the lead bits).
 DEFAULT_BUCKET_BITS = 14
 #: Fingerprints per record chunk (``{prefix}:f<c>`` and ``{prefix}:u<c>``): 4095 records of 16 bytes and
-#: the string's header fit a 64 KiB allocation exactly (4096 would take the next size, 80 KiB).
+#: the string's header fit a 64 KiB allocation exactly (4096 would take the next size, 80 KiB); records of
+#: 80 bytes (a 64-byte sketch) fit 320 KiB.
 CHUNK = 4095
+#: Bytes of a record without its sketch: the fingerprint (8), the end of its key (4), when it was added (4).
+#: An index that keeps sketches adds ``sketch_bytes`` (its metadata's) to every record.
 RECORD = 16
 #: Items per script call: a call blocks the server while it runs (about 60 µs per item at 1M).
 BATCH = 64
@@ -90,18 +113,23 @@ _SCRIPT = (
     r"""
 -- simhash-filter: probe, verify and add in one atomic step (see simhash_filter/backends/redis.py).
 -- KEYS[1]: the meta hash; KEYS[2..]: T bucket keys per item, item after item.
--- ARGV: op ("c" check-and-add, "a" add, "q" query, "n" count), k, key prefix ("{p}:"), T, retry ("1": an
--- earlier attempt of this call may have run), max_age (seconds, 0: none), then per item the fingerprint
--- (8 bytes, big-endian) and, for "c" and "a", its key.
+-- ARGV: op, k, key prefix ("{p}:"), T, retry ("1": an earlier attempt of this call may have run), max_age
+-- (seconds, 0: none), R (bytes per record: @RECORD@ + the sketch's), the tables' lead masks (8 bytes each,
+-- big-endian; "d" and "p" only, else empty), then per item the fingerprint (8 bytes, big-endian), for "c",
+-- "a" and "d" its key, and for "d" (and "a" in an index that keeps sketches) its sketch.
+-- Ops: "c" check-and-add, "a" add, "q" query, "d" add-and-candidates, "p" candidates, "n" count.
 local op, k, P, T = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
 local retry, max_age = ARGV[5] == "1", tonumber(ARGV[6])
+local R, MASKS = tonumber(ARGV[7]), ARGV[8]
+local H = 8 -- header arguments: items start at ARGV[H + 1]
+local S = R - @RECORD@ -- sketch bytes (0: the index keeps none)
 local meta = KEYS[1]
 local call = redis.call
 local byte, char, sub = string.byte, string.char, string.sub
-local bxor = bit.bxor
+local bxor, band = bit.bxor, bit.band
 local floor = math.floor
 local POP = "@POP@"
-local C, R = @CHUNK@, @RECORD@
+local C = @CHUNK@
 
 if call("EXISTS", meta) == 0 then
   return redis.error_reply("@NOINDEX@ the index is gone")
@@ -119,7 +147,7 @@ local function p32(x)
   return char(floor(x / 16777216) % 256, floor(x / 65536) % 256, floor(x / 256) % 256, x % 256)
 end
 
--- The record of an id: fingerprint (8 bytes), end of its key (4), added (4).
+-- The record of an id: fingerprint (8 bytes), end of its key (4), added (4), sketch (S).
 local function record(id)
   local chunk = floor(id / C)
   local at = (id - chunk * C) * R
@@ -131,15 +159,35 @@ local function key_of(id)
   local j = id - chunk * C
   local fkey = P .. "f" .. chunk
   local start = 0
-  if j > 0 then start = u32(call("GETRANGE", fkey, j * R - 8, j * R - 5), 1) end
+  if j > 0 then start = u32(call("GETRANGE", fkey, (j - 1) * R + 8, (j - 1) * R + 11), 1) end
   local stop = u32(call("GETRANGE", fkey, j * R + 8, j * R + 11), 1)
   if stop <= start then return "" end
   return call("GETRANGE", P .. "u" .. chunk, start, stop - 1)
 end
 
--- Every stored fingerprint within kq of q in the item's buckets KEYS[base + 1 .. base + T], as
--- {distance, id, fingerprint}; buckets[t] receives the content of bucket t (false: none).
-local function probe(q, base, kq, buckets)
+-- The tables' lead masks: leads[t][i] is byte i of table t's mask.
+local leads = {}
+for t = 1, #MASKS / 8 do
+  leads[t] = {byte(MASKS, 8 * t - 7, 8 * t)}
+end
+
+-- Whether a fingerprint whose XOR with the query has the bytes x1 .. x8 agrees with it on the whole lead of
+-- some table (a bucket names only the top bucket_bits of a lead).
+local function agrees(x1, x2, x3, x4, x5, x6, x7, x8)
+  for t = 1, #leads do
+    local m = leads[t]
+    if band(x1, m[1]) == 0 and band(x2, m[2]) == 0 and band(x3, m[3]) == 0 and band(x4, m[4]) == 0
+      and band(x5, m[5]) == 0 and band(x6, m[6]) == 0 and band(x7, m[7]) == 0 and band(x8, m[8]) == 0 then
+      return true
+    end
+  end
+  return false
+end
+
+-- Every stored fingerprint within kq of q in the item's buckets KEYS[base + 1 .. base + T], once each, as
+-- {distance, id, fingerprint}; with sketches (two-stage), only those agreeing with q on a table's lead, as
+-- {distance, id, fingerprint, sketch}.  buckets[t] receives the content of bucket t (false: none).
+local function probe(q, base, kq, buckets, with_sketches)
   local q1, q2, q3, q4, q5, q6, q7, q8 = byte(q, 1, 8)
   local f1, f2 = bxor(q1, q3, q5, q7), bxor(q2, q4, q6, q8)
   local hits, seen = {}, {}
@@ -155,12 +203,16 @@ local function probe(q, base, kq, buckets)
             seen[id] = true
             local r = record(id)
             local c1, c2, c3, c4, c5, c6, c7, c8 = byte(r, 1, 8)
-            local dist = byte(POP, bxor(c1, q1) + 1) + byte(POP, bxor(c2, q2) + 1)
-              + byte(POP, bxor(c3, q3) + 1) + byte(POP, bxor(c4, q4) + 1)
-              + byte(POP, bxor(c5, q5) + 1) + byte(POP, bxor(c6, q6) + 1)
-              + byte(POP, bxor(c7, q7) + 1) + byte(POP, bxor(c8, q8) + 1)
+            local x1, x2, x3, x4 = bxor(c1, q1), bxor(c2, q2), bxor(c3, q3), bxor(c4, q4)
+            local x5, x6, x7, x8 = bxor(c5, q5), bxor(c6, q6), bxor(c7, q7), bxor(c8, q8)
+            local dist = byte(POP, x1 + 1) + byte(POP, x2 + 1) + byte(POP, x3 + 1) + byte(POP, x4 + 1)
+              + byte(POP, x5 + 1) + byte(POP, x6 + 1) + byte(POP, x7 + 1) + byte(POP, x8 + 1)
             if dist <= kq and (oldest == 0 or u32(r, 13) >= oldest) then
-              hits[#hits + 1] = {dist, id, sub(r, 1, 8)}
+              if not with_sketches then
+                hits[#hits + 1] = {dist, id, sub(r, 1, 8)}
+              elseif agrees(x1, x2, x3, x4, x5, x6, x7, x8) then
+                hits[#hits + 1] = {dist, id, sub(r, 1, 8), sub(r, @RECORD@ + 1, R)}
+              end
             end
           end
         end
@@ -170,20 +222,25 @@ local function probe(q, base, kq, buckets)
   return hits
 end
 
+local function nearest_first(x, y)
+  if x[1] ~= y[1] then return x[1] < y[1] end
+  return x[2] < y[2]
+end
+
 local function nearest(hits)
   local best = nil
   for _, h in ipairs(hits) do
-    if best == nil or h[1] < best[1] or (h[1] == best[1] and h[2] < best[2]) then best = h end
+    if best == nil or nearest_first(h, best) then best = h end
   end
   return best
 end
 
-local function add(q, key, base, buckets, id)
+local function add(q, key, sketch, base, buckets, id)
   local chunk = floor(id / C)
   local j = id - chunk * C
   local fkey, ukey = P .. "f" .. chunk, P .. "u" .. chunk
   local stop = call("APPEND", ukey, key)
-  call("SETRANGE", fkey, j * R, q .. p32(stop) .. p32(now))
+  call("SETRANGE", fkey, j * R, q .. p32(stop) .. p32(now) .. sketch)
   if j == C - 1 then -- a full chunk: give back the room APPEND and SETRANGE reserved for growth
     call("SET", fkey, call("GET", fkey))
     call("SET", ukey, call("GET", ukey))
@@ -208,55 +265,104 @@ if op == "n" then -- stored fingerprints not older than max_age (ids are in orde
   return n - lo
 end
 
+if (op == "d" or op == "p") and S <= 0 then
+  return redis.error_reply("SIMHASH_SKETCH this index keeps no sketches")
+end
+
 local results = {}
-if op == "q" then
-  for i = 7, #ARGV do
-    local hits = probe(ARGV[i], 1 + (i - 7) * T, k, {})
-    table.sort(hits, function(x, y)
-      if x[1] ~= y[1] then return x[1] < y[1] end
-      return x[2] < y[2]
-    end)
+if op == "q" or op == "p" then -- read only
+  local with_sketches = op == "p"
+  for i = H + 1, #ARGV do
+    local hits = probe(ARGV[i], 1 + (i - H - 1) * T, k, {}, with_sketches)
+    table.sort(hits, nearest_first)
     local out = {}
     for _, h in ipairs(hits) do
       out[#out + 1] = h[1]
       out[#out + 1] = h[3]
       out[#out + 1] = key_of(h[2])
+      if with_sketches then out[#out + 1] = h[4] end
     end
     results[#results + 1] = out
   end
   return results
 end
 
-local m = (#ARGV - 6) / 2
-local n = tonumber(call("HGET", meta, "n") or "0")
+if op == "c" and S > 0 then
+  return redis.error_reply("SIMHASH_SKETCH this index keeps a sketch beside each fingerprint: add with it")
+end
+local stride = 2
+if op == "d" or S > 0 then stride = 3 end -- fingerprint, key, sketch
+local m = (#ARGV - H) / stride
+if stride == 3 then -- checked before anything is written
+  for item = 0, m - 1 do
+    if #ARGV[H + 3 + stride * item] ~= S then
+      return redis.error_reply("SIMHASH_SKETCH a sketch must be " .. S .. " bytes")
+    end
+  end
+end
+local n0 = tonumber(call("HGET", meta, "n") or "0")
+local n = n0
 if n + m > @MAX_SIZE@ then
   return redis.error_reply("SIMHASH_FULL the index holds " .. n .. " fingerprints, the most it can hold")
 end
 for item = 0, m - 1 do
-  local q, key = ARGV[7 + 2 * item], ARGV[8 + 2 * item]
+  local at = H + 1 + stride * item
+  local q, key = ARGV[at], ARGV[at + 1]
+  local sketch = ""
+  if stride == 3 then sketch = ARGV[at + 2] end
   local base = 1 + item * T
   local buckets = {}
-  local found = nil
-  local stored = false
-  if op == "c" then
-    found = nearest(probe(q, base, k, buckets))
-    stored = retry and found ~= nil and found[1] == 0 and key_of(found[2]) == key
-  elseif retry then
-    for _, h in ipairs(probe(q, base, 0, buckets)) do
-      if key_of(h[2]) == key then stored = true end
+  if op == "d" then
+    -- the candidates, nearest first, then oldest; then add unless (key, fingerprint) is stored already.  A
+    -- retry that finds it (its earlier attempt ran) answers as that attempt did: the candidates older than it.
+    local hits = probe(q, base, k, buckets, true)
+    table.sort(hits, nearest_first)
+    local own = nil
+    for _, h in ipairs(hits) do
+      if h[1] > 0 then break end
+      h[5] = key_of(h[2])
+      if h[5] == key then
+        own = h[2]
+        break
+      end
     end
-  end
-  if stored or found == nil then
-    if not stored then
-      add(q, key, base, buckets, n)
+    if own == nil then
+      add(q, key, sketch, base, buckets, n)
       n = n + 1
     end
-    results[#results + 1] = {}
+    local out = {}
+    for _, h in ipairs(hits) do
+      if not retry or own == nil or h[2] < own then
+        out[#out + 1] = h[1]
+        out[#out + 1] = h[3]
+        out[#out + 1] = h[5] or key_of(h[2])
+        out[#out + 1] = h[4]
+      end
+    end
+    results[#results + 1] = out
   else
-    results[#results + 1] = {found[1], found[3], key_of(found[2])}
+    local found = nil
+    local stored = false
+    if op == "c" then
+      found = nearest(probe(q, base, k, buckets))
+      stored = retry and found ~= nil and found[1] == 0 and key_of(found[2]) == key
+    elseif retry then
+      for _, h in ipairs(probe(q, base, 0, buckets)) do
+        if key_of(h[2]) == key then stored = true end
+      end
+    end
+    if stored or found == nil then
+      if not stored then
+        add(q, key, sketch, base, buckets, n)
+        n = n + 1
+      end
+      results[#results + 1] = {}
+    else
+      results[#results + 1] = {found[1], found[3], key_of(found[2])}
+    end
   end
 end
-call("HSET", meta, "n", n)
+if n ~= n0 then call("HSET", meta, "n", n) end
 if op == "a" then return n end
 return results
 """.replace("@POP@", _POP)
@@ -301,7 +407,7 @@ def _bool_option(name: str, value: str, uri: str) -> bool:
         return True
     if value.lower() in ("0", "false", "no", "off", ""):
         return False
-    raise ValueError(f"option {name} must be true or false, got {value!r} in {uri!r}")
+    raise ValueError(f"option {name} must be true or false, got {value!r} in {redact_uri(uri)!r}")
 
 
 def _redis_options() -> set[str]:
@@ -388,6 +494,9 @@ class RedisBackend(Backend):
                 f"not {requested_bits}: {self._way_out()}"
             )
         self._metadata = json.loads(stored["metadata"])
+        self._sketch_bytes = self._stored_sketch_bytes()
+        self._record = RECORD + self._sketch_bytes
+        self._masks = b"".join(_FP.pack(mask) for mask in design.lead_masks)
         self._created = float(stored.get("created", 0))
 
     # -- construction ----------------------------------------------------------------------------
@@ -405,7 +514,7 @@ class RedisBackend(Backend):
         """
         parts = urlsplit(uri)
         if not parts.hostname:
-            raise ValueError(f"a Redis backend needs a host: {uri!r} (e.g. 'redis://127.0.0.1:6379/0')")
+            raise ValueError(f"a Redis backend needs a host: {redact_uri(uri)!r} (e.g. 'redis://127.0.0.1:6379/0')")
         own: dict[str, Any] = {}
         passed: list[tuple[str, str]] = []
         allowed = _redis_options()
@@ -416,19 +525,21 @@ class RedisBackend(Backend):
                 try:
                     own[name] = int(value)
                 except ValueError:
-                    raise ValueError(f"option {name} must be an integer, got {value!r} in {uri!r}") from None
+                    raise ValueError(
+                        f"option {name} must be an integer, got {value!r} in {redact_uri(uri)!r}"
+                    ) from None
             elif name in ("retry_backoff", "max_age"):
                 try:
                     own[name] = float(value)
                 except ValueError:
-                    raise ValueError(f"option {name} must be a number, got {value!r} in {uri!r}") from None
+                    raise ValueError(f"option {name} must be a number, got {value!r} in {redact_uri(uri)!r}") from None
             elif name == "cluster":
                 own[name] = _bool_option(name, value, uri)
             elif name in allowed:
                 passed.append((name, value))
             else:
                 known = ", ".join(_OWN_OPTIONS) + ", and redis-py's (socket_timeout, ...)"
-                raise ValueError(f"unknown Redis backend option {name!r} in {uri!r}; known: {known}")
+                raise ValueError(f"unknown Redis backend option {name!r} in {redact_uri(uri)!r}; known: {known}")
         scheme = parts.scheme.lower()
         names = {name for name, _ in passed}
         query = urlencode(passed)
@@ -484,6 +595,15 @@ class RedisBackend(Backend):
             raise
         stored = {_text(raw[i]): _text(raw[i + 1]) for i in range(0, len(raw), 2)}
         where = f"the Redis index {self._prefix!r} ({self._location})"
+        if stored.get("format") in OLD_FORMATS:
+            raise MetadataMismatchError(
+                f"{where} has the old layout ({stored.get('format')!r}: records without sketches, written by "
+                f"simhash-filter before two-stage detection); this version reads only {FORMAT!r}, and the old "
+                f"index cannot be converted (it has no sketches): build a new one under another prefix "
+                f"(?prefix=...), or delete it (redis-cli --scan --pattern '{{{self._prefix}}}:*' | xargs "
+                f"redis-cli unlink); its URLs can be listed first with the earlier version "
+                f"(simhash-filter index export)"
+            )
         if stored.get("format") != FORMAT:
             raise MetadataMismatchError(
                 f"{where} is not a simhash-filter index of this version (format {stored.get('format')!r}): "
@@ -499,6 +619,42 @@ class RedisBackend(Backend):
         except MetadataMismatchError as exc:
             raise MetadataMismatchError(f"{where}: {exc}; {self._way_out()}") from None
         return stored
+
+    def _stored_sketch_bytes(self) -> int:
+        """The sketch size of the stored metadata (0: none), which sets the record size."""
+        size = self._metadata.get("sketch_bytes", 0) if isinstance(self._metadata, dict) else 0
+        if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+            raise MetadataMismatchError(
+                f"the Redis index {self._prefix!r} ({self._location}) stores sketch_bytes {size!r} in its "
+                f"metadata, not an int >= 0: {self._way_out()}"
+            )
+        return size
+
+    def _checked_sketches(self, sketches: Sequence[bytes] | None, m: int) -> list[bytes] | None:
+        """*sketches* checked: one of :attr:`sketch_bytes` per key exactly when the index keeps them."""
+        size = self._sketch_bytes
+        if not size:
+            if sketches is not None:
+                raise ValueError("this index keeps no sketches: store fingerprints and keys only")
+            return None
+        if sketches is None and not m:
+            return None
+        if sketches is None or len(sketches) != m:
+            raise ValueError(f"this index keeps a {size}-byte sketch beside each fingerprint: give one per key")
+        out = list(sketches)
+        for sketch in out:
+            if not isinstance(sketch, bytes) or len(sketch) != size:
+                got = f"{len(sketch)} bytes" if isinstance(sketch, bytes) else type(sketch).__name__
+                raise ValueError(f"a sketch must be {size} bytes, got {got}")
+        return out
+
+    def _require_sketches(self) -> None:
+        if not self._sketch_bytes:
+            raise NotImplementedError("this index keeps no sketches (its metadata has no sketch_bytes)")
+
+    def _refuse_sketches(self) -> None:
+        if self._sketch_bytes:
+            raise ValueError("this index keeps a sketch beside each fingerprint: use add_and_candidates")
 
     # -- introspection ---------------------------------------------------------------------------
 
@@ -570,11 +726,15 @@ class RedisBackend(Backend):
             for head, lead, shift in zip(self._heads, self._design.lead_values(fingerprint), self._shifts, strict=True)
         ]
 
-    def _calls(self, fingerprints: np.ndarray | list[int], keys: Sequence[str] | None) -> list[tuple[list, list]]:
+    def _calls(
+        self, fingerprints: np.ndarray | list[int], keys: Sequence[str] | None, sketches: Sequence[bytes] | None = None
+    ) -> list[tuple[list, list]]:
         """Split a batch into script calls of at most :data:`BATCH` items: ``(KEYS, ARGV after the header)``."""
         if isinstance(fingerprints, list):  # one fingerprint
             ((fp,),) = (fingerprints,)
             args: list[Any] = [_FP.pack(fp)] if keys is None else [_FP.pack(fp), _encode(keys[0])]
+            if sketches is not None:
+                args.append(sketches[0])
             return [([self._meta_key, *self._item_keys(fp)], args)]
         buckets = bucket_keys(self._design, self._prefix, self._bucket_bits, fingerprints)
         packed = fingerprints.astype(">u8").tobytes()
@@ -587,18 +747,29 @@ class RedisBackend(Backend):
                 args.append(packed[8 * i : 8 * i + 8])
                 if keys is not None:
                     args.append(_encode(keys[i]))
+                if sketches is not None:
+                    args.append(sketches[i])
             out.append((call_keys, args))
         return out
 
-    def _call(self, op: str, k: int, fingerprints: np.ndarray | list[int], keys: Sequence[str] | None) -> list[Any]:
+    def _call(
+        self,
+        op: str,
+        k: int,
+        fingerprints: np.ndarray | list[int],
+        keys: Sequence[str] | None,
+        sketches: Sequence[bytes] | None = None,
+    ) -> list[Any]:
         """Run the script for *op* over a batch: one call per :data:`BATCH` items, pipelined; the replies.
 
         Tries again after a connection error or a timeout (telling the script, which then never adds
         twice), creates the index again if it is gone, loads the script again if the server lost it.
         """
         self._check_open()
-        calls = self._calls(fingerprints, keys) if len(fingerprints) else [([self._meta_key], [])]
-        header = [op, str(k), self._tag, str(self._design.n_tables), "0", str(self._max_age)]
+        calls = self._calls(fingerprints, keys, sketches) if len(fingerprints) else [([self._meta_key], [])]
+        masks = self._masks if op in ("d", "p") else b""
+        header: list[Any] = [op, str(k), self._tag, str(self._design.n_tables), "0", str(self._max_age)]
+        header += [str(self._record), masks]
         replies: list[Any] = []
         attempt = 0
         while len(replies) < len(calls):
@@ -664,21 +835,40 @@ class RedisBackend(Backend):
 
     # -- writes ----------------------------------------------------------------------------------
 
-    def add_many(self, fingerprints: np.ndarray, keys: Sequence[str]) -> None:
-        """Store many fingerprints, in order, pipelined."""
+    def add_many(self, fingerprints: np.ndarray, keys: Sequence[str], sketches: Sequence[bytes] | None = None) -> None:
+        """Store many fingerprints (with their sketches, in an index that keeps them), in order, pipelined."""
+        checked = self._checked_sketches(sketches, len(fingerprints))
         if len(fingerprints):
-            self._call("a", 0, fingerprints, keys)
+            self._call("a", 0, fingerprints, keys, checked)
 
     def check_and_add(self, fingerprint: int, key: str, k: int) -> Match | None:
         """Atomically, on the server: the nearest stored fingerprint within *k*, or add this one."""
+        self._refuse_sketches()
         (reply,) = self._call("c", k, [fingerprint], [key])
         return _match(reply[0])
 
     def check_and_add_many(self, fingerprints: np.ndarray, keys: Sequence[str], k: int) -> list[Match | None]:
         """:meth:`check_and_add` for each pair in order, pipelined (each pair atomic on its own)."""
+        self._refuse_sketches()
         if not len(fingerprints):
             return []
         return [_match(item) for reply in self._call("c", k, fingerprints, keys) for item in reply]
+
+    def add_and_candidates(self, fingerprint: int, key: str, sketch: bytes, k: int) -> list[Candidate]:
+        """Atomically, on the server: the candidates within *k* (stored fingerprints within *k* that agree with
+        this one on some table's lead), nearest first, then oldest, with their sketches; then store this page
+        unless *key* is stored with this fingerprint already.  A call tried again after a timeout that finds
+        the page stored (its first attempt ran) answers as that attempt did: the candidates stored before it."""
+        self._require_sketches()
+        checked = self._checked_sketches([sketch], 1)
+        (reply,) = self._call("d", k, [fingerprint], [key], checked)
+        return _candidates(reply[0])
+
+    def candidates(self, fingerprint: int, k: int) -> list[Candidate]:
+        """The candidates within *k*, nearest first, then oldest, with their sketches; nothing stored."""
+        self._require_sketches()
+        (reply,) = self._call("p", k, [fingerprint], None)
+        return _candidates(reply[0])
 
     # -- reads -----------------------------------------------------------------------------------
 
@@ -699,16 +889,21 @@ class RedisBackend(Backend):
         self._check_open()
         n = int(self._client.hget(self._meta_key, "n") or 0)
         oldest = time.time() - self._max_age if self._max_age else 0
+        size, width = self._sketch_bytes, self._record
+        layout = {"names": ["fp", "end", "added"], "formats": [">u8", ">u4", ">u4"], "offsets": [0, 8, 12]}
+        record = np.dtype({**layout, "itemsize": width})
         for chunk in range((n + CHUNK - 1) // CHUNK):
             records, urls = self._client.get(f"{self._tag}f{chunk}"), self._client.get(f"{self._tag}u{chunk}")
+            records, urls = records or b"", urls or b""
             count = min(CHUNK, n - chunk * CHUNK)
-            table = np.frombuffer(records or b"", dtype=[("fp", ">u8"), ("end", ">u4"), ("added", ">u4")])[:count]
+            table = np.frombuffer(records, dtype=record, count=min(count, len(records) // width))
             start = 0
-            for fp, end, added in table.tolist():
-                key = _key((urls or b"")[start:end])
+            for i, (fp, end, added) in enumerate(table.tolist()):
+                key = _key(urls[start:end])
                 start = end
                 if added >= oldest:
-                    yield Entry(fp, key, float(added))
+                    sketch = records[i * width + RECORD : (i + 1) * width] if size else None
+                    yield Entry(fp, key, float(added), sketch)
 
 
 class _IndexGone(Exception):
@@ -746,3 +941,10 @@ def _match(item: list[Any]) -> Match | None:
 
 def _matches(item: list[Any]) -> list[Match]:
     return [Match(_key(item[i + 2]), int(item[i]), _FP.unpack(item[i + 1])[0]) for i in range(0, len(item), 3)]
+
+
+def _candidates(item: list[Any]) -> list[Candidate]:
+    return [
+        Candidate(_key(item[i + 2]), int(item[i]), _FP.unpack(item[i + 1])[0], bytes(item[i + 3]))
+        for i in range(0, len(item), 4)
+    ]
