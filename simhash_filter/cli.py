@@ -5,8 +5,9 @@ Every default comes from :data:`simhash_filter.config.DEFAULTS`, the same object
 This module only parses arguments, reads and writes files, and prints; the work is done by
 :mod:`~simhash_filter.fingerprint`, :mod:`~simhash_filter.explain` and :mod:`~simhash_filter.dedup`.
 
-Exit status: 0 on success; 1 when a page could not be fingerprinted or a file could not be read;
-2 for a usage error, or when ``dedup`` met malformed input lines.
+Exit status: 0 on success; 1 when a page could not be fingerprinted, a file could not be read or written, or
+an index could not be opened or failed (one line on stderr each, no traceback); 2 for a usage error, or when
+``dedup`` met malformed input lines.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from contextlib import ExitStack, suppress
 from typing import IO, Any
 
 from simhash_filter import __version__
+from simhash_filter.backends import error_message, open_errors, redact_uri, store_errors
 from simhash_filter.cli_index import add_index_parser
 from simhash_filter.config import DEFAULTS, FilterConfig, FingerprintConfig
 from simhash_filter.dedup import (
@@ -307,18 +309,23 @@ def cmd_dedup(args: argparse.Namespace) -> int:
         raise _UsageError(f"the output {args.output} is the input file {args.input}: write it elsewhere")
     summary = Summary()
     start = time.perf_counter()
+    # A failure before the first page is read is one line; one after it, one line and the summary so far.
     with ExitStack() as stack:
         try:
             source = _open_input(args.input, stack)
-            out = _Output(args.output)
         except OSError as exc:
             _warn(f"cannot open {exc.filename or args.input}: {exc.strerror or exc}")
+            return EXIT_FAILED
+        try:
+            out = _Output(args.output)
+        except OSError as exc:
+            _warn(f"cannot write {args.output}: {exc.strerror or exc}")
             return EXIT_FAILED
         stack.callback(out.discard)  # after a commit: nothing to do
         try:
             index = stack.enter_context(open_index(config, args.index))
-        except (ValueError, OSError) as exc:
-            _warn(f"cannot open index {args.index!r}: {exc}")
+        except open_errors() as exc:  # unreachable, locked, damaged, another model's, a bad URI
+            _warn(f"cannot open index {redact_uri(args.index)!r}: {error_message(exc, args.index)}")
             return EXIT_FAILED
         outcomes = dedup(source, config=config, workers=args.workers, index=index)
         try:
@@ -338,6 +345,9 @@ def cmd_dedup(args: argparse.Namespace) -> int:
             return _failed(out, summary, start, f"{exc}; try --workers 1")
         except (OSError, EOFError) as exc:  # a truncated .gz, an unreadable file
             return _failed(out, summary, start, f"{args.input}: read error after {summary.lines} lines: {exc}")
+        except store_errors() as exc:  # the index failed part way (a Redis server went away)
+            where = f"index {redact_uri(args.index)!r} failed after {summary.lines} lines"
+            return _failed(out, summary, start, f"{where}: {error_message(exc, args.index)}")
     print(_summary_line(summary, time.perf_counter() - start), file=sys.stderr)
     return EXIT_MALFORMED if summary.malformed else EXIT_OK
 

@@ -17,7 +17,15 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
-from simhash_filter.backends import Backend, open_backend, uri_scheme, with_uri_option
+from simhash_filter.backends import (
+    Backend,
+    error_message,
+    open_backend,
+    open_errors,
+    redact_uri,
+    uri_scheme,
+    with_uri_option,
+)
 from simhash_filter.config import DEFAULTS
 from simhash_filter.index import NearDuplicateIndex, resolve_design
 
@@ -63,7 +71,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(info, indent=2, sort_keys=True))
         return 0
-    rows = [("index", f"{info.get('path', args.index)} ({info['backend']})")]
+    rows = [("index", f"{info.get('path', redact_uri(args.index))} ({info['backend']})")]
     counts = f"{info['entries']:,}"
     if "stored" in info:
         counts += f" (stored {info['stored']:,}; deleted {info['deleted']:,}; expired {info['expired']:,})"
@@ -129,17 +137,21 @@ def cmd_query(args: argparse.Namespace, page_model: PageModel) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout  # noqa: SIM115
-    try:
-        with _open(args.index, args.max_distance, write=False) as backend:
+    with _open(args.index, args.max_distance, write=False) as backend:
+        try:
+            out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout  # noqa: SIM115
+        except OSError as exc:
+            print(f"simhash-filter: cannot write {args.output}: {exc.strerror or exc}", file=sys.stderr)
+            return 1
+        try:
             for entry in backend.entries():
                 record = {"url": entry.key, "fingerprint": f"{entry.fingerprint:016x}"}
                 if entry.added is not None:
                     record["added"] = _when(entry.added)
                 out.write(json.dumps(record, ensure_ascii=False) + "\n")
-    finally:
-        if out is not sys.stdout:
-            out.close()
+        finally:
+            if out is not sys.stdout:
+                out.close()
     return 0
 
 
@@ -162,15 +174,18 @@ def cmd_compact(args: argparse.Namespace) -> int:
 
 
 def _guarded(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-    """Report an index that cannot be opened or changed in one line (exit status 1), not a traceback."""
+    """Report an index that cannot be opened, read or changed (unreachable, locked, damaged, another model's,
+    a bad URI, an operation its backend lacks) in one line naming it (exit status 1), not a traceback; other
+    exceptions are bugs and keep theirs."""
 
     def run(args: argparse.Namespace) -> int:
         try:
             return func(args)
         except BrokenPipeError:
             raise
-        except (ValueError, OSError, RuntimeError, NotImplementedError) as exc:
-            print(f"simhash-filter: index {args.index}: {exc}", file=sys.stderr)
+        except (NotImplementedError, *open_errors()) as exc:
+            index = redact_uri(args.index)
+            print(f"simhash-filter: index {index}: {error_message(exc, args.index)}", file=sys.stderr)
             return 1
 
     return run

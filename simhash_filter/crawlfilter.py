@@ -23,18 +23,19 @@ from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
-from weakref import WeakKeyDictionary
+from weakref import WeakKeyDictionary, WeakSet
 
+import scrapy
 from itemadapter import ItemAdapter
 from scrapy import signals
-from scrapy.exceptions import NotConfigured
+from scrapy.exceptions import CloseSpider, NotConfigured
 from scrapy.http import HtmlResponse, Request, Response
 from scrapy.utils.asyncio import is_asyncio_available
 from scrapy.utils.project import data_path
 from w3lib.encoding import http_content_type_encoding
 
 from simhash_filter import settings as defaults
-from simhash_filter.backends import open_backend, with_uri_option
+from simhash_filter.backends import error_message, open_backend, open_errors, redact_uri, with_uri_option
 from simhash_filter.backends.file import parse_age
 from simhash_filter.config import FilterConfig
 from simhash_filter.dedup import available_cpus
@@ -88,6 +89,10 @@ INDEX_BREAK_SECONDS = 5.0
 PENDING_LIMIT = 100_000
 #: The index is sized for this many pages (it chooses its table design from it).
 EXPECTED_SIZE = 1_000_000
+#: The close reason of a crawl whose filter could not start (``finish_reason`` in the stats).
+START_FAILED = "simhash_start_failed"
+#: Scrapy 2.18 closes a spider whose ``spider_opened`` handler raises ``CloseSpider``, before it crawls.
+CLOSE_AT_START = scrapy.version_info >= (2, 18)
 
 _HTML_MARKUP = re.compile(
     r"<\s*(?:!doctype|html|head|body|div|p|br|span|a|article|section|main|h[1-6]|ul|ol|li|table|tr|td)\b", re.I
@@ -348,6 +353,37 @@ class _WorkerDied(Exception):
 
 #: One filter per crawler (weak keys: a finished crawler takes its filter with it).
 _FILTERS: WeakKeyDictionary[Crawler, CrawlFilter] = WeakKeyDictionary()
+#: Crawlers whose filter could not start (reported once; their spider is closed when it opens).
+_FAILED: WeakSet[Crawler] = WeakSet()
+
+
+def _start_error(exc: BaseException) -> str:
+    """What stopped the filter, on one line: ``SIMHASH_BACKEND=<uri, secrets masked>: <reason>`` when the
+    index could not be opened, else the reason (which names its setting)."""
+    uri = getattr(exc, "simhash_backend", None)
+    if uri is None:
+        return error_message(exc)
+    return f"SIMHASH_BACKEND={redact_uri(uri)}: {error_message(exc, uri)}"
+
+
+def _close_at_start(spider: Any) -> None:
+    """``spider_opened`` handler of a crawl whose filter could not start: close the spider before it crawls
+    (a crawl must not run unfiltered when a filter was configured)."""
+    raise CloseSpider(START_FAILED)
+
+
+def _stop_at_start(crawler: Crawler, exc: BaseException) -> bool:
+    """Log why the filter cannot start, in one line; arrange for the spider to be closed when it opens.
+
+    False when this Scrapy cannot close a spider at start (before 2.18): the caller raises the error, which
+    stops the crawl with a traceback.
+    """
+    logger.error("simhash filter cannot start, the crawl stops: %s", _start_error(exc), extra={"crawler": crawler})
+    if not CLOSE_AT_START:
+        return False
+    _FAILED.add(crawler)
+    crawler.signals.connect(_close_at_start, signal=signals.spider_opened)
+    return True
 
 
 class CrawlFilter:
@@ -392,13 +428,17 @@ class CrawlFilter:
         k = config.max_distance
         metadata = config.index_metadata()
         # A wrong URI or an unreachable server fails here, when the crawl starts.
-        store = open_backend(
-            backend,
-            k=k,
-            design=resolve_design("auto", k, EXPECTED_SIZE),
-            metadata=metadata,
-            backends=backends,
-        )
+        try:
+            store = open_backend(
+                backend,
+                k=k,
+                design=resolve_design("auto", k, EXPECTED_SIZE),
+                metadata=metadata,
+                backends=backends,
+            )
+        except Exception as exc:
+            exc.simhash_backend = backend  # type: ignore[attr-defined] - for the start error line (_start_error)
+            raise
         self.index = NearDuplicateIndex(k, backend=store, metadata=metadata)
         self.backend_uri = backend
         # The reactor thread's fingerprinter: every page when SIMHASH_THREADS and SIMHASH_PROCESSES are 0, and
@@ -448,15 +488,27 @@ class CrawlFilter:
     def for_crawler(cls, crawler: Crawler) -> CrawlFilter:
         """The crawler's filter, created by the first component that asks for it.
 
-        Raises ``NotConfigured`` when ``SIMHASH_ENABLED`` is False.
+        Raises ``NotConfigured`` when ``SIMHASH_ENABLED`` is False.  A filter that cannot start (a bad
+        setting or URI; an index that is locked, damaged, of another model or unreachable) stops the crawl:
+        while Scrapy starts a crawl, one ERROR line says why (``SIMHASH_BACKEND``, the URI with its secrets
+        masked, the reason), the components step aside with a silent ``NotConfigured`` and the spider is
+        closed as soon as it opens, before any request (``finish_reason`` ``simhash_start_failed``).
+        Components built outside a crawl get the error itself.
         """
         if not crawler.settings.getbool("SIMHASH_ENABLED", defaults.SIMHASH_ENABLED):
             raise NotConfigured("SIMHASH_ENABLED is False")
         found = _FILTERS.get(crawler)
         if found is None:
+            if crawler in _FAILED:
+                raise NotConfigured  # reported once; the spider is closed when it opens
             assert crawler.stats is not None
             spider_name = getattr(crawler.spider, "name", None) or getattr(crawler.spidercls, "name", None)
-            found = _FILTERS[crawler] = cls.from_settings(crawler.settings, crawler.stats, spider_name)
+            try:
+                found = _FILTERS[crawler] = cls.from_settings(crawler.settings, crawler.stats, spider_name)
+            except open_errors() as exc:
+                if not crawler.crawling or not _stop_at_start(crawler, exc):
+                    raise
+                raise NotConfigured from exc
             crawler.signals.connect(found.spider_opened, signal=signals.spider_opened)
             crawler.signals.connect(found.spider_closed, signal=signals.spider_closed)
             for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
@@ -466,7 +518,7 @@ class CrawlFilter:
                 "simhash filter: action=%s, k=%d, backend=%s, model %s, %s",
                 found.action,
                 found.config.max_distance,
-                found.backend_uri,
+                redact_uri(found.backend_uri),
                 found.config.fingerprint.model_id(),
                 f"fingerprinting {found._where(planned=True)}",
                 extra={"crawler": crawler},

@@ -3,16 +3,21 @@
 ``BACKENDS_BASE`` maps a scheme to the dotted path of a :class:`Backend` subclass; callers merge
 their own table over it (as Scrapy merges ``FEED_STORAGES`` over ``FEED_STORAGES_BASE``), where
 ``None`` disables a scheme.  Classes are imported only when a URI asks for them.
+
+A URI may carry credentials (``redis://user:password@host``): show one only through :func:`redact_uri`
+(an error message that may quote it through :func:`error_message`).
 """
 
 from __future__ import annotations
 
 import importlib
+import re
+import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qsl, quote, urlsplit
+from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
-from simhash_filter.backends.base import Backend, MetadataMismatchError, check_metadata
+from simhash_filter.backends.base import Backend, Candidate, MetadataMismatchError, check_metadata
 
 if TYPE_CHECKING:
     from simhash_filter.index import TableDesign
@@ -20,10 +25,16 @@ if TYPE_CHECKING:
 __all__ = [
     "BACKENDS_BASE",
     "Backend",
+    "Candidate",
     "MetadataMismatchError",
     "backend_registry",
     "check_metadata",
+    "error_message",
     "open_backend",
+    "open_errors",
+    "redact_text",
+    "redact_uri",
+    "store_errors",
     "uri_scheme",
     "with_uri_option",
 ]
@@ -35,6 +46,111 @@ BACKENDS_BASE: dict[str, str] = {
     "redis": "simhash_filter.backends.redis.RedisBackend",
     "rediss": "simhash_filter.backends.redis.RedisBackend",
 }
+
+
+#: What a masked secret is shown as.
+MASK = "***"
+#: Query options whose values are secrets (``password=``, ``ssl_password=``, ``token=``...).
+_SECRET_OPTION = re.compile(r"pass|secret|token|credential|auth|api_?key|access_?key", re.IGNORECASE)
+#: Bare secrets shorter than this are not searched for in messages (they would mask ordinary words).
+_MIN_BARE_SECRET = 4
+
+
+def _split_uri(uri: str) -> tuple[str, str | None, str, str, str] | None:
+    """``(scheme://, userinfo or None, host and path, query, fragment)``, or None for a plain path.
+
+    The userinfo ends at the last ``@`` before the query, so that a password holding an unquoted ``/``,
+    ``#`` or ``@`` is still found.
+    """
+    scheme, sep, rest = uri.partition("://")
+    if not sep or "/" in scheme:
+        return None
+    query_at = rest.find("?")
+    at = rest.rfind("@", 0, len(rest) if query_at < 0 else query_at)
+    userinfo = rest[:at] if at >= 0 else None
+    rest = rest[at + 1 :]
+    rest, hash_, fragment = rest.partition("#")
+    rest, question, query = rest.partition("?")
+    return scheme + sep, userinfo, rest, question + query, hash_ + fragment
+
+
+def redact_uri(uri: str) -> str:
+    """*uri* fit to show: the password of ``user:password@`` and the values of secret query options
+    (``password=``, ``ssl_password=``, ``token=``...) masked as ``***``; the user name and the rest kept.
+
+    ``redis://alice:pw@host:6379/0?prefix=site`` → ``redis://alice:***@host:6379/0?prefix=site``.  A plain
+    directory path is returned as it is.
+    """
+    parts = _split_uri(uri) if isinstance(uri, str) else None
+    if parts is None:
+        return uri if isinstance(uri, str) else repr(uri)
+    scheme, userinfo, location, query, fragment = parts
+    if userinfo is not None:
+        user, colon, _ = userinfo.partition(":")
+        location = f"{user}:{MASK}@{location}" if colon else f"{user}@{location}"
+    if query:
+        query = "?" + "&".join(_redact_option(option) for option in query[1:].split("&"))
+    return f"{scheme}{location}{query}{fragment}"
+
+
+def _is_secret_option(name: str) -> bool:
+    return _SECRET_OPTION.search(unquote(name)) is not None
+
+
+def _redact_option(option: str) -> str:
+    name, eq, _ = option.partition("=")
+    return f"{name}={MASK}" if eq and _is_secret_option(name) else option
+
+
+def _secrets(uri: str) -> list[str]:
+    """The secrets written in *uri*: its password and the values of its secret options (raw and decoded)."""
+    parts = _split_uri(uri) if isinstance(uri, str) else None
+    if parts is None:
+        return []
+    _, userinfo, _, query, _ = parts
+    values = [userinfo.partition(":")[2]] if userinfo is not None else []
+    for option in query[1:].split("&"):
+        name, eq, value = option.partition("=")
+        if eq and _is_secret_option(name):
+            values.append(value)
+    found = {v for value in values for v in (value, unquote(value)) if v}
+    return sorted(found, key=len, reverse=True)
+
+
+def redact_text(text: str, uri: str) -> str:
+    """*text* (a message, say of an exception) with *uri* shown as :func:`redact_uri` shows it, and the
+    secrets written in *uri* masked wherever else they appear (those of at least 4 characters)."""
+    text = text.replace(uri, redact_uri(uri))
+    for secret in _secrets(uri):
+        if len(secret) >= _MIN_BARE_SECRET:
+            text = text.replace(secret, MASK)
+    return text
+
+
+def error_message(exc: BaseException, uri: str | None = None) -> str:
+    """The message of *exc* on one line (its type's name if it has none), with *uri* and its secrets
+    masked (:func:`redact_text`): fit for a one-line error or a log line."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return redact_text(text, uri) if uri else text
+
+
+def store_errors() -> tuple[type[BaseException], ...]:
+    """The exception types by which a store reports that it cannot serve (not a bug): unreachable or
+    refusing the connection (``OSError``, Redis errors), locked by another process, damaged, or holding
+    another model's fingerprints.  Redis's are among them once ``redis`` is imported."""
+    from simhash_filter.backends.file import CorruptIndexError, IndexLockedError
+
+    errors: list[type[BaseException]] = [OSError, IndexLockedError, CorruptIndexError, MetadataMismatchError]
+    redis_exceptions = sys.modules.get("redis.exceptions")
+    if redis_exceptions is not None:
+        errors.append(redis_exceptions.RedisError)
+    return tuple(errors)
+
+
+def open_errors() -> tuple[type[BaseException], ...]:
+    """:func:`store_errors` and the errors of a bad URI (``ValueError``; ``ImportError``: a backend whose
+    package is missing), by which opening a backend fails."""
+    return (ValueError, ImportError, *store_errors())
 
 
 def backend_registry(backends: Mapping[str, str | type[Backend] | None] | None = None) -> dict[str, Any]:
@@ -66,7 +182,7 @@ def uri_scheme(uri: str) -> str:
     if not sep:
         return "file"  # a directory path
     if not scheme:
-        raise ValueError(f"backend URI {uri!r} has no scheme; expected e.g. 'memory://'")
+        raise ValueError(f"backend URI {redact_uri(uri)!r} has no scheme; expected e.g. 'memory://'")
     return scheme.lower()
 
 
@@ -99,5 +215,5 @@ def open_backend(
     spec = registry.get(scheme)
     if spec is None:
         known = ", ".join(f"{s}://" for s in sorted(registry)) or "none"
-        raise ValueError(f"unknown index backend scheme {scheme!r} in {uri!r}; known schemes: {known}")
+        raise ValueError(f"unknown index backend scheme {scheme!r} in {redact_uri(uri)!r}; known schemes: {known}")
     return _load(spec).from_uri(uri, k=k, design=design, metadata=metadata)
