@@ -1,9 +1,9 @@
-"""Near-duplicate detection of web pages: 64-bit simhash fingerprints of DOM structure and text,
-and an exact index of everything kept (Manku et al.'s permuted tables, f = 64, k = 3).
+"""Near-duplicate detection of web pages in two stages: a 64-bit simhash of each page's DOM structure and
+text finds candidates in an index of permuted tables (Manku et al.), and a sketch of its words verifies them.
 
-    from simhash_filter import fingerprint, hamming, NearDuplicateIndex
-    index = NearDuplicateIndex(k=3)
-    match = index.check_and_add(fingerprint(html).value, url)   # None: kept; else the page it duplicates
+    from simhash_filter import DEFAULTS, fingerprint, open_index
+    index, fp = open_index(DEFAULTS), fingerprint(html)
+    match = index.check_and_add(fp.value, url, fp.sketch)   # None: new; else the page it duplicates
 
 In a Scrapy project: ``ADDONS = {"simhash_filter.SimhashAddon": 0}``.  The Scrapy components are
 imported on first use, so that ``import simhash_filter`` does not import Scrapy.
@@ -16,6 +16,7 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from simhash_filter.config import DEFAULTS, FilterConfig, FingerprintConfig
+from simhash_filter.dedup import open_index
 from simhash_filter.fingerprint import Fingerprint, Fingerprinter, Status, fingerprint
 from simhash_filter.index import Match, NearDuplicateIndex, hamming
 
@@ -42,6 +43,7 @@ __all__ = [
     "__version__",
     "fingerprint",
     "hamming",
+    "open_index",
 ]
 
 # The Scrapy glue, by module: imported lazily (PEP 562).

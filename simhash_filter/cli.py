@@ -41,7 +41,8 @@ from simhash_filter.dedup import (
 )
 from simhash_filter.explain import Explanation, FeatureDifference, explain
 from simhash_filter.fingerprint import Fingerprint, Fingerprinter, Status
-from simhash_filter.index import hamming
+from simhash_filter.index import TableDesign, hamming
+from simhash_filter.sketch import similarity
 
 PROG = "simhash-filter"
 HEX_FINGERPRINT = re.compile(r"[0-9a-fA-F]{16}")
@@ -75,7 +76,8 @@ def _fingerprint_config(args: argparse.Namespace) -> FingerprintConfig:
 
 def _filter_config(args: argparse.Namespace) -> FilterConfig:
     try:
-        return FilterConfig(fingerprint=_fingerprint_config(args), max_distance=args.max_distance)
+        return FilterConfig(fingerprint=_fingerprint_config(args), max_distance=args.max_distance,
+                            min_similarity=getattr(args, "min_similarity", DEFAULTS.min_similarity))  # fmt: skip
     except ValueError as exc:
         raise _UsageError(str(exc)) from None
 
@@ -139,6 +141,19 @@ def _compared_fingerprint(arg: str, data: bytes | None, fingerprinter: Fingerpri
     return fingerprinter.fingerprint(data)
 
 
+def _verdict(a: Fingerprint, b: Fingerprint, config: FilterConfig) -> str:
+    """The two-stage decision about two fingerprinted pages, as one line."""
+    assert a.value is not None and b.value is not None
+    d, k, t = hamming(a.value, b.value), config.max_distance, config.min_similarity
+    if d > k or not TableDesign.parse(config.tables).agree_on_a_lead(a.value, b.value):
+        why = f"k={k}" if d > k else f"within k={k} but no table in common"
+        return f"distance {d}: distinct ({why})"
+    if a.sketch is None or b.sketch is None:
+        return f"distance {d}: candidate (k={k}; compare the pages themselves to verify)"
+    s = similarity(a.sketch, b.sketch)
+    return f"distance {d}, similarity {s:.2f}: {'near-duplicate' if s >= t else 'distinct'} (k={k}, t={t:g})"
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     config = _filter_config(args)
     names = (args.a, args.b)
@@ -169,9 +184,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     for arg, fp in failed:
         _warn(f"{arg}: cannot fingerprint: {fp.status}")
     if not failed:
-        d = hamming(fps[0].value, fps[1].value)
-        k = config.max_distance
-        print(f"distance {d}: {'near-duplicate' if d <= k else 'distinct'} (k={k})")
+        print(_verdict(fps[0], fps[1], config))
     if explanation is not None:
         _print_explanation(explanation)
     return EXIT_FAILED if failed else EXIT_OK
@@ -360,16 +373,20 @@ def _failed(out: _Output, summary: Summary, start: float, message: str) -> int:
     return EXIT_FAILED
 
 
-def _page_model(args: argparse.Namespace) -> tuple[Callable[[str], tuple[int | None, str | None]], dict[str, Any]]:
+def _page_model(
+    args: argparse.Namespace,
+) -> tuple[Callable[[str], tuple[int | None, bytes | None, str | None]], dict[str, Any]]:
     """For ``index query``: a function that fingerprints an HTML file, and the model's index metadata."""
     fingerprinter = Fingerprinter(_fingerprint_config(args))
 
-    def fingerprint_page(path: str) -> tuple[int | None, str | None]:
+    def fingerprint_page(path: str) -> tuple[int | None, bytes | None, str | None]:
         try:
             fp = fingerprinter.fingerprint(_read_bytes(path))
         except OSError as exc:
-            return None, f"cannot read: {exc.strerror or exc}"
-        return (fp.value, None) if fp.value is not None else (None, f"cannot fingerprint: {fp.status}")
+            return None, None, f"cannot read: {exc.strerror or exc}"
+        if fp.value is None:
+            return None, None, f"cannot fingerprint: {fp.status}"
+        return fp.value, fp.sketch, None
 
     return fingerprint_page, _filter_config(args).index_metadata()
 
@@ -400,7 +417,16 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=DEFAULTS.max_distance,
         metavar="K",
-        help=f"largest Hamming distance of a near-duplicate (default: {DEFAULTS.max_distance})",
+        help=f"candidates: pages within this Hamming distance that share a table (default: {DEFAULTS.max_distance})",
+    )
+    threshold.add_argument(
+        "-t",
+        "--min-similarity",
+        type=float,
+        default=DEFAULTS.min_similarity,
+        metavar="T",
+        help="a candidate whose sketch is at least this similar (0..1) is a near-duplicate "
+        f"(default: {DEFAULTS.min_similarity})",
     )
 
     parser = argparse.ArgumentParser(

@@ -28,6 +28,7 @@ from simhash_filter.backends import (
 )
 from simhash_filter.config import DEFAULTS
 from simhash_filter.index import NearDuplicateIndex, resolve_design
+from simhash_filter.sketch import similarity
 
 __all__ = ["add_index_parser"]
 
@@ -35,9 +36,10 @@ __all__ = ["add_index_parser"]
 EXPECTED_SIZE = 10_000_000
 _HEX = re.compile(r"[0-9a-fA-F]{16}")
 
-#: Given the parsed arguments: a function that fingerprints an HTML file (``(value, None)`` or
-#: ``(None, why not)``), and the index metadata of that fingerprint model.
-PageModel = Callable[[argparse.Namespace], tuple[Callable[[str], tuple[int | None, str | None]], dict[str, Any]]]
+#: Given the parsed arguments: a function that fingerprints an HTML file (``(value, sketch, None)`` or
+#: ``(None, None, why not)``), and the index metadata of that fingerprint model.
+PageFingerprint = Callable[[str], tuple[int | None, bytes | None, str | None]]
+PageModel = Callable[[argparse.Namespace], tuple[PageFingerprint, dict[str, Any]]]
 
 
 def _open(
@@ -48,7 +50,8 @@ def _open(
             uri = with_uri_option(uri, "readonly", "1")
         if max_age is not None:
             uri = with_uri_option(uri, "max_age", max_age)
-    return open_backend(uri, k=k, design=resolve_design("auto", k, EXPECTED_SIZE), metadata=metadata)
+    design = resolve_design(DEFAULTS.tables, k, EXPECTED_SIZE, candidates=True)
+    return open_backend(uri, k=k, design=design, metadata=metadata)
 
 
 def _when(seconds: float | None) -> str:
@@ -93,47 +96,61 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_query(args: argparse.Namespace, page_model: PageModel) -> int:
-    """Print the stored fingerprints within k of each query (a 16-hex fingerprint or an HTML file)."""
+    """Print the stored pages near each query (a 16-hex fingerprint or an HTML file).
+
+    In an index that keeps sketches (two-stage detection): the candidates within k, nearest first, each with
+    its sketch similarity to a page given as a file, and whether that verifies it (a bare fingerprint has no
+    sketch: its candidates are listed unverified).  Else every stored fingerprint within k."""
     fingerprint_page, model_metadata = page_model(args)
-    queries: list[tuple[str, int]] = []
+    queries: list[tuple[str, int, bytes | None]] = []
     status = 0
     pages = False
     for arg in args.queries:
         if _HEX.fullmatch(arg) and not os.path.exists(arg):
-            queries.append((arg, int(arg, 16)))
+            queries.append((arg, int(arg, 16), None))
             continue
         pages = True
-        value, problem = fingerprint_page(arg)
+        value, sketch, problem = fingerprint_page(arg)
         if value is None:
             print(f"simhash-filter: {arg}: {problem}", file=sys.stderr)
             status = 1
         else:
-            queries.append((arg, value))
+            queries.append((arg, value, sketch))
     metadata = model_metadata if pages else None  # pages must be fingerprinted by the index's model
     with (
         _open(args.index, args.max_distance, write=False, metadata=metadata) as backend,
-        NearDuplicateIndex(args.max_distance, backend=backend) as index,
+        NearDuplicateIndex(args.max_distance, backend=backend, min_similarity=args.min_similarity) as index,
     ):
-        for name, value in queries:
-            matches = index.query(value)
+        for name, value, sketch in queries:
+            found = _found(index, value, sketch)
             if args.json:
-                print(
-                    json.dumps(
-                        {
-                            "query": name,
-                            "fingerprint": f"{value:016x}",
-                            "matches": [
-                                {"url": m.key, "fingerprint": f"{m.fingerprint:016x}", "distance": m.distance}
-                                for m in matches
-                            ],
-                        }
-                    )
-                )
+                print(json.dumps({"query": name, "fingerprint": f"{value:016x}", "matches": [
+                    {"url": key, "fingerprint": f"{fp:016x}", "distance": d, "similarity": sim, "verified": ok}
+                    for key, d, fp, sim, ok in found]}))  # fmt: skip
                 continue
-            print(f"{name}: {value:016x}: {len(matches)} within {args.max_distance}")
-            for m in matches:
-                print(f"  {m.distance}  {m.fingerprint:016x}  {m.key}")
+            what = f"{len(found)} within {args.max_distance}"
+            if index.sketch_bytes:
+                verified = sum(ok is True for *_, ok in found)
+                what = f"{len(found)} candidate(s) within {args.max_distance}" + (
+                    "" if sketch is None else f", {verified} verified (similarity >= {args.min_similarity:g})"
+                )
+            print(f"{name}: {value:016x}: {what}")
+            for key, d, fp, sim, _ in found:
+                print(f"  {d}  {fp:016x}  {'' if sim is None else f'{sim:.2f}  '}{key}")
     return status
+
+
+def _found(
+    index: NearDuplicateIndex, value: int, sketch: bytes | None
+) -> list[tuple[str, int, int, float | None, bool | None]]:
+    """(url, distance, fingerprint, similarity, verified) of the stored pages near a query."""
+    if not index.sketch_bytes:
+        return [(m.key, m.distance, m.fingerprint, None, None) for m in index.query(value)]
+    out: list[tuple[str, int, int, float | None, bool | None]] = []
+    for c in index.backend.candidates(value, index.k):
+        sim = None if sketch is None else similarity(sketch, c.sketch)
+        out.append((c.key, c.distance, c.fingerprint, sim, None if sim is None else sim >= index.min_similarity))
+    return out
 
 
 def cmd_export(args: argparse.Namespace) -> int:

@@ -114,6 +114,8 @@ class Decision:
     fingerprint: int | None = None
     duplicate_of: str | None = None
     distance: int | None = None
+    #: Sketch similarity to the page it duplicates (the verification stage's score).
+    similarity: float | None = None
 
     @property
     def checked(self) -> bool:
@@ -139,6 +141,7 @@ class Decision:
             "fingerprint": self.hex,
             "duplicate_of": self.duplicate_of,
             "distance": self.distance,
+            "similarity": None if self.similarity is None else round(self.similarity, 3),
         }
 
     @classmethod
@@ -148,7 +151,7 @@ class Decision:
             return None
         fp = meta.get("fingerprint")
         value = int(fp, 16) if isinstance(fp, str) and fp else None
-        return cls(url, meta["status"], value, meta.get("duplicate_of"), meta.get("distance"))
+        return cls(url, meta["status"], value, meta.get("duplicate_of"), meta.get("distance"), meta.get("similarity"))
 
 
 def _own_entry(match: Match | None, value: int, url: str) -> bool:
@@ -157,7 +160,7 @@ def _own_entry(match: Match | None, value: int, url: str) -> bool:
 
 
 def _setting_name(message: str) -> str:
-    for name in ("structure_weight", "dom_decay", "max_distance"):
+    for name in ("structure_weight", "dom_decay", "max_distance", "min_similarity"):
         message = message.replace(name, f"SIMHASH_{name.upper()}")
     return message
 
@@ -169,7 +172,11 @@ def filter_config(settings: BaseSettings) -> FilterConfig:
             structure_weight=settings.getfloat("SIMHASH_STRUCTURE_WEIGHT", defaults.SIMHASH_STRUCTURE_WEIGHT),
             dom_decay=settings.getfloat("SIMHASH_DOM_DECAY", defaults.SIMHASH_DOM_DECAY),
         )
-        return FilterConfig(fingerprint, settings.getint("SIMHASH_MAX_DISTANCE", defaults.SIMHASH_MAX_DISTANCE))
+        return FilterConfig(
+            fingerprint,
+            settings.getint("SIMHASH_MAX_DISTANCE", defaults.SIMHASH_MAX_DISTANCE),
+            settings.getfloat("SIMHASH_MIN_SIMILARITY", defaults.SIMHASH_MIN_SIMILARITY),
+        )
     except ValueError as exc:
         raise ValueError(_setting_name(str(exc))) from None
 
@@ -351,6 +358,9 @@ class _WorkerDied(Exception):
     """The worker process fingerprinting a page died, twice (it was replaced in between)."""
 
 
+#: A page let through unchecked while the index failed: (fingerprint, url, sketch).
+_Page = tuple[int, str, bytes | None]
+
 #: One filter per crawler (weak keys: a finished crawler takes its filter with it).
 _FILTERS: WeakKeyDictionary[Crawler, CrawlFilter] = WeakKeyDictionary()
 #: Crawlers whose filter could not start (reported once; their spider is closed when it opens).
@@ -432,14 +442,14 @@ class CrawlFilter:
             store = open_backend(
                 backend,
                 k=k,
-                design=resolve_design("auto", k, EXPECTED_SIZE),
+                design=resolve_design(config.tables, k, EXPECTED_SIZE, candidates=True),
                 metadata=metadata,
                 backends=backends,
             )
         except Exception as exc:
             exc.simhash_backend = backend  # type: ignore[attr-defined] - for the start error line (_start_error)
             raise
-        self.index = NearDuplicateIndex(k, backend=store, metadata=metadata)
+        self.index = NearDuplicateIndex(k, backend=store, metadata=metadata, min_similarity=config.min_similarity)
         self.backend_uri = backend
         # The reactor thread's fingerprinter: every page when SIMHASH_THREADS and SIMHASH_PROCESSES are 0, and
         # with SIMHASH_PROCESSES the pages that arrive while the worker processes start.
@@ -456,7 +466,7 @@ class CrawlFilter:
         remote = getattr(store, "remote", False)
         self._index_executor = ThreadPoolExecutor(1, thread_name_prefix="simhash-index") if remote else None
         self._index_down_until = 0.0  # the breaker: monotonic time before which the index is not called
-        self._unindexed: list[tuple[int, str]] = []  # (fingerprint, url) let through while the index failed
+        self._unindexed: list[_Page] = []  # pages let through while the index failed
         self._pending: dict[int, tuple[Any, Decision]] = {}
         self._recent: OrderedDict[str, Decision] = OrderedDict()
         self._logged: set[str] = set()
@@ -579,7 +589,7 @@ class CrawlFilter:
             await self._order.wait(ticket)
             # Started here (a local index decides at once; a remote one's call is queued in order), awaited
             # below: the next page's turn comes when this one is in the index's queue, not when it has an answer.
-            decision = self._decide(url, fp.value)
+            decision = self._decide(url, fp.value, fp.sketch)
         finally:
             self._order.done(ticket)
         return await decision
@@ -689,14 +699,14 @@ class CrawlFilter:
             return f"in {self.processes} worker process(es)"
         return "in the reactor thread"
 
-    def decide(self, url: str, value: int) -> Decision:
+    def decide(self, url: str, value: int, sketch: bytes | None = None) -> Decision:
         """Check-and-add one fingerprint in the index, once, in this thread; an error lets the page through."""
         start = time.perf_counter()
         try:
-            match, added_late = self._check_and_add(value, url)
+            match, added_late = self._check_and_add(value, url, sketch)
         except Exception:
             self._index_time(time.perf_counter() - start)
-            return self._unchecked(url, value, True)
+            return self._unchecked(url, value, sketch, True)
         self._index_time(time.perf_counter() - start)
         return self._decided(url, value, match, added_late)
 
@@ -704,7 +714,7 @@ class CrawlFilter:
         self.stats.inc_value("simhash/reactor_seconds", seconds)
         self.stats.inc_value("simhash/index_seconds", seconds)
 
-    async def _decide(self, url: str, value: int) -> Decision:
+    async def _decide(self, url: str, value: int, sketch: bytes | None = None) -> Decision:
         """:meth:`decide` for the crawl: off the reactor thread for a remote index, and with a breaker.
 
         After an index error the index is left alone for ``INDEX_BREAK_SECONDS`` (pages do not each wait
@@ -717,7 +727,7 @@ class CrawlFilter:
         of itself.  (A page kept by an earlier crawl, unchanged, that is found by a retry is counted so too.)
         """
         if self._index_executor is None and not self.index_retry_seconds and not self._index_down_until:
-            return self.decide(url, value)  # the common case: a local index that works
+            return self.decide(url, value, sketch)  # the common case: a local index that works
         deadline = time.monotonic() + self.index_retry_seconds
         delay = RETRY_FIRST_DELAY
         error: BaseException | None = None
@@ -725,9 +735,11 @@ class CrawlFilter:
             if time.monotonic() >= self._index_down_until:
                 try:
                     if self._index_executor is None:
-                        match, added_late = self._check_and_add(value, url)
+                        match, added_late = self._check_and_add(value, url, sketch)
                     else:
-                        match, added_late = await _in_executor(self._index_executor, self._check_and_add, value, url)
+                        match, added_late = await _in_executor(
+                            self._index_executor, self._check_and_add, value, url, sketch
+                        )
                 except Exception as exc:
                     error = exc
                     self._index_down_until = time.monotonic() + INDEX_BREAK_SECONDS
@@ -741,7 +753,7 @@ class CrawlFilter:
                     return self._decided(url, value, match, added_late)
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                return self._unchecked(url, value, error or False)
+                return self._unchecked(url, value, sketch, error or False)
             self._count_once(
                 "simhash/index_retries",
                 url,
@@ -752,38 +764,42 @@ class CrawlFilter:
             await _sleep(min(delay, remaining))
             delay = min(delay * 2, RETRY_MAX_DELAY)
 
-    def _check_and_add(self, value: int, url: str) -> tuple[Match | None, int]:
+    def _check_and_add(self, value: int, url: str, sketch: bytes | None) -> tuple[Match | None, int]:
         """Check-and-add one page; then add the pages let through unchecked while the index failed (so
         that their copies are caught from now on).  Returns the match and how many were added late."""
-        match = self.index.check_and_add(value, url)
+        match = self.index.check_and_add(value, url, sketch if self.index.sketch_bytes else None)
         pending, self._unindexed = self._unindexed, []
         if not pending:
             return match, 0
         try:
-            missing = self._not_indexed(pending)
-            if missing:
-                self.index.add_many([v for v, _ in missing], [u for _, u in missing])
+            added = self._add_late(list(dict.fromkeys(pending)))
         except Exception:
             self._unindexed = pending + self._unindexed
             return match, 0
-        return match, len(missing)
+        return match, added
 
-    def _not_indexed(self, pages: list[tuple[int, str]]) -> list[tuple[int, str]]:
-        """The pages (fingerprint, url) not in the index yet, once each: a page whose check timed out may
-        have been stored by it all the same (the call ran on the server, its reply was lost), and a late
-        add that timed out may have landed too."""
-        unique = list(dict.fromkeys(pages))
-        found = self.index.query_many([v for v, _ in unique], 0)
-        return [
-            (value, url)
-            for (value, url), matches in zip(unique, found, strict=True)
-            if not any(_own_entry(m, value, url) for m in matches)
-        ]
+    def _add_late(self, pages: list[_Page]) -> int:
+        """Store the pages not in the index yet; how many were.  A page whose check timed out may have been
+        stored by it all the same (the call ran on the server, its reply was lost), and so may a late add
+        that timed out: a page is never stored twice."""
+        if self.index.sketch_bytes:  # adding is idempotent: a page stored already is among its candidates
+            backend, k = self.index.backend, self.index.k
+            return sum(
+                not any(c.key == url and c.distance == 0 for c in backend.add_and_candidates(value, url, sketch, k))
+                for value, url, sketch in pages
+                if sketch is not None
+            )
+        found = self.index.query_many([v for v, _, _ in pages], 0)
+        missing = [(v, u) for (v, u, _), matches in zip(pages, found, strict=True)
+                   if not any(_own_entry(m, v, u) for m in matches)]  # fmt: skip
+        if missing:
+            self.index.add_many([v for v, _ in missing], [u for _, u in missing])
+        return len(missing)
 
-    def _unchecked(self, url: str, value: int, exc_info: bool | BaseException) -> Decision:
+    def _unchecked(self, url: str, value: int, sketch: bytes | None, exc_info: bool | BaseException) -> Decision:
         """A page whose index check failed: let through, and remembered to be added when the index answers."""
         if len(self._unindexed) < UNINDEXED_LIMIT:
-            self._unindexed.append((value, url))
+            self._unindexed.append((value, url, sketch))
         return self._skip(url, INDEX_ERROR, exc_info=exc_info, fingerprint=value)
 
     def _decided(self, url: str, value: int, match: Match | None, added_late: int = 0) -> Decision:
@@ -797,7 +813,7 @@ class CrawlFilter:
             if self.debug:
                 logger.debug("simhash: kept %s (fingerprint %s)", url, decision.hex)
         else:
-            decision = Decision(url, Status.OK.value, value, match.key, match.distance)
+            decision = Decision(url, Status.OK.value, value, match.key, match.distance, match.similarity)
             self.stats.inc_value("simhash/near_duplicates")
             if decision.unchanged:
                 self.stats.inc_value("simhash/unchanged")

@@ -50,8 +50,13 @@ SIMHASH_ITEM_FIELDS: list[str] = []
 #: URI as its ``max_age`` option (the on-disk backend has it).
 SIMHASH_MAX_AGE = 0
 
-#: A page within this Hamming distance (k) of a kept page is a near-duplicate.
+#: Candidates of a page: pages in the index within this Hamming distance (k) of its fingerprint that agree
+#: with it on one of the index's tables (all of them up to distance 4).
 SIMHASH_MAX_DISTANCE = DEFAULTS.max_distance
+
+#: A candidate is a near-duplicate when the two pages' sketches are at least this similar (estimated weighted
+#: Jaccard similarity of their words, 0..1); the page is a near-duplicate of its most similar candidate.
+SIMHASH_MIN_SIMILARITY = DEFAULTS.min_similarity
 
 #: Worker processes that fingerprint pages off the reactor thread; 0: fingerprint in the reactor thread;
 #: ``None`` (the default): one worker process on a POSIX machine with two CPUs or more, else 0 (and 0 when

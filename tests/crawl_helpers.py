@@ -15,8 +15,8 @@ from typing import Any
 
 from scrapy import signals
 
+from simhash_filter.backends import Candidate
 from simhash_filter.backends.memory import MemoryBackend
-from simhash_filter.index import Match
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
@@ -24,12 +24,18 @@ CRAWL_TIMEOUT = 120
 
 
 class FlakyBackend(MemoryBackend):
-    """A memory backend whose ``check_and_add`` fails for keys that contain ``index-error``."""
+    """A memory backend that fails the first ``add_and_candidates`` of a key containing ``index-error`` (a
+    server that dropped the call); the page is added late, when the index answers the next page."""
 
-    def check_and_add(self, fingerprint: int, key: str, k: int) -> Match | None:
-        if "index-error" in key:
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._refused: set[str] = set()
+
+    def add_and_candidates(self, fingerprint: int, key: str, sketch: bytes, k: int) -> list[Candidate]:
+        if "index-error" in key and key not in self._refused:
+            self._refused.add(key)
             raise ConnectionError(f"the test backend refuses {key}")
-        return super().check_and_add(fingerprint, key, k)
+        return super().add_and_candidates(fingerprint, key, sketch, k)
 
 
 class StatsToJson:

@@ -18,7 +18,7 @@ from simhash_filter import dedup as dedup_module
 from simhash_filter.cli import build_parser, main
 
 LINE = re.compile(r"^[0-9a-f]{16}  (.+)$")
-DECISION = re.compile(r"^distance (\d+): (near-duplicate|distinct) \(k=(\d+)\)$")
+DECISION = re.compile(r"^distance (\d+)(?:, similarity ([\d.]+))?: (near-duplicate|distinct|candidate) \(k=(\d+)[,;) ]")
 
 
 def run_cli(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[str]:
@@ -112,21 +112,24 @@ def test_fingerprint_failures_are_reported_and_the_rest_printed(page_files, tmp_
 
 
 def test_compare_near_duplicate(page_files, capsys):
-    """A page and its lightly edited copy: distance <= k and 'near-duplicate', exit status 0."""
+    """A page and its lightly edited copy: distance <= k, the sketches' similarity >= t: 'near-duplicate',
+    exit status 0."""
     assert main(["compare", str(page_files["en_article"]), str(page_files["en_edited"])]) == 0
-    m = DECISION.fullmatch(capsys.readouterr().out.strip())
-    assert m is not None
-    assert int(m.group(1)) <= DEFAULTS.max_distance
-    assert m.group(2) == "near-duplicate" and int(m.group(3)) == DEFAULTS.max_distance
+    out = capsys.readouterr().out.strip()
+    m = DECISION.match(out)
+    assert m is not None, out
+    assert int(m.group(1)) <= DEFAULTS.max_distance and float(m.group(2)) >= DEFAULTS.min_similarity
+    assert m.group(3) == "near-duplicate" and int(m.group(4)) == DEFAULTS.max_distance
+    assert out.endswith(f"(k={DEFAULTS.max_distance}, t={DEFAULTS.min_similarity:g})")
 
 
 def test_compare_distinct(page_files):
     """Two articles in the same template are 'distinct' (subprocess, exit status 0)."""
     proc = run_cli("compare", str(page_files["en_article"]), str(page_files["en_other"]))
     assert proc.returncode == 0
-    m = DECISION.fullmatch(proc.stdout.strip())
-    assert m is not None and m.group(2) == "distinct"
-    assert int(m.group(1)) > DEFAULTS.max_distance
+    m = DECISION.match(proc.stdout.strip())
+    assert m is not None and m.group(3) == "distinct"
+    assert int(m.group(1)) > DEFAULTS.max_distance or float(m.group(2)) < DEFAULTS.min_similarity
 
 
 def test_compare_accepts_hex_fingerprints(pages, page_files, capsys):
@@ -140,11 +143,18 @@ def test_compare_accepts_hex_fingerprints(pages, page_files, capsys):
 
 
 def test_compare_max_distance_changes_the_decision(capsys):
-    """``--max-distance`` sets k for the decision: distance 3 is distinct under k=2, a near-duplicate under k=3."""
+    """``--max-distance`` sets k: distance 3 is distinct under k=2; under k=3 two bare fingerprints are a
+    candidate (only the pages' sketches can verify it); within k but with no table in common: distinct."""
     a, b = "0000000000000000", "0000000000000007"
     assert main(["compare", a, b, "--max-distance", "2"]) == 0
     assert main(["compare", a, b, "-k", "3"]) == 0
-    assert capsys.readouterr().out.splitlines() == ["distance 3: distinct (k=2)", "distance 3: near-duplicate (k=3)"]
+    spread = f"{(1 << 63) | (1 << 50) | (1 << 37) | (1 << 24) | (1 << 11):016x}"  # one bit in each of the 5 tables
+    assert main(["compare", a, spread]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "distance 3: distinct (k=2)",
+        "distance 3: candidate (k=3; compare the pages themselves to verify)",
+        "distance 5: distinct (within k=10 but no table in common)",
+    ]
 
 
 def test_compare_explain_lists_differing_features(pages, page_files, capsys):
@@ -155,7 +165,10 @@ def test_compare_explain_lists_differing_features(pages, page_files, capsys):
     assert main(["compare", str(a), str(b), "--explain", "--top", "5"]) == 0
     out = capsys.readouterr().out
     e = explain(pages["en_article"], pages["en_copy"], top=5)
-    assert out.splitlines()[0] == f"distance {e.distance}: {'near-duplicate' if e.distance <= 3 else 'distinct'} (k=3)"
+    verdict = "near-duplicate" if e.similarity >= DEFAULTS.min_similarity else "distinct"
+    assert out.splitlines()[0] == (
+        f"distance {e.distance}, similarity {e.similarity:.2f}: {verdict} (k=10, t={DEFAULTS.min_similarity:g})"
+    )
     assert re.search(r"weight difference: \d+% text, \d+% structure", out)
     assert "text features that differ most" in out and "structure features that differ most" in out
     for d in (*e.text, *e.structure):

@@ -26,7 +26,8 @@ def pages_file(tmp_path: Path, pages: dict[str, str]) -> Path:
 
 
 def test_dedup_with_an_index_remembers_the_previous_run(tmp_path: Path, pages_file: Path, capsys) -> None:
-    """A second dedup over the same pages with the same --index finds every page already kept."""
+    """A second dedup over the same pages with the same --index finds every page already stored (each is a
+    near-duplicate of itself: unchanged since the first run)."""
     index = str(tmp_path / "idx")
     assert main(["dedup", str(pages_file), "--index", index, "--no-progress"]) == 0
     first = read_records(capsys.readouterr().out)
@@ -36,34 +37,43 @@ def test_dedup_with_an_index_remembers_the_previous_run(tmp_path: Path, pages_fi
     assert [(r["duplicate_of"], r["distance"]) for r in second] == [
         ("https://a.example/garden", 0),
         ("https://a.example/library", 0),
-        ("https://a.example/garden", first[2]["distance"]),
+        ("https://b.example/garden-copy", 0),
     ]
 
 
 def test_index_stats_query_export(tmp_path: Path, pages_file: Path, page_files, capsys) -> None:
-    """stats counts what was kept, query finds a page's kept twin, export lists every kept page."""
+    """stats counts the stored pages (near-duplicates too), query finds a page's twins with their sketch
+    similarity, export lists every stored page."""
     index = str(tmp_path / "idx")
     main(["dedup", str(pages_file), "--index", index, "--no-progress"])
     capsys.readouterr()
     assert main(["index", "stats", index]) == 0
     out = capsys.readouterr().out
-    assert "entries  2 (stored 2; deleted 0; expired 0)" in out and "FileBackend" in out
+    assert "entries  3 (stored 3; deleted 0; expired 0)" in out and "FileBackend" in out
     assert main(["index", "stats", index, "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["entries"] == 2
+    assert json.loads(capsys.readouterr().out)["entries"] == 3
 
     assert main(["index", "query", index, str(page_files["en_edited"]), "--json"]) == 0
     answer = json.loads(capsys.readouterr().out)
-    assert [m["url"] for m in answer["matches"]] == ["https://a.example/garden"]
+    assert [(m["url"], m["verified"]) for m in answer["matches"]] == [
+        ("https://b.example/garden-copy", True),  # the same page, stored by the dedup run
+        ("https://a.example/garden", True),
+    ]
+    assert answer["matches"][0]["similarity"] == 1.0 and answer["matches"][1]["similarity"] >= 0.75
+    assert main(["index", "query", index, str(page_files["en_edited"])]) == 0
+    assert "2 candidate(s) within 10, 2 verified (similarity >= 0.75)" in capsys.readouterr().out
     hex_value = fingerprint(page_files["zh_article"].read_bytes()).hex
     assert main(["index", "query", index, hex_value, "-k", "0"]) == 0
     assert capsys.readouterr().out.splitlines() == [
-        f"{hex_value}: {hex_value}: 1 within 0",
+        f"{hex_value}: {hex_value}: 1 candidate(s) within 0",
         f"  0  {hex_value}  https://a.example/library",
     ]
 
     assert main(["index", "export", index, "-o", str(tmp_path / "export.jsonl")]) == 0
     exported = [json.loads(line) for line in (tmp_path / "export.jsonl").read_text(encoding="utf-8").splitlines()]
-    assert [e["url"] for e in exported] == ["https://a.example/garden", "https://a.example/library"]
+    assert [e["url"] for e in exported] == [
+        "https://a.example/garden", "https://a.example/library", "https://b.example/garden-copy"
+    ]
     assert exported[1]["fingerprint"] == hex_value and exported[1]["added"].endswith("UTC")
 
 
@@ -77,16 +87,19 @@ def test_index_query_refuses_pages_of_another_model(tmp_path: Path, pages_file: 
 
 
 def test_index_delete_and_compact(tmp_path: Path, pages_file: Path, capsys) -> None:
-    """A deleted URL is forgotten (its page is kept again next time); compaction rewrites the files."""
+    """A deleted URL is forgotten (its page is new again next time, though its copy is still stored);
+    compaction rewrites the files."""
     index = str(tmp_path / "idx")
     main(["dedup", str(pages_file), "--index", index, "--no-progress"])
     assert main(["index", "delete", index, "https://a.example/garden", "https://nowhere.example/"]) == 0
     assert "deleted 1 fingerprint(s)" in capsys.readouterr().out
     assert main(["index", "compact", index]) == 0
-    assert capsys.readouterr().out.startswith("2 -> 1 fingerprints; disk")
+    assert capsys.readouterr().out.startswith("3 -> 2 fingerprints; disk")
     main(["dedup", str(pages_file), "--index", index, "--no-progress"])
     again = read_records(capsys.readouterr().out)
-    assert [r["duplicate_of"] for r in again] == [None, "https://a.example/library", "https://a.example/garden"]
+    assert [r["duplicate_of"] for r in again] == [
+        "https://b.example/garden-copy", "https://a.example/library", "https://b.example/garden-copy"
+    ]
 
 
 def test_index_errors_are_one_line(tmp_path: Path) -> None:

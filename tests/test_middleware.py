@@ -22,10 +22,11 @@ from scrapy.http import HtmlResponse, Response, TextResponse
 from scrapy.utils.test import get_crawler
 
 from simhash_filter import SimhashDownloaderMiddleware, crawlfilter, workers
+from simhash_filter.backends import Candidate
 from simhash_filter.backends.memory import MemoryBackend
 from simhash_filter.config import FilterConfig, FingerprintConfig
 from simhash_filter.crawlfilter import CrawlFilter
-from simhash_filter.index import Match, NearDuplicateIndex
+from simhash_filter.index import NearDuplicateIndex
 from simhash_filter.middlewares import NearDuplicateResponse
 
 pytestmark = pytest.mark.usefixtures("memory_index")
@@ -160,7 +161,7 @@ def test_dont_simhash_meta_exempts_a_request():
 
 
 class BrokenBackend(MemoryBackend):
-    def check_and_add(self, fingerprint: int, key: str, k: int) -> Match | None:
+    def add_and_candidates(self, fingerprint: int, key: str, sketch: bytes, k: int) -> list[Candidate]:
         raise ConnectionError("the index server went away")
 
 
@@ -185,12 +186,12 @@ class RecoveringRemoteBackend(MemoryBackend):
     failures = 0
     calls: ClassVar[list[str]] = []  # the threads that called check_and_add, in order
 
-    def check_and_add(self, fingerprint: int, key: str, k: int) -> Match | None:
+    def add_and_candidates(self, fingerprint: int, key: str, sketch: bytes, k: int) -> list[Candidate]:
         RecoveringRemoteBackend.calls.append(threading.current_thread().name)
         if RecoveringRemoteBackend.failures < 2:
             RecoveringRemoteBackend.failures += 1
             raise ConnectionError("the index server is restarting")
-        return super().check_and_add(fingerprint, key, k)
+        return super().add_and_candidates(fingerprint, key, sketch, k)
 
 
 def test_remote_index_is_called_off_the_reactor_thread_and_retried(monkeypatch, caplog):
@@ -232,7 +233,8 @@ def test_a_failing_remote_index_is_left_alone_for_a_while(monkeypatch):
     respond(mw, "http://a.test/4", OTHER)
     clock[0] += crawlfilter.INDEX_BREAK_SECONDS + 0.1
     request, _ = respond(mw, "http://a.test/5", OTHER)
-    assert len(calls) == 3 and request.meta["simhash"]["status"] == "ok"
+    # three checks, and the four pages let through meanwhile added late (one idempotent add each)
+    assert len(calls) == 3 + 4 and request.meta["simhash"]["status"] == "ok"
     # the pages let through while the index failed were added once it answered: their copies are caught
     assert stats(mw)["simhash/index_added_late"] == 4
     _, dropped = respond(mw, "http://b.test/copy", COPY)
@@ -550,7 +552,7 @@ def test_summary_line_on_spider_closed(caplog):
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("simhash: 2 pages checked")]
     assert len(lines) == 1
     assert "1 kept, 1 near-duplicates (1 dropped, 0 flagged)" in lines[0] and "1 not_html" in lines[0]
-    assert stats(mw)["simhash/index_size"] == 1
+    assert stats(mw)["simhash/index_size"] == 2  # every checked page is stored, near-duplicate or not
 
 
 def test_hooks_use_the_scrapy_2_13_signatures():
@@ -564,4 +566,4 @@ def test_index_is_tagged_with_the_model():
     """The index carries the fingerprint model id, so a persistent backend refuses another model."""
     mw = middleware()
     index: NearDuplicateIndex = mw.filter.index
-    assert index.metadata == {"model": FingerprintConfig().model_id()}
+    assert index.metadata == {"model": FingerprintConfig().model_id(), "sketch_bytes": 64}

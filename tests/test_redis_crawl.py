@@ -16,6 +16,7 @@ from redis_server import RedisServer
 from site_server import GROUPS, INDEX_ERROR_PATH, MIRROR, OTHERS
 
 from simhash_filter.backends import open_backend
+from simhash_filter.config import DEFAULTS
 from simhash_filter.index import resolve_design
 
 #: scrapy-redis 0.9.1 calls two things Scrapy 2.13+ deprecates: ``stats.inc_value(..., spider=spider)`` and
@@ -26,6 +27,8 @@ SCRAPY_REDIS_WARNING = re.compile(
     r"scrapy_redis/scheduler\.py:\d+: ScrapyDeprecationWarning: (?:Passing a 'spider' argument to "
     r"StatsCollector\.inc_value\(\) is deprecated|Spider\.log\(\) is deprecated)"
 )
+#: The sketch of every page of the tests that decide by fingerprint alone (all equally similar).
+SKETCH = bytes(DEFAULTS.fingerprint.sketch_bins // 8)
 #: A response that reached the spider, or one the filter dropped before (logged with SIMHASH_DEBUG).
 FETCHED = re.compile(r"DEBUG: (?:Crawled \(\d+\) <GET (\S+)>|simhash: dropped (\S+): near-duplicate of)")
 
@@ -85,10 +88,12 @@ def test_two_processes_share_the_frontier_and_the_index(
     assert set(OTHERS) <= set(stored)
     kept = sum(crawl.stats.get("simhash/kept", 0) for crawl in crawls)
     assert kept == len(groups) + len(OTHERS)
-    assert sum(crawl.stats.get("simhash/dropped", 0) for crawl in crawls) == sum(len(k) - 1 for k in groups.values())
-    k = 3
-    with open_backend(f"{redis_server.url}?prefix={run}", k=k, design=resolve_design("auto", k, 1_000_000)) as index:
-        assert len(index) == kept
+    dropped = sum(crawl.stats.get("simhash/dropped", 0) for crawl in crawls)
+    assert dropped == sum(len(k) - 1 for k in groups.values())
+    k = DEFAULTS.max_distance
+    design = resolve_design(DEFAULTS.tables, k, 1_000_000, candidates=True)
+    with open_backend(f"{redis_server.url}?prefix={run}", k=k, design=design) as index:
+        assert len(index) == kept + dropped  # every checked page is stored
 
     # no errors; the only warnings are scrapy-redis's deprecated stats calls
     for crawl in crawls:
@@ -112,8 +117,8 @@ def test_redis_backend_setting_reaches_the_filter(redis_server: RedisServer, red
         assert isinstance(crawl_filter.index.backend, RedisBackend)
         assert crawl_filter.index.k == SIMHASH_MAX_DISTANCE
         assert crawl_filter.index.metadata == crawl_filter.config.index_metadata()
-        assert crawl_filter.decide("https://a.example/", 0xFFFF).duplicate_of is None
-        assert crawl_filter.decide("https://b.example/", 0xFFFE).duplicate_of == "https://a.example/"
+        assert crawl_filter.decide("https://a.example/", 0xFFFF, SKETCH).duplicate_of is None
+        assert crawl_filter.decide("https://b.example/", 0xFFFE, SKETCH).duplicate_of == "https://a.example/"
     finally:
         crawl_filter.index.close()
 
@@ -129,13 +134,13 @@ def test_filter_lets_pages_through_while_redis_is_down(own_redis_server: RedisSe
     crawler = get_crawler(settings_dict={"SIMHASH_BACKEND": uri})
     crawl_filter = CrawlFilter.from_settings(crawler.settings, crawler.stats)
     try:
-        assert crawl_filter.decide("https://a.example/", 0xF0F0).status == "ok"
+        assert crawl_filter.decide("https://a.example/", 0xF0F0, SKETCH).status == "ok"
         own_redis_server.stop()
         start = time.monotonic()
-        assert crawl_filter.decide("https://b.example/", 0xF0F1).status == INDEX_ERROR
+        assert crawl_filter.decide("https://b.example/", 0xF0F1, SKETCH).status == INDEX_ERROR
         assert time.monotonic() - start < 2
         own_redis_server.start()
-        decision = crawl_filter.decide("https://c.example/", 0xF0F3)
+        decision = crawl_filter.decide("https://c.example/", 0xF0F3, SKETCH)
         assert decision.status == "ok" and decision.duplicate_of == "https://a.example/"
         assert crawler.stats.get_value(f"simhash/skipped/{INDEX_ERROR}") == 1
     finally:

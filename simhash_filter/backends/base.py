@@ -92,7 +92,7 @@ class Backend(abc.ABC):
         if isinstance(sketch_bytes, bool) or not isinstance(sketch_bytes, int) or sketch_bytes < 0:
             raise ValueError(f"metadata sketch_bytes must be an int >= 0, got {sketch_bytes!r}")
         self._sketch_bytes = sketch_bytes
-        if design.k < k and not sketch_bytes:
+        if design.k < k and not sketch_bytes and metadata is not None:  # None: whatever is stored (read-only use)
             raise ValueError(f"design {design.name} answers distances up to {design.k}, but k={k}")
         self._k = k
         self._design = design
