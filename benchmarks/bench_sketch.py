@@ -1,0 +1,61 @@
+"""What the verification sketch adds to fingerprinting a page: CPU time, per page, in one process.
+
+    python benchmarks/bench_sketch.py [PAGES.jsonl[.gz]] [--pages 1500] [--repeat 3]
+
+For each page (the public set's by default): ``Fingerprinter.fingerprint`` (decode, parse, extract, features,
+simhash and sketch) and, on the same page's features, :func:`simhash_filter.sketch.sketch` alone.  Reported:
+the median over ``--repeat`` passes of the total time of each, and the ratio of the whole fingerprint to the
+fingerprint without its sketch (the issue's budget: at most 1.2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from simhash_filter.fingerprint import Fingerprinter
+from simhash_filter.sketch import sketch
+
+PUBLIC = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "neardup-public" / "pages.jsonl.gz"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("pages", nargs="?", type=Path, default=PUBLIC)
+    parser.add_argument("--pages", dest="limit", type=int, default=1500)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    opener = gzip.open if args.pages.suffix == ".gz" else open
+    with opener(args.pages, "rt", encoding="utf-8") as f:
+        pages = [json.loads(line)["html"] for _, line in zip(range(args.limit), f, strict=False)]
+    fingerprinter = Fingerprinter()
+    cfg = fingerprinter.config
+    features = [fingerprinter.analyze(html)[1] for html in pages]  # also loads the word tables
+    words = [f.text for f in features if f is not None]
+    totals, sketches = [], []
+    for _ in range(args.repeat):
+        start = time.process_time()
+        for html in pages:
+            fingerprinter.fingerprint(html)
+        totals.append(time.process_time() - start)
+        start = time.process_time()
+        for w in words:
+            sketch(w, cfg.sketch_bins, cfg.sketch_step)
+        sketches.append(time.process_time() - start)
+    total, part = statistics.median(totals), statistics.median(sketches)
+    print(f"{len(pages)} pages of {args.pages.name}, median of {args.repeat} passes (CPU seconds)")
+    print(f"fingerprint with sketch  {total:.2f} s  ({1000 * total / len(pages):.2f} ms/page)")
+    print(f"sketch alone             {part:.2f} s  ({1000 * part / len(pages):.2f} ms/page)")
+    print(f"with / without sketch    {total / (total - part):.3f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
