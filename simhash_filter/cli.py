@@ -13,6 +13,7 @@ an index could not be opened or failed (one line on stderr each, no traceback); 
 from __future__ import annotations
 
 import argparse
+import errno
 import gzip
 import io
 import json
@@ -50,6 +51,9 @@ EXIT_OK, EXIT_FAILED = 0, 1
 EXIT_MALFORMED = 2
 #: How much larger than its .gz file an input of HTML pages is taken to be (for the default --workers).
 GZIP_RATIO = 5
+#: ``dedup`` names this many malformed lines on stderr; the summary counts them all (a binary file is
+#: thousands of "lines").
+MALFORMED_SHOWN = 20
 
 
 class _UsageError(Exception):
@@ -61,10 +65,19 @@ def _warn(message: str) -> None:
 
 
 def _read_bytes(path: str) -> bytes:
+    """The first ``max_bytes + 1`` bytes of a file (the work cap, and one byte to know a page was cut): a
+    600 MB file or ``/dev/zero`` is not read whole."""
+    limit = DEFAULTS.fingerprint.max_bytes + 1
     if path == "-":
-        return sys.stdin.buffer.read()
+        return _stdin().read(limit)
     with open(path, "rb") as f:
-        return f.read()
+        return f.read(limit)
+
+
+def _stdin() -> IO[bytes]:
+    if sys.stdin is None:  # started with standard input closed (`<&-`)
+        raise OSError(errno.EBADF, "standard input is closed", "-")
+    return sys.stdin.buffer
 
 
 def _fingerprint_config(args: argparse.Namespace) -> FingerprintConfig:
@@ -195,7 +208,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def _open_input(path: str, stack: ExitStack) -> IO[bytes]:
     if path == "-":
-        return sys.stdin.buffer
+        return _stdin()
     if path.endswith(".gz"):
         return stack.enter_context(gzip.open(path, "rb"))
     return stack.enter_context(open(path, "rb"))
@@ -345,7 +358,10 @@ def cmd_dedup(args: argparse.Namespace) -> int:
             for outcome in _progress(outcomes, args.progress and sys.stderr.isatty()):
                 summary.count(outcome)
                 if outcome.status == MALFORMED:
-                    _warn(f"{args.input}:{outcome.line}: malformed line: {outcome.reason}")
+                    if summary.malformed <= MALFORMED_SHOWN:
+                        _warn(f"{args.input}:{outcome.line}: malformed line: {outcome.reason}")
+                    elif summary.malformed == MALFORMED_SHOWN + 1:
+                        _warn(f"{args.input}: more malformed lines: counted in the summary, not shown")
                 elif outcome.status == ERROR:
                     _warn(f"{args.input}:{outcome.line}: {outcome.url}: fingerprinting failed: {outcome.reason}")
                 out.write(json.dumps(outcome.record()) + "\n")

@@ -32,6 +32,8 @@ __all__ = ["ERROR", "MALFORMED", "Outcome", "Summary", "WorkersFailed", "auto_wo
 MALFORMED = "malformed"
 #: Status of a page whose fingerprinting raised an unexpected error (a bug: please report it).
 ERROR = "error"
+#: A longer ``url`` makes a line malformed (an index stores keys of at most 1 MiB; no browser sends such a URL).
+MAX_URL_CHARS = 65_536
 #: Lines sent to a worker at a time, and chunks kept in flight per worker.
 CHUNK_LINES = 32
 CHUNKS_IN_FLIGHT = 4
@@ -116,6 +118,8 @@ def parse_line(line: bytes | str) -> tuple[str | None, str | None, str | None]:
     url = obj["url"]
     if not isinstance(url, str):
         return None, None, f'"url" is not a string (got {type(url).__name__})'
+    if len(url) > MAX_URL_CHARS:
+        return None, None, f'"url" is longer than {MAX_URL_CHARS} characters ({len(url)})'
     if "html" not in obj:
         return url, None, 'missing "html"'
     html = obj["html"]

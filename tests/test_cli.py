@@ -489,3 +489,44 @@ def test_dedup_workers_that_cannot_start_end_the_run_with_one_line(corpus, tmp_p
     err = capsys.readouterr().err
     assert "worker processes died 5 times in a row" in err and "try --workers 1" in err
     assert "Traceback" not in err and not (tmp_path / "out.jsonl").exists()
+
+
+def test_fingerprint_and_compare_read_at_most_the_work_cap(tmp_path, capsys):
+    """A file larger than the work cap (or endless, /dev/zero) is read up to the cap only: no MemoryError."""
+    assert main(["fingerprint", "/dev/zero"]) == 1
+    assert "cannot fingerprint: not_html" in capsys.readouterr().err
+    assert main(["compare", "/dev/zero", "/dev/zero"]) == 1
+
+
+def test_dedup_closed_stdin_is_one_line():
+    """``dedup - <&-`` (standard input closed) is one line on stderr, exit status 1."""
+    proc = subprocess.run([sys.executable, "-m", "simhash_filter", "dedup", "-"], stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=60, check=False,
+                          preexec_fn=lambda: os.close(0))  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.strip().startswith("simhash-filter: cannot open -: standard input is closed")
+    assert "Traceback" not in proc.stderr
+
+
+def test_dedup_of_a_binary_file_names_a_few_lines_and_counts_all(tmp_path, capsys):
+    """A binary input makes thousands of malformed "lines": 20 are named, one line says more were counted, the
+    summary counts every one; exit status 2."""
+    src = tmp_path / "binary.jsonl"
+    src.write_bytes(bytes(range(256)) * 400)  # 400 newlines among the bytes
+    assert main(["dedup", str(src), "--output", str(tmp_path / "out.jsonl")]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len([line for line in err if ": malformed line: " in line]) == 20
+    assert any("more malformed lines" in line for line in err)
+    assert len(err) == 22 and "401 malformed lines" in err[-1]
+
+
+def test_dedup_huge_url_is_a_malformed_line(pages, tmp_path, capsys):
+    """A line whose url is longer than 65,536 characters is malformed (reported, kept in the output), and the
+    run goes on, also with an on-disk index."""
+    huge = "https://a.example/" + "x" * 1_100_000
+    lines = [page_line(huge, pages["en_article"]), page_line("https://b.example/", pages["en_other"])]
+    src = write_jsonl(tmp_path / "in.jsonl", lines)
+    assert main(["dedup", str(src), "--index", str(tmp_path / "idx"), "--output", str(tmp_path / "o.jsonl")]) == 2
+    records = read_records((tmp_path / "o.jsonl").read_text())
+    assert records[0]["status"] == "malformed" and records[1]["fingerprint"] is not None
+    assert "longer than 65536 characters" in capsys.readouterr().err
