@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from scrapy import signals
 from scrapy.exceptions import IgnoreRequest
 from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
 
@@ -52,12 +53,21 @@ class SimhashDownloaderMiddleware:
     (590), meta refresh (580) and retries (550), so that only final, decoded responses are checked.
     """
 
-    def __init__(self, crawl_filter: CrawlFilter) -> None:
+    def __init__(self, crawl_filter: CrawlFilter, crawler: Crawler | None = None) -> None:
         self.filter = crawl_filter
+        self.crawler = crawler
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls(CrawlFilter.for_crawler(crawler))
+        return cls(CrawlFilter.for_crawler(crawler), crawler)
+
+    def _received(self, request: Request, response: Response) -> None:
+        """A dropped response was downloaded all the same: say so (``response_received``), as the engine does for
+        the responses it passes on, so that ``response_received_count`` and ``CLOSESPIDER_PAGECOUNT`` count it."""
+        if self.crawler is not None:
+            self.crawler.signals.send_catch_log(
+                signal=signals.response_received, response=response, request=request, spider=self.crawler.spider
+            )
 
     async def process_response(self, request: Request, response: Response) -> Response:
         decision = await self.filter.check_response(request, response)
@@ -69,6 +79,7 @@ class SimhashDownloaderMiddleware:
                 self.filter.log_near_duplicate(decision, "let through (unchanged since it was kept)")
             elif self.filter.action == "drop":
                 self.filter.log_near_duplicate(decision, "dropped")
+                self._received(request, response)
                 raise NearDuplicateResponse(decision)
             else:
                 self.filter.log_near_duplicate(decision, "flagged")

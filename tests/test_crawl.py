@@ -239,3 +239,16 @@ def test_demo_crawls_its_generated_site(tmp_path: Path, capsys: pytest.CaptureFi
     assert re.search(r"simhash: \d+ pages checked: \d+ kept, [1-9]\d* near-duplicates", out)
     assert "variant" in out and "Wrongly dropped (false positives):" in out
     assert (tmp_path / "pages.jsonl").exists()
+
+
+@pytest.mark.slow
+def test_closespider_pagecount_holds_in_drop_mode(site_port: int, tmp_path: Path):
+    """``CLOSESPIDER_PAGECOUNT`` counts the near-duplicates the filter dropped too (they were downloaded): the
+    crawl stops at its limit instead of running on through every dropped page."""
+    limit = 12
+    crawl = scrapy_crawl("site", tmp_path, args={"start_urls": start_urls(site_port)},
+                         settings={"CLOSESPIDER_PAGECOUNT": limit, "CONCURRENT_REQUESTS": 1, **FLAKY})  # fmt: skip
+    s = crawl.stats
+    assert s["finish_reason"] == "closespider_pagecount"
+    assert s["simhash/dropped"] >= 1
+    assert s["response_received_count"] == s["downloader/response_count"] <= limit + 1

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 import pages as p
 import pytest
 import worker_helpers
-from scrapy import Request, Spider
+from scrapy import Request, Spider, signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import HtmlResponse, Response, TextResponse
 from scrapy.utils.test import get_crawler
@@ -567,3 +567,21 @@ def test_index_is_tagged_with_the_model():
     mw = middleware()
     index: NearDuplicateIndex = mw.filter.index
     assert index.metadata == {"model": FingerprintConfig().model_id(), "sketch_bytes": 64}
+
+
+def test_a_dropped_response_still_counts_as_received():
+    """A near-duplicate dropped before the spider was downloaded all the same: ``response_received`` is sent for
+    it, so ``response_received_count`` and ``CLOSESPIDER_PAGECOUNT`` count it (they did not: a crawl of
+    near-identical pages ran far past its page limit)."""
+    crawler = get_crawler(Spider)
+    mw = SimhashDownloaderMiddleware.from_crawler(crawler)
+    received: list[str] = []
+
+    def on_received(response: Response, **kwargs: Any) -> None:
+        received.append(response.url)
+
+    crawler.signals.connect(on_received, signal=signals.response_received)  # a weak reference: kept alive here
+    respond(mw, "http://a.test/rain", ARTICLE)
+    _, dropped = respond(mw, "http://b.test/copy", COPY)
+    assert isinstance(dropped, NearDuplicateResponse)
+    assert received == ["http://b.test/copy"]  # the kept one is signalled by the engine, not by the filter
