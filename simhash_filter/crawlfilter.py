@@ -603,6 +603,8 @@ class CrawlFilter:
             if pool.usable and self._is_ready(pool):
                 return await self._in_processes(body, encoding)
             self.stats.inc_value("simhash/fingerprinted_in_reactor")  # while the workers start
+        elif self._processes_failed:
+            self.stats.inc_value("simhash/fingerprinted_in_reactor")  # after the workers were given up
         return self._in_reactor(body, encoding)
 
     def _in_reactor(self, body: bytes | str, encoding: str | None) -> JobResult:
