@@ -164,8 +164,9 @@ def _main() -> None:
     # Ctrl-C reaches the whole process group: the crawl shuts down gracefully, and its workers with it
     # when it closes their pipes; they must not die first.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    serve(sys.stdin.buffer, sys.stdout.buffer)
-    sys.stdout.flush()
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the parent closed its end: just stop
+        serve(sys.stdin.buffer, sys.stdout.buffer)
+        sys.stdout.flush()
     os._exit(0)  # nothing to clean up: skip the interpreter's teardown
 
 

@@ -124,3 +124,16 @@ def test_a_worker_imports_neither_scrapy_nor_twisted():
     imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.decode().splitlines()}
     assert "simhash_filter.fingerprint" in imported
     assert not {m for m in imported if m.split(".")[0] in ("scrapy", "twisted")}
+
+
+def test_a_worker_whose_parent_closed_its_pipes_exits_quietly():
+    """A worker process whose parent is gone before it answers (a short crawl shutting down) exits with status 0
+    and prints nothing: no BrokenPipeError traceback in the crawl's output."""
+    proc = subprocess.Popen([sys.executable, "-m", "simhash_filter.workers"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(_frame(FingerprintConfig()) + _frame((p.gazette(p.RAINWATER), None)))
+    proc.stdin.flush()
+    proc.stdout.close()  # gone before the worker has loaded its tables and answered "ready"
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0 and err == b""
