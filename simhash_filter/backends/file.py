@@ -8,17 +8,22 @@ An index is a directory::
                          then one record of ``record_bytes`` per stored page, in insertion order
     urls.<gen>           a 4 KiB header, then the keys (UTF-8), back to back, in the same order
     deleted.<gen>        16-byte tombstones (row, check) of deleted fingerprints
+    CURRENT.tmp          only while CURRENT is being replaced (a stale one is ignored, and removed by
+                         the next writer)
 
 A record is ``fingerprint u64 | URL offset u64 | added (Unix seconds) u32 | URL length u32 |
-flags u32 (0) | check u32`` (32 bytes), then, in an index that keeps sketches (metadata
+key check u32 | check u32`` (32 bytes), then, in an index that keeps sketches (metadata
 ``sketch_bytes`` > 0: two-stage detection), the page's sketch (``sketch_bytes`` bytes, 64 in
 practice), little-endian: a page's fingerprint and sketch are one record, written by one ``write(2)``.
-The check mixes the other fields and a hash of the sketch with the file's random salt, so a torn,
-zeroed or foreign record, or a changed byte of its sketch, fails it; the URL offsets must also follow
-each other.
+The key check is the CRC-32 of the key's UTF-8 bytes.  The check mixes the other fields (the key
+check among them) and a hash of the sketch with the file's random salt, so a torn, zeroed or foreign
+record, or a changed byte of its sketch, fails it; the URL offsets must also follow each other.  A key
+is verified against its key check whenever it is read (a query's result, an export, a delete, a
+compaction): a changed byte of ``urls.<gen>`` is a :class:`CorruptIndexError` naming the file and the
+key's offset, never a wrong URL.
 
-This is index format 2 (the ``format`` of every header).  Format 1, written before two-stage
-detection (the same files, records without sketches), is not read: such an index is refused
+This is index format 3 (the ``format`` of every header).  Formats 1 (records without sketches) and 2
+(records without key checks), written by earlier versions, are not read: such an index is refused
 (:class:`~simhash_filter.backends.base.MetadataMismatchError`) with the way out - start a new index
 (another location, or delete this one), or keep using the version that wrote it.
 
@@ -32,16 +37,30 @@ Durability: an add writes the key, then the record (with its sketch), with ``wri
 returns, so whatever a call reported as stored survives the process being killed (``kill -9``);
 with ``?sync=always`` the key is ``fdatasync``-ed before the record is written and the record after,
 so each add survives a power loss or an OS crash, and a record never reaches the disk before its key
-(without it those may lose the adds of the last seconds, which the OS had not yet written back).
-Records cut short at the end of the log are dropped on open (a torn tail); a damaged record (or
-sketch) followed by intact ones is an error (:class:`CorruptIndexError`), never skipped silently.
+(without it those may lose the adds of the last seconds, which the OS had not yet written back, and a
+record may reach the disk without its key: reading that key is a :class:`CorruptIndexError`).
+Records cut short at the end of the log, or whose bytes never reached the disk (a 512-byte sector of
+them is zeros), are dropped on open (a torn tail); a complete record whose check fails (a changed byte,
+even in the last record), or a damaged record followed by intact ones, is an error
+(:class:`CorruptIndexError`), never dropped silently.
+
+Readers and compaction: an open reads CURRENT and opens the three files of that generation at once (again,
+if a compaction switched CURRENT meanwhile), then reads them only through those file descriptors: a
+reader (``readonly``) reads the generation it opened to the end, even after a compaction in another
+process removed its files (an unlinked open file stays readable on POSIX).
+
+Failures (a full disk): opening never writes (but cuts a torn tail); a compaction or the creation of an
+index that fails midway removes what it wrote (its generation's files, ``CURRENT.tmp``), so the index
+stays as it was, and the backend goes on with the generation it had.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import fcntl
+import itertools
 import json
 import logging
 import os
@@ -49,6 +68,7 @@ import re
 import secrets
 import struct
 import time
+import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -65,14 +85,14 @@ __all__ = ["CorruptIndexError", "FileBackend", "IndexLockedError", "parse_age"]
 
 logger = logging.getLogger(__name__)
 
-#: The index format written and read (1: before two-stage detection, records without sketches).
-FORMAT = 2
+#: The index format written and read (1: records without sketches; 2: records without key checks).
+FORMAT = 3
 HEADER_SIZE = 4096
 MAGIC = b"simhash-filter index\n"
 URLS_MAGIC = b"simhash-filter urls\n"
 DELETED_MAGIC = b"simhash-filter deleted\n"
 RECORD = np.dtype(
-    [("fp", "<u8"), ("offset", "<u8"), ("added", "<u4"), ("length", "<u4"), ("flags", "<u4"), ("check", "<u4")]
+    [("fp", "<u8"), ("offset", "<u8"), ("added", "<u4"), ("length", "<u4"), ("key_check", "<u4"), ("check", "<u4")]
 )
 _RECORD = struct.Struct("<QQIIII")
 _TOMBSTONE = struct.Struct("<QQ")
@@ -85,6 +105,14 @@ _M64 = (1 << 64) - 1
 _P = (0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93, 0xFF51AFD7ED558CCD)
 #: Multipliers of the sketch hash (a step per 8 bytes of sketch) and of its share of the check.
 _PS = (0xBF58476D1CE4E5B9, 0x94D049BB133111EB)
+#: Multiplier of the key check's share of the check.
+_PK = 0x2545F4914F6CDD1D
+#: The files of a generation.
+_KINDS = ("records", "urls", "deleted")
+#: A write that never reached the disk leaves whole sectors of zeros (a record may straddle two).
+_SECTOR = 512
+#: Times an open tries again when a compaction switched CURRENT between reading it and opening the files.
+_OPEN_ATTEMPTS = 100
 
 
 def record_dtype(sketch_bytes: int) -> np.dtype:
@@ -127,13 +155,21 @@ def sketch_hashes(sketches: np.ndarray) -> np.ndarray:
     return s
 
 
-def record_check(fp: int, offset: int, added: int, length: int, salt: int, sketch: bytes | None = None) -> int:
+def key_check(key: bytes) -> int:
+    """The key check of a record: the CRC-32 of the key's UTF-8 bytes."""
+    return zlib.crc32(key)
+
+
+def record_check(
+    fp: int, offset: int, added: int, length: int, salt: int, sketch: bytes | None = None, key_check: int = 0
+) -> int:
     """The 32-bit check of one record (same as :func:`record_checks`), with its *sketch* if the index keeps
-    sketches."""
+    sketches, and its *key_check*."""
     h = (fp * _P[0]) & _M64
     h ^= (offset * _P[1]) & _M64
     h ^= ((added | length << 32) * _P[2]) & _M64
     h ^= (salt * _P[3]) & _M64
+    h ^= (key_check * _PK) & _M64
     if sketch is not None:
         h ^= (sketch_hash(sketch) * _PS[1]) & _M64
     h ^= h >> 33
@@ -149,6 +185,7 @@ def record_checks(records: np.ndarray, salt: int) -> np.ndarray:
     h ^= records["offset"] * u64(_P[1])
     h ^= (records["added"].astype(u64) | records["length"].astype(u64) << u64(32)) * u64(_P[2])
     h ^= u64((salt * _P[3]) & _M64)
+    h ^= records["key_check"].astype(u64) * u64(_PK)
     if "sketch" in (records.dtype.names or ()):
         h ^= sketch_hashes(records["sketch"]) * u64(_PS[1])
     h ^= h >> u64(33)
@@ -185,6 +222,37 @@ def _write_all(fd: int, data: bytes | memoryview) -> None:
         view = view[os.write(fd, view) :]
 
 
+def _pread(fd: int, size: int, offset: int) -> bytes:
+    """*size* bytes at *offset* (fewer at the end of the file)."""
+    data = os.pread(fd, size, offset)
+    if len(data) == size or not data:
+        return data
+    parts = [data]
+    got = len(data)
+    while got < size:
+        more = os.pread(fd, size - got, offset + got)
+        if not more:
+            break
+        parts.append(more)
+        got += len(more)
+    return b"".join(parts)
+
+
+def _damaged_key(path: Path, row: int, offset: int, length: int) -> CorruptIndexError:
+    """The error for the key of record *row* (*length* bytes at *offset* of the keys file *path*) that does not
+    match its key check."""
+    return CorruptIndexError(
+        f"{path}: the key of record {row} at offset {offset} ({length} bytes) is damaged (it does not match its "
+        "check) - the file was changed or damaged; it cannot be trusted (restore a copy, or start a new index)"
+    )
+
+
+def _close_all(fds: Mapping[str, int]) -> None:
+    for fd in fds.values():
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
 def _header(magic: bytes, fields: Mapping[str, Any]) -> bytes:
     body = magic + json.dumps(fields, sort_keys=True, ensure_ascii=True).encode("ascii") + b"\n"
     if len(body) > HEADER_SIZE:
@@ -192,9 +260,9 @@ def _header(magic: bytes, fields: Mapping[str, Any]) -> bytes:
     return body.ljust(HEADER_SIZE, b" ")
 
 
-def _read_header(path: Path, magic: bytes) -> dict[str, Any]:
-    with open(path, "rb") as f:
-        head = f.read(HEADER_SIZE)
+def _read_header(fd: int, path: Path, magic: bytes) -> dict[str, Any]:
+    """The header fields of the open file *fd* (*path* names it in errors)."""
+    head = _pread(fd, HEADER_SIZE, 0)
     if not head.startswith(magic):
         raise CorruptIndexError(f"{path} is not a simhash-filter index file (no {magic.strip().decode()!r} header)")
     try:
@@ -209,7 +277,7 @@ def _read_header(path: Path, magic: bytes) -> dict[str, Any]:
         raise MetadataMismatchError(
             f"{path} is in index format {stored!r}, written by "
             f"{'a newer' if newer else 'an older'} version of simhash-filter; this version reads format {FORMAT} "
-            "only (format 2 keeps each page's sketch beside its fingerprint): "
+            "only (format 3 keeps each page's sketch beside its fingerprint, and a check of its URL): "
             + (
                 "upgrade simhash-filter, or use a new index location to start afresh"
                 if newer
@@ -221,14 +289,40 @@ def _read_header(path: Path, magic: bytes) -> dict[str, Any]:
 
 
 def _record_chunks(
-    path: Path, start: int, end: int, record: np.dtype = RECORD, size: int = _CHUNK
+    fd: int, path: Path, start: int, end: int, record: np.dtype = RECORD, size: int = _CHUNK
 ) -> Iterator[tuple[int, np.ndarray]]:
-    """``(first row, records)`` of rows ``start..end-1`` of a records file (records of dtype *record*), *size*
-    records of 32 bytes' worth at a time (fewer of a longer record)."""
+    """``(first row, records)`` (read-only arrays) of rows ``start..end-1`` of the open records file *fd*
+    (records of dtype *record*; *path* names it in errors), *size* records of 32 bytes' worth at a time (fewer
+    of a longer record)."""
     size = max(1, size * RECORD.itemsize // record.itemsize)
     for first in range(start, end, size):
         count = min(size, end - first)
-        yield first, np.fromfile(path, dtype=record, count=count, offset=HEADER_SIZE + first * record.itemsize)
+        data = _pread(fd, count * record.itemsize, HEADER_SIZE + first * record.itemsize)
+        if len(data) != count * record.itemsize:
+            raise CorruptIndexError(f"{path} ends before record {end - 1}: the file was cut while in use")
+        yield first, np.frombuffer(data, dtype=record)
+
+
+def _unwritten(records: np.ndarray, first_row: int) -> np.ndarray:
+    """Whether each of *records* (rows ``first_row...`` of a records file) has bytes that never reached the disk:
+    all zeros from one 512-byte sector boundary of the file (or the record's start) to the next (or its end).
+    Such a record is a torn write; a complete record whose check fails without that was changed afterwards."""
+    m = len(records)
+    itemsize = records.dtype.itemsize
+    raw = records.view(np.uint8).reshape(m, itemsize)
+    seen = np.zeros((m, itemsize + 1), dtype=np.int32)  # nonzero bytes before each position of the record
+    np.cumsum(raw != 0, axis=1, out=seen[:, 1:])
+    phase = -(HEADER_SIZE + (first_row + np.arange(m, dtype=np.int64)) * itemsize) % _SECTOR
+    out = np.zeros(m, dtype=bool)
+    for p in np.unique(phase).tolist():  # the records whose sector boundaries fall at the same places
+        which = phase == p
+        cuts = sorted({0, itemsize, *range(p, itemsize, _SECTOR)})
+        part = seen[which]
+        zeros = np.zeros(len(part), dtype=bool)
+        for a, b in itertools.pairwise(cuts):
+            zeros |= part[:, b] == part[:, a]
+        out[which] = zeros
+    return out
 
 
 def _release_freed_memory() -> None:
@@ -340,8 +434,9 @@ class FileBackend(MemoryBackend):
                 f"the index {self.path} is open for writing in another process (pid {holder}); one process writes "
                 "an index at a time: give each crawl its own index, or share one through redis://"
             ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+        with contextlib.suppress(OSError):  # the pid is for the error message only: a full disk opens too
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
         self._lock_fd = fd
 
     def _generation(self) -> int | None:
@@ -367,44 +462,111 @@ class FileBackend(MemoryBackend):
             "design": self.design.name,
         }
         for kind, magic in (("records", MAGIC), ("urls", URLS_MAGIC), ("deleted", DELETED_MAGIC)):
-            with open(self._file(kind, generation), "wb") as f:
-                f.write(_header(magic, fields if kind == "records" else {"format": FORMAT, "salt": salt}))
-                f.flush()
-                os.fsync(f.fileno())
+            fd = os.open(self._file(kind, generation), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                _write_all(fd, _header(magic, fields if kind == "records" else {"format": FORMAT, "salt": salt}))
+                os.fsync(fd)
+            finally:
+                os.close(fd)
 
-    def _switch(self, generation: int) -> None:
-        """Make *generation* current (atomically) and remove the files of any other."""
+    def _write_current(self, generation: int) -> None:
+        """Make *generation* current: write ``CURRENT.tmp``, then rename it to ``CURRENT`` (atomically)."""
         tmp = self.path / "CURRENT.tmp"
-        with open(tmp, "w", encoding="ascii") as f:
-            f.write(f"{generation}\n")
-            f.flush()
-            os.fsync(f.fileno())
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            _write_all(fd, f"{generation}\n".encode("ascii"))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         os.replace(tmp, self.path / "CURRENT")
         _fsync_dir(self.path)
+
+    def _current_is(self, generation: int) -> bool:
+        """Whether CURRENT names *generation* (False if it cannot be read)."""
+        try:
+            return self._generation() == generation
+        except (OSError, CorruptIndexError):
+            return False
+
+    def _discard(self, generation: int) -> None:
+        """Remove what a creation or compaction of *generation* that failed wrote (best effort)."""
+        for path in (*(self._file(kind, generation) for kind in _KINDS), self.path / "CURRENT.tmp"):
+            with contextlib.suppress(OSError):
+                path.unlink()
+
+    def _remove_stale(self, generation: int) -> None:
+        """Remove the files of generations other than *generation* (a compaction's old one, or what one that
+        died left) and a stale ``CURRENT.tmp``.  Readers that hold them open go on reading them."""
         for stale in self.path.iterdir():
             kind, _, number = stale.name.partition(".")
-            if kind in ("records", "urls", "deleted") and number.isdigit() and int(number) != generation:
-                stale.unlink()
+            if stale.name == "CURRENT.tmp" or (kind in _KINDS and number.isdigit() and int(number) != generation):
+                with contextlib.suppress(FileNotFoundError):
+                    stale.unlink()
+
+    def _create_index(self) -> None:
+        """Create generation 1 and make it current; if that fails (a full disk), remove what was written."""
+        try:
+            self._create(1, secrets.randbits(63), self._clock(), self._requested or {})
+            self._write_current(1)
+        except BaseException:
+            if not self._current_is(1):
+                self._discard(1)
+            raise
+
+    def _open_generation(self) -> tuple[int, dict[str, int]] | None:
+        """Read CURRENT and open the files of its generation, all at once: ``(generation, fds)``, or None if
+        there is no CURRENT.  If a compaction switched CURRENT in between (and removed the files it named), try
+        again with the new one."""
+        flags = os.O_RDONLY if self._readonly else os.O_RDWR | os.O_APPEND
+        for attempt in range(_OPEN_ATTEMPTS):
+            generation = self._generation()
+            if generation is None:
+                return None
+            fds: dict[str, int] = {}
+            try:
+                for kind in _KINDS:
+                    fds[kind] = os.open(self._file(kind, generation), flags)
+            except FileNotFoundError:
+                _close_all(fds)
+                if self._generation() != generation:
+                    continue  # a compaction switched to its new generation and removed this one
+                missing = next(self._file(k, generation) for k in _KINDS if k not in fds)
+                raise CorruptIndexError(f"{missing} is missing: the index {self.path} is incomplete") from None
+            except BaseException:
+                _close_all(fds)
+                raise
+            if attempt + 1 < _OPEN_ATTEMPTS and self._generation() != generation:
+                _close_all(fds)  # CURRENT moved on meanwhile: open the newer generation
+                continue
+            return generation, fds
+        raise FileNotFoundError(
+            errno.ENOENT, f"the index {self.path} was compacted {_OPEN_ATTEMPTS} times while being opened; try again"
+        )
+
+    def _no_index(self) -> Exception:
+        """The error of a read-only open where there is no CURRENT."""
+        if not self.path.exists():
+            return FileNotFoundError(f"no index at {self.path}")
+        if self.path.is_dir() and {p.name for p in self.path.iterdir()} <= {"LOCK", "CURRENT.tmp"}:
+            return FileNotFoundError(f"no index at {self.path} (none was created there, or its creation failed)")
+        return CorruptIndexError(f"{self.path} is not a simhash-filter index (no CURRENT file)")
 
     def _load(self) -> None:
         """Open the current generation (creating the index if there is none), verify it, build the tables."""
-        generation = self._generation()
-        if generation is None:
+        opened = self._open_generation()
+        if opened is None:
             if self._readonly:
-                if not self.path.exists():
-                    raise FileNotFoundError(f"no index at {self.path}")
-                raise CorruptIndexError(f"{self.path} is not a simhash-filter index (no CURRENT file)")
-            generation = 1
-            self._create(generation, secrets.randbits(63), self._clock(), self._requested or {})
-            self._switch(generation)
-        elif not self._readonly:
-            self._switch(generation)  # removes what a compaction that died left behind
+                raise self._no_index()
+            self._create_index()
+            opened = self._open_generation()
+            if opened is None:  # pragma: no cover - CURRENT was just written, and the lock is held
+                raise CorruptIndexError(f"{self.path}: CURRENT disappeared while the index was created")
+        generation, self._fds = opened
+        if not self._readonly:
+            self._remove_stale(generation)  # what a compaction that died left behind
         self._generation_number = generation
-        paths = {kind: self._file(kind, generation) for kind in ("records", "urls", "deleted")}
-        for path in paths.values():
-            if not path.exists():
-                raise CorruptIndexError(f"{path} is missing: the index {self.path} is incomplete")
-        fields = _read_header(paths["records"], MAGIC)
+        paths = {kind: self._file(kind, generation) for kind in _KINDS}
+        fields = _read_header(self._fds["records"], paths["records"], MAGIC)
         self._salt = int(fields.get("salt", -1))
         self._created = float(fields.get("created", 0.0))
         self._stored_k = fields.get("k")
@@ -420,11 +582,8 @@ class FileBackend(MemoryBackend):
         self._metadata = dict(stored)
         self._use_sketches(paths["records"], stored.get("sketch_bytes", 0), fields.get("record_bytes"))
         for kind, magic in (("urls", URLS_MAGIC), ("deleted", DELETED_MAGIC)):
-            if _read_header(paths[kind], magic).get("salt") != self._salt:
+            if _read_header(self._fds[kind], paths[kind], magic).get("salt") != self._salt:
                 raise CorruptIndexError(f"{paths[kind]} does not belong to {paths['records']} (another index's file)")
-        flags = os.O_RDONLY if self._readonly else os.O_RDWR | os.O_APPEND
-        for kind, path in paths.items():
-            self._fds[kind] = os.open(path, flags)
         self._load_records(paths["records"])
         self._load_tombstones(paths["deleted"], self._n)
         _release_freed_memory()
@@ -457,9 +616,8 @@ class FileBackend(MemoryBackend):
         self._reserve(total)
         good = 0
         end = HEADER_SIZE
-        for start, chunk in _record_chunks(path, 0, total, record):
+        for start, chunk in _record_chunks(fd, path, 0, total, record):
             ok = record_checks(chunk, self._salt) == chunk["check"]
-            ok &= chunk["flags"] == 0
             expected = np.empty(len(chunk), dtype=np.uint64)
             expected[0] = end
             np.add(chunk["offset"][:-1], chunk["length"][:-1], out=expected[1:])
@@ -475,7 +633,7 @@ class FileBackend(MemoryBackend):
             if intact:
                 end = int(chunk["offset"][intact - 1] + chunk["length"][intact - 1])
             if intact < len(chunk):
-                self._check_rest_is_torn(path, chunk[intact:], start + intact, total)
+                self._check_tail_is_torn(path, start + intact, total, urls_size)
                 break
         torn_bytes = size - HEADER_SIZE - good * record.itemsize
         if torn_bytes or urls_size > end:
@@ -496,26 +654,44 @@ class FileBackend(MemoryBackend):
         if good >= self._buffer_size:
             self._seal()
 
-    def _check_rest_is_torn(self, path: Path, rest: np.ndarray, first_bad: int, total: int) -> None:
-        """Raise :class:`CorruptIndexError` if an intact record follows the damaged record *first_bad*."""
-        intact = record_checks(rest, self._salt) == rest["check"]
-        intact[0] = False
-        later = iter(_record_chunks(path, first_bad + len(rest), total, self._record))
-        while not intact.any():
-            chunk = next(later, None)
-            if chunk is None:
-                return
-            intact = record_checks(chunk[1], self._salt) == chunk[1]["check"]
-        raise CorruptIndexError(
-            f"{path}: record {first_bad} is damaged but later records are intact - the file was changed or "
-            "damaged; it cannot be trusted (restore a copy, or start a new index)"
-        )
+    def _check_tail_is_torn(self, path: Path, first_bad: int, total: int, urls_size: int) -> None:
+        """Return if the records from *first_bad* on are a torn write (each cut short, never written - a sector
+        of zeros - or intact but with its key past the end of the keys file, which the disk did not keep);
+        raise :class:`CorruptIndexError` if one of them was damaged (a complete record whose check fails, or
+        that does not follow the one before) or an intact record follows."""
+        damaged: int | None = None
+        for start, chunk in _record_chunks(self._fds["records"], path, first_bad, total, self._record, _CHUNK // 16):
+            intact = record_checks(chunk, self._salt) == chunk["check"]
+            keyed = chunk["offset"] + chunk["length"] <= np.uint64(urls_size)
+            later = intact & keyed
+            if start == first_bad:
+                if later[0] and damaged is None:
+                    damaged = first_bad  # intact, but its key does not follow the one before
+                later[0] = False
+            if later.any():
+                raise CorruptIndexError(
+                    f"{path}: record {first_bad} is damaged but later records are intact - the file was changed or "
+                    "damaged; it cannot be trusted (restore a copy, or start a new index)"
+                )
+            wrong = np.flatnonzero(~intact & ~_unwritten(chunk, start))
+            if damaged is None and len(wrong):
+                damaged = start + int(wrong[0])
+        if damaged is not None:
+            at = HEADER_SIZE + damaged * self._record.itemsize
+            raise CorruptIndexError(
+                f"{path}: record {damaged} (bytes {at}..{at + self._record.itemsize}) is damaged: it is complete but "
+                "its check fails (a torn write leaves a record cut short or unwritten, never changed) - the file "
+                "was changed or damaged; it cannot be trusted (restore a copy, or start a new index)"
+            )
 
     def _load_tombstones(self, path: Path, n: int) -> None:
-        data = np.fromfile(path, dtype="<u8", offset=HEADER_SIZE)
-        if len(data) % 2 and not self._readonly:
-            os.ftruncate(self._fds["deleted"], HEADER_SIZE + (len(data) - 1) * 8)
-        for row, check in zip(data[0::2].tolist(), data[1::2].tolist(), strict=False):
+        fd = self._fds["deleted"]
+        data = _pread(fd, max(0, os.fstat(fd).st_size - HEADER_SIZE), HEADER_SIZE)
+        whole = len(data) - len(data) % _TOMBSTONE.size
+        if whole < len(data) and not self._readonly:  # a tombstone cut short: its delete did not return
+            os.ftruncate(fd, HEADER_SIZE + whole)
+        stones = np.frombuffer(data[:whole], dtype="<u8")
+        for row, check in zip(stones[0::2].tolist(), stones[1::2].tolist(), strict=True):
             if check != _tombstone_check(row, self._salt) or row >= n:
                 raise CorruptIndexError(f"{path}: a tombstone is damaged")
             self._dead.add(row)
@@ -542,8 +718,9 @@ class FileBackend(MemoryBackend):
             data = encoded[0]
             fp = int(fingerprints[0])
             sketch = sketches[0].tobytes() if self._sketch_bytes else None
-            check = record_check(fp, self._url_end, now, len(data), self._salt, sketch)
-            records = _RECORD.pack(fp, self._url_end, now, len(data), 0, check) + (sketch or b"")
+            crc = key_check(data)
+            check = record_check(fp, self._url_end, now, len(data), self._salt, sketch, crc)
+            records = _RECORD.pack(fp, self._url_end, now, len(data), crc, check) + (sketch or b"")
             urls = data
         else:
             records_array = np.zeros(len(encoded), dtype=self._record)
@@ -552,6 +729,7 @@ class FileBackend(MemoryBackend):
             records_array["length"] = lengths
             records_array["offset"] = np.cumsum(lengths) - lengths + np.uint64(self._url_end)
             records_array["added"] = now
+            records_array["key_check"] = np.fromiter(map(key_check, encoded), dtype=np.uint32, count=len(encoded))
             if self._sketch_bytes:
                 records_array["sketch"] = sketches
             records_array["check"] = record_checks(records_array, self._salt)
@@ -575,9 +753,13 @@ class FileBackend(MemoryBackend):
         self._times[self._n : self._n + len(encoded)] = now
 
     def _key(self, row: int) -> str:
-        record = os.pread(self._fds["records"], RECORD.itemsize, HEADER_SIZE + row * self._record.itemsize)
-        _, offset, _, length, _, _ = _RECORD.unpack(record)
-        return os.pread(self._fds["urls"], length, offset).decode("utf-8", "surrogatepass")
+        record = _pread(self._fds["records"], RECORD.itemsize, HEADER_SIZE + row * self._record.itemsize)
+        _, offset, _, length, crc, _ = _RECORD.unpack(record)
+        key = _pread(self._fds["urls"], length, offset)
+        if key_check(key) == crc:
+            with contextlib.suppress(UnicodeDecodeError):  # else its key check matched by chance
+                return key.decode("utf-8", "surrogatepass")
+        raise _damaged_key(self._file("urls", self._generation_number), row, offset, length)
 
     def _cutoff(self) -> int:
         """Rows added before this Unix time are expired (0: none)."""
@@ -608,84 +790,148 @@ class FileBackend(MemoryBackend):
 
     def delete(self, keys: Iterable[str]) -> int:
         """Forget every stored fingerprint whose key is in *keys*; a tombstone is written for each."""
-        wanted = {key.encode("utf-8", "surrogatepass") for key in keys}
+        wanted = set(keys)
         with self._lock:
             self._check_open()
             if self._readonly:
                 raise PermissionError(f"the index {self.path} is open read-only")
-            rows = [row for row, _, key, _, _ in self._scan() if key in wanted and row not in self._dead]
+            scan = self._scan(self._fds["records"], self._fds["urls"], self._n, self._generation_number)
+            rows = [row for row, _, key, _, _ in scan if key in wanted and row not in self._dead]
             if rows:
+                fd = self._fds["deleted"]
+                end = os.fstat(fd).st_size
                 stones = b"".join(_TOMBSTONE.pack(row, _tombstone_check(row, self._salt)) for row in rows)
-                _write_all(self._fds["deleted"], stones)
-                os.fdatasync(self._fds["deleted"])
+                try:
+                    _write_all(fd, stones)
+                    os.fdatasync(fd)
+                except BaseException:
+                    with contextlib.suppress(OSError):  # nothing half-deleted
+                        os.ftruncate(fd, end)
+                    raise
                 self._dead.update(rows)
             return len(rows)
 
-    def _scan(self) -> Iterator[tuple[int, int, bytes, int, bytes | None]]:
-        """(row, fingerprint, key bytes, added, sketch or None) of every stored row, from disk, in order."""
-        n = self._n
+    def _scan(
+        self, records_fd: int, urls_fd: int, n: int, generation: int
+    ) -> Iterator[tuple[int, int, str, int, bytes | None]]:
+        """(row, fingerprint, key, added, sketch or None) of the rows ``0..n-1`` of the open files of
+        *generation*, in order, each key verified."""
         size = self._sketch_bytes
-        path = self._file("records", self._generation_number)
-        for start, chunk in _record_chunks(path, 0, n, self._record, _CHUNK // 16):
+        path = self._file("records", generation)
+        urls = self._file("urls", generation)
+        crc32 = zlib.crc32
+        for start, chunk in _record_chunks(records_fd, path, 0, n, self._record, _CHUNK // 16):
             first = int(chunk["offset"][0])
-            blob = os.pread(self._fds["urls"], int(chunk["offset"][-1] + chunk["length"][-1]) - first, first)
+            blob = _pread(urls_fd, int(chunk["offset"][-1] + chunk["length"][-1]) - first, first)
             sketches = np.ascontiguousarray(chunk["sketch"]).tobytes() if size else b""
-            for i, (fp, offset, length, added) in enumerate(
+            for i, (fp, offset, length, added, crc) in enumerate(
                 zip(
                     chunk["fp"].tolist(),
                     chunk["offset"].tolist(),
                     chunk["length"].tolist(),
                     chunk["added"].tolist(),
+                    chunk["key_check"].tolist(),
                     strict=True,
                 )
             ):
+                data = blob[offset - first : offset - first + length]
+                if crc32(data) != crc:
+                    raise _damaged_key(urls, start + i, offset, length)
+                try:
+                    key = data.decode("utf-8", "surrogatepass")
+                except UnicodeDecodeError:  # its key check matched by chance
+                    raise _damaged_key(urls, start + i, offset, length) from None
                 sketch = sketches[i * size : (i + 1) * size] if size else None
-                yield start + i, fp, blob[offset - first : offset - first + length], added, sketch
+                yield start + i, fp, key, added, sketch
 
     def entries(self) -> Iterator[Entry]:
         """Every live fingerprint with its key, the time it was added (and its sketch, in an index that keeps
-        sketches), oldest first, read from disk."""
+        sketches), oldest first, read from disk: from the generation open when the iteration starts, to its end
+        (a compaction meanwhile, here or in another process, does not change what it reads)."""
         with self._lock:
             self._check_open()
             live = self._live_mask()
-        for row, fp, key, added, sketch in self._scan():
-            if row < len(live) and live[row]:
-                yield Entry(fp, key.decode("utf-8", "surrogatepass"), float(added), sketch)
+            n = self._n
+            records_fd = os.dup(self._fds["records"])
+            try:
+                urls_fd = os.dup(self._fds["urls"])
+            except BaseException:
+                os.close(records_fd)
+                raise
+            scan = self._scan(records_fd, urls_fd, n, self._generation_number)
+        try:
+            for row, fp, key, added, sketch in scan:
+                if live[row]:
+                    yield Entry(fp, key, float(added), sketch)
+        finally:
+            scan.close()
+            os.close(records_fd)
+            os.close(urls_fd)
 
     def compact(self) -> None:
-        """Rewrite the index without its deleted and expired fingerprints (a new generation, then a switch)."""
+        """Rewrite the index without its deleted and expired fingerprints (a new generation, then a switch).
+
+        If it fails (a full disk), the new generation's files are removed and the index stays as it was."""
         with self._lock:
             self._check_open()
             if self._readonly:
                 raise PermissionError(f"the index {self.path} is open read-only")
-            old = self._generation_number
-            new = old + 1
-            salt = secrets.randbits(63)
-            self._create(new, salt, self._created, self._metadata)
-            live = self._live_mask()
-            with open(self._file("records", new), "ab") as records, open(self._file("urls", new), "ab") as urls:
-                url_end = HEADER_SIZE
-                path = self._file("records", old)
-                for start, chunk in _record_chunks(path, 0, self._n, self._record):  # sketches come along
-                    first = int(chunk["offset"][0])
-                    blob = np.frombuffer(
-                        os.pread(self._fds["urls"], int(chunk["offset"][-1] + chunk["length"][-1]) - first, first),
-                        dtype=np.uint8,
-                    )
-                    keep = live[start : start + len(chunk)]
-                    kept = chunk[keep]
-                    urls.write(blob[np.repeat(keep, chunk["length"].astype(np.intp))].tobytes())
-                    kept["offset"] = np.cumsum(kept["length"], dtype=np.uint64) - kept["length"] + np.uint64(url_end)
-                    url_end += int(kept["length"].sum())
-                    kept["check"] = record_checks(kept, salt)
-                    records.write(kept.tobytes())
-                for f in (records, urls):
-                    f.flush()
-                    os.fsync(f.fileno())
-            self._close_files()
-            self._switch(new)
-            self._reset()
-            self._load()
+            new = self._generation_number + 1
+            try:
+                self._write_generation(new)
+                self._write_current(new)
+            except BaseException:
+                if not self._current_is(new):
+                    self._discard(new)
+                    raise
+                self._use_generation(new, remove_old=False)  # switched, but the directory was not synced
+                raise
+            self._use_generation(new, remove_old=True)
+
+    def _write_generation(self, new: int) -> None:
+        """Write generation *new*: the live rows of this one, their keys verified, under a new salt."""
+        salt = secrets.randbits(63)
+        self._create(new, salt, self._created, self._metadata)
+        live = self._live_mask()
+        old_urls = self._file("urls", self._generation_number)
+        fds: dict[str, int] = {}
+        try:
+            for kind in ("records", "urls"):
+                fds[kind] = os.open(self._file(kind, new), os.O_WRONLY | os.O_APPEND)
+            url_end = HEADER_SIZE
+            path = self._file("records", self._generation_number)
+            for start, chunk in _record_chunks(self._fds["records"], path, 0, self._n, self._record):
+                first = int(chunk["offset"][0])
+                data = _pread(self._fds["urls"], int(chunk["offset"][-1] + chunk["length"][-1]) - first, first)
+                keep = live[start : start + len(chunk)]
+                view = memoryview(data)
+                offsets, lengths, crcs = (chunk[name].tolist() for name in ("offset", "length", "key_check"))
+                for i in np.flatnonzero(keep).tolist():  # the kept keys are verified (never copied damaged)
+                    o = offsets[i] - first
+                    if key_check(view[o : o + lengths[i]]) != crcs[i]:
+                        raise _damaged_key(old_urls, start + i, offsets[i], lengths[i])
+                blob = np.frombuffer(data, dtype=np.uint8)
+                kept = chunk[keep]
+                _write_all(fds["urls"], blob[np.repeat(keep, chunk["length"].astype(np.intp))].tobytes())
+                kept["offset"] = np.cumsum(kept["length"], dtype=np.uint64) - kept["length"] + np.uint64(url_end)
+                url_end += int(kept["length"].sum())
+                kept["check"] = record_checks(kept, salt)
+                _write_all(fds["records"], kept.tobytes())
+            for fd in fds.values():
+                os.fsync(fd)
+        finally:
+            _close_all(fds)
+
+    def _use_generation(self, new: int, *, remove_old: bool) -> None:
+        """Go on with generation *new*, now current: close this one's files (removing them if *remove_old*),
+        load the new one."""
+        old = self._fds
+        self._fds = {}
+        _close_all(old)
+        if remove_old:
+            self._remove_stale(new)
+        self._reset()
+        self._load()
 
     def _reset(self) -> None:
         self._fps = np.empty(0, dtype=np.uint64)
