@@ -24,7 +24,7 @@ from operator import mul, truediv
 
 from simhash_filter.config import FingerprintConfig
 from simhash_filter.extract import PageText
-from simhash_filter.segment import CJK_RUN, segment_run
+from simhash_filter.segment import CJK_RUN, MAX_CACHED_RUN, segment_run, segment_slices
 from simhash_filter.spelling import american_words
 from simhash_filter.weights import chinese_table, english_table
 
@@ -36,8 +36,6 @@ _NON_CJK_WORD = re.compile(r"[^\W_]+")
 _ASCII_WORDS = str.maketrans({chr(c): chr(c).lower() if chr(c).isalnum() else " " for c in range(128)})
 HAS_DIGIT = re.compile(r"\d")
 DIGIT_WEIGHT = 0.1
-#: Chinese text segmented past the token cap: at most this many characters for each token still wanted.
-CJK_CHARS_PER_TOKEN = 8
 #: IDF given to words found in no table (typos, identifiers, random strings): that of a fairly rare
 #: word, so that a typo or a session id never outweighs the words the page is made of.
 UNKNOWN_IDF = 8.0
@@ -73,10 +71,15 @@ def tokenize(text: str, max_tokens: int) -> list[str]:
                 append(w)
         return out
     for w in words:
-        if is_cjk(w[0]):  # not a whole run of a million characters for the few words still wanted
-            out.extend(segment_run(w[: CJK_CHARS_PER_TOKEN * (max_tokens - len(out)) + CJK_CHARS_PER_TOKEN]))
-        else:
+        if not is_cjk(w[0]):
             out.append(w)
+        elif len(w) <= MAX_CACHED_RUN:
+            out.extend(segment_run(w))
+        else:  # a hostile run of a million characters: its words slice by slice, as far as the cap needs
+            for piece in segment_slices(w):
+                out.extend(piece)
+                if len(out) >= max_tokens:
+                    break
         if len(out) >= max_tokens:
             break
     return out[:max_tokens]

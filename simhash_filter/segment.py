@@ -10,6 +10,7 @@ pinned and recorded in the fingerprint model (:data:`SEGMENTER_ID`); there is no
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from functools import cache, lru_cache
 from importlib.metadata import version
 from types import ModuleType
@@ -20,9 +21,28 @@ SEGMENTER_ID = f"jieba-{version('jieba')}-precise-hmm/rjieba-{version('rjieba')}
 CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 
 
-@lru_cache(maxsize=200_000)
+#: Runs longer than this are segmented in slices of this many characters and not cached: a natural run ends at
+#: the next punctuation mark, so only a hostile page (a million characters without one) has such runs, and its
+#: words must neither fill the memo nor be held all at once.
+MAX_CACHED_RUN = 4096
+
+
 def segment_run(run: str) -> tuple[str, ...]:
-    """Words of one run of CJK ideographs (cached: navigation and boilerplate repeat across pages)."""
+    """Words of one run of CJK ideographs (short runs cached: navigation and boilerplate repeat across pages)."""
+    if len(run) <= MAX_CACHED_RUN:
+        return _segment_cached(run)
+    return tuple(w for words in segment_slices(run) for w in words)
+
+
+def segment_slices(run: str) -> Iterator[list[str]]:
+    """The words of a long run, slice by slice of :data:`MAX_CACHED_RUN` characters (not cached)."""
+    cut = _rjieba().cut
+    for i in range(0, len(run), MAX_CACHED_RUN):
+        yield cut(run[i : i + MAX_CACHED_RUN], True)
+
+
+@lru_cache(maxsize=200_000)
+def _segment_cached(run: str) -> tuple[str, ...]:
     if len(run) == 1:
         return (run,)
     return tuple(_rjieba().cut(run, True))
