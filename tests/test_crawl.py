@@ -166,19 +166,21 @@ def test_drop_crawl_log(drop_crawl: Crawl):
 
 @pytest.mark.slow
 def test_flag_crawl_stores_every_page_flagged(flag_crawl: tuple[Crawl, Path]):
-    """In flag mode every page is stored; one per group unflagged, the others flagged as near-duplicates of it."""
+    """In flag mode every page is stored; one per group unflagged, each other one flagged as a near-duplicate
+    of the most similar page of its group met before it."""
     crawl, _ = flag_crawl
     stored = crawl.by_key()
     for group, keys in GROUPS.items():
         assert set(keys) <= set(stored), group
         originals = [k for k in keys if stored[k]["duplicate_of"] is None]
         assert len(originals) == 1, group
+        urls = {stored[k]["url"] for k in keys}
         for key in keys:
             item = stored[key]
             assert HEX16.fullmatch(item["fingerprint"])
             if key != originals[0]:
-                assert item["duplicate_of"] == stored[originals[0]]["url"]
-                assert 0 <= item["distance"] <= 3
+                assert item["duplicate_of"] in urls - {item["url"]}, (group, key)
+                assert 0 <= item["distance"] <= DEFAULTS.max_distance
     # and the page that made the test index fail in the drop crawl: a copy of an article too
     flagged = [i for i in crawl.items if i.get("duplicate_of")]
     assert len(flagged) == NEAR_DUPLICATES + len(SKIPPED["index_error"])

@@ -35,9 +35,12 @@ def test_second_crawl_remembers_the_first(site_port: int, tmp_path: Path) -> Non
         assert not [k for k in keys if k in stored_second], group
     assert first.stats["simhash/kept"] >= len(GROUPS) + 2
     assert second.stats.get("simhash/kept", 0) == 0
-    assert second.stats["simhash/unchanged"] == first.stats["simhash/checked"]  # every page was stored
-    assert second.stats["simhash/index_size"] == first.stats["simhash/index_size"]
-    assert second.stats["response_received_count"] == first.stats["response_received_count"]
+    # Every checked page was stored.  A page is "unchanged" when its most similar stored page is its own earlier
+    # version: every page kept by the first crawl, and the near-duplicates that are closer to their own earlier
+    # version than to the page they duplicated (they are let through now: their links are followed).
+    assert first.stats["simhash/kept"] <= second.stats["simhash/unchanged"] <= first.stats["simhash/checked"]
+    assert second.stats["simhash/index_size"] == first.stats["simhash/index_size"]  # nothing stored twice
+    assert second.stats["response_received_count"] >= first.stats["response_received_count"]
 
 
 def test_jobdir_stop_and_resume_stores_no_near_duplicate_twice(site_port: int, tmp_path: Path) -> None:
