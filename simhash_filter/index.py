@@ -274,6 +274,23 @@ def fold16_array(fingerprints: np.ndarray) -> np.ndarray:
     return out.astype(np.uint16)
 
 
+#: Up to this k the memory backend's tables hold 16-bit folds and row ids (6 bytes per entry); beyond it the
+#: whole fingerprints (8 bytes per entry, and a 4-byte row id in the first table).  A 16-bit fold passes 1.1 %
+#: of random entries at k = 3, but 3.8 % at k = 4, 10.5 % at k = 5 and 90 % at k = 10, and each entry that
+#: passes costs a random fetch from the fingerprint array; a bucket of whole fingerprints is verified exactly
+#: in one pass over contiguous memory.  Measured (10M random fingerprints, query time, bytes per
+#: fingerprint, folds -> fingerprints): 4x16/k3 15.5 -> 12.6 µs, 32 -> 44 B; 5/k4 36.5 -> 21.7 µs,
+#: 38 -> 52 B; 6/k5 196 -> 56 µs, 44 -> 60 B; 5/k4 at k = 10 (two-stage) 139 -> 22 µs, 39 -> 53 B.  The
+#: product of the two, which :func:`choose_design` minimises, favours folds up to k = 3 only.
+FOLD_MAX_K = 3
+
+
+def filters_on_folds(k: int) -> bool:
+    """Whether the memory backend for queries up to distance *k* keeps 16-bit folds (not whole fingerprints)
+    in its tables."""
+    return k <= FOLD_MAX_K
+
+
 def _sub_filter_pass(k: int, bits: int = 16) -> float:
     """Share of random ``bits``-bit values within Hamming distance k of a given one."""
     return sum(math.comb(bits, i) for i in range(min(k, bits) + 1)) / 2**bits
@@ -282,11 +299,14 @@ def _sub_filter_pass(k: int, bits: int = 16) -> float:
 # Cost model of one query of the memory backend, in microseconds, fitted to measurements on a
 # 2-core EPYC (100k to 30M random fingerprints, designs 4x16/k3, 5/k3 and 6/k3): a fixed cost, a cost
 # per table probed (Python + numpy slicing + cache misses), a cost per candidate whose 16-bit fold is
-# compared, and a cost per candidate that passes that filter and is fetched from a random place.
+# compared, and a cost per candidate that passes that filter and is fetched from a random place.  With
+# tables of whole fingerprints (k > FOLD_MAX_K) a candidate costs one 8-byte read, XOR and popcount, and
+# nothing is fetched (fitted on 5/k4 at k = 4 and 10, 6/k5 and 7/k6, 1M and 10M fingerprints).
 _COST_BASE = 4.0
 _COST_PER_TABLE = 1.4
 _COST_PER_CANDIDATE = 0.002
 _COST_PER_FETCH = 0.08
+_COST_PER_CANDIDATE_EXACT = 0.0016
 #: Buckets address at most this many leading bits (and there are at most 1/4 as many as rows).
 MAX_BUCKET_BITS = 32
 
@@ -302,16 +322,25 @@ def _fold_pass(k: int) -> float:
 
 
 def estimated_query_cost(design: TableDesign, size: int, k: int | None = None) -> float:
-    """Predicted time (µs) of one query of the memory backend holding *size* fingerprints."""
+    """Predicted time (µs) of one query of the memory backend holding *size* fingerprints (built for queries up
+    to distance *k*, default the design's)."""
     k = design.k if k is None else k
-    per_candidate = _COST_PER_CANDIDATE + _fold_pass(k) * _COST_PER_FETCH
+    if filters_on_folds(k):
+        per_candidate = _COST_PER_CANDIDATE + _fold_pass(k) * _COST_PER_FETCH
+    else:
+        per_candidate = _COST_PER_CANDIDATE_EXACT
     candidates = sum(size / 2 ** bucket_bits(lead, max(size, 1)) for lead in design.lead_bits)
     return _COST_BASE + _COST_PER_TABLE * design.n_tables + per_candidate * candidates
 
 
-def estimated_bytes_per_fingerprint(design: TableDesign) -> int:
-    """Memory of the memory backend per fingerprint: 8 bytes, plus 4 (row id) + 2 (fold) per table."""
-    return 8 + 6 * design.n_tables
+def estimated_bytes_per_fingerprint(design: TableDesign, k: int | None = None) -> int:
+    """Memory of the memory backend per fingerprint (built for queries up to distance *k*, default the
+    design's; a sketch kept beside each fingerprint not counted): 8 bytes, plus 4 (row id) + 2 (fold) per
+    table up to k = 3 (:data:`FOLD_MAX_K`), else 8 (the fingerprint) per table + 4 (row id, first table)."""
+    k = design.k if k is None else k
+    if filters_on_folds(k):
+        return 8 + 6 * design.n_tables
+    return 8 + 8 * design.n_tables + 4
 
 
 def choose_design(k: int, expected_size: int) -> TableDesign:
@@ -319,8 +348,9 @@ def choose_design(k: int, expected_size: int) -> TableDesign:
 
     Rule: among the balanced designs with k+1, k+2 and k+3 blocks (at most 1024 tables), take the
     one with the lowest product of :func:`estimated_query_cost` (a model fitted to the memory
-    backend: 4 µs + 1.4 µs per table + 0.002 µs per candidate + 0.08 µs per candidate fetched)
-    and :func:`estimated_bytes_per_fingerprint` (8 + 6 per table); ties go to fewer tables.
+    backend: 4 µs + 1.4 µs per table + 0.002 µs per candidate + 0.08 µs per candidate fetched, or
+    0.0016 µs per candidate and nothing fetched for k > 3) and :func:`estimated_bytes_per_fingerprint`
+    (8 + 6 per table, or 12 + 8 per table for k > 3); ties go to fewer tables.
     More blocks mean longer leading bits, so fewer candidates, but more tables to probe and
     store.  For k = 3: 4 tables of 16 bits (32 B/fp) up to about 180 million fingerprints, then
     10 tables (13+13+13+13+12, 68 B/fp), then 20 tables (11+11+11+11+10+10, 128 B/fp) from about

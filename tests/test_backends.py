@@ -193,9 +193,9 @@ def test_closed_backend_refuses_calls(make_backend: Factory) -> None:
 
 
 def test_design_must_cover_k(make_backend: Factory) -> None:
-    """A backend refuses a design built for a smaller k than it must answer."""
+    """A backend of an index without sketches refuses a design built for a smaller k than it must answer."""
     with pytest.raises(ValueError, match="up to 1"):
-        make_backend(k=3, design=TableDesign.parse("2x32/k1"))
+        make_backend(k=3, design=TableDesign.parse("2x32/k1"), metadata={"model": "m"})
 
 
 # -- registry --------------------------------------------------------------------------------------
@@ -395,3 +395,25 @@ def test_two_stage_the_index_picks_the_most_similar_verified_candidate(make_back
     assert match is not None and match.key == "third" and match.distance == 2 and match.similarity > 0.99
     assert index.check_and_add(fp ^ (1 << 63), "other", a_sketch(55)) is None
     assert len(index) == 5
+
+
+def test_memory_footprint_of_two_stage_pages_is_116_bytes() -> None:
+    """With sketches and k = 10 the tables hold whole fingerprints: per page 8 (fingerprint) + 64 (sketch) +
+    5 * 8 (tables) + 4 (row ids of the first table) bytes, plus at most 2 of offsets; and candidates stay exact
+    against brute force in a run of 100,000 pages."""
+    backend = MemoryBackend(k=K, design=TWO_STAGE, metadata=META)
+    n = 100_000
+    rng = np.random.default_rng(1)
+    fps = rng.integers(0, 2**64, size=n, dtype=np.uint64)
+    fps[1::2] = fps[::2] ^ (np.uint64(1) << rng.integers(0, 64, size=n // 2).astype(np.uint64))
+    backend.add_many(fps, [str(i) for i in range(n)], [bytes(SKETCH)] * n)
+    assert 116 * n <= backend.nbytes <= 118 * n
+    stored = fps.tolist()
+    for q in [*stored[:8], *rng.integers(0, 2**64, size=4, dtype=np.uint64).tolist()]:
+        q ^= 1 << 5
+        expected = sorted(
+            ((fp ^ q).bit_count(), i)
+            for i, fp in enumerate(stored)
+            if (fp ^ q).bit_count() <= K and TWO_STAGE.agree_on_a_lead(fp, q)
+        )
+        assert [(c.distance, int(c.key)) for c in backend.candidates(q, K)] == expected

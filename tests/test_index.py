@@ -444,3 +444,88 @@ def test_context_manager_closes() -> None:
         assert "size=1" in repr(index)
     with pytest.raises(ValueError, match="closed"):
         index.query(1)
+
+
+# --- tables of whole fingerprints (k > 3: two-stage detection queries k = 10) ------------------------------
+
+
+def test_tables_hold_folds_up_to_k3_and_fingerprints_beyond() -> None:
+    """The memory layout follows k: folds and row ids (6 bytes per table) up to k = 3, whole fingerprints
+    (8 bytes per table, and a row id in the first table) beyond; the models say the same."""
+    from simhash_filter.index import estimated_query_cost, filters_on_folds
+
+    assert [filters_on_folds(k) for k in range(6)] == [True] * 4 + [False] * 2
+    two_stage = TableDesign.parse("13+13+13+13+12/k4")
+    assert estimated_bytes_per_fingerprint(two_stage, 3) == 8 + 5 * 6
+    assert estimated_bytes_per_fingerprint(two_stage) == estimated_bytes_per_fingerprint(two_stage, 10) == 8 + 5 * 8 + 4
+    # no fold filter to pass: the cost of a candidate does not grow with k
+    assert estimated_query_cost(two_stage, 10**7, 10) == estimated_query_cost(two_stage, 10**7, 5)
+    assert estimated_query_cost(two_stage, 10**7, 10) < estimated_query_cost(two_stage, 10**7, 3)
+    rng = np.random.default_rng(2)
+    n = 100_000
+    fps = rng.integers(0, 2**64, size=n, dtype=np.uint64)
+    for k, per_fp in ((3, 8 + 5 * 6), (4, 8 + 5 * 8 + 4)):
+        backend = MemoryBackend(k=k, design=two_stage)
+        backend.add_many(fps, [""] * n)
+        assert per_fp * n <= backend.nbytes <= (per_fp + 2) * n  # and the bucket offsets
+
+
+@st.composite
+def wide_designs(draw: st.DrawFn) -> TableDesign:
+    """Block widths summing to 64 with 5 to 7 blocks, and k from 4 up (tables of fingerprints)."""
+    n_blocks = draw(st.integers(5, 7))
+    cuts = sorted(draw(st.sets(st.integers(1, 63), min_size=n_blocks - 1, max_size=n_blocks - 1)))
+    edges = [0, *cuts, 64]
+    blocks = tuple(b - a for a, b in itertools.pairwise(edges))
+    return TableDesign(blocks, draw(st.integers(4, n_blocks - 1)))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(design=wide_designs(), data=st.data())
+def test_fingerprint_tables_match_brute_force(design: TableDesign, data: st.DataObject) -> None:
+    """Tables of whole fingerprints (k >= 4), any block layout, through seals and merges: query, query_many
+    and nearest return exactly the brute-force matches for every k up to the backend's."""
+    k = data.draw(st.integers(4, design.k))
+    stored_fps, queries = data.draw(scenarios(k, max_size=80))
+    index = small_index(design, k, data.draw(st.sampled_from([1, 2, 5, 32])), data.draw(st.sampled_from([1, 4])))
+    stored = fill(index, stored_fps, data)
+    check_exact(index, stored, queries)
+
+
+@pytest.mark.parametrize("design", ["5/k4", "13+13+13+13+12/k4", "6/k5", "7/k6"])
+def test_crowded_buckets_of_fingerprints_stay_exact(design: str) -> None:
+    """Hundreds of fingerprints that differ in their low 12 bits only, and duplicates, in tables of whole
+    fingerprints: each match is looked up for all its rows (the first table orders equal top bits by row, not by
+    value), through a bulk run, small runs and the buffer."""
+    rng = random.Random(12)
+    k = TableDesign.parse(design).k
+    backend = MemoryBackend(k=k, design=TableDesign.parse(design), buffer_size=16, merge_factor=2)
+    index = NearDuplicateIndex(k, backend=backend)
+    top = rng.getrandbits(64)
+    fps = [top ^ rng.getrandbits(12) for _ in range(300)] + [top] * 40 + [top ^ 0xFFF] * 20
+    rng.shuffle(fps)
+    stored = list(zip(fps, map(str, range(len(fps))), strict=True))
+    index.add_many(sorted(fps[:200], reverse=True), [key for _, key in sorted(stored[:200], reverse=True)])
+    stored[:200] = sorted(stored[:200], reverse=True)
+    for fp, key in stored[200:]:
+        index.add(fp, key)
+    assert len(backend.run_sizes) > 2
+    queries = [top, top ^ 1, top ^ 0xFFF, top ^ (1 << 63), rng.getrandbits(64), *fps[:20]]
+    check_exact(index, stored, queries)
+
+
+def test_fingerprint_tables_hide_deleted_rows() -> None:
+    """Deleted rows stay in the tables of fingerprints but are never returned, by query or query_many."""
+    design = TableDesign.parse("6/k5")
+    backend = MemoryBackend(k=5, design=design, buffer_size=8)
+    rng = random.Random(4)
+    centre = rng.getrandbits(64)
+    fps = [flip(centre, rng.sample(range(64), rng.randint(0, 5))) for _ in range(50)]
+    backend.add_many(np.array(fps[:30], dtype=np.uint64), [f"k{i}" for i in range(30)])
+    for i in range(30, 50):
+        backend.add(fps[i], f"k{i}")
+    assert backend.delete([f"k{i}" for i in range(0, 50, 3)]) == 17
+    stored = [(fp, f"k{i}") for i, fp in enumerate(fps) if i % 3]
+    for q in [centre, *fps[:10]]:
+        assert backend.query(q, 5) == brute_force(stored, q, 5)
+        assert backend.query_many(np.array([q], dtype=np.uint64), 5) == [brute_force(stored, q, 5)]

@@ -3,12 +3,21 @@
 Layout (per stored fingerprint, keys excluded):
 
 * the fingerprints once, in insertion order, as a ``uint64`` array (8 bytes); the row number is the
-  key id, and the keys live in a plain list beside it;
-* per table and per *run* (a contiguous range of rows): the row ids sorted by the table's lead
-  value (its leading blocks; ``uint32``, 4 bytes), the rows' 16-bit folds (:func:`fold16`) in the
-  same order (``uint16``, 2 bytes), and a bucket -> offset array addressed directly by the top
-  bits of the lead value (at most 1/4 as many buckets as rows, and at most 2**lead_bits: under
-  1 byte, 0.03 bytes for 4x16 at 10M);
+  key id, and the keys live in a plain list beside it (the sketches, in an index that keeps them, in a
+  ``(rows, sketch_bytes)`` array);
+* per table and per *run* (a contiguous range of rows): the run's entries sorted by the table's bucket
+  (the top bits of its lead value, its leading blocks), and a bucket -> offset array addressed directly
+  by the bucket (at most 1/4 as many buckets as rows, and at most 2**lead_bits: under 1 byte, 0.03
+  bytes for 4x16 at 10M).  An entry is one of two layouts, chosen by the backend's k
+  (:func:`~simhash_filter.index.filters_on_folds`):
+
+  - *folds*, for k <= 3 (the classic index): the row id (``uint32``, 4 bytes) and the row's 16-bit
+    fold (:func:`~simhash_filter.index.fold16`, ``uint16``, 2 bytes), rows in order within a bucket;
+  - *fingerprints*, for k >= 4 (two-stage detection queries k = 10): the row's whole fingerprint
+    (``uint64``, 8 bytes), and in the first table only also its row id (``uint32``, 4 bytes).  The first
+    table's lead is the fingerprint's top bits; it is sorted by the top ``64 - row_bits`` bits, then by
+    row, so it also finds the rows holding a given fingerprint by binary search.
+
 * the newest rows (fewer than ``buffer_size``) are in no run: queries scan them with one XOR and
   popcount.  A full buffer becomes a run; a run is rebuilt together with the newer run after it
   while it is at most ``merge_factor`` times larger, so there are few runs (about
@@ -16,14 +25,20 @@ Layout (per stored fingerprint, keys excluded):
   run directly.  A merge rebuilds its runs from the fingerprints (about 0.12 s per million rows
   here), so the insert that triggers a large merge waits for it.
 
-With 4 tables that is 8 + 4 * 6 = 32 bytes per fingerprint.  A query reads one bucket per table
-and run, drops the candidates whose fold is more than k bits from the query's (the fold distance
-never exceeds the true distance), and verifies the rest on the full 64 bits.
+With 4 tables of folds that is 8 + 4 * 6 = 32 bytes per fingerprint; with 5 tables of fingerprints
+8 + 5 * 8 + 4 = 52 (116 with a 64-byte sketch).  A query reads one bucket per table and run.  With
+folds it drops the entries whose fold is more than k bits from the query's (the fold distance never
+exceeds the true distance), fetches the rest from the fingerprint array and verifies them on the full
+64 bits: cheap while few folds pass (1.1 % of random ones at k = 3), but at k = 10 about 90 % pass
+(and 2.5 % of 32-bit folds), and each costs a random fetch.  With fingerprints the buckets and the
+buffer are verified exactly in one pass (XOR and popcount over contiguous memory), and only the
+matches, a few per query, are looked up in their run's first table for their rows.
 """
 
 from __future__ import annotations
 
 import threading
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -31,7 +46,7 @@ from urllib.parse import parse_qsl, urlsplit
 import numpy as np
 
 from simhash_filter.backends.base import Backend, Candidate, Entry
-from simhash_filter.index import F, Match, TableDesign, bucket_bits, fold16, fold16_array
+from simhash_filter.index import F, Match, TableDesign, bucket_bits, filters_on_folds, fold16, fold16_array
 
 __all__ = ["MemoryBackend"]
 
@@ -44,19 +59,31 @@ _BATCH = 2048
 
 
 #: (bucket offsets, the same as a memoryview (its items are Python ints: faster to index one by one),
-#: 16-bit folds in bucket order, row ids in bucket order, lead bits below the bucket)
-_Table = tuple[np.ndarray, memoryview, np.ndarray, np.ndarray, int]
+#: the entries' 16-bit folds or whole fingerprints in bucket order, their row ids in bucket order (None in
+#: every table of fingerprints but the first), lead bits below the bucket)
+_Table = tuple[np.ndarray, memoryview, np.ndarray, np.ndarray | None, int]
 
 
 class _Run:
-    """Bucketed tables over rows ``start..end-1``."""
+    """Bucketed tables over rows ``start..end-1``.
 
-    __slots__ = ("end", "start", "tables")
+    In a run of fingerprint tables (``shift`` > 0), ``fps`` and ``rows`` view the first table: its fingerprints,
+    sorted by their top ``F - row_bits`` bits (``low`` masks the other bits) and then by row, and their rows;
+    ``shift`` brings a fingerprint's top bits down to its bucket in that table.
+    """
 
-    def __init__(self, start: int, end: int, tables: list[_Table]) -> None:
+    __slots__ = ("end", "fps", "low", "rows", "shift", "start", "tables")
+
+    def __init__(self, start: int, end: int, tables: list[_Table], low: int = 0, shift: int = 0) -> None:
         self.start = start
         self.end = end
         self.tables = tables
+        self.low = low
+        self.shift = shift
+        if shift:
+            _, _, first, rows, _ = tables[0]
+            self.fps = memoryview(first)
+            self.rows = memoryview(rows)  # type: ignore[arg-type]
 
     @property
     def size(self) -> int:
@@ -64,19 +91,33 @@ class _Run:
 
     @property
     def nbytes(self) -> int:
-        return sum(off.nbytes + folds.nbytes + rows.nbytes for off, _, folds, rows, _ in self.tables)
+        return sum(
+            off.nbytes + keys.nbytes + (0 if rows is None else rows.nbytes) for off, _, keys, rows, _ in self.tables
+        )
+
+    def rows_of(self, fingerprint: int) -> list[int]:
+        """The rows of this run (of fingerprint tables) that hold *fingerprint*."""
+        off = self.tables[0][1]
+        b = fingerprint >> self.shift
+        fps, low = self.fps, self.low
+        lo = bisect_left(fps, fingerprint & ~low, off[b], off[b + 1])
+        hi = bisect_right(fps, fingerprint | low, lo, off[b + 1])
+        rows = self.rows
+        return [rows[i] for i in range(lo, hi) if fps[i] == fingerprint]
 
 
-def _build_run(fps: np.ndarray, start: int, design: TableDesign) -> _Run:
-    """Sort the rows ``start..start+len(fps)-1`` into one bucketed table per design table."""
+def _build_run(fps: np.ndarray, start: int, design: TableDesign, folds: bool = True) -> _Run:
+    """Sort the rows ``start..start+len(fps)-1`` into one bucketed table per design table, of 16-bit folds and
+    row ids (*folds*) or of whole fingerprints (and row ids in the first table)."""
     size = len(fps)
     end = start + size
     row_dtype = np.uint32 if end <= 2**32 else np.uint64
     off_dtype = np.uint32 if size < 2**32 else np.uint64
     row_bits = max(1, (size - 1).bit_length())
     local_ids = np.arange(size, dtype=np.uint64)
-    folds = fold16_array(fps)
+    values = fold16_array(fps) if folds else fps
     tables = []
+    low = shift = 0
     for t, lead in enumerate(design.lead_bits):
         b = bucket_bits(lead, size)
         drop = lead - b
@@ -85,7 +126,21 @@ def _build_run(fps: np.ndarray, start: int, design: TableDesign) -> _Run:
             key >>= np.uint64(drop)
         offsets = np.zeros((1 << b) + 1, dtype=off_dtype)
         np.cumsum(np.bincount(key.astype(np.intp), minlength=1 << b), out=offsets[1:])
-        if b + row_bits <= F:  # one sort of (bucket, local row) packed in 64 bits
+        if not folds and t == 0:
+            # the first table's lead is the fingerprint's top bits: sort by the top F - row_bits bits (so by
+            # bucket), then by row, and the table also finds the rows of a fingerprint by binary search
+            shift = F - b
+            if b + row_bits <= F:
+                key = fps >> np.uint64(row_bits)
+                key <<= np.uint64(row_bits)
+                key |= local_ids
+                key.sort()
+                key &= np.uint64((1 << row_bits) - 1)
+                local = key
+                low = (1 << row_bits) - 1
+            else:  # pragma: no cover - needs more than 2**32 rows in one run
+                local = np.argsort(fps, kind="stable")
+        elif b + row_bits <= F:  # one sort of (bucket, local row) packed in 64 bits
             key <<= np.uint64(row_bits)
             key |= local_ids
             key.sort()
@@ -93,11 +148,13 @@ def _build_run(fps: np.ndarray, start: int, design: TableDesign) -> _Run:
             local = key
         else:  # pragma: no cover - needs more than 2**38 rows in one run
             local = np.argsort(key, kind="stable")
-        rows = local.astype(row_dtype)
-        if start:
-            rows += row_dtype(start)
-        tables.append((offsets, memoryview(offsets), folds[local], rows, drop))
-    return _Run(start, end, tables)
+        rows = None
+        if folds or t == 0:
+            rows = local.astype(row_dtype)
+            if start:
+                rows += row_dtype(start)
+        tables.append((offsets, memoryview(offsets), values[local], rows, drop))
+    return _Run(start, end, tables, low, shift)
 
 
 class MemoryBackend(Backend):
@@ -122,6 +179,10 @@ class MemoryBackend(Backend):
             raise ValueError(f"merge_factor must be an int >= 1, got {merge_factor!r}")
         self._buffer_size = buffer_size
         self._merge_factor = merge_factor
+        self._folds = filters_on_folds(k)  # tables of 16-bit folds and row ids, else of whole fingerprints
+        moves = design.lead_moves
+        #: (shift, mask) of each table's lead, when every lead is one span of adjacent blocks (else None)
+        self._spans = [(s, m) for ((s, m, _),) in moves] if all(len(mv) == 1 for mv in moves) else None
         self._fps = np.empty(0, dtype=np.uint64)
         self._sketches = np.empty((0, self._sketch_bytes), dtype=np.uint8)  # row -> sketch (two-stage)
         self._n = 0
@@ -228,11 +289,11 @@ class MemoryBackend(Backend):
     def _seal(self) -> None:
         """Turn the buffer into a run, then merge runs that have become of similar size."""
         runs = self._runs
-        runs.append(_build_run(self._fps[self._sealed : self._n], self._sealed, self._design))
+        runs.append(_build_run(self._fps[self._sealed : self._n], self._sealed, self._design, self._folds))
         self._sealed = self._n
         while len(runs) >= 2 and runs[-2].size <= self._merge_factor * runs[-1].size:
             older, newer = runs[-2:]
-            runs[-2:] = [_build_run(self._fps[older.start : newer.end], older.start, self._design)]
+            runs[-2:] = [_build_run(self._fps[older.start : newer.end], older.start, self._design, self._folds)]
 
     def _add_one(self, fingerprint: int, key: str, sketch: np.ndarray | None = None) -> None:
         if sketch is None and self._sketch_bytes:
@@ -295,13 +356,21 @@ class MemoryBackend(Backend):
     def _query(self, fingerprint: int, k: int) -> list[Match]:
         return [Match(self._key(r), d, f) for d, r, f in self._hits(fingerprint, k)]
 
+    def _leads(self, fingerprint: int) -> list[int]:
+        """The fingerprint's lead value for every table (:meth:`TableDesign.lead_values`)."""
+        if self._spans is None:
+            return self._design.lead_values(fingerprint)
+        return [(fingerprint >> s) & m for s, m in self._spans]
+
     def _hits(self, fingerprint: int, k: int) -> list[tuple[int, int, int]]:
         """(distance, row, fingerprint) of the stored fingerprints within *k* found through the tables (all of
         them up to the design's k), nearest first, ties in insertion order."""
+        if not self._folds:
+            return self._hits_exact(fingerprint, k)
         fps = self._fps
         hits: list[tuple[int, int, int]] = []  # (distance, row, fingerprint)
         if self._runs:
-            leads = self._design.lead_values(fingerprint)
+            leads = self._leads(fingerprint)
             row_parts = []
             fold_parts = []
             for run in self._runs:
@@ -335,6 +404,56 @@ class MemoryBackend(Backend):
             hits = [hit for hit in hits if not self._hidden(hit[1])]
         if len(hits) > 1:
             hits = sorted(set(hits))  # a match can be found through several tables
+        return hits
+
+    def _hits_exact(self, fingerprint: int, k: int) -> list[tuple[int, int, int]]:
+        """:meth:`_hits` over tables of fingerprints: the buckets and the buffer verified in one pass, then the
+        rows of the matches looked up in their run's first table."""
+        parts = []
+        bounds = []  # (end of a run's entries in the concatenation, the run)
+        total = 0
+        if self._runs:
+            leads = self._leads(fingerprint)
+            for run in self._runs:
+                for (_, off, values, _, drop), lead in zip(run.tables, leads, strict=True):
+                    b = lead >> drop
+                    lo = off[b]
+                    hi = off[b + 1]
+                    if hi != lo:
+                        parts.append(values[lo:hi])
+                        total += hi - lo
+                bounds.append((total, run))
+        sealed = self._sealed
+        if self._n > sealed:  # the buffer, scanned whole
+            parts.append(self._fps[sealed : self._n])
+        if not parts:
+            return []
+        if len(parts) > 1:
+            x = np.concatenate(parts)
+            x ^= np.uint64(fingerprint)
+        else:
+            x = parts[0] ^ np.uint64(fingerprint)  # never in place: a view of a table
+        dist = np.bitwise_count(x)
+        sel = (dist <= k).nonzero()[0]
+        if not len(sel):
+            return []
+        hits: list[tuple[int, int, int]] = []
+        seen: set[tuple[int, int]] = set()
+        for pos, d, xv in zip(sel.tolist(), dist[sel].tolist(), x[sel].tolist(), strict=True):
+            f = xv ^ fingerprint
+            if pos >= total:
+                hits.append((d, sealed + pos - total, f))
+                continue
+            i = 0
+            while bounds[i][0] <= pos:
+                i += 1
+            if (i, f) not in seen:  # found through several tables, or stored more than once
+                seen.add((i, f))
+                hits.extend((d, r, f) for r in bounds[i][1].rows_of(f))
+        if self._hides_rows():
+            hits = [hit for hit in hits if not self._hidden(hit[1])]
+        if len(hits) > 1:
+            hits.sort()
         return hits
 
     def _candidates(self, fingerprint: int, k: int) -> list[tuple[Candidate, int]]:
@@ -426,7 +545,7 @@ class MemoryBackend(Backend):
                 return out
             runs = list(self._runs)
             if self._n > self._sealed:  # a throwaway run over the buffer
-                runs.append(_build_run(self._fps[self._sealed : self._n], self._sealed, self._design))
+                runs.append(_build_run(self._fps[self._sealed : self._n], self._sealed, self._design, self._folds))
             fps = self._fps
             hiding = self._hides_rows()
             for lo in range(0, len(fingerprints), _BATCH):
@@ -447,14 +566,17 @@ class MemoryBackend(Backend):
             return out
 
     def _probe_batch(self, runs: list[_Run], qs: np.ndarray, k: int) -> tuple[np.ndarray, ...]:
-        """(query index, row, distance) of every match of the queries *qs* in *runs*, unsorted."""
+        """(query index, row, distance) of every match of the queries *qs* in *runs*, unsorted (a match found
+        through several tables more than once)."""
         fps = self._fps
         design = self._design
+        folds = self._folds
         leads = [design.lead_array(qs, t) for t in range(design.n_tables)]
-        qfolds = fold16_array(qs)
+        qkeys = fold16_array(qs) if folds else qs
         found_q, found_r, found_d = [], [], []
         for run in runs:
-            for (off, _, folds, rows, drop), lead in zip(run.tables, leads, strict=True):
+            run_q, run_v, run_d = [], [], []
+            for (off, _, values, rows, drop), lead in zip(run.tables, leads, strict=True):
                 b = (lead >> np.uint64(drop) if drop else lead).astype(np.intp)
                 start = off[b].astype(np.intp)
                 lens = off[b + 1].astype(np.intp)
@@ -466,16 +588,45 @@ class MemoryBackend(Backend):
                 # candidate j of query i sits at start[i] + j: one arange shifted per query
                 pos = np.repeat(start - ends + lens, lens)
                 pos += np.arange(total, dtype=np.intp)
-                near = np.bitwise_count(folds[pos] ^ np.repeat(qfolds, lens)) <= k
-                hit = np.flatnonzero(near)
+                keys = values[pos]
+                dist = np.bitwise_count(keys ^ np.repeat(qkeys, lens))
+                hit = np.flatnonzero(dist <= k)
                 qidx = np.searchsorted(ends, hit, side="right")
-                cand = rows[pos[hit]]
-                dist = np.bitwise_count(fps[cand] ^ qs[qidx])
-                sel = dist <= k
-                found_q.append(qidx[sel])
-                found_r.append(cand[sel].astype(np.int64))
-                found_d.append(dist[sel])
+                if folds:  # fetch and verify the candidates that pass the fold filter
+                    cand = rows[pos[hit]]  # type: ignore[index]
+                    dist = np.bitwise_count(fps[cand] ^ qs[qidx])
+                    sel = dist <= k
+                    found_q.append(qidx[sel])
+                    found_r.append(cand[sel].astype(np.int64))
+                    found_d.append(dist[sel])
+                elif len(hit):  # exact already: the rows come from the run's first table
+                    run_q.append(qidx)
+                    run_v.append(keys[hit])
+                    run_d.append(dist[hit])
+            if run_q:
+                qidx, rows, dist = _rows_of_matches(run, *map(np.concatenate, (run_q, run_v, run_d)))
+                found_q.append(qidx)
+                found_r.append(rows)
+                found_d.append(dist)
         if not found_q:
             empty = np.empty(0, dtype=np.int64)
             return empty, empty, empty
         return np.concatenate(found_q), np.concatenate(found_r), np.concatenate(found_d)
+
+
+def _rows_of_matches(
+    run: _Run, qidx: np.ndarray, values: np.ndarray, dist: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(query index, row, distance) of matches given as fingerprint *values* in a run of fingerprint tables, each
+    looked up in the run's first table (every row holding that fingerprint)."""
+    _, _, first, rows, _ = run.tables[0]
+    low = np.uint64(run.low)
+    lo = np.searchsorted(first, values & ~low, side="left")  # the entries with the same top bits
+    hi = np.searchsorted(first, values | low, side="right")
+    lens = hi - lo
+    ends = np.cumsum(lens)
+    pos = np.repeat(lo - ends + lens, lens)
+    pos += np.arange(int(ends[-1]), dtype=pos.dtype)
+    same = np.flatnonzero(first[pos] == np.repeat(values, lens))
+    owner = np.searchsorted(ends, same, side="right")
+    return qidx[owner], rows[pos[same]].astype(np.int64), dist[owner]  # type: ignore[index]
