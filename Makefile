@@ -5,15 +5,16 @@ TEST_VENV ?= .venv-test
 BIN := $(VENV)/bin
 OUT ?= out
 
-.PHONY: help install demo demo-dedup test test-venv test-pythons lint bench clean
+.PHONY: help install demo demo-dedup test test-venv test-pythons lint docs bench clean
 
 help:
 	@echo "make demo     serve a generated site with near-duplicates on 127.0.0.1, crawl it, report"
 	@echo "make demo-dedup  the same kind of sample through simhash-filter dedup"
-	@echo "make test     fresh virtualenv in $(TEST_VENV), lint, full test suite (what CI runs)"
+	@echo "make test     fresh virtualenv in $(TEST_VENV), lint, full test suite, documentation site (what CI runs)"
 	@echo "make test-pythons  the suite again on Python $(OTHER_PYTHONS), where this machine has them (CI too)"
 	@echo "make install  virtualenv in $(VENV) with the package (editable) and its test tools"
 	@echo "make lint     ruff check"
+	@echo "make docs     build the documentation site (docs/, mkdocs.yml) into $(OUT)/site, strictly"
 	@echo "make bench    run the benchmark scripts (benchmarks/bench_*.py)"
 
 # The stamp is refreshed when the dependencies change.
@@ -41,6 +42,7 @@ test:
 	$(MAKE) --no-print-directory test-venv
 	$(TEST_VENV)/bin/ruff check .
 	$(TEST_VENV)/bin/python -m pytest -q
+	$(MAKE) --no-print-directory docs DOCS_VENV=$(TEST_VENV)
 
 # A fresh virtualenv $(TEST_VENV) made by $(PYTHON), with the package and its test tools.
 test-venv:
@@ -67,6 +69,14 @@ test-pythons:
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check .
+
+# The documentation site, with mkdocs from $(DOCS_VENV) (make test uses its fresh $(TEST_VENV)); strict: a broken
+# link or anchor, or a page left out of the nav, fails the build.
+DOCS_VENV ?= $(VENV)
+
+docs:
+	test -x $(DOCS_VENV)/bin/mkdocs || $(MAKE) --no-print-directory install
+	NO_MKDOCS_2_WARNING=1 $(DOCS_VENV)/bin/mkdocs build --strict --site-dir $(OUT)/site
 
 bench: $(VENV)/.installed
 	command -v redis-server >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \

@@ -1,7 +1,7 @@
 """Settings of the crawler project (``scrapy crawl site``).
 
 The near-duplicate filter is one add-on line; every ``SIMHASH_*`` setting has a default (see
-the README) and can be given here or on the command line (``-s SIMHASH_ACTION=flag``).
+the README and docs/settings.md) and can be given here or on the command line (``-s SIMHASH_ACTION=flag``).
 """
 
 BOT_NAME = "simhash-crawler"

@@ -214,7 +214,7 @@ def backend_uri(settings: BaseSettings, spider_name: str | None = None) -> str:
 
 def worker_processes(processes: int | None, threads: int = 0) -> int:
     """The number of worker processes for ``SIMHASH_PROCESSES``: as given, or for ``None`` one on a POSIX
-    machine with two CPUs or more (measured: the crawl goes faster, see the README), else none."""
+    machine with two CPUs or more (measured: the crawl goes faster, see docs/speed.md), else none."""
     if processes is not None:
         return processes
     return 1 if os.name == "posix" and available_cpus() >= 2 and not threads else 0

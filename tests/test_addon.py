@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from scrapy import Spider
 from scrapy.core.downloader.middleware import DownloaderMiddlewareManager
 from scrapy.core.spidermw import SpiderMiddlewareManager
@@ -19,7 +20,9 @@ from simhash_filter import DEFAULTS, SimhashAddon, SimhashDownloaderMiddleware, 
 from simhash_filter import settings as simhash_settings
 
 ADDONS = {"ADDONS": {"simhash_filter.SimhashAddon": 0}}
-DOCS = Path(__file__).resolve().parent.parent / "README.md"
+ROOT = Path(__file__).resolve().parent.parent
+#: Where the SIMHASH_* settings are listed with their defaults: the README's short table and the full reference.
+DOCS = (ROOT / "README.md", ROOT / "docs" / "settings.md")
 
 
 def components(crawler, name: str) -> dict:
@@ -91,11 +94,14 @@ def test_defaults_come_from_the_core_config():
     assert simhash_settings.SIMHASH_ITEM_FIELDS == []
 
 
-def test_every_setting_documented_with_its_default():
-    """The README lists every SIMHASH_* setting with its current default, the enabling flag first."""
-    text = DOCS.read_text(encoding="utf-8")
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
+def test_every_setting_documented_with_its_default(doc: Path):
+    """The README and docs/settings.md list every SIMHASH_* setting with its current default, the enabling
+    flag first, the rest in alphabetical order."""
+    text = doc.read_text(encoding="utf-8")
     rows = re.findall(r"^\| `(SIMHASH_\w+)` \| `([^`]*)` \|", text, re.MULTILINE)
     documented = {name: ast.literal_eval(value) for name, value in rows}
+    assert len(rows) == len(documented), f"{doc.name} lists a setting twice"
     assert documented == simhash_settings.default_settings()
     assert rows[0][0] == "SIMHASH_ENABLED"
     assert [n for n, _ in rows[1:]] == sorted(n for n, _ in rows[1:])

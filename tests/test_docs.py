@@ -1,42 +1,184 @@
-"""Tests that the README stays true to the code: settings table and public facade."""
+"""Tests that the README and the documentation site (docs/) stay true to the code: settings, stats keys,
+the Python example, the links between them, and the public facade."""
 
 from __future__ import annotations
 
 import ast
 import re
+import unicodedata
 from dataclasses import fields
 from pathlib import Path
 
 import simhash_filter
+from simhash_filter import settings as simhash_settings
 from simhash_filter.config import FilterConfig, FingerprintConfig
+from simhash_filter.fingerprint import Status
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+SETTINGS_PAGE = DOCS / "settings.md"
+PACKAGE = ROOT / "simhash_filter"
 ROW = re.compile(r"^\| `(\w+)` \| `([^`]*)` \|", re.MULTILINE)
+#: A Markdown link's target: [text](target).
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def _section(text: str, heading: str) -> str:
+    """The text under ``heading`` (a whole heading line, e.g. ``## Stats``) up to the next heading of its level."""
+    level = heading.split(" ", 1)[0]
+    parts = re.split(rf"^{re.escape(heading)}[ \t]*$", text, maxsplit=1, flags=re.MULTILINE)
+    assert len(parts) == 2, f"no {heading!r} heading"
+    return re.split(rf"^{level} ", parts[1], maxsplit=1, flags=re.MULTILINE)[0]
 
 
 def _settings_table() -> dict[str, object]:
-    text = README.read_text(encoding="utf-8")
-    section = text.split("\n## Settings", 1)[1].split("\n## ", 1)[0]
+    section = _section(SETTINGS_PAGE.read_text(encoding="utf-8"), "## FingerprintConfig and FilterConfig")
     return {name: ast.literal_eval(value) for name, value in ROW.findall(section)}
 
 
-def test_readme_settings_table_matches_config():
-    """Every FingerprintConfig/FilterConfig field is in the README's table with its current default."""
+def test_settings_page_config_table_matches_config():
+    """Every FingerprintConfig/FilterConfig field is in docs/settings.md's table with its current default."""
     documented = _settings_table()
     fp = FingerprintConfig()
     expected = {f.name: getattr(fp, f.name) for f in fields(FingerprintConfig)}
     expected.update({f.name: getattr(FilterConfig(), f.name) for f in fields(FilterConfig) if f.name != "fingerprint"})
-    assert documented == expected, "README.md's Settings table is out of date with simhash_filter/config.py"
+    assert documented == expected, "docs/settings.md's config table is out of date with simhash_filter/config.py"
+
+
+def _python_example(text: str) -> str:
+    return text.split("```python\n", 1)[1].split("```", 1)[0]
 
 
 def test_readme_three_line_usage_runs():
     """The README's three-line Python example works as written."""
     html = "<html><body><article>" + "<p>The harbour ferry timetable changes on Monday morning.</p>" * 5
     ns: dict[str, object] = {"html": html, "url": "https://a.example/1"}
-    block = README.read_text(encoding="utf-8").split("```python\n", 1)[1].split("```", 1)[0]
+    block = _python_example(README.read_text(encoding="utf-8"))
     exec(block, ns)
     assert ns["match"] is None
     assert len(ns["index"]) == 1
+
+
+def test_docs_repeat_the_readme_example_exactly():
+    """The quick start and the usage page show the README's example, the one tested above, word for word."""
+    block = _python_example(README.read_text(encoding="utf-8"))
+    for page in ("index.md", "usage.md"):
+        assert f"```python\n{block}```" in (DOCS / page).read_text(encoding="utf-8"), page
+
+
+# --- SIMHASH_* settings and stats keys: everything in the code is documented, everything documented exists ---
+
+
+def test_every_setting_is_documented_and_every_documented_setting_exists():
+    """docs/settings.md has a row for each SIMHASH_* setting of simhash_filter/settings.py, and no other."""
+    section = _section(SETTINGS_PAGE.read_text(encoding="utf-8"), "## Scrapy settings")
+    documented = [name for name, _ in ROW.findall(section)]
+    assert len(documented) == len(set(documented)), "a setting is documented twice"
+    assert set(documented) == set(simhash_settings.default_settings())
+
+
+def _pattern(key: str) -> str:
+    """A stats key with every placeholder (``<d>``, ``{reason}``) written as ``<*>``."""
+    return re.sub(r"<[^<>]*>", "<*>", key)
+
+
+def _code_stats_keys() -> set[str]:
+    """Every ``simhash/...`` string literal of the package's code, an f-string's fields written as ``<*>``."""
+    keys: set[str] = set()
+    for path in sorted(PACKAGE.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        inside_fstring = {id(v) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr) for v in node.values}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in inside_fstring:
+                key = node.value
+            elif isinstance(node, ast.JoinedStr):
+                key = "".join(v.value if isinstance(v, ast.Constant) else "<*>" for v in node.values)
+            else:
+                continue
+            if key.startswith("simhash/") and not re.search(r"\s", key):
+                keys.add(key)
+    # ``.scrapy/simhash/<spider name>``: the directory of a crawl's on-disk index, not a stats key.
+    keys.discard("simhash/<*>")
+    return keys
+
+
+def _documented_stats_keys() -> set[str]:
+    section = _section(SETTINGS_PAGE.read_text(encoding="utf-8"), "## Stats")
+    keys: set[str] = set()
+    for first_cell in re.findall(r"^\| ([^|]*) \|", section, re.MULTILINE):
+        keys.update(re.findall(r"`(simhash/[^`]*)`", first_cell))
+    return keys
+
+
+def test_every_stats_key_is_documented_and_every_documented_key_exists():
+    """docs/settings.md's stats table lists each ``simhash/...`` key the code uses (a breakdown such as
+    ``simhash/distance/<d>`` once, as a pattern), and nothing else."""
+    in_code = {_pattern(k) for k in _code_stats_keys()}
+    documented = {_pattern(k) for k in _documented_stats_keys()}
+    assert "simhash/checked" in in_code and "simhash/skipped/<*>" in in_code, "the scan of the code found too little"
+    assert in_code - documented == set(), "stats keys used in simhash_filter/ but not documented in docs/settings.md"
+    assert documented - in_code == set(), "stats keys documented in docs/settings.md but not used in simhash_filter/"
+
+
+def test_every_skip_reason_is_documented():
+    """The ``simhash/skipped/<reason>`` row names every reason a page can be let through unchecked."""
+    from simhash_filter import crawlfilter
+
+    section = _section(SETTINGS_PAGE.read_text(encoding="utf-8"), "## Stats")
+    row = next(line for line in section.splitlines() if line.startswith("| `simhash/skipped/"))
+    reasons = {s.value for s in Status if s is not Status.OK}
+    reasons |= {"http_status", crawlfilter.ERROR, crawlfilter.WORKER_DIED, crawlfilter.INDEX_ERROR,
+                crawlfilter.DONT_META_KEY}
+    assert {r for r in reasons if f"`{r}`" not in row} == set()
+
+
+# --- links: the README points at the pages, the site lists them all ---------------------------------------
+
+
+def _slug(heading: str) -> str:
+    """The anchor of a heading, as MkDocs (Python-Markdown's toc) and GitHub make it for plain headings."""
+    text = re.sub(r"[`*_]", "", heading).strip()
+    text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
+    text = re.sub(r"[^\w\s-]", "", text).strip().lower()
+    return re.sub(r"[-\s]+", "-", text)
+
+
+def _anchors(page: Path) -> set[str]:
+    text = re.sub(r"^```.*?^```", "", page.read_text(encoding="utf-8"), flags=re.MULTILINE | re.DOTALL)
+    return {_slug(h) for h in re.findall(r"^#{1,6} (.+)$", text, re.MULTILINE)}
+
+
+def _readme_docs_links() -> list[str]:
+    return [t for t in LINK.findall(README.read_text(encoding="utf-8")) if t.startswith("docs/")]
+
+
+def test_readme_links_to_docs_pages_resolve():
+    """The README's links into docs/ are relative, to pages (and headings) that exist."""
+    links = _readme_docs_links()
+    assert links
+    for target in links:
+        path, _, anchor = target.partition("#")
+        assert (ROOT / path).exists(), target
+        if anchor:
+            assert anchor in _anchors(ROOT / path), target
+
+
+def test_readme_links_to_every_docs_page():
+    """Each page of the site is linked from the README."""
+    linked = {t.partition("#")[0] for t in _readme_docs_links()}
+    pages = {f"docs/{p.name}" for p in DOCS.glob("*.md")}
+    assert pages - linked == set()
+
+
+def test_every_docs_page_is_in_the_nav():
+    """mkdocs.yml's nav lists every page of docs/ (the strict build also refuses a page left out)."""
+    config = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    nav = re.search(r"^nav:\n((?:[ \t]+.*\n)+)", config, re.MULTILINE)
+    assert nav is not None
+    listed = set(re.findall(r":\s*([\w-]+\.md)\s*$", nav.group(1), re.MULTILINE))
+    assert listed == {p.name for p in DOCS.glob("*.md")}
+    assert re.search(r"^strict: true$", config, re.MULTILINE)
 
 
 def test_facade_exports():

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-#: The documented budget of one fingerprinting process, any page (README: Reliability).
+#: The documented budget of one fingerprinting process, any page (docs/reliability.md).
 MAX_RSS_MB = 300
 
 SCRIPT = r"""
