@@ -202,6 +202,15 @@ def _in_workers(
         return ProcessPoolExecutor(workers, mp_context=ctx, initializer=initializer, initargs=initargs)
 
     pool = start()
+
+    def submit(lines: list[bytes]) -> Future[list[_Prepared]]:
+        try:
+            return pool.submit(work, lines)
+        except BrokenProcessPool as exc:  # it broke since the last answer: this chunk fails with the others
+            failed: Future[list[_Prepared]] = Future()
+            failed.set_exception(exc)
+            return failed
+
     pending: deque[tuple[list[bytes], Future[list[_Prepared]]]] = deque()  # in input order
     suspects: deque[bytes] = deque()  # lines in flight when a worker died, to redo alone
     source = iter(chunks)
@@ -210,10 +219,10 @@ def _in_workers(
         while True:
             if not suspects:
                 while len(pending) < workers * CHUNKS_IN_FLIGHT and (chunk := next(source, None)) is not None:
-                    pending.append((chunk, pool.submit(work, chunk)))
+                    pending.append((chunk, submit(chunk)))
             elif not pending:
                 line = suspects.popleft()
-                pending.append(([line], pool.submit(work, [line])))
+                pending.append(([line], submit([line])))
             if not pending:
                 return
             chunk, future = pending[0]
