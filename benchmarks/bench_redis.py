@@ -23,11 +23,21 @@ persistence off) is filled with ``--size`` random fingerprints with URL-like key
    once the first has queued work).  Pages/s = responses received by all processes / (last
    ``finish_time`` - first ``start_time``).
 
-Every figure is the median of ``--repeat`` runs (the fill is done once).  Output: a table on stdout;
-``--json PATH`` writes the numbers.
+5. **Two-stage detection.**  A second index (design 13+13+13+13+12/k4, 64-byte sketches, as the crawl's
+   two-stage detection uses) filled with the same ``--size`` fingerprints and keys and random sketches:
+   memory per page as in 1, and by kind of key (``MEMORY USAGE`` of every key: buckets, records, URLs).
+   Then ``--checks`` add-and-candidates at k = 10 (the same mix of new pages and near-duplicates, with
+   random sketches), then as many candidates (read only): p50 and p99 of the client's time and of the
+   server's time per call (``SLOWLOG`` with every call logged: the time the script blocked Redis), the
+   server's mean (``INFO commandstats``) and the candidates returned per call.
+
+In parts 2 and 5 the server's time per call comes from ``SLOWLOG`` (p50, p99) and ``INFO commandstats``
+(mean).  Every figure is the median of ``--repeat`` runs (the fill is done once).  Output: a table on
+stdout; ``--json PATH`` writes the numbers.  ``--only classic`` runs parts 1-4, ``--only two-stage`` part 5.
 
     python benchmarks/bench_redis.py [--size 1000000] [--checks 5000] [--repeat 3] [--articles 150] [--json PATH]
     python benchmarks/bench_redis.py --size 100000 --checks 1000 --repeat 1 --articles 40   # a quick run
+    python benchmarks/bench_redis.py --only two-stage --checks 5000 --repeat 3   # two-stage detection at 1M
 """
 
 from __future__ import annotations
@@ -60,6 +70,11 @@ from simhash_filter.index import TableDesign, resolve_design  # noqa: E402
 K = 3
 DESIGN: TableDesign = resolve_design("auto", K, 1_000_000)  # the crawl's design (4x16/k3)
 META = {"model": "bench"}
+#: Two-stage detection (part 5): the crawl's design, candidate distance and sketch size.
+TWO_STAGE = TableDesign.parse("13+13+13+13+12/k4")
+K2 = 10
+SKETCH = 64
+META2 = {"model": "bench", "sketch_bytes": SKETCH}
 
 # A worker process of part 3: opens the index, waits for "go" on stdin, checks-and-adds, prints JSON.
 WORKER = """
@@ -94,6 +109,12 @@ def stored_keys(size: int) -> list[str]:
     return [f"https://www.site{i % 997}.example/news/2026/{i:07d}.html" for i in range(size)]
 
 
+def stored_sketches(size: int) -> list[bytes]:
+    """Random sketches of the pages filled in (seeded)."""
+    raw = np.random.default_rng(2).bytes(SKETCH * size)
+    return [raw[SKETCH * i : SKETCH * (i + 1)] for i in range(size)]
+
+
 def queries(n: int, seed: int, size: int) -> np.ndarray:
     """80 % new random fingerprints, 20 % stored ones with 1-3 bits flipped, shuffled."""
     rng = np.random.default_rng(1000 + seed)
@@ -122,6 +143,47 @@ def evalsha_usec(server: RedisServer) -> float:
     with server.client() as client:
         stats = client.info("commandstats").get("cmdstat_evalsha", {})
     return float(stats.get("usec_per_call", 0.0))
+
+
+class SlowLog:
+    """Every command's server time, from ``SLOWLOG`` (every call logged while inside the ``with``)."""
+
+    def __init__(self, server: RedisServer, calls: int) -> None:
+        self.server, self.calls = server, calls
+        self.durations: list[int] = []
+
+    def __enter__(self) -> SlowLog:
+        with self.server.client() as client:
+            client.config_set("slowlog-max-len", self.calls + 100)
+            client.config_set("slowlog-log-slower-than", 0)
+            client.slowlog_reset()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with self.server.client() as client:
+            client.config_set("slowlog-log-slower-than", 10_000)  # the defaults
+            entries = client.slowlog_get(self.calls + 100)
+            client.config_set("slowlog-max-len", 128)
+            client.slowlog_reset()
+        self.durations = [e["duration"] for e in entries if e["command"][:7].lower() == b"evalsha"]
+
+    def summary(self) -> dict[str, float]:
+        return {"server_p50_us": pct(self.durations, 0.5), "server_p99_us": pct(self.durations, 0.99)}
+
+
+def memory_by_kind(server: RedisServer, prefix: str, size: int) -> dict[str, float]:
+    """``MEMORY USAGE`` of every key of the index, summed by kind (buckets, records, URLs), per page."""
+    out: dict[str, float] = {"buckets": 0, "records": 0, "urls": 0, "meta": 0}
+    with server.client() as client:
+        keys = list(client.scan_iter(match=f"{{{prefix}}}:*", count=10_000))
+        pipe = client.pipeline(transaction=False)
+        for key in keys:
+            pipe.memory_usage(key, samples=0)
+        for key, used in zip(keys, pipe.execute(), strict=True):
+            kind = key.decode().split(":", 1)[1]
+            name = "buckets" if kind[0].isdigit() else {"f": "records", "u": "urls"}.get(kind[0], "meta")
+            out[name] += used
+    return {f"{name}_bytes_per_fp": used / size for name, used in out.items()}
 
 
 def fill(server: RedisServer, size: int, bucket_bits: int | None) -> dict[str, Any]:
@@ -176,16 +238,17 @@ def one_process(server: RedisServer, memory: MemoryBackend, checks: int, run: in
             client.config_resetstat()
         cpu_server = server_cpu(server)
         lat = []
-        cpu = time.process_time()
-        start = time.perf_counter()
-        for fp, key in zip(fps, keys, strict=True):
-            t = time.perf_counter()
-            backend.check_and_add(fp, key, K)
-            lat.append(time.perf_counter() - t)
-        elapsed = time.perf_counter() - start
-        cpu = time.process_time() - cpu
-        cpu_server = server_cpu(server) - cpu_server
-        usec = evalsha_usec(server)
+        with SlowLog(server, checks) as slowlog:
+            cpu = time.process_time()
+            start = time.perf_counter()
+            for fp, key in zip(fps, keys, strict=True):
+                t = time.perf_counter()
+                backend.check_and_add(fp, key, K)
+                lat.append(time.perf_counter() - t)
+            elapsed = time.perf_counter() - start
+            cpu = time.process_time() - cpu
+            cpu_server = server_cpu(server) - cpu_server
+            usec = evalsha_usec(server)
         batch = queries(10 * checks, 100 + run, size)
         batch_keys = [f"https://batch.example/{run}/{i}" for i in range(len(batch))]
         start = time.perf_counter()
@@ -203,6 +266,7 @@ def one_process(server: RedisServer, memory: MemoryBackend, checks: int, run: in
         "p99_ms": 1000 * pct(lat, 0.99),
         "calls_per_s": checks / elapsed,
         "server_us_per_call": usec,
+        **slowlog.summary(),
         "server_cpu_us_per_call": 1e6 * cpu_server / checks,
         "client_cpu_us_per_call": 1e6 * cpu / checks,
         "memory_cpu_us_per_call": 1e6 * mem_cpu / checks,
@@ -210,6 +274,72 @@ def one_process(server: RedisServer, memory: MemoryBackend, checks: int, run: in
         "memory_p99_ms": 1000 * pct(mem_lat, 0.99),
         "batch_calls_per_s": batch_rate,
     }
+
+
+def fill_two_stage(server: RedisServer, size: int, bucket_bits: int | None) -> dict[str, Any]:
+    """Fill the two-stage index (prefix ``bench2``): the same pages with random sketches; the memory it takes."""
+    keys, fps, sketches = stored_keys(size), stored(size), stored_sketches(size)
+    before = server.used_memory()
+    options = f"&bucket_bits={bucket_bits}" if bucket_bits else ""
+    start = time.perf_counter()
+    uri = f"{server.url}?prefix=bench2{options}"
+    with open_backend(uri, k=K2, design=TWO_STAGE, metadata=META2) as backend:
+        for lo in range(0, size, 100_000):
+            backend.add_many(fps[lo : lo + 100_000], keys[lo : lo + 100_000], sketches[lo : lo + 100_000])
+        bits = backend.bucket_bits  # type: ignore[attr-defined]
+    seconds = time.perf_counter() - start
+    used = server.used_memory() - before
+    url_bytes = sum(len(k) for k in keys)
+    return {
+        "size": size,
+        "design": TWO_STAGE.name,
+        "sketch_bytes": SKETCH,
+        "bucket_bits": bits,
+        "fill_seconds": seconds,
+        "bytes_per_fp": used / size,
+        "url_bytes_per_fp": url_bytes / size,
+        "bytes_per_fp_without_urls": (used - url_bytes) / size,
+        **memory_by_kind(server, "bench2", size),
+    }
+
+
+def two_stage(server: RedisServer, checks: int, run: int, size: int) -> dict[str, float]:
+    """add_and_candidates then candidates at k = 10 on the two-stage index: client and server time per call."""
+    fps = queries(checks, 200 + run, size).tolist()
+    keys = [f"https://new.example/{run}/{i}" for i in range(checks)]
+    rng = np.random.default_rng(300 + run)
+    sketches = [rng.bytes(SKETCH) for _ in range(checks)]
+    out: dict[str, float] = {}
+    with open_backend(f"{server.url}?prefix=bench2", k=K2, design=TWO_STAGE, metadata=META2) as backend:
+        backend.candidates(1, K2)  # warm-up
+        for name in ("add_and_candidates", "candidates"):
+            if name == "candidates":
+                fps = queries(checks, 400 + run, size).tolist()
+            with server.client() as client:
+                client.config_resetstat()
+            lat, found = [], 0
+            with SlowLog(server, checks) as slowlog:
+                start = time.perf_counter()
+                for fp, key, sketch in zip(fps, keys, sketches, strict=True):
+                    t = time.perf_counter()
+                    if name == "candidates":
+                        found += len(backend.candidates(fp, K2))
+                    else:
+                        found += len(backend.add_and_candidates(fp, key, sketch, K2))
+                    lat.append(time.perf_counter() - t)
+                elapsed = time.perf_counter() - start
+                usec = evalsha_usec(server)
+            out.update(
+                {
+                    f"{name}_p50_ms": 1000 * pct(lat, 0.5),
+                    f"{name}_p99_ms": 1000 * pct(lat, 0.99),
+                    f"{name}_calls_per_s": checks / elapsed,
+                    f"{name}_server_us_per_call": usec,
+                    **{f"{name}_{key}": value for key, value in slowlog.summary().items()},
+                    f"{name}_found_per_call": found / checks,
+                }
+            )
+    return out
 
 
 def two_processes(server: RedisServer, checks: int, run: int, size: int) -> dict[str, float]:
@@ -294,48 +424,10 @@ def median_of(runs: list[dict[str, float]]) -> dict[str, float]:
     return {key: statistics.median(r[key] for r in runs) for key in runs[0]}
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--size", type=int, default=1_000_000, help="fingerprints stored before measuring")
-    parser.add_argument("--checks", type=int, default=5000, help="check-and-adds per process and run")
-    parser.add_argument("--repeat", type=int, default=3, help="runs; medians are reported")
-    parser.add_argument("--articles", type=int, default=150, help="articles of the crawled demo site (0: no crawl)")
-    parser.add_argument("--bucket-bits", type=int, default=None, help="the backend's bucket_bits (default: its own)")
-    parser.add_argument("--json", type=Path, help="write the numbers here")
-    args = parser.parse_args(argv)
-
-    with tempfile.TemporaryDirectory() as tmp, RedisServer(Path(tmp) / "redis") as server:
-        with server.client() as client:
-            version = client.info("server")["redis_version"]
-        memory_report = fill(server, args.size, args.bucket_bits)
-        memory = MemoryBackend(k=K, design=DESIGN)
-        memory.add_many(stored(args.size), stored_keys(args.size))
-        fp_cpu = page_fingerprint_cpu()
-        singles, pairs, crawls1, crawls2 = [], [], [], []
-        for run in range(args.repeat):
-            singles.append(one_process(server, memory, args.checks, run, args.size))
-            pairs.append(two_processes(server, args.checks, run, args.size))
-            if args.articles:
-                crawls1.append(crawl_rate(server, args.articles, 1, Path(tmp) / "crawls"))
-                crawls2.append(crawl_rate(server, args.articles, 2, Path(tmp) / "crawls"))
-    single, pair = median_of(singles), median_of(pairs)
-    single["page_cpu_ratio"] = (fp_cpu + single["client_cpu_us_per_call"] / 1e6) / (
-        fp_cpu + single["memory_cpu_us_per_call"] / 1e6
-    )
-    report: dict[str, Any] = {
-        "redis_version": version,
-        "design": DESIGN.name,
-        "memory": memory_report,
-        "one_process": single,
-        "two_processes": pair,
-        "fingerprint_cpu_ms_per_page": 1000 * fp_cpu,
-        "runs": {"one_process": singles, "two_processes": pairs},
-    }
-    if crawls1:
-        report["crawl"] = {"one_process": median_of(crawls1), "two_processes": median_of(crawls2)}
-        report["runs"]["crawl"] = {"one_process": crawls1, "two_processes": crawls2}
-
-    m = memory_report
+def print_classic(report: dict[str, Any], args: argparse.Namespace) -> None:
+    version, single, pair = report["redis_version"], report["one_process"], report["two_processes"]
+    fp_cpu = report["fingerprint_cpu_ms_per_page"] / 1000
+    m = report["memory"]
     print(f"Redis {version}, design {DESIGN.name}, bucket_bits {m['bucket_bits']}, {m['size']:,} fingerprints stored")
     print(f"  fill (add_many): {m['fill_seconds']:.1f} s, {m['redis_keys']:,} Redis keys")
     print(
@@ -349,15 +441,16 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  {'in-memory backend':<30}{single['memory_p50_ms']:>9.3f}{single['memory_p99_ms']:>9.3f}")
     print(f"  batches (check_and_add_many): {single['batch_calls_per_s']:.0f} calls/s")
     print(
-        f"  server time per call {single['server_us_per_call']:.0f} us "
-        f"(Redis CPU {single['server_cpu_us_per_call']:.0f} us); client CPU per call "
-        f"{single['client_cpu_us_per_call']:.0f} us vs in-memory {single['memory_cpu_us_per_call']:.0f} us"
+        f"  server time per call: p50 {single['server_p50_us']:.0f} us, p99 {single['server_p99_us']:.0f} us, "
+        f"mean {single['server_us_per_call']:.0f} us (Redis CPU {single['server_cpu_us_per_call']:.0f} us); "
+        f"client CPU per call {single['client_cpu_us_per_call']:.0f} us vs in-memory "
+        f"{single['memory_cpu_us_per_call']:.0f} us"
     )
     print(
         f"  filter CPU per page (fingerprint {1000 * fp_cpu:.2f} ms + check): Redis / in-memory = "
         f"{single['page_cpu_ratio']:.3f}   (target <= 1.5)"
     )
-    if crawls1:
+    if "crawl" in report:
         c1, c2 = report["crawl"]["one_process"], report["crawl"]["two_processes"]
         print(f"crawl of the demo site ({args.articles} articles), median of {args.repeat}:")
         print(
@@ -366,11 +459,89 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"  two processes: {c2['pages']:.0f} responses in {c2['seconds']:.2f} s = {c2['pages_per_s']:.0f} pages/s"
         )
+
+
+def print_two_stage(report: dict[str, Any], args: argparse.Namespace) -> None:
+    version = report["redis_version"]
+    m, r = report["two_stage_memory"], report["two_stage"]
+    print(
+        f"two-stage detection: Redis {version}, design {m['design']}, {m['sketch_bytes']}-byte sketches, "
+        f"bucket_bits {m['bucket_bits']}, {m['size']:,} pages stored (fill {m['fill_seconds']:.1f} s)"
+    )
+    print(
+        f"  memory: {m['bytes_per_fp']:.1f} B/page with the URLs, {m['bytes_per_fp_without_urls']:.1f} B without; "
+        f"MEMORY USAGE per page: buckets {m['buckets_bytes_per_fp']:.1f}, records {m['records_bytes_per_fp']:.1f}, "
+        f"URLs {m['urls_bytes_per_fp']:.1f}"
+    )
+    print(f"  k = {K2}, median of {args.repeat} runs of {args.checks} calls:")
+    head = f"{'p50 ms':>9}{'p99 ms':>9}{'calls/s':>10}{'server p50 us':>15}{'p99 us':>9}{'mean us':>9}{'found':>7}"
+    print(f"  {'':<22}{head}")
+    for name in ("add_and_candidates", "candidates"):
+        print(
+            f"  {name:<22}{r[name + '_p50_ms']:>9.3f}{r[name + '_p99_ms']:>9.3f}{r[name + '_calls_per_s']:>10.0f}"
+            f"{r[name + '_server_p50_us']:>15.0f}{r[name + '_server_p99_us']:>9.0f}"
+            f"{r[name + '_server_us_per_call']:>9.0f}{r[name + '_found_per_call']:>7.2f}"
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size", type=int, default=1_000_000, help="fingerprints stored before measuring")
+    parser.add_argument("--checks", type=int, default=5000, help="check-and-adds per process and run")
+    parser.add_argument("--repeat", type=int, default=3, help="runs; medians are reported")
+    parser.add_argument("--articles", type=int, default=150, help="articles of the crawled demo site (0: no crawl)")
+    parser.add_argument("--bucket-bits", type=int, default=None, help="the backend's bucket_bits (default: its own)")
+    parser.add_argument("--only", choices=("classic", "two-stage"), help="run parts 1-4 only, or part 5 only")
+    parser.add_argument("--json", type=Path, help="write the numbers here")
+    args = parser.parse_args(argv)
+    classic, staged = args.only != "two-stage", args.only != "classic"
+
+    report: dict[str, Any] = {"runs": {}}
+    with tempfile.TemporaryDirectory() as tmp, RedisServer(Path(tmp) / "redis") as server:
+        with server.client() as client:
+            version = client.info("server")["redis_version"]
+        report["redis_version"] = version
+        if classic:
+            report["memory"] = fill(server, args.size, args.bucket_bits)
+            memory = MemoryBackend(k=K, design=DESIGN)
+            memory.add_many(stored(args.size), stored_keys(args.size))
+            fp_cpu = page_fingerprint_cpu()
+            singles, pairs, crawls1, crawls2 = [], [], [], []
+            for run in range(args.repeat):
+                singles.append(one_process(server, memory, args.checks, run, args.size))
+                pairs.append(two_processes(server, args.checks, run, args.size))
+                if args.articles:
+                    crawls1.append(crawl_rate(server, args.articles, 1, Path(tmp) / "crawls"))
+                    crawls2.append(crawl_rate(server, args.articles, 2, Path(tmp) / "crawls"))
+            with contextlib.suppress(Exception):
+                memory.close()
+        if staged:
+            report["two_stage_memory"] = fill_two_stage(server, args.size, args.bucket_bits)
+            staged_runs = [two_stage(server, args.checks, run, args.size) for run in range(args.repeat)]
+            report["two_stage"] = median_of(staged_runs)
+            report["runs"]["two_stage"] = staged_runs
+    if classic:
+        single, pair = median_of(singles), median_of(pairs)
+        single["page_cpu_ratio"] = (fp_cpu + single["client_cpu_us_per_call"] / 1e6) / (
+            fp_cpu + single["memory_cpu_us_per_call"] / 1e6
+        )
+        report.update(
+            design=DESIGN.name,
+            one_process=single,
+            two_processes=pair,
+            fingerprint_cpu_ms_per_page=1000 * fp_cpu,
+        )
+        report["runs"].update(one_process=singles, two_processes=pairs)
+        if crawls1:
+            report["crawl"] = {"one_process": median_of(crawls1), "two_processes": median_of(crawls2)}
+            report["runs"]["crawl"] = {"one_process": crawls1, "two_processes": crawls2}
+
+        print_classic(report, args)
+    if staged:
+        print_two_stage(report, args)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(report, indent=2))
-    with contextlib.suppress(Exception):
-        memory.close()
     return 0
 
 

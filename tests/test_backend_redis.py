@@ -1,7 +1,7 @@
 """The Redis backend (``simhash_filter.backends.redis``) against real ``redis-server`` processes: the URI,
 the stored metadata, the data layout, batches, atomicity between processes, a server that stops, hangs
 or restarts, expiry, a 3-node cluster, and two-stage detection (sketches in the records, atomic
-add-and-candidates, the old layout refused).  (The query contract is in ``test_backends.py``.)"""
+add-and-candidates, the old layouts refused).  (The query contract is in ``test_backends.py``.)"""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -23,7 +24,7 @@ from redis_server import RedisCluster, RedisServer
 
 from simhash_filter.backends import Candidate, MetadataMismatchError, open_backend
 from simhash_filter.backends.memory import MemoryBackend
-from simhash_filter.backends.redis import BATCH, CHUNK, RECORD, RedisBackend
+from simhash_filter.backends.redis import BATCH, CHUNK, ENTRY, ENTRY_LOW, RECORD, RedisBackend, bucket_keys
 from simhash_filter.index import Match, TableDesign
 
 DESIGN = TableDesign.parse("4x16/k3")
@@ -153,18 +154,27 @@ def test_two_clients_share_one_index(redis_server: RedisServer, redis_prefix: st
 # -- layout and batches ----------------------------------------------------------------------------
 
 
+def fold32(fp: int) -> bytes:
+    """The fold a bucket entry keeps: the fingerprint's two 32-bit halves XORed, big-endian."""
+    return ((fp >> 32) ^ (fp & 0xFFFFFFFF)).to_bytes(4, "big")
+
+
 def test_layout_is_compact(redis_server: RedisServer, redis_prefix: str) -> None:
-    """6 bytes per fingerprint per table in the buckets, a 16-byte record, the key's bytes; one chunk per 4095."""
+    """8 bytes per fingerprint per table in the buckets (id, 32-bit fold), a 16-byte record, the key's bytes;
+    one chunk per 4095."""
     n = CHUNK + 100
     keys = [f"https://example.com/{i}/é" for i in range(n)]
+    fps = random_fps(n)
     with open_redis(redis_server.url, redis_prefix, "&bucket_bits=8") as backend, redis_server.client() as client:
-        backend.add_many(random_fps(n), keys)
+        backend.add_many(fps, keys)
         sizes: Counter[str] = Counter()
         for key in client.scan_iter(match=f"{{{redis_prefix}}}:*", count=1000):
             kind = key.decode().split(":", 1)[1]
             kind = "bucket" if kind[0].isdigit() else kind
             sizes[kind] += 0 if kind == "meta" else client.strlen(key)
-        assert sizes["bucket"] == 6 * DESIGN.n_tables * n
+        assert ENTRY == 8 and sizes["bucket"] == ENTRY * DESIGN.n_tables * n
+        first = backend._item_keys(int(fps[0]))[0]
+        assert client.getrange(first, 0, ENTRY - 1) == (0).to_bytes(4, "big") + fold32(int(fps[0]))  # in order added
         assert sizes["f0"] == RECORD * CHUNK and sizes["f1"] == RECORD * 100
         assert sizes["u0"] + sizes["u1"] == sum(len(k.encode()) for k in keys)
         assert client.memory_usage(f"{{{redis_prefix}}}:f0") <= RECORD * CHUNK + 100  # trimmed to size when full
@@ -192,6 +202,63 @@ def test_batches_match_the_memory_backend(redis_server: RedisServer, redis_prefi
         memory.add_many(more, [f"m{i}" for i in range(len(more))])
         assert backend.query_many(near(more), 3) == memory.query_many(near(more), 3)
         assert len(backend) == len(memory)
+
+
+def test_fold_filter_never_drops_a_match(redis_server: RedisServer, redis_prefix: str) -> None:
+    """The 32-bit fold filter is exact: at any distance, a query finds every stored fingerprint within it that
+    shares one of its buckets (big buckets here: 4 per table), nearest first, then oldest."""
+    rng = np.random.default_rng(21)
+    bases = random_fps(30, seed=22).tolist()
+    stored = random_fps(1500, seed=23).tolist()
+    for base in bases:  # one variant at each distance 0 .. 16 (random bits)
+        for d in range(17):
+            stored.append(base ^ sum(1 << int(b) for b in rng.choice(64, size=d, replace=False)))
+    order = rng.permutation(len(stored))
+    stored = [stored[i] for i in order]
+    keys = [f"k{i}" for i in range(len(stored))]
+    with open_redis(redis_server.url, redis_prefix, "&bucket_bits=2") as backend:
+        backend.add_many(np.array(stored, dtype=np.uint64), keys)
+        buckets = bucket_keys(DESIGN, redis_prefix, 2, np.array(stored + bases, dtype=np.uint64))
+        shares = [{table[i] for table in buckets} for i in range(len(stored) + len(bases))]
+        for qi, query in enumerate(bases):
+            mine = shares[len(stored) + qi]
+            for k in (0, 1, 3, 5, 8, 10, 13, 16):
+                expected = sorted(
+                    ((fp ^ query).bit_count(), i)
+                    for i, fp in enumerate(stored)
+                    if (fp ^ query).bit_count() <= k and shares[i] & mine
+                )
+                assert backend.query(query, k) == [Match(keys[i], d, stored[i]) for d, i in expected], (qi, k)
+
+
+def test_probes_read_few_records(redis_server: RedisServer, redis_prefix: str) -> None:
+    """A probe reads a record only for an entry whose fold is within k of the query's (none of 8000 random
+    entries at k = 3, a few percent at k = 10), and in an index that keeps sketches (whose entries hold the
+    fingerprint's low half) only for a hit: none for random queries at k = 10.  (Layout 2 read 1 % at k = 3
+    and 96 % at k = 10.)"""
+    n = 2000
+    with (
+        open_redis(redis_server.url, redis_prefix, "&bucket_bits=1") as classic,
+        open_two_stage(redis_server.url, redis_prefix + "-2", "&bucket_bits=1") as staged,
+        redis_server.client() as client,
+    ):
+        classic.add_many(random_fps(n), [f"k{i}" for i in range(n)])
+        staged.add_many(random_fps(n), [f"k{i}" for i in range(n)], [sketch(i) for i in range(n)])
+        queries = random_fps(20, seed=31).tolist()
+
+        def records_read(probe: Callable[[int], object]) -> float:
+            client.config_resetstat()
+            for query in queries:
+                probe(query)
+            return client.info("commandstats").get("cmdstat_getrange", {}).get("calls", 0) / len(queries)
+
+        entries = 4 * n / 2  # 4 tables of 2 buckets
+        assert records_read(lambda q: classic.query(q, 3)) <= 0.001 * entries
+        assert records_read(lambda q: classic.check_and_add(q, f"new{q}", 3)) <= 0.001 * entries
+        assert 0.01 * entries <= records_read(lambda q: classic.query(q, K2)) <= 0.04 * entries
+        assert records_read(lambda q: staged.query(q, K2)) == 0
+        assert records_read(lambda q: staged.candidates(q, K2)) == 0
+        assert records_read(lambda q: staged.add_and_candidates(q, f"new{q}", sketch(0), K2)) == 0
 
 
 def test_any_unicode_key_round_trips(redis_server: RedisServer, redis_prefix: str) -> None:
@@ -390,7 +457,8 @@ def test_cluster_keeps_one_index_in_one_slot(redis_cluster: RedisCluster, redis_
 
 
 def test_two_stage_records_carry_the_sketch(redis_server: RedisServer, redis_prefix: str) -> None:
-    """A two-stage index's record is 16 + 64 bytes, sketch last; entries, probes and max_age work on it."""
+    """A two-stage index's record is 16 + 64 bytes, sketch last, and its bucket entries hold the fingerprint's low
+    half after the fold (12 bytes); entries, probes and max_age work on it."""
     n = CHUNK + 10
     fps = random_fps(n)
     keys = [f"https://example.com/{i}" for i in range(n)]
@@ -402,7 +470,14 @@ def test_two_stage_records_carry_the_sketch(redis_server: RedisServer, redis_pre
         assert client.strlen(f0) == width * CHUNK and client.strlen(f1) == width * 10
         assert client.memory_usage(f0) <= width * CHUNK + 200  # trimmed to size when full
         assert client.getrange(f0, 5 * width + RECORD, 6 * width - 1) == sketches[5]
-        assert client.hget(f"{{{redis_prefix}}}:meta", "format") == b"simhash-filter redis 2"
+        assert client.hget(f"{{{redis_prefix}}}:meta", "format") == b"simhash-filter redis 3"
+        bucket_bytes = sum(
+            client.strlen(key) for key in client.scan_iter(match=f"{{{redis_prefix}}}:[0-9]*", count=1000)
+        )
+        assert bucket_bytes == (ENTRY + ENTRY_LOW) * TWO_STAGE.n_tables * n
+        first = backend._item_keys(int(fps[0]))[0]
+        entry = (0).to_bytes(4, "big") + fold32(int(fps[0])) + (int(fps[0]) & 0xFFFFFFFF).to_bytes(4, "big")
+        assert client.getrange(first, 0, ENTRY + ENTRY_LOW - 1) == entry
         stored = [(e.fingerprint, e.key, e.sketch) for e in backend.entries()]
         assert stored == list(zip(fps.tolist(), keys, sketches, strict=True))
         assert backend.candidates(int(fps[5]), K2) == [Candidate(keys[5], 0, int(fps[5]), sketches[5])]
@@ -423,33 +498,52 @@ def test_two_stage_records_carry_the_sketch(redis_server: RedisServer, redis_pre
         assert adopted.candidates(int(fps[7]), K2) == [Candidate(keys[7], 0, int(fps[7]), sketches[7])]
 
 
-def test_old_layout_is_refused_with_the_way_out(redis_server: RedisServer, redis_prefix: str) -> None:
-    """An index stored with layout 1 (records without sketches) is refused, whatever is asked, with the way out."""
-    meta = f"{{{redis_prefix}}}:meta"
+#: What an index of each earlier layout held: its metadata, a record chunk, a bucket, and how it is described.
+_OLD_LAYOUTS = {
+    1: (META, (5).to_bytes(8, "big") + (1).to_bytes(4, "big") + bytes(4), 6, "records without sketches"),
+    2: (TWO_STAGE_META, (5).to_bytes(8, "big") + (1).to_bytes(4, "big") + bytes(4) + bytes(SKETCH), 6,
+        "bucket entries with 16-bit folds"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("layout", sorted(_OLD_LAYOUTS))
+def test_old_layout_is_refused_with_the_way_out(redis_server: RedisServer, redis_prefix: str, layout: int) -> None:
+    """An index stored with layout 1 (records without sketches) or 2 (16-bit folds in the buckets) is refused,
+    whatever is asked, with the way out, and left as it is."""
+    metadata, records, entry, what = _OLD_LAYOUTS[layout]
+    meta, bucket = f"{{{redis_prefix}}}:meta", f"{{{redis_prefix}}}:0:0"
+    design = DESIGN if layout == 1 else TWO_STAGE
     with redis_server.client() as client:
         client.hset(
             meta,
             mapping={
-                "format": "simhash-filter redis 1",
-                "design": DESIGN.name,
+                "format": f"simhash-filter redis {layout}",
+                "design": design.name,
                 "bucket_bits": "14",
-                "metadata": json.dumps(META),
+                "metadata": json.dumps(metadata),
                 "created": "0",
                 "n": "1",
             },
         )
-        client.set(f"{{{redis_prefix}}}:f0", (5).to_bytes(8, "big") + (1).to_bytes(4, "big") + bytes(4))
+        client.set(f"{{{redis_prefix}}}:f0", records)
         client.set(f"{{{redis_prefix}}}:u0", b"a")
+        client.set(bucket, bytes(entry))
         for opening in (
             lambda: open_redis(redis_server.url, redis_prefix),
             lambda: open_two_stage(redis_server.url, redis_prefix),
             lambda: open_backend(f"{redis_server.url}?prefix={redis_prefix}", k=3, design=DESIGN),
+            lambda: open_backend(f"{redis_server.url}?prefix={redis_prefix}", k=4, design=TWO_STAGE),
         ):
-            with pytest.raises(MetadataMismatchError, match=r"has the old layout .*records without sketches") as info:
+            with pytest.raises(
+                MetadataMismatchError, match=rf"has the old layout \('simhash-filter redis {layout}': {what}"
+            ) as info:
                 opening()
             message = str(info.value)
+            assert "reads only 'simhash-filter redis 3'" in message
             assert "another prefix" in message and f"redis-cli --scan --pattern '{{{redis_prefix}}}:*'" in message
-        assert client.hget(meta, "format") == b"simhash-filter redis 1" and client.get(f"{{{redis_prefix}}}:u0") == b"a"
+        assert client.hget(meta, "format") == f"simhash-filter redis {layout}".encode()
+        assert client.get(f"{{{redis_prefix}}}:u0") == b"a" and client.get(bucket) == bytes(entry)
+        assert client.get(f"{{{redis_prefix}}}:f0") == records
 
 
 _HAMMER_TWO_STAGE = """

@@ -4,40 +4,53 @@
 Redis Cluster).  Every call is one server-side Lua script (probe, verify and add in one step, so two
 crawlers that meet near-identical pages at the same moment never both keep them); batches are pipelined.
 
-Layout of the index *prefix* (layout 2: :data:`FORMAT` in the meta; every key carries the hash tag
+Layout of the index *prefix* (layout 3: :data:`FORMAT` in the meta; every key carries the hash tag
 ``{prefix}``, so one index lives in one cluster slot and its script is legal in a cluster):
 
 * ``{prefix}:meta``: a small hash: the format, the table design, the bucket width, the metadata (JSON:
   the fingerprint model), and ``n``, the number of stored fingerprints.  Fingerprint number *i* (its
   *id*) is the *i*-th one stored.
 * ``{prefix}:<t>:<hex>``: one string per table *t* and bucket (the top ``bucket_bits`` of the table's
-  lead value, in hex), holding 6 bytes per fingerprint in the bucket: the id (4 bytes) and the
-  fingerprint's 16-bit fold (:func:`~simhash_filter.index.fold16`, 2 bytes), in insertion order.
+  lead value, in hex), holding one entry per fingerprint in the bucket, in insertion order: the id (4
+  bytes) and the fingerprint's 32-bit fold (its two halves XORed, 4 bytes), then, in an index that keeps
+  sketches, the fingerprint's low half (4 bytes): 8 bytes an entry (:data:`ENTRY`), 12 with sketches.
 * ``{prefix}:f<c>``: the records of ids ``c * 4095`` to ``c * 4095 + 4094``, ``16 + sketch_bytes``
   bytes each: the fingerprint (8, big-endian), where its key ends in ``{prefix}:u<c>`` (4), when it was
   added (Unix seconds, 4), then, in an index that keeps sketches (two-stage detection: ``sketch_bytes``
   in the metadata, 64 in practice), the page's sketch.
 * ``{prefix}:u<c>``: the keys (URLs) of the same ids, back to back (UTF-8).
 
-Layout 1 (before two-stage detection: records without sketches, format ``simhash-filter redis 1``) is
-refused on open, with the way out: a new index under another prefix, or deleting the old one.
+Layouts 1 (records without sketches, format ``simhash-filter redis 1``) and 2 (6-byte bucket entries with
+a 16-bit fold, ``simhash-filter redis 2``) are refused on open, with the way out: a new index under
+another prefix, or deleting the old one.
 
-A probe reads one bucket per table, keeps the entries whose fold is within k of the query's (about 1 %
-of random ones for k = 3: the fold distance never exceeds the true distance), reads their records and
-verifies the 64-bit distance.  Bucket strings are rewritten whole on each add (exact size, no room
+A probe reads one bucket per table and passes over every entry whose fold is more than k from the query's
+(the fold distance never exceeds the true distance): about one random entry in a million passes at k = 3,
+2.5 % at k = 10.  The test is a table look-up per fold byte (four tables of the 256 distances to the
+query's fold bytes, built once per probe), no bit operation per entry.  An entry that passes is verified
+on the 64-bit distance: from the entry itself in an index that keeps sketches (the high half is the fold
+XOR the low half), else from its record.  Bucket strings are rewritten whole on each add (exact size, no room
 reserved for growth); a record chunk is trimmed when it is full.  With 4 tables of 2**14 buckets (the
-default) that is 54 bytes of Redis memory per fingerprint at a million, plus the URL (measured:
-``benchmarks/bench_redis.py``; README, "Scaling out").
+default) a fingerprint takes 63 bytes of Redis memory at a million, plus the URL, and a check-and-add
+71 us of server time at the median, 133 us at p99 (layout 2: 54 bytes, 95 and 167 us measured beside it).
 
 Two-stage detection (:meth:`RedisBackend.add_and_candidates`, :meth:`RedisBackend.candidates`): the
-probe filters the folds with the k it is given (10, say: most entries pass, the filter stays exact), verifies
-the 64-bit distance, keeps the entries that agree with the query on the whole lead of some table (a bucket
-names only the top ``bucket_bits`` of a lead) and returns each once, nearest first, then oldest, with the
-sketch from the same record; then it adds the page unless its (key, fingerprint) is stored already.  With
-the design 13+13+13+13+12/k4 (5 tables, default buckets) and 64-byte sketches a page takes 120 bytes of
-Redis memory at a million, plus the URL (55 without sketches), and a call about 3 ms of server time at k = 10
-(a million random pages with URL-like keys: ``used_memory`` and ``INFO commandstats`` of a
-``tests/redis_server.py`` server): nearly every entry of the 5 buckets passes a 16-bit fold filter at that distance.
+probe filters the folds with the k it is given (10), verifies the 64-bit distance from the entries, keeps
+those that agree with the query on the whole lead of some table (a bucket names only the top
+``bucket_bits`` of a lead) and returns each once, nearest first, then oldest, with the sketch from its
+record (the only records read: the candidates'); then it adds the page unless its (key, fingerprint) is
+stored already.  With the design 13+13+13+13+12/k4 (5 tables, default buckets: about 610 entries scanned
+per call at a million) and 64-byte sketches a page takes 155 bytes of Redis memory at a million, plus the
+URL (68 in the buckets, 80 in the records), and an add-and-candidates at k = 10 takes 176 us of server time
+at the median, 231 us at p99 (candidates: 131 and 204 us).  Layout 2 took 123 bytes and 2.1 to 3.9 ms:
+nearly every entry passed its 16-bit fold at k = 10 and had its record read; with a 32-bit fold alone
+(8-byte entries, 134 bytes a page) 2.5 % of them still were, 220 us at the median and 310 to 350 at p99.
+
+Measured with a million random pages and URL-like keys on a ``tests/redis_server.py`` server (memory:
+``used_memory`` after minus before, less the URLs; server time: ``SLOWLOG`` with every call logged)::
+
+    python benchmarks/bench_redis.py --only classic --articles 0 --checks 5000 --repeat 3
+    python benchmarks/bench_redis.py --only two-stage --checks 3000 --repeat 3
 
 Failures: each call has a socket timeout (``socket_timeout``, default 2 s) and is tried again
 ``retries`` times (default 2) on a connection error or a timeout, reconnecting when the server is
@@ -82,17 +95,32 @@ __all__ = ["RedisBackend", "bucket_keys"]
 
 logger = logging.getLogger(__name__)
 
-#: Format of the stored index (``format`` in the meta hash): its layout version.  Layout 2 keeps the page's
-#: sketch in its record (two-stage detection).
-FORMAT = "simhash-filter redis 2"
-#: Layout 1: records without sketches (simhash-filter before two-stage detection).  Refused, with the way out.
-OLD_FORMATS = ("simhash-filter redis 1",)
+#: Format of the stored index (``format`` in the meta hash): its layout version.  Layout 3 keeps a 32-bit fold
+#: of the fingerprint in each bucket entry (layout 2: 16 bits), and the page's sketch in its record (two-stage
+#: detection; since layout 2).
+FORMAT = "simhash-filter redis 3"
+#: Earlier layouts, refused with the way out: what they were, and why this version cannot use them.
+OLD_FORMATS = {
+    "simhash-filter redis 1": (
+        "records without sketches, written by simhash-filter before two-stage detection",
+        "the old index cannot be converted (it has no sketches)",
+    ),
+    "simhash-filter redis 2": (
+        "bucket entries with 16-bit folds, written by simhash-filter before the 32-bit bucket filter",
+        "the old index is not converted",
+    ),
+}
 #: Default number of leading bits of each table's lead value that name its bucket (at most the lead bits).
 DEFAULT_BUCKET_BITS = 14
 #: Fingerprints per record chunk (``{prefix}:f<c>`` and ``{prefix}:u<c>``): 4095 records of 16 bytes and
 #: the string's header fit a 64 KiB allocation exactly (4096 would take the next size, 80 KiB); records of
 #: 80 bytes (a 64-byte sketch) fit 320 KiB.
 CHUNK = 4095
+#: Bytes of a bucket entry: the id (4) and the fingerprint's 32-bit fold (4: its halves XORed).  An index that
+#: keeps sketches adds the fingerprint's low half (:data:`ENTRY_LOW`) to every entry: its candidate search at
+#: k = 10, where 2.5 % of random entries pass the fold, verifies them without reading their records.
+ENTRY = 8
+ENTRY_LOW = 4
 #: Bytes of a record without its sketch: the fingerprint (8), the end of its key (4), when it was added (4).
 #: An index that keeps sketches adds ``sketch_bytes`` (its metadata's) to every record.
 RECORD = 16
@@ -108,6 +136,11 @@ _FP = struct.Struct(">Q")
 
 # Popcount of every byte, as a Lua string literal of decimal escapes: byte(POP, x + 1) = popcount(x).
 _POP = "".join(f"\\{bin(i).count('1')}" for i in range(256))
+# Popcount of x XOR g for nibbles g and x, likewise: byte(NIB, 16 * g + x + 1) = popcount(x ^ g).
+_NIB = "".join(f"\\{bin(x ^ g).count('1')}" for g in range(16) for x in range(16))
+# The body of distances(g), a table d with d[x] = popcount(x ^ g) for every byte x: one constructor of 256
+# sums of a high nibble's distance (h0 .. h15) and a low nibble's (l0 .. l15), about 4 us in Redis 7.
+_DISTANCES = "return {[0] = " + ", ".join(f"h{x >> 4} + l{x & 15}" for x in range(256)) + "}"
 
 _SCRIPT = (
     r"""
@@ -123,12 +156,16 @@ local retry, max_age = ARGV[5] == "1", tonumber(ARGV[6])
 local R, MASKS = tonumber(ARGV[7]), ARGV[8]
 local H = 8 -- header arguments: items start at ARGV[H + 1]
 local S = R - @RECORD@ -- sketch bytes (0: the index keeps none)
+-- Bytes of a bucket entry: the id (4) and the fingerprint's 32-bit fold (4), then, in an index that keeps
+-- sketches, the fingerprint's low half (4).
+local E = @ENTRY@
+if S > 0 then E = @ENTRY@ + @ENTRY_LOW@ end
 local meta = KEYS[1]
 local call = redis.call
 local byte, char, sub = string.byte, string.char, string.sub
 local bxor, band = bit.bxor, bit.band
 local floor = math.floor
-local POP = "@POP@"
+local POP, NIB = "@POP@", "@NIB@"
 local C = @CHUNK@
 
 if call("EXISTS", meta) == 0 then
@@ -184,34 +221,62 @@ local function agrees(x1, x2, x3, x4, x5, x6, x7, x8)
   return false
 end
 
+-- The fold of a fingerprint: its two 32-bit halves XORed, 4 bytes.  The fold distance of two fingerprints
+-- never exceeds their distance (each bit of the fold is the XOR of two of theirs).
+local function fold(q)
+  local q1, q2, q3, q4, q5, q6, q7, q8 = byte(q, 1, 8)
+  return char(bxor(q1, q5), bxor(q2, q6), bxor(q3, q7), bxor(q4, q8))
+end
+
+-- d[x] = popcount(x XOR g) for every byte x (0 .. 255): a fold byte's distance to g is one table lookup.
+local function distances(g)
+  local lo, hi = g % 16, floor(g / 16)
+  local l0, l1, l2, l3, l4, l5, l6, l7, l8, l9, l10, l11, l12, l13, l14, l15 = byte(NIB, 16 * lo + 1, 16 * lo + 16)
+  local h0, h1, h2, h3, h4, h5, h6, h7, h8, h9, h10, h11, h12, h13, h14, h15 = byte(NIB, 16 * hi + 1, 16 * hi + 16)
+  @DISTANCES@
+end
+
 -- Every stored fingerprint within kq of q in the item's buckets KEYS[base + 1 .. base + T], once each, as
 -- {distance, id, fingerprint}; with sketches (two-stage), only those agreeing with q on a table's lead, as
--- {distance, id, fingerprint, sketch}.  buckets[t] receives the content of bucket t (false: none).
+-- {distance, id, fingerprint, sketch}.  buckets[t] receives the content of bucket t (false: none).  An entry
+-- whose fold is more than kq from q's is passed over (most: 2.5 % of random entries pass at kq = 10, 0.0001 %
+-- at 3); the others are verified on the whole fingerprint: from the entry's low half in an index that keeps
+-- sketches, else from the record.  A record is read only for a verified hit that needs it (its sketch, or
+-- when it was added under max_age) or, without sketches, for an entry that passed.
 local function probe(q, base, kq, buckets, with_sketches)
   local q1, q2, q3, q4, q5, q6, q7, q8 = byte(q, 1, 8)
-  local f1, f2 = bxor(q1, q3, q5, q7), bxor(q2, q4, q6, q8)
+  local d1, d2 = distances(bxor(q1, q5)), distances(bxor(q2, q6))
+  local d3, d4 = distances(bxor(q3, q7)), distances(bxor(q4, q8))
   local hits, seen = {}, {}
   for t = 1, T do
     local s = call("GET", KEYS[base + t])
     buckets[t] = s
     if s then
-      for i = 1, #s, 6 do
-        local a, b, c, d, e, f = byte(s, i, i + 5)
-        if byte(POP, bxor(e, f1) + 1) + byte(POP, bxor(f, f2) + 1) <= kq then
+      for i = 1, #s, E do
+        local e1, e2, e3, e4 = byte(s, i + 4, i + 7)
+        if d1[e1] + d2[e2] + d3[e3] + d4[e4] <= kq then
+          local a, b, c, d = byte(s, i, i + 3)
           local id = ((a * 256 + b) * 256 + c) * 256 + d
           if not seen[id] then
             seen[id] = true
-            local r = record(id)
-            local c1, c2, c3, c4, c5, c6, c7, c8 = byte(r, 1, 8)
+            local r, c1, c2, c3, c4, c5, c6, c7, c8
+            if S > 0 then -- the entry holds the low half: the high half is the fold XOR the low half
+              c5, c6, c7, c8 = byte(s, i + 8, i + 11)
+              c1, c2, c3, c4 = bxor(e1, c5), bxor(e2, c6), bxor(e3, c7), bxor(e4, c8)
+            else
+              r = record(id)
+              c1, c2, c3, c4, c5, c6, c7, c8 = byte(r, 1, 8)
+            end
             local x1, x2, x3, x4 = bxor(c1, q1), bxor(c2, q2), bxor(c3, q3), bxor(c4, q4)
             local x5, x6, x7, x8 = bxor(c5, q5), bxor(c6, q6), bxor(c7, q7), bxor(c8, q8)
             local dist = byte(POP, x1 + 1) + byte(POP, x2 + 1) + byte(POP, x3 + 1) + byte(POP, x4 + 1)
               + byte(POP, x5 + 1) + byte(POP, x6 + 1) + byte(POP, x7 + 1) + byte(POP, x8 + 1)
-            if dist <= kq and (oldest == 0 or u32(r, 13) >= oldest) then
-              if not with_sketches then
-                hits[#hits + 1] = {dist, id, sub(r, 1, 8)}
-              elseif agrees(x1, x2, x3, x4, x5, x6, x7, x8) then
-                hits[#hits + 1] = {dist, id, sub(r, 1, 8), sub(r, @RECORD@ + 1, R)}
+            if dist <= kq and (not with_sketches or agrees(x1, x2, x3, x4, x5, x6, x7, x8)) then
+              if r == nil and (with_sketches or oldest > 0) then r = record(id) end
+              if oldest == 0 or u32(r, 13) >= oldest then
+                local hit = {dist, id, char(c1, c2, c3, c4, c5, c6, c7, c8)}
+                if with_sketches then hit[4] = sub(r, @RECORD@ + 1, R) end
+                hits[#hits + 1] = hit
               end
             end
           end
@@ -245,8 +310,8 @@ local function add(q, key, sketch, base, buckets, id)
     call("SET", fkey, call("GET", fkey))
     call("SET", ukey, call("GET", ukey))
   end
-  local q1, q2, q3, q4, q5, q6, q7, q8 = byte(q, 1, 8)
-  local entry = p32(id) .. char(bxor(q1, q3, q5, q7), bxor(q2, q4, q6, q8))
+  local entry = p32(id) .. fold(q)
+  if S > 0 then entry = entry .. sub(q, 5, 8) end
   for t = 1, T do
     local s = buckets[t]
     if s == nil then s = call("GET", KEYS[base + t]) end
@@ -366,6 +431,10 @@ if n ~= n0 then call("HSET", meta, "n", n) end
 if op == "a" then return n end
 return results
 """.replace("@POP@", _POP)
+    .replace("@NIB@", _NIB)
+    .replace("@DISTANCES@", _DISTANCES)
+    .replace("@ENTRY@", str(ENTRY))
+    .replace("@ENTRY_LOW@", str(ENTRY_LOW))
     .replace("@CHUNK@", str(CHUNK))
     .replace("@RECORD@", str(RECORD))
     .replace("@NOINDEX@", _NOINDEX)
@@ -596,13 +665,12 @@ class RedisBackend(Backend):
         stored = {_text(raw[i]): _text(raw[i + 1]) for i in range(0, len(raw), 2)}
         where = f"the Redis index {self._prefix!r} ({self._location})"
         if stored.get("format") in OLD_FORMATS:
+            what, why = OLD_FORMATS[stored["format"]]
             raise MetadataMismatchError(
-                f"{where} has the old layout ({stored.get('format')!r}: records without sketches, written by "
-                f"simhash-filter before two-stage detection); this version reads only {FORMAT!r}, and the old "
-                f"index cannot be converted (it has no sketches): build a new one under another prefix "
-                f"(?prefix=...), or delete it (redis-cli --scan --pattern '{{{self._prefix}}}:*' | xargs "
-                f"redis-cli unlink); its URLs can be listed first with the earlier version "
-                f"(simhash-filter index export)"
+                f"{where} has the old layout ({stored['format']!r}: {what}); this version reads only {FORMAT!r}, "
+                f"and {why}: build a new one under another prefix (?prefix=...), or delete it (redis-cli --scan "
+                f"--pattern '{{{self._prefix}}}:*' | xargs redis-cli unlink); its URLs can be listed first with "
+                f"the earlier version (simhash-filter index export)"
             )
         if stored.get("format") != FORMAT:
             raise MetadataMismatchError(
