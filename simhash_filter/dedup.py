@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import sys
+import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -37,6 +39,8 @@ MAX_URL_CHARS = 65_536
 #: Lines sent to a worker at a time, and chunks kept in flight per worker.
 CHUNK_LINES = 32
 CHUNKS_IN_FLIGHT = 4
+#: Python 3.10: how long a broken pool's work queue is drained, at most (:func:`_unblock_broken`).
+UNBLOCK_SECONDS = 30.0
 #: Worker pools that may break in a row before finishing any work, before a run gives up.
 MAX_FRUITLESS_POOLS = 5
 #: :func:`auto_workers`: inputs smaller than this stay in one process (a worker takes ~0.3 s to start),
@@ -230,6 +234,7 @@ def _in_workers(
             try:
                 results = future.result()
             except BrokenProcessPool as exc:
+                _unblock_broken(pool)
                 pool.shutdown(wait=True, cancel_futures=True)
                 fruitless = 0 if done_in_pool else fruitless + 1
                 if fruitless >= MAX_FRUITLESS_POOLS:
@@ -250,6 +255,23 @@ def _in_workers(
             yield from results
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _unblock_broken(pool: ProcessPoolExecutor) -> None:
+    """Python 3.10: a broken pool's manager thread waits for the thread that feeds its work queue, which may
+    wait for ever to write into a pipe that no (dead) worker reads.  Read that pipe empty, discarding the
+    work, until the manager thread is done (3.11 and later close the pipe themselves)."""
+    thread = getattr(pool, "_executor_manager_thread", None)
+    reader = getattr(getattr(pool, "_call_queue", None), "_reader", None)
+    if sys.version_info >= (3, 11) or thread is None or reader is None:
+        return
+    deadline = time.monotonic() + UNBLOCK_SECONDS
+    while thread.is_alive() and time.monotonic() < deadline:
+        try:
+            if reader.poll(0.05):
+                reader.recv_bytes()
+        except (OSError, EOFError):
+            return
 
 
 def _worker_died(line: bytes) -> _Prepared:
