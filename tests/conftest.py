@@ -9,7 +9,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest_redis import own_redis_server, redis_cluster, redis_prefix, redis_server  # noqa: F401 - fixtures
+from conftest_redis import (  # noqa: F401 - fixtures
+    own_redis_server,
+    password_redis_server,
+    redis_cluster,
+    redis_prefix,
+    redis_server,
+)
 
 GARDEN_TITLE = "Volunteers turn an empty car park into a community garden"
 GARDEN = [

@@ -41,6 +41,18 @@ def own_redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Redis
         yield server
 
 
+#: The password of :func:`password_redis_server` (the secret the tests look for in every output).
+REDIS_PASSWORD = "S3cret-pw-91e4"
+
+
+@pytest.fixture(scope="session")
+def password_redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """A Redis server that asks for :data:`REDIS_PASSWORD`, shared by the session's tests."""
+    require_redis_server()
+    with RedisServer(tmp_path_factory.mktemp("redis-pw"), password=REDIS_PASSWORD) as server:
+        yield server
+
+
 @pytest.fixture(scope="session")
 def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisCluster]:
     """A local 3-node Redis Cluster (three masters, no replicas)."""

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 import redis
-from conftest_redis import require_redis_server
+from conftest_redis import REDIS_PASSWORD
 from crawl_helpers import CRAWL_TIMEOUT, ROOT, env, start_urls
 from redis_server import RedisServer
 from test_cli import page_line, run_cli, write_jsonl
@@ -32,16 +32,8 @@ from simhash_filter.cli import main
 from simhash_filter.index import TableDesign
 
 DESIGN = TableDesign.parse("4x16/k3")
-PASSWORD = "S3cret-pw-52c7"
+PASSWORD = REDIS_PASSWORD
 DOWN = "redis://127.0.0.1:1/0"  # nothing listens on port 1: connection refused at once
-
-
-@pytest.fixture(scope="module")
-def password_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    """A Redis server that asks for ``PASSWORD``."""
-    require_redis_server()
-    with RedisServer(tmp_path_factory.mktemp("redis-pw"), password=PASSWORD) as server:
-        yield server
 
 
 @pytest.fixture
@@ -115,11 +107,13 @@ def test_unreachable_redis_is_one_line(command: list[str], pages_file: Path) -> 
 
 
 @pytest.mark.parametrize("command", INDEX_COMMANDS, ids=IDS)
-def test_wrong_redis_password_is_one_line(command: list[str], pages_file: Path, password_redis: RedisServer) -> None:
+def test_wrong_redis_password_is_one_line(
+    command: list[str], pages_file: Path, password_redis_server: RedisServer
+) -> None:
     """A Redis index with a wrong password: one line naming the URI (password masked), exit status 1."""
-    uri = f"redis://default:wrong-{PASSWORD}@127.0.0.1:{password_redis.port}/0"
+    uri = f"redis://default:wrong-{PASSWORD}@127.0.0.1:{password_redis_server.port}/0"
     run = run_cli(*fill(command, index=uri, pages=pages_file))
-    assert_one_line(run, f"redis://default:***@127.0.0.1:{password_redis.port}/0")
+    assert_one_line(run, f"redis://default:***@127.0.0.1:{password_redis_server.port}/0")
     assert PASSWORD not in run.stderr + run.stdout
 
 
@@ -292,10 +286,10 @@ def test_crawl_with_redis_down_stops_at_start(tmp_path: Path, site_port: int) ->
 
 
 def test_crawl_with_a_wrong_redis_password_stops_at_start(
-    tmp_path: Path, site_port: int, password_redis: RedisServer
+    tmp_path: Path, site_port: int, password_redis_server: RedisServer
 ) -> None:
     """Redis refusing the password: one line with the URI, password masked; no traceback."""
-    uri = f"redis://default:wrong-{PASSWORD}@127.0.0.1:{password_redis.port}/0"
+    uri = f"redis://default:wrong-{PASSWORD}@127.0.0.1:{password_redis_server.port}/0"
     log = crawl_log(tmp_path, site_port, uri)
-    assert_stopped_at_start(log, f"redis://default:***@127.0.0.1:{password_redis.port}/0")
+    assert_stopped_at_start(log, f"redis://default:***@127.0.0.1:{password_redis_server.port}/0")
     assert PASSWORD not in log

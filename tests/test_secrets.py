@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import redis
-from conftest_redis import require_redis_server
+from conftest_redis import REDIS_PASSWORD
 from redis_server import RedisServer
 from scrapy import Spider
 from scrapy.utils.test import get_crawler
@@ -21,24 +20,16 @@ from simhash_filter import SimhashDownloaderMiddleware
 from simhash_filter.backends import open_backend, redact_text, redact_uri
 from simhash_filter.index import TableDesign
 
-SECRET = "S3cret-pw-91e4"
+SECRET = REDIS_PASSWORD
 USER = "default"  # requirepass gives the default user this password
 DESIGN = TableDesign.parse("4x16/k3")
 CLOSED = "127.0.0.1:1"  # nothing listens on port 1: connection refused at once
 
 
-@pytest.fixture(scope="module")
-def locked_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    """A Redis server that asks for the password ``SECRET``."""
-    require_redis_server()
-    with RedisServer(tmp_path_factory.mktemp("redis-pw"), password=SECRET) as server:
-        yield server
-
-
 @pytest.fixture
-def uri(locked_redis: RedisServer, redis_prefix: str) -> str:
+def uri(password_redis_server: RedisServer, redis_prefix: str) -> str:
     """A URI of the server with a user name and the password, and an index prefix of its own."""
-    return f"redis://{USER}:{SECRET}@127.0.0.1:{locked_redis.port}/0?prefix={redis_prefix}"
+    return f"redis://{USER}:{SECRET}@127.0.0.1:{password_redis_server.port}/0?prefix={redis_prefix}"
 
 
 @pytest.fixture
@@ -93,7 +84,9 @@ def test_redact_text_masks_a_uri_and_its_password_in_a_message() -> None:
     assert "redis://u:***@h:1/0?password=***" in text
 
 
-def test_crawl_start_log_line_stats_and_reprs_hide_the_password(uri: str, down_uri: str, locked_redis, caplog) -> None:
+def test_crawl_start_log_line_stats_and_reprs_hide_the_password(
+    uri: str, down_uri: str, password_redis_server: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
     """The crawl's start line names the backend as redis://default:***@host:port/db; its stats, the reprs and
     the error of a crawl whose server is down never show the password."""
     crawler = get_crawler(Spider, settings_dict={"SIMHASH_BACKEND": uri, "SIMHASH_PROCESSES": 0})
@@ -104,7 +97,7 @@ def test_crawl_start_log_line_stats_and_reprs_hide_the_password(uri: str, down_u
         mw.filter.spider_closed(None, "finished")
     start = [r.getMessage() for r in caplog.records if r.getMessage().startswith("simhash filter: action=")]
     assert len(start) == 1
-    assert f"backend=redis://{USER}:***@127.0.0.1:{locked_redis.port}/0?prefix=" in start[0]
+    assert f"backend=redis://{USER}:***@127.0.0.1:{password_redis_server.port}/0?prefix=" in start[0]
     assert_no_secret(caplog.text, crawler.stats.get_stats())
     down = get_crawler(Spider, settings_dict={"SIMHASH_BACKEND": down_uri, "SIMHASH_PROCESSES": 0})
     with caplog.at_level(logging.DEBUG), pytest.raises(redis.exceptions.ConnectionError) as failed:
@@ -184,9 +177,9 @@ def test_cli_failures_hide_the_password(command: list[str], where: str, down_uri
     assert "***" in run.stderr
 
 
-def test_stats_json_hides_a_password_given_as_an_option(locked_redis: RedisServer, redis_prefix: str) -> None:
+def test_stats_json_hides_a_password_given_as_an_option(password_redis_server: RedisServer, redis_prefix: str) -> None:
     """A password passed as ?password= works and is masked in what index stats prints."""
-    uri = f"redis://127.0.0.1:{locked_redis.port}/0?prefix={redis_prefix}&password={SECRET}"
+    uri = f"redis://127.0.0.1:{password_redis_server.port}/0?prefix={redis_prefix}&password={SECRET}"
     text, as_json = run_cli("index", "stats", uri), run_cli("index", "stats", "--json", uri)
     assert text.returncode == 0 and as_json.returncode == 0, text.stderr + as_json.stderr
     assert_no_secret(text.stdout, text.stderr, as_json.stdout, as_json.stderr)
