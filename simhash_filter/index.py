@@ -585,13 +585,6 @@ class NearDuplicateIndex:
             return self._backend.check_and_add(fingerprint, key, self._k)
         return self.best(self._backend.add_and_candidates(fingerprint, key, checked, self._k), checked)
 
-    def nearest_verified(self, fingerprint: int, sketch: bytes) -> Match | None:
-        """Two-stage index: the most similar verified candidate of a page, storing nothing."""
-        checked = self._check_sketch(sketch)
-        if checked is None:
-            raise ValueError("this index keeps no sketches: use nearest()")
-        return self.best(self._backend.candidates(check_fingerprint(fingerprint), self._k), checked)
-
     def check_and_add_many(self, fingerprints: Iterable[int] | np.ndarray, keys: Sequence[str]) -> list[Match | None]:
         """:meth:`check_and_add` for each pair in order (each one sees those kept before it)."""
         arr = as_fingerprint_array(fingerprints)

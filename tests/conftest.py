@@ -5,6 +5,7 @@ and pages that cannot be fingerprinted."""
 from __future__ import annotations
 
 import html
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -202,6 +203,16 @@ def page_files(tmp_path: Path) -> dict[str, Path]:
 def make_page():
     """The fixture site's template: ``make_page(title, paragraphs, lang=..., ad=..., views=...)``."""
     return site_page
+
+
+@pytest.fixture
+def pages_file(tmp_path: Path, pages: dict[str, str]) -> Path:
+    """Two pages (English, Chinese) as a JSON Lines input of ``dedup``."""
+    lines = [{"url": "https://a.example/garden", "html": pages["en_article"]},
+             {"url": "https://a.example/x", "html": pages["zh_article"]}]  # fmt: skip
+    path = tmp_path / "pages.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    return path
 
 
 @pytest.fixture(autouse=True)

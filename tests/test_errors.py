@@ -24,7 +24,7 @@ import redis
 from conftest_redis import REDIS_PASSWORD
 from crawl_helpers import CRAWL_TIMEOUT, ROOT, env, start_urls
 from redis_server import RedisServer
-from test_cli import page_line, run_cli, write_jsonl
+from test_cli import run_cli
 
 from simhash_filter import cli, cli_index
 from simhash_filter.backends.file import FileBackend
@@ -34,17 +34,6 @@ from simhash_filter.index import TableDesign
 DESIGN = TableDesign.parse("4x16/k3")
 PASSWORD = REDIS_PASSWORD
 DOWN = "redis://127.0.0.1:1/0"  # nothing listens on port 1: connection refused at once
-
-
-@pytest.fixture
-def pages_file(tmp_path: Path, pages: dict[str, str]) -> Path:
-    return write_jsonl(
-        tmp_path / "pages.jsonl",
-        [
-            page_line("https://a.example/garden", pages["en_article"]),
-            page_line("https://a.example/x", pages["zh_article"]),
-        ],
-    )
 
 
 @pytest.fixture

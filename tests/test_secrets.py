@@ -14,7 +14,7 @@ from conftest_redis import REDIS_PASSWORD
 from redis_server import RedisServer
 from scrapy import Spider
 from scrapy.utils.test import get_crawler
-from test_cli import page_line, run_cli, write_jsonl
+from test_cli import run_cli
 
 from simhash_filter import SimhashDownloaderMiddleware
 from simhash_filter.backends import open_backend, redact_text, redact_uri
@@ -36,17 +36,6 @@ def uri(password_redis_server: RedisServer, redis_prefix: str) -> str:
 def down_uri(redis_prefix: str) -> str:
     """The same kind of URI on a port where no server listens."""
     return f"redis://{USER}:{SECRET}@{CLOSED}/0?prefix={redis_prefix}"
-
-
-@pytest.fixture
-def pages_file(tmp_path: Path, pages: dict[str, str]) -> Path:
-    return write_jsonl(
-        tmp_path / "pages.jsonl",
-        [
-            page_line("https://a.example/garden", pages["en_article"]),
-            page_line("https://a.example/x", pages["zh_article"]),
-        ],
-    )
 
 
 def assert_no_secret(*texts: object) -> None:
