@@ -31,8 +31,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from simhash_filter.backends.file import HEADER_SIZE, FileBackend  # noqa: E402
-from simhash_filter.index import TableDesign, choose_design  # noqa: E402
+from simhash_filter.index.backends.file import HEADER_SIZE, FileBackend  # noqa: E402
+from simhash_filter.index.tables import TableDesign, choose_design  # noqa: E402
 
 BATCH = 100_000
 K = 3
@@ -81,8 +81,8 @@ def build(path: Path, n: int) -> dict[str, float]:
 PROBE = r"""
 import json, sys, time
 import numpy as np
-from simhash_filter.backends.file import FileBackend
-from simhash_filter.index import choose_design
+from simhash_filter.index.backends.file import FileBackend
+from simhash_filter.index.tables import choose_design
 sys.path.insert(0, sys.argv[4])
 from bench_file_index import rss_bytes, fingerprints
 path, n, queries = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])

@@ -47,13 +47,13 @@ from lxml import etree
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from simhash_filter import extract as extract_mod  # noqa: E402
-from simhash_filter import features as features_mod  # noqa: E402
-from simhash_filter import segment as segment_mod  # noqa: E402
-from simhash_filter.extract import extract  # noqa: E402
-from simhash_filter.features import page_features  # noqa: E402
-from simhash_filter.fingerprint import Fingerprinter  # noqa: E402
-from simhash_filter.html import NotHtml, parse  # noqa: E402
+from simhash_filter.model import extract as extract_mod  # noqa: E402
+from simhash_filter.model import features as features_mod  # noqa: E402
+from simhash_filter.model import segment as segment_mod  # noqa: E402
+from simhash_filter.model.extract import extract  # noqa: E402
+from simhash_filter.model.features import page_features  # noqa: E402
+from simhash_filter.model.fingerprint import Fingerprinter  # noqa: E402
+from simhash_filter.model.html import NotHtml, parse  # noqa: E402
 
 DEFAULT_INPUT = ROOT.parent / "shared" / "datasets" / "neardup-public" / "pages.jsonl.gz"
 CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")

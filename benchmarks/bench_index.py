@@ -43,10 +43,10 @@ SIMHASH_BUILD_LIMIT_S = 300.0
 def _import_index() -> Any:
     """Import NearDuplicateIndex from the installed package or this checkout."""
     try:
-        from simhash_filter.index import NearDuplicateIndex
+        from simhash_filter.index.nearduplicate import NearDuplicateIndex
     except ImportError:
         sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-        from simhash_filter.index import NearDuplicateIndex
+        from simhash_filter.index.nearduplicate import NearDuplicateIndex
     return NearDuplicateIndex
 
 

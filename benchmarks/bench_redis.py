@@ -63,9 +63,9 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from redis_server import RedisServer  # noqa: E402 - tests/ is added above
 
-from simhash_filter.backends import open_backend  # noqa: E402
-from simhash_filter.backends.memory import MemoryBackend  # noqa: E402
-from simhash_filter.index import TableDesign, resolve_design  # noqa: E402
+from simhash_filter.index.backends import open_backend  # noqa: E402
+from simhash_filter.index.backends.memory import MemoryBackend  # noqa: E402
+from simhash_filter.index.tables import TableDesign, resolve_design  # noqa: E402
 
 K = 3
 DESIGN: TableDesign = resolve_design("auto", K, 1_000_000)  # the crawl's design (4x16/k3)
@@ -82,7 +82,7 @@ import json, sys, time
 import numpy as np
 sys.path[:0] = [sys.argv[5]]
 from bench_redis import DESIGN, META, queries
-from simhash_filter.backends import open_backend
+from simhash_filter.index.backends import open_backend
 uri, checks, seed, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 backend = open_backend(uri, k=3, design=DESIGN, metadata=META)
 fps = queries(checks, seed, size).tolist()
@@ -216,7 +216,7 @@ def fill(server: RedisServer, size: int, bucket_bits: int | None) -> dict[str, A
 def page_fingerprint_cpu() -> float:
     """CPU seconds to fingerprint one generated article page (median over 60 pages)."""
     from crawler.demo import load_make_sample
-    from simhash_filter.fingerprint import Fingerprinter
+    from simhash_filter.model.fingerprint import Fingerprinter
 
     pages = [row["html"] for row in load_make_sample().sample(60, 5)]
     fingerprinter = Fingerprinter()

@@ -3,7 +3,7 @@
     python benchmarks/bench_sketch.py [PAGES.jsonl[.gz]] [--pages 1500] [--repeat 3]
 
 For each page (the public set's by default): ``Fingerprinter.fingerprint`` (decode, parse, extract, features,
-simhash and sketch) and, on the same page's features, :func:`simhash_filter.sketch.sketch` alone.  Reported:
+simhash and sketch) and, on the same page's features, :func:`simhash_filter.model.sketch.sketch` alone.  Reported:
 the median over ``--repeat`` passes of the total time of each, and the ratio of the whole fingerprint to the
 fingerprint without its sketch (the issue's budget: at most 1.2).
 """
@@ -20,8 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from simhash_filter.fingerprint import Fingerprinter
-from simhash_filter.sketch import sketch
+from simhash_filter.model.fingerprint import Fingerprinter
+from simhash_filter.model.sketch import sketch
 
 PUBLIC = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "neardup-public" / "pages.jsonl.gz"
 

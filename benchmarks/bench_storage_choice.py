@@ -27,9 +27,9 @@ sys.path.insert(0, str(ROOT))
 
 from bench_file_index import BATCH, fingerprints, urls  # noqa: E402
 
-from simhash_filter.backends.file import FileBackend  # noqa: E402
-from simhash_filter.backends.memory import MemoryBackend  # noqa: E402
-from simhash_filter.index import choose_design  # noqa: E402
+from simhash_filter.index.backends.file import FileBackend  # noqa: E402
+from simhash_filter.index.backends.memory import MemoryBackend  # noqa: E402
+from simhash_filter.index.tables import choose_design  # noqa: E402
 
 
 def disk_bytes(path: Path) -> int:

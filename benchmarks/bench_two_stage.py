@@ -37,9 +37,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from simhash_filter.backends.memory import MemoryBackend
 from simhash_filter.config import DEFAULTS
-from simhash_filter.index import NearDuplicateIndex, TableDesign
+from simhash_filter.index.backends.memory import MemoryBackend
+from simhash_filter.index.nearduplicate import NearDuplicateIndex
+from simhash_filter.index.tables import TableDesign
 
 SKETCH = DEFAULTS.fingerprint.sketch_bins // 8
 

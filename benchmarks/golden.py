@@ -35,9 +35,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from simhash_filter.config import FingerprintConfig  # noqa: E402
-from simhash_filter.extract import extract  # noqa: E402
-from simhash_filter.fingerprint import Fingerprinter  # noqa: E402
-from simhash_filter.html import NotHtml, parse  # noqa: E402
+from simhash_filter.model.extract import extract  # noqa: E402
+from simhash_filter.model.fingerprint import Fingerprinter  # noqa: E402
+from simhash_filter.model.html import NotHtml, parse  # noqa: E402
 
 PUBLIC = ROOT.parent / "shared" / "datasets" / "neardup-public" / "pages.jsonl.gz"
 

@@ -200,9 +200,7 @@ def make_article(rng: random.Random, lang: str) -> Article:
     topics = EN_TOPICS if lang == "en" else ZH_TOPICS
     topic = rng.choice(sorted(topics))
     v = Vocabulary.draw(rng, lang, topic)
-    paragraphs = tuple(
-        tuple(_fill(rng, lang, v) for _ in range(rng.randint(3, 5))) for _ in range(rng.randint(5, 8))
-    )
+    paragraphs = tuple(tuple(_fill(rng, lang, v) for _ in range(rng.randint(3, 5))) for _ in range(rng.randint(5, 8)))
     if lang == "en":
         title = f"{v.places[0]} {v.nouns[0]} {v.verbs[0]} {v.times[0]}"
         author = f"{rng.choice('ABCDEFGHJKLMNPRST')}. {rng.choice(EN_PLACES)}"

@@ -17,8 +17,9 @@ from typing import Any
 
 from simhash_filter.config import DEFAULTS, FilterConfig, FingerprintConfig
 from simhash_filter.dedup import open_index
-from simhash_filter.fingerprint import Fingerprint, Fingerprinter, Status, fingerprint
-from simhash_filter.index import Match, NearDuplicateIndex, hamming
+from simhash_filter.index.nearduplicate import NearDuplicateIndex
+from simhash_filter.index.tables import Match, hamming
+from simhash_filter.model.fingerprint import Fingerprint, Fingerprinter, Status, fingerprint
 
 try:
     __version__ = version("simhash-filter")
@@ -48,12 +49,12 @@ __all__ = [
 
 # The Scrapy glue, by module: imported lazily (PEP 562).
 _SCRAPY_COMPONENTS = {
-    "SimhashAddon": "simhash_filter.addon",
-    "SimhashDownloaderMiddleware": "simhash_filter.middlewares",
-    "SimhashSpiderMiddleware": "simhash_filter.middlewares",
-    "NearDuplicateResponse": "simhash_filter.middlewares",
-    "SimhashPipeline": "simhash_filter.pipelines",
-    "NearDuplicateItem": "simhash_filter.pipelines",
+    "SimhashAddon": "simhash_filter.crawl.addon",
+    "SimhashDownloaderMiddleware": "simhash_filter.crawl.middlewares",
+    "SimhashSpiderMiddleware": "simhash_filter.crawl.middlewares",
+    "NearDuplicateResponse": "simhash_filter.crawl.middlewares",
+    "SimhashPipeline": "simhash_filter.crawl.pipelines",
+    "NearDuplicateItem": "simhash_filter.crawl.pipelines",
 }
 
 

@@ -2,7 +2,7 @@
 
 import sys
 
-from simhash_filter.cli import main
+from simhash_filter.cli.main import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -24,11 +24,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simhash_filter.config import FilterConfig, FingerprintConfig
-from simhash_filter.fingerprint import Fingerprinter
-from simhash_filter.index import NearDuplicateIndex
+from simhash_filter.index.nearduplicate import NearDuplicateIndex
+from simhash_filter.model.fingerprint import Fingerprinter
 
-__all__ = ["ERROR", "MALFORMED", "Outcome", "Summary", "WorkersFailed", "auto_workers", "available_cpus", "dedup",
-           "open_index", "parse_line"]
+__all__ = [
+    "ERROR",
+    "MALFORMED",
+    "Outcome",
+    "Summary",
+    "WorkersFailed",
+    "auto_workers",
+    "available_cpus",
+    "dedup",
+    "open_index",
+    "parse_line",
+]
 
 #: Status of an input line that is not a JSON object with string ``url`` and ``html``.
 MALFORMED = "malformed"
@@ -58,7 +68,7 @@ class Outcome:
     fingerprint: int | None = None
     duplicate_of: str | None = None
     distance: int | None = None
-    #: ``None`` for a fingerprinted page; a :class:`~simhash_filter.fingerprint.Status` value or
+    #: ``None`` for a fingerprinted page; a :class:`~simhash_filter.model.fingerprint.Status` value or
     #: :data:`MALFORMED` otherwise.
     status: str | None = None
     #: Why a line is malformed or failed (for messages; not part of the output record).

@@ -225,7 +225,7 @@ def _in_tmp_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def memory_index(monkeypatch: pytest.MonkeyPatch) -> None:
     """Crawlers built in this process default to the in-memory index (for tests of one crawl's decisions)."""
-    from simhash_filter import settings
+    from simhash_filter.crawl import settings
 
     monkeypatch.setattr(settings, "SIMHASH_BACKEND", "memory://")
 

@@ -15,8 +15,8 @@ from typing import Any
 
 from scrapy import signals
 
-from simhash_filter.backends import Candidate
-from simhash_filter.backends.memory import MemoryBackend
+from simhash_filter.index.backends import Candidate
+from simhash_filter.index.backends.memory import MemoryBackend
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent

@@ -17,7 +17,7 @@ from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.utils.test import get_crawler
 
 from simhash_filter import DEFAULTS, SimhashAddon, SimhashDownloaderMiddleware, SimhashPipeline, SimhashSpiderMiddleware
-from simhash_filter import settings as simhash_settings
+from simhash_filter.crawl import settings as simhash_settings
 
 ADDONS = {"ADDONS": {"simhash_filter.SimhashAddon": 0}}
 ROOT = Path(__file__).resolve().parent.parent
@@ -109,5 +109,5 @@ def test_every_setting_documented_with_its_default(doc: Path):
 
 def test_importing_the_package_does_not_import_scrapy():
     """The core stays free of Scrapy: importing simhash_filter (and its settings) does not import it."""
-    code = "import sys, simhash_filter, simhash_filter.settings; assert 'scrapy' not in sys.modules"
+    code = "import sys, simhash_filter, simhash_filter.crawl.settings; assert 'scrapy' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)

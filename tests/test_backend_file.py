@@ -1,4 +1,4 @@
-"""The on-disk backend (``simhash_filter.backends.file``): what survives a reopen, a torn tail and a
+"""The on-disk backend (``simhash_filter.index.backends.file``): what survives a reopen, a torn tail and a
 ``kill -9``; what a damaged, foreign or incompatible index gives; locking, read-only snapshots,
 expiry, deletion and compaction.  (The query contract is in ``test_backends.py``.)"""
 
@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from simhash_filter.backends import Candidate, MetadataMismatchError, open_backend
-from simhash_filter.backends.file import (
+from simhash_filter.index.backends import Candidate, MetadataMismatchError, open_backend
+from simhash_filter.index.backends.file import (
     FORMAT,
     HEADER_SIZE,
     RECORD,
@@ -29,7 +29,7 @@ from simhash_filter.backends.file import (
     record_checks,
     record_dtype,
 )
-from simhash_filter.index import Match, TableDesign
+from simhash_filter.index.tables import Match, TableDesign
 
 DESIGN = TableDesign.parse("4x16/k3")
 META = {"model": "m1"}
@@ -286,8 +286,8 @@ def test_a_failed_write_leaves_nothing_half_added(tmp_path: Path) -> None:
 
 WRITER = """
 import sys
-from simhash_filter.backends.file import FileBackend
-from simhash_filter.index import TableDesign
+from simhash_filter.index.backends.file import FileBackend
+from simhash_filter.index.tables import TableDesign
 index = FileBackend(sys.argv[1], k=3, design=TableDesign.parse("4x16/k3"), metadata={"model": "m1"})
 x = 0x9E3779B97F4A7C15
 i = 0
@@ -466,8 +466,8 @@ SKETCH_WRITER = """
 import hashlib
 import sys
 import numpy as np
-from simhash_filter.backends.file import FileBackend
-from simhash_filter.index import TableDesign
+from simhash_filter.index.backends.file import FileBackend
+from simhash_filter.index.tables import TableDesign
 index = FileBackend(
     sys.argv[1], k=3, design=TableDesign.parse("4x16/k3"), metadata={"model": "m1", "sketch_bytes": 64}
 )

@@ -1,4 +1,4 @@
-"""The Redis backend (``simhash_filter.backends.redis``) against real ``redis-server`` processes: the URI,
+"""The Redis backend (``simhash_filter.index.backends.redis``) against real ``redis-server`` processes: the URI,
 the stored metadata, the data layout, batches, atomicity between processes, a server that stops, hangs
 or restarts, expiry, a 3-node cluster, and two-stage detection (sketches in the records, atomic
 add-and-candidates, the old layouts refused).  (The query contract is in ``test_backends.py``.)"""
@@ -22,10 +22,10 @@ import pytest
 import redis
 from redis_server import RedisCluster, RedisServer
 
-from simhash_filter.backends import Candidate, MetadataMismatchError, open_backend
-from simhash_filter.backends.memory import MemoryBackend
-from simhash_filter.backends.redis import BATCH, CHUNK, ENTRY, ENTRY_LOW, RECORD, RedisBackend, bucket_keys
-from simhash_filter.index import Match, TableDesign
+from simhash_filter.index.backends import Candidate, MetadataMismatchError, open_backend
+from simhash_filter.index.backends.memory import MemoryBackend
+from simhash_filter.index.backends.redis import BATCH, CHUNK, ENTRY, ENTRY_LOW, RECORD, RedisBackend, bucket_keys
+from simhash_filter.index.tables import Match, TableDesign
 
 DESIGN = TableDesign.parse("4x16/k3")
 META = {"model": "m1"}
@@ -274,8 +274,8 @@ def test_any_unicode_key_round_trips(redis_server: RedisServer, redis_prefix: st
 _HAMMER = """
 import json, sys
 import numpy as np
-from simhash_filter.backends import open_backend
-from simhash_filter.index import TableDesign
+from simhash_filter.index.backends import open_backend
+from simhash_filter.index.tables import TableDesign
 
 uri, worker, count, mode = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 centres = np.random.default_rng(42).integers(0, 2**64, size=count, dtype=np.uint64)
@@ -356,7 +356,7 @@ def test_server_restarted_without_its_data(
         own_redis_server.stop()
         shutil.rmtree(own_redis_server.directory / "appendonlydir")  # as if it had no persistence
         own_redis_server.start()
-        with caplog.at_level(logging.WARNING, logger="simhash_filter.backends.redis"):
+        with caplog.at_level(logging.WARNING, logger="simhash_filter.index.backends.redis"):
             assert backend.check_and_add(int(random_fps(1)[0]), "again", 3) is None
         assert "is gone" in caplog.text and "starting it again, empty" in caplog.text
         assert len(backend) == 1 and backend.metadata == META
@@ -549,8 +549,8 @@ def test_old_layout_is_refused_with_the_way_out(redis_server: RedisServer, redis
 _HAMMER_TWO_STAGE = """
 import json, sys
 import numpy as np
-from simhash_filter.backends import open_backend
-from simhash_filter.index import TableDesign
+from simhash_filter.index.backends import open_backend
+from simhash_filter.index.tables import TableDesign
 
 uri, worker, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 centres = np.random.default_rng(42).integers(0, 2**64, size=count, dtype=np.uint64)

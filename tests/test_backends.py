@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from simhash_filter.backends import (
+from simhash_filter.index.backends import (
     BACKENDS_BASE,
     Backend,
     Candidate,
@@ -28,8 +28,9 @@ from simhash_filter.backends import (
     check_metadata,
     open_backend,
 )
-from simhash_filter.backends.memory import MemoryBackend
-from simhash_filter.index import Match, NearDuplicateIndex, TableDesign, hamming
+from simhash_filter.index.backends.memory import MemoryBackend
+from simhash_filter.index.nearduplicate import NearDuplicateIndex
+from simhash_filter.index.tables import Match, TableDesign, hamming
 
 Factory = Callable[..., Backend]
 
@@ -209,7 +210,7 @@ def test_open_backend_by_scheme() -> None:
     """open_backend picks the class by URI scheme, case-insensitively, and passes k, design, metadata."""
     backend = open_backend("MEMORY://", k=2, design=DESIGN, metadata={"m": 1})
     assert type(backend) is MemoryBackend and backend.k == 2 and backend.metadata == {"m": 1}
-    assert BACKENDS_BASE["memory"] == "simhash_filter.backends.memory.MemoryBackend"
+    assert BACKENDS_BASE["memory"] == "simhash_filter.index.backends.memory.MemoryBackend"
 
 
 def test_unknown_scheme_lists_known_ones() -> None:

@@ -15,7 +15,7 @@ import worker_helpers
 
 from simhash_filter import DEFAULTS, fingerprint, hamming
 from simhash_filter import dedup as dedup_module
-from simhash_filter.cli import build_parser, main
+from simhash_filter.cli.main import build_parser, main
 
 LINE = re.compile(r"^[0-9a-f]{16}  (.+)$")
 DECISION = re.compile(r"^distance (\d+)(?:, similarity ([\d.]+))?: (near-duplicate|distinct|candidate) \(k=(\d+)[,;) ]")
@@ -159,7 +159,7 @@ def test_compare_max_distance_changes_the_decision(capsys):
 
 def test_compare_explain_lists_differing_features(pages, page_files, capsys):
     """``--explain`` prints the share of text vs structure and the top differing features of each kind."""
-    from simhash_filter.explain import explain
+    from simhash_filter.model.explain import explain
 
     a, b = page_files["en_article"], page_files["en_copy"]
     assert main(["compare", str(a), str(b), "--explain", "--top", "5"]) == 0

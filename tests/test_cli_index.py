@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from test_cli import page_line, read_records, run_cli, write_jsonl
 
-from simhash_filter.cli import main
-from simhash_filter.fingerprint import fingerprint
+from simhash_filter.cli.main import main
+from simhash_filter.model.fingerprint import fingerprint
 
 
 @pytest.fixture
@@ -72,7 +72,9 @@ def test_index_stats_query_export(tmp_path: Path, pages_file: Path, page_files, 
     assert main(["index", "export", index, "-o", str(tmp_path / "export.jsonl")]) == 0
     exported = [json.loads(line) for line in (tmp_path / "export.jsonl").read_text(encoding="utf-8").splitlines()]
     assert [e["url"] for e in exported] == [
-        "https://a.example/garden", "https://a.example/library", "https://b.example/garden-copy"
+        "https://a.example/garden",
+        "https://a.example/library",
+        "https://b.example/garden-copy",
     ]
     assert exported[1]["fingerprint"] == hex_value and exported[1]["added"].endswith("UTC")
 
@@ -98,7 +100,9 @@ def test_index_delete_and_compact(tmp_path: Path, pages_file: Path, capsys) -> N
     main(["dedup", str(pages_file), "--index", index, "--no-progress"])
     again = read_records(capsys.readouterr().out)
     assert [r["duplicate_of"] for r in again] == [
-        "https://b.example/garden-copy", "https://a.example/library", "https://b.example/garden-copy"
+        "https://b.example/garden-copy",
+        "https://a.example/library",
+        "https://b.example/garden-copy",
     ]
 
 

@@ -22,7 +22,6 @@ NEAR_DUPLICATES = sum(len(keys) - 1 for keys in GROUPS.values())
 HEX16 = re.compile(r"[0-9a-f]{16}")
 
 
-
 @pytest.fixture(scope="module")
 def drop_crawl(site_port: int, tmp_path_factory: pytest.TempPathFactory) -> Crawl:
     """A crawl with the defaults (drop), an index that fails on one page, and truncated downloads allowed."""

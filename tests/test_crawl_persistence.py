@@ -12,7 +12,6 @@ from site_server import GROUPS
 pytestmark = pytest.mark.slow
 
 
-
 def run_dir(tmp_path: Path, name: str) -> Path:
     path = tmp_path / name
     path.mkdir()

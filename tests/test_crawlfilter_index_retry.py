@@ -22,8 +22,9 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse
 from scrapy.utils.test import get_crawler
 
-from simhash_filter import SimhashDownloaderMiddleware, crawlfilter
-from simhash_filter.middlewares import NearDuplicateResponse
+from simhash_filter import SimhashDownloaderMiddleware
+from simhash_filter.crawl import crawlfilter
+from simhash_filter.crawl.middlewares import NearDuplicateResponse
 
 ARTICLE = p.gazette(p.RAINWATER).encode("utf-8")
 COPY = p.ledger(p.RAINWATER).encode("utf-8")  # the same article in another site's template

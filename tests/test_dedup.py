@@ -87,7 +87,7 @@ def test_summary_counts_each_outcome_once():
 
 def test_unexpected_fingerprint_error_is_an_outcome(pages, monkeypatch):
     """A page whose fingerprinting raises gets status 'error' with the exception; the run goes on."""
-    from simhash_filter.fingerprint import Fingerprinter
+    from simhash_filter.model.fingerprint import Fingerprinter
 
     real = Fingerprinter.fingerprint
 

@@ -10,9 +10,9 @@ from dataclasses import fields
 from pathlib import Path
 
 import simhash_filter
-from simhash_filter import settings as simhash_settings
 from simhash_filter.config import FilterConfig, FingerprintConfig
-from simhash_filter.fingerprint import Status
+from simhash_filter.crawl import settings as simhash_settings
+from simhash_filter.model.fingerprint import Status
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -123,13 +123,18 @@ def test_every_stats_key_is_documented_and_every_documented_key_exists():
 
 def test_every_skip_reason_is_documented():
     """The ``simhash/skipped/<reason>`` row names every reason a page can be let through unchecked."""
-    from simhash_filter import crawlfilter
+    from simhash_filter.crawl import crawlfilter
 
     section = _section(SETTINGS_PAGE.read_text(encoding="utf-8"), "## Stats")
     row = next(line for line in section.splitlines() if line.startswith("| `simhash/skipped/"))
     reasons = {s.value for s in Status if s is not Status.OK}
-    reasons |= {"http_status", crawlfilter.ERROR, crawlfilter.WORKER_DIED, crawlfilter.INDEX_ERROR,
-                crawlfilter.DONT_META_KEY}
+    reasons |= {
+        "http_status",
+        crawlfilter.ERROR,
+        crawlfilter.WORKER_DIED,
+        crawlfilter.INDEX_ERROR,
+        crawlfilter.DONT_META_KEY,
+    }
     assert {r for r in reasons if f"`{r}`" not in row} == set()
 
 

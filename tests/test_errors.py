@@ -26,10 +26,11 @@ from crawl_helpers import CRAWL_TIMEOUT, ROOT, env, start_urls
 from redis_server import RedisServer
 from test_cli import run_cli
 
-from simhash_filter import cli, cli_index
-from simhash_filter.backends.file import FileBackend
-from simhash_filter.cli import main
-from simhash_filter.index import TableDesign
+from simhash_filter.cli import index as cli_index
+from simhash_filter.cli import main as cli
+from simhash_filter.cli.main import main
+from simhash_filter.index.backends.file import FileBackend
+from simhash_filter.index.tables import TableDesign
 
 DESIGN = TableDesign.parse("4x16/k3")
 PASSWORD = REDIS_PASSWORD

@@ -1,4 +1,4 @@
-"""Tests of simhash_filter.explain: which features pushed two fingerprints apart."""
+"""Tests of simhash_filter.model.explain: which features pushed two fingerprints apart."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simhash_filter import FingerprintConfig, Status, fingerprint, hamming
-from simhash_filter.explain import Explanation, explain
+from simhash_filter.model.explain import Explanation, explain
 
 CHANGED_WORDS = ("ninety", "fortnight", "hundred", "week", "views", "1234", "spring", "sale", "garden", "tools")
 

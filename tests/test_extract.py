@@ -13,11 +13,11 @@ from lxml import etree
 from pages import RAINWATER, gazette
 
 from simhash_filter.config import DEFAULTS, FingerprintConfig
-from simhash_filter.extract import PageText, _extract_walk, extract
-from simhash_filter.fingerprint import Fingerprinter
-from simhash_filter.html import parse
-from simhash_filter.index import hamming
-from simhash_filter.sketch import similarity
+from simhash_filter.index.tables import hamming
+from simhash_filter.model.extract import PageText, _extract_walk, extract
+from simhash_filter.model.fingerprint import Fingerprinter
+from simhash_filter.model.html import parse
+from simhash_filter.model.sketch import similarity
 
 CONTENT = [
     "Marsh harriers returned to the estuary reed beds this spring after an absence of eleven years.",
@@ -213,12 +213,58 @@ def test_no_elements_gives_empty_page_text() -> None:
 
 # ---------------------------------------------------------------- the two walks agree
 
-WALK_TAGS = ["div", "p", "a", "span", "ul", "li", "nav", "header", "footer", "section", "table", "tr", "td", "b",
-             "br", "img", "article", "main", "aside", "h1", "script", "noscript"]
-ATTR_VALUES = ["", "content", "nav", "mainNav", "side-bar", "sidebar", "top_ad", "ad", "post body", "navigation",
-               "articleBody", "promo:box", "x.menu"]
-TEXTS = ["", " ", "\n  ", "\xa0", "\u3000", "Harrier", "reed beds return", "社区图书馆", "a &amp; b", "x" * 40,
-         "Wardens counted three nesting pairs and believe the sluice gates help."]
+WALK_TAGS = [
+    "div",
+    "p",
+    "a",
+    "span",
+    "ul",
+    "li",
+    "nav",
+    "header",
+    "footer",
+    "section",
+    "table",
+    "tr",
+    "td",
+    "b",
+    "br",
+    "img",
+    "article",
+    "main",
+    "aside",
+    "h1",
+    "script",
+    "noscript",
+]
+ATTR_VALUES = [
+    "",
+    "content",
+    "nav",
+    "mainNav",
+    "side-bar",
+    "sidebar",
+    "top_ad",
+    "ad",
+    "post body",
+    "navigation",
+    "articleBody",
+    "promo:box",
+    "x.menu",
+]
+TEXTS = [
+    "",
+    " ",
+    "\n  ",
+    "\xa0",
+    "\u3000",
+    "Harrier",
+    "reed beds return",
+    "社区图书馆",
+    "a &amp; b",
+    "x" * 40,
+    "Wardens counted three nesting pairs and believe the sluice gates help.",
+]
 
 
 def _element(tag: str, attrs: list[tuple[str, str]], text: str, children: list[str], tail: str) -> str:
@@ -227,12 +273,16 @@ def _element(tag: str, attrs: list[tuple[str, str]], text: str, children: list[s
 
 
 _texts = st.sampled_from(TEXTS)
-_attrs = st.lists(st.tuples(st.sampled_from(["class", "id", "role", "href"]), st.sampled_from(ATTR_VALUES)),
-                  max_size=2, unique_by=lambda a: a[0])
+_attrs = st.lists(
+    st.tuples(st.sampled_from(["class", "id", "role", "href"]), st.sampled_from(ATTR_VALUES)),
+    max_size=2,
+    unique_by=lambda a: a[0],
+)
 _trees = st.recursive(
     _texts,
-    lambda children: st.builds(_element, st.sampled_from(WALK_TAGS), _attrs, _texts, st.lists(children, max_size=6),
-                               _texts),
+    lambda children: st.builds(
+        _element, st.sampled_from(WALK_TAGS), _attrs, _texts, st.lists(children, max_size=6), _texts
+    ),
     max_leaves=60,
 )
 
@@ -271,8 +321,11 @@ def test_trees_with_other_nodes_take_the_event_walk() -> None:
     assert root is not None
     p = root.find(".//article/p")
     assert p is not None
-    others = ((etree.Comment("commentword"), "after the comment"), (etree.PI("php", "piword"), "after the pi"),
-              (etree.Entity("nbsp"), "after the entity"))
+    others = (
+        (etree.Comment("commentword"), "after the comment"),
+        (etree.PI("php", "piword"), "after the pi"),
+        (etree.Entity("nbsp"), "after the entity"),
+    )
     for node, tail in others:
         node.tail = tail
         p.append(node)
@@ -350,15 +403,21 @@ def reference_page(name: str, summary: str) -> str:
 def test_wrappers_inside_the_content_do_not_silence_the_rest_of_it() -> None:
     """Text beside a block that wrappers lead down to keeps a weight; two pages sharing only the
     example stay apart."""
-    summary = ("Returns the number of open channels that the tide gauge reports to the logging station. "
-               "Channels that were closed by the operator during the current shift are not counted.")
+    summary = (
+        "Returns the number of open channels that the tide gauge reports to the logging station. "
+        "Channels that were closed by the operator during the current shift are not counted."
+    )
     page = run(reference_page("ChannelCount Function", summary))
     assert weight_of(page, summary) >= 0.2
     fp = Fingerprinter()
     a = fp.fingerprint(reference_page("ChannelCount Function", summary))
-    b = fp.fingerprint(reference_page(
-        "SensorReset Statement", "Clears the stored calibration of one sensor and restarts its sampling clock. "
-        "The sensor reports no readings until its first full sampling period has passed after the reset."))
+    b = fp.fingerprint(
+        reference_page(
+            "SensorReset Statement",
+            "Clears the stored calibration of one sensor and restarts its sampling clock. "
+            "The sensor reports no readings until its first full sampling period has passed after the reset.",
+        )
+    )
     assert a.value is not None and b.value is not None
     assert bin(a.value ^ b.value).count("1") > 3
 

@@ -10,11 +10,11 @@ import jieba
 import numpy as np
 import pytest
 
-from simhash_filter import features as features_mod
-from simhash_filter import weights
 from simhash_filter.config import FingerprintConfig
-from simhash_filter.extract import PageText
-from simhash_filter.features import WORD, gram_count, page_features, text_features, tokenize
+from simhash_filter.model import features as features_mod
+from simhash_filter.model import weights
+from simhash_filter.model.extract import PageText
+from simhash_filter.model.features import WORD, gram_count, page_features, text_features, tokenize
 
 jieba.setLogLevel(logging.WARNING)
 

@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from simhash_filter.backends.file import HEADER_SIZE, RECORD, CorruptIndexError, FileBackend, record_dtype
-from simhash_filter.cli import main
-from simhash_filter.index import Match, TableDesign
+from simhash_filter.cli.main import main
+from simhash_filter.index.backends.file import HEADER_SIZE, RECORD, CorruptIndexError, FileBackend, record_dtype
+from simhash_filter.index.tables import Match, TableDesign
 
 DESIGN = TableDesign.parse("4x16/k3")
 META = {"model": "m1"}
@@ -184,8 +184,8 @@ def small_index_writer(path: Path) -> FileBackend:
 COMPACTOR = """
 import sys, time
 import numpy as np
-from simhash_filter.backends.file import FileBackend
-from simhash_filter.index import TableDesign
+from simhash_filter.index.backends.file import FileBackend
+from simhash_filter.index.tables import TableDesign
 index = FileBackend(sys.argv[1], k=3, design=TableDesign.parse("4x16/k3"), metadata={"model": "m1"})
 sys.stdout.write("ready\\n")
 sys.stdout.flush()

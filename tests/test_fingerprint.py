@@ -30,12 +30,12 @@ from pages import (
 )
 
 from simhash_filter.config import FingerprintConfig
-from simhash_filter.features import Features, char_grams, gram_size
-from simhash_filter.fingerprint import Fingerprint, Fingerprinter, Status, feature_hashes, fingerprint, simhash
-from simhash_filter.index import hamming
+from simhash_filter.index.tables import hamming
+from simhash_filter.model.features import Features, char_grams, gram_size
+from simhash_filter.model.fingerprint import Fingerprint, Fingerprinter, Status, feature_hashes, fingerprint, simhash
 
-fingerprint_module = importlib.import_module("simhash_filter.fingerprint")  # the package's name is a function
-features_module = importlib.import_module("simhash_filter.features")
+fingerprint_module = importlib.import_module("simhash_filter.model.fingerprint")  # the package's name is a function
+features_module = importlib.import_module("simhash_filter.model.features")
 
 ROOT = Path(__file__).resolve().parent.parent
 FP = Fingerprinter()
@@ -185,8 +185,16 @@ FEATURES = st.builds(
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(pages=st.lists(FEATURES, min_size=1, max_size=4), config=st.sampled_from(
-    [FingerprintConfig(), FingerprintConfig(char_ngram=0, cjk_char_ngram=1), FingerprintConfig(char_ngram=3, seed=7)]))
+@given(
+    pages=st.lists(FEATURES, min_size=1, max_size=4),
+    config=st.sampled_from(
+        [
+            FingerprintConfig(),
+            FingerprintConfig(char_ngram=0, cjk_char_ngram=1),
+            FingerprintConfig(char_ngram=3, seed=7),
+        ]
+    ),
+)
 def test_vote_from_word_counts_is_the_vote_over_every_ngram(pages: list[Features], config: FingerprintConfig) -> None:
     """fingerprint_features() sums memoised per-word bit counts: exactly simhash() over every n-gram, for
     long words (counts above 255), huge weights (integer arithmetic) and memos filled by earlier pages."""
@@ -226,9 +234,20 @@ def test_one_fingerprinter_shared_by_threads(monkeypatch: pytest.MonkeyPatch) ->
 #: Fingerprints of determinism_pages() under the default model, recorded when the model was made (any
 #: change of the code that moves one of them changes the model: bump MODEL_VERSION and record anew).
 PINNED_MODEL = "v4-87c73499cf4e"
-PINNED = ["d07c1ed2c0305677", "d3be7ede1410f21d", "c1da6fff80787acd", "d07c0ed2d0305677", "d3be7ede1410f21d",
-          "c2b9c72910ce5bcc", "2128dda3a8429950", "c5fc4f251419d9cd", "c5fc4f241419d9cd", "c2b9c72910ce5bcc",
-          "2128dda3a8429950", "c5fc4f241419d9cd"]
+PINNED = [
+    "d07c1ed2c0305677",
+    "d3be7ede1410f21d",
+    "c1da6fff80787acd",
+    "d07c0ed2d0305677",
+    "d3be7ede1410f21d",
+    "c2b9c72910ce5bcc",
+    "2128dda3a8429950",
+    "c5fc4f251419d9cd",
+    "c5fc4f241419d9cd",
+    "c2b9c72910ce5bcc",
+    "2128dda3a8429950",
+    "c5fc4f241419d9cd",
+]
 
 
 def test_fingerprints_are_pinned() -> None:
@@ -243,7 +262,7 @@ SCRIPT = """
 import json, sys
 sys.path.insert(0, sys.argv[1])
 from pages import determinism_pages
-from simhash_filter.fingerprint import Fingerprinter
+from simhash_filter.model.fingerprint import Fingerprinter
 fp = Fingerprinter()
 print(json.dumps([fp.fingerprint(p).hex for p in determinism_pages()]))
 """

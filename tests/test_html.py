@@ -13,9 +13,9 @@ from typing import ClassVar
 import pytest
 
 from simhash_filter.config import FingerprintConfig
-from simhash_filter.extract import extract
-from simhash_filter.fingerprint import Fingerprinter, Status
-from simhash_filter.html import NotHtml, decode, parse
+from simhash_filter.model.extract import extract
+from simhash_filter.model.fingerprint import Fingerprinter, Status
+from simhash_filter.model.html import NotHtml, decode, parse
 
 ZH_TEXT = "这是一个中文网页，用于检查编码识别是否正确。社区图书馆延长了开放时间，居民们非常高兴。"
 LATIN_TEXT = "Café owners in Zürich said the naïve plan — “a fête every week” — would cost €2,000."

@@ -1,4 +1,4 @@
-"""Tests for simhash_filter.index: designs, validation, and exactness against brute force."""
+"""Tests for simhash_filter.index.tables and .nearduplicate: designs, validation, and exactness against brute force."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from simhash_filter.backends.memory import MemoryBackend
-from simhash_filter.index import (
+from simhash_filter.index.backends.memory import MemoryBackend
+from simhash_filter.index.nearduplicate import NearDuplicateIndex
+from simhash_filter.index.tables import (
     DESIGNS,
     Match,
-    NearDuplicateIndex,
     TableDesign,
     choose_design,
     estimated_bytes_per_fingerprint,
@@ -452,7 +452,7 @@ def test_context_manager_closes() -> None:
 def test_tables_hold_folds_up_to_k3_and_fingerprints_beyond() -> None:
     """The memory layout follows k: folds and row ids (6 bytes per table) up to k = 3, whole fingerprints
     (8 bytes per table, and a row id in the first table) beyond; the models say the same."""
-    from simhash_filter.index import estimated_query_cost, filters_on_folds
+    from simhash_filter.index.tables import estimated_query_cost, filters_on_folds
 
     assert [filters_on_folds(k) for k in range(6)] == [True] * 4 + [False] * 2
     two_stage = TableDesign.parse("13+13+13+13+12/k4")

@@ -21,13 +21,14 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import HtmlResponse, Response, TextResponse
 from scrapy.utils.test import get_crawler
 
-from simhash_filter import SimhashDownloaderMiddleware, crawlfilter, workers
-from simhash_filter.backends import Candidate
-from simhash_filter.backends.memory import MemoryBackend
+from simhash_filter import SimhashDownloaderMiddleware
 from simhash_filter.config import FilterConfig, FingerprintConfig
-from simhash_filter.crawlfilter import CrawlFilter
-from simhash_filter.index import NearDuplicateIndex
-from simhash_filter.middlewares import NearDuplicateResponse
+from simhash_filter.crawl import crawlfilter, workers
+from simhash_filter.crawl.crawlfilter import CrawlFilter
+from simhash_filter.crawl.middlewares import NearDuplicateResponse
+from simhash_filter.index.backends import Candidate
+from simhash_filter.index.backends.memory import MemoryBackend
+from simhash_filter.index.nearduplicate import NearDuplicateIndex
 
 pytestmark = pytest.mark.usefixtures("memory_index")
 
@@ -369,8 +370,9 @@ def test_pages_arriving_before_the_workers_are_ready_are_fingerprinted_in_the_re
         metas = asyncio.run(run())
     assert metas[1]["duplicate_of"] == "http://a.test/rain"
     assert stats(mw)["simhash/fingerprinted_in_reactor"] == 2
-    assert any("s in all; 2 pages in the reactor thread while workers started" in r.getMessage()
-               for r in caplog.records)
+    assert any(
+        "s in all; 2 pages in the reactor thread while workers started" in r.getMessage() for r in caplog.records
+    )
 
 
 def test_default_processes_follow_the_machine(monkeypatch):

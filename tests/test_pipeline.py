@@ -19,7 +19,7 @@ from scrapy.http import HtmlResponse, TextResponse
 from scrapy.utils.test import get_crawler
 
 from simhash_filter import NearDuplicateItem, SimhashDownloaderMiddleware, SimhashPipeline, SimhashSpiderMiddleware
-from simhash_filter.middlewares import NearDuplicateResponse
+from simhash_filter.crawl.middlewares import NearDuplicateResponse
 
 pytestmark = pytest.mark.usefixtures("memory_index")
 

@@ -15,9 +15,9 @@ from crawl_helpers import Crawl, local_site, scrapy_crawl, url_key
 from redis_server import RedisServer
 from site_server import GROUPS, INDEX_ERROR_PATH, MIRROR, OTHERS
 
-from simhash_filter.backends import open_backend
 from simhash_filter.config import DEFAULTS
-from simhash_filter.index import resolve_design
+from simhash_filter.index.backends import open_backend
+from simhash_filter.index.tables import resolve_design
 
 #: scrapy-redis 0.9.1 calls two things Scrapy 2.13+ deprecates: ``stats.inc_value(..., spider=spider)`` and
 #: ``spider.log()`` ("Resuming crawl" when the shared queue is not empty).  ``ScrapyDeprecationWarning``
@@ -107,9 +107,9 @@ def test_redis_backend_setting_reaches_the_filter(redis_server: RedisServer, red
     """``SIMHASH_BACKEND = "redis://..."`` opens the Redis backend with the crawl's model as metadata."""
     from scrapy.utils.test import get_crawler
 
-    from simhash_filter.backends.redis import RedisBackend
-    from simhash_filter.crawlfilter import CrawlFilter
-    from simhash_filter.settings import SIMHASH_MAX_DISTANCE
+    from simhash_filter.crawl.crawlfilter import CrawlFilter
+    from simhash_filter.crawl.settings import SIMHASH_MAX_DISTANCE
+    from simhash_filter.index.backends.redis import RedisBackend
 
     crawler = get_crawler(settings_dict={"SIMHASH_BACKEND": f"{redis_server.url}?prefix={redis_prefix}"})
     crawl_filter = CrawlFilter.from_settings(crawler.settings, crawler.stats)
@@ -128,7 +128,7 @@ def test_filter_lets_pages_through_while_redis_is_down(own_redis_server: RedisSe
     when Redis is back it checks again, against what was stored before."""
     from scrapy.utils.test import get_crawler
 
-    from simhash_filter.crawlfilter import INDEX_ERROR, CrawlFilter
+    from simhash_filter.crawl.crawlfilter import INDEX_ERROR, CrawlFilter
 
     uri = f"{own_redis_server.url}?prefix={redis_prefix}&retries=1&retry_backoff=0.05"
     crawler = get_crawler(settings_dict={"SIMHASH_BACKEND": uri})

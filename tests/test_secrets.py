@@ -17,8 +17,8 @@ from scrapy.utils.test import get_crawler
 from test_cli import run_cli
 
 from simhash_filter import SimhashDownloaderMiddleware
-from simhash_filter.backends import open_backend, redact_text, redact_uri
-from simhash_filter.index import TableDesign
+from simhash_filter.index.backends import open_backend, redact_text, redact_uri
+from simhash_filter.index.tables import TableDesign
 
 SECRET = REDIS_PASSWORD
 USER = "default"  # requirepass gives the default user this password

@@ -12,7 +12,7 @@ from pathlib import Path
 import jieba
 import pytest
 
-from simhash_filter.segment import CJK_RUN, SEGMENTER_ID, segment_run
+from simhash_filter.model.segment import CJK_RUN, SEGMENTER_ID, segment_run
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -113,7 +113,7 @@ def test_cjk_run_covers_extension_a_and_compatibility_ideographs() -> None:
 LAZY = """
 import json, sys
 from simhash_filter import fingerprint
-from simhash_filter.weights import chinese_table
+from simhash_filter.model.weights import chinese_table
 page = "<html><body><p>" + " ".join(f"estuary harrier reed bed number {i}" for i in range(20)) + "</p></body></html>"
 assert fingerprint(page).ok
 loaded = sorted(m for m in ("jieba", "rjieba", "wordfreq") if m in sys.modules)

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from simhash_filter.config import FingerprintConfig
-from simhash_filter.extract import PageText
-from simhash_filter.features import text_features
-from simhash_filter.fingerprint import Fingerprinter
-from simhash_filter.index import hamming
-from simhash_filter.spelling import american, american_words
+from simhash_filter.index.tables import hamming
+from simhash_filter.model.extract import PageText
+from simhash_filter.model.features import text_features
+from simhash_filter.model.fingerprint import Fingerprinter
+from simhash_filter.model.spelling import american, american_words
 
 PAIRS = [
     ("colour", "color"),
@@ -47,8 +47,18 @@ def test_british_and_american_spellings_meet(british: str, us: str) -> None:
 
 @pytest.mark.parametrize(
     ("a", "b"),
-    [("four", "for"), ("hour", "hor"), ("your", "yor"), ("filled", "filed"), ("tour", "tor"), ("pour", "por"),
-     ("raise", "raze"), ("vogue", "vog"), ("spelled", "speled"), ("smaller", "smaler")],
+    [
+        ("four", "for"),
+        ("hour", "hor"),
+        ("your", "yor"),
+        ("filled", "filed"),
+        ("tour", "tor"),
+        ("pour", "por"),
+        ("raise", "raze"),
+        ("vogue", "vog"),
+        ("spelled", "speled"),
+        ("smaller", "smaler"),
+    ],
 )
 def test_distinct_words_stay_apart(a: str, b: str) -> None:
     """Short stems are never rewritten, so different words never become one."""

@@ -71,5 +71,5 @@ def test_documented_lines_enable_the_filter_in_a_new_project(tmp_path: Path):
         assert len([k for k in keys if k in stored]) == 1, group
     assert all(re.fullmatch(r"[0-9a-f]{16}", i["fingerprint"]) for i in crawl.items if "fingerprint" in i)
     assert crawl.stats["simhash/dropped"] >= sum(len(keys) - 1 for keys in GROUPS.values())
-    assert "simhash_filter.addon.SimhashAddon" in crawl.log and "simhash: " in crawl.log
+    assert "simhash_filter.crawl.addon.SimhashAddon" in crawl.log and "simhash: " in crawl.log
     assert "Deprecat" not in crawl.log

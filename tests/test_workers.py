@@ -13,8 +13,7 @@ import pages as p
 import pytest
 
 from simhash_filter.config import FingerprintConfig
-from simhash_filter.fingerprint import Fingerprinter
-from simhash_filter.workers import (
+from simhash_filter.crawl.workers import (
     FingerprintJob,
     WorkerError,
     WorkerPool,
@@ -24,6 +23,7 @@ from simhash_filter.workers import (
     from_worker,
     serve,
 )
+from simhash_filter.model.fingerprint import Fingerprinter
 
 CONFIGS = {
     "defaults": FingerprintConfig(),
@@ -113,23 +113,23 @@ def test_worker_results_are_plain_values():
 
 
 def test_a_worker_imports_neither_scrapy_nor_twisted():
-    """``python -m simhash_filter.workers`` loads the fingerprint model only (a light, quick start)."""
+    """``python -m simhash_filter.crawl.workers`` loads the fingerprint model only (a light, quick start)."""
     proc = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "simhash_filter.workers"],
+        [sys.executable, "-X", "importtime", "-m", "simhash_filter.crawl.workers"],
         input=b"",
         capture_output=True,
         timeout=60,
         check=True,
     )
     imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.decode().splitlines()}
-    assert "simhash_filter.fingerprint" in imported
+    assert "simhash_filter.model.fingerprint" in imported
     assert not {m for m in imported if m.split(".")[0] in ("scrapy", "twisted")}
 
 
 def test_a_worker_whose_parent_closed_its_pipes_exits_quietly():
     """A worker process whose parent is gone before it answers (a short crawl shutting down) exits with status 0
     and prints nothing: no BrokenPipeError traceback in the crawl's output."""
-    proc = subprocess.Popen([sys.executable, "-m", "simhash_filter.workers"], stdin=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-m", "simhash_filter.crawl.workers"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write(_frame(FingerprintConfig()) + _frame((p.gazette(p.RAINWATER), None)))

@@ -1,5 +1,5 @@
 """A worker process for the tests (``python -m worker_helpers``, run by the filter when
-``simhash_filter.workers.WORKER_MODULE`` names it): the real worker, but it dies on pages containing
+``simhash_filter.crawl.workers.WORKER_MODULE`` names it): the real worker, but it dies on pages containing
 ``POISON`` (as a crash in a C extension, or the OOM killer, would kill it) and takes half a second over
 pages containing ``SLOW``."""
 
@@ -9,7 +9,7 @@ import os
 import time
 from typing import Any
 
-from simhash_filter import workers
+from simhash_filter.crawl import workers
 
 POISON = b"<!-- kill the worker -->"
 SLOW = b"<!-- take your time -->"

@@ -87,9 +87,9 @@ from redis.exceptions import NoScriptError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
 
-from simhash_filter.backends import redact_uri
-from simhash_filter.backends.base import Backend, Candidate, Entry, MetadataMismatchError, check_metadata
-from simhash_filter.index import Match, TableDesign
+from simhash_filter.index.backends.base import Backend, Candidate, Entry, MetadataMismatchError, check_metadata
+from simhash_filter.index.backends.uri import redact_uri
+from simhash_filter.index.tables import Match, TableDesign
 
 __all__ = ["RedisBackend", "bucket_keys"]
 

@@ -8,32 +8,28 @@ the table's *lead value*, its leading blocks side by side), probes each table by
 its leading bits, and verifies the Hamming distance of the few candidates.  The answer is exact:
 never a false negative, never a false positive.
 
-:class:`NearDuplicateIndex` is the facade; the storage lives behind a backend
-(:mod:`simhash_filter.backends`) chosen by URI, ``memory://`` by default.
+:mod:`simhash_filter.index.tables` is the bottom layer: the value types (:class:`Match`), the table designs
+(:class:`TableDesign`, :func:`choose_design`) and the bit helpers, importing no store.  The facade above it,
+:class:`~simhash_filter.index.nearduplicate.NearDuplicateIndex`, keeps the tables in a backend
+(:mod:`simhash_filter.index.backends`) chosen by URI, ``memory://`` by default.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import combinations
-from types import TracebackType
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
-
-from simhash_filter.backends import open_backend
-from simhash_filter.backends.base import Backend, Candidate
-from simhash_filter.sketch import similarity
 
 __all__ = [
     "DESIGNS",
     "F",
     "Match",
-    "NearDuplicateIndex",
     "TableDesign",
     "choose_design",
     "hamming",
@@ -391,9 +387,7 @@ def _named_designs() -> dict[str, TableDesign | Callable[[int, int], TableDesign
 DESIGNS: dict[str, TableDesign | Callable[[int, int], TableDesign]] = _named_designs()
 
 
-def resolve_design(
-    design: TableDesign | str, k: int, expected_size: int, candidates: bool = False
-) -> TableDesign:
+def resolve_design(design: TableDesign | str, k: int, expected_size: int, candidates: bool = False) -> TableDesign:
     """Turn a design argument (an instance, ``"auto"``, a name) into a :class:`TableDesign` for k."""
     if isinstance(design, TableDesign):
         resolved = design
@@ -410,214 +404,3 @@ def resolve_design(
     if resolved.k < k and not candidates:
         raise ValueError(f"design {resolved.name} answers distances up to {resolved.k}, but k={k}")
     return resolved
-
-
-def _check_k(k: object, limit: int | None = None) -> int:
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
-        raise TypeError(f"k must be an int, got {type(k).__name__} {k!r}")
-    value = int(k)
-    top = F - 1 if limit is None else limit
-    if not 0 <= value <= top:
-        raise ValueError(f"k must be in [0, {top}], got {value}")
-    return value
-
-
-def _check_key(key: object) -> str:
-    if not isinstance(key, str):
-        raise TypeError(f"a key must be a str, got {type(key).__name__} {key!r}")
-    return key
-
-
-class NearDuplicateIndex:
-    """Every stored fingerprint within Hamming distance k of a query, exactly.
-
-    >>> with NearDuplicateIndex(k=3) as index:
-    ...     index.add(0x0123456789ABCDEF, "https://example.com/a")
-    ...     index.check_and_add(0x0123456789ABCDEE, "https://example.com/b")
-    Match(key='https://example.com/a', distance=1, fingerprint=81985529216486895, similarity=None)
-
-    *design* is a :class:`TableDesign`, a name from :data:`DESIGNS`, or ``"auto"``
-    (:func:`choose_design` for k and *expected_size*).  *backend* is a URI for
-    :func:`~simhash_filter.backends.open_backend` or a :class:`Backend` instance; *metadata* (the
-    fingerprint model id, say) is kept with the index, and a persistent backend refuses to open an
-    index stored with different metadata.
-
-    **Two-stage detection**: with ``metadata["sketch_bytes"] > 0`` the index keeps each page's sketch
-    (:mod:`simhash_filter.sketch`) beside its fingerprint.  k may then exceed the design's k: the stored
-    fingerprints within k that agree with a page on the leading bits of a table are its *candidates*, each is
-    verified by the similarity of the two sketches (at least *min_similarity*), and the page is a
-    near-duplicate of the most similar verified candidate (ties: the nearer, then the earlier).  Every page is
-    stored, near-duplicate or not, so that a later variant finds the page it is closest to.
-    """
-
-    def __init__(
-        self,
-        k: int = 3,
-        *,
-        design: TableDesign | str = "auto",
-        expected_size: int = 1_000_000,
-        backend: Backend | str = "memory://",
-        metadata: Mapping[str, Any] | None = None,
-        min_similarity: float = 0.0,
-    ) -> None:
-        self._k = _check_k(k)
-        if not 0.0 <= min_similarity <= 1.0:
-            raise ValueError(f"min_similarity must be in [0, 1], got {min_similarity!r}")
-        self._min_similarity = float(min_similarity)
-        candidates = bool((backend.metadata if isinstance(backend, Backend) else metadata or {}).get("sketch_bytes"))
-        if isinstance(backend, Backend):
-            if not (isinstance(design, str) and design == "auto"):
-                wanted = resolve_design(design, self._k, expected_size, candidates)
-                if wanted != backend.design:
-                    raise ValueError(f"design {wanted.name} differs from the backend's design {backend.design.name}")
-            if backend.k < self._k:
-                raise ValueError(f"the backend answers distances up to {backend.k}, but k={self._k}")
-            if metadata is not None and dict(metadata) != backend.metadata:
-                raise ValueError(f"metadata {dict(metadata)!r} differs from the backend's {backend.metadata!r}")
-            self._backend = backend
-        elif isinstance(backend, str):
-            resolved = resolve_design(design, self._k, expected_size, candidates)
-            self._backend = open_backend(backend, k=self._k, design=resolved, metadata=metadata)
-        else:
-            raise TypeError(f"backend must be a URI or a Backend, got {type(backend).__name__}")
-
-    @property
-    def sketch_bytes(self) -> int:
-        """Size of the sketch kept beside each fingerprint; 0 for an index without two-stage detection."""
-        return self._backend.sketch_bytes
-
-    @property
-    def min_similarity(self) -> float:
-        """Smallest sketch similarity of a verified candidate (two-stage detection)."""
-        return self._min_similarity
-
-    def _check_sketch(self, sketch: object) -> bytes | None:
-        size = self._backend.sketch_bytes
-        if not size:
-            if sketch is not None:
-                raise ValueError("this index keeps no sketches (its metadata has no sketch_bytes)")
-            return None
-        if not isinstance(sketch, bytes) or len(sketch) != size:
-            got = f"{type(sketch).__name__}" + (f" of {len(sketch)} bytes" if isinstance(sketch, bytes) else "")
-            raise ValueError(f"this index verifies candidates with {size}-byte sketches: got {got}")
-        return sketch
-
-    def best(self, candidates: Sequence[Candidate], sketch: bytes) -> Match | None:
-        """The most similar of *candidates* whose sketch similarity to *sketch* is at least
-        :attr:`min_similarity` (ties: the first, i.e. the nearer, then the earlier), or None."""
-        best: Match | None = None
-        for c in candidates:
-            s = similarity(sketch, c.sketch)
-            if s >= self._min_similarity and (best is None or s > best.similarity):  # type: ignore[operator]
-                best = Match(c.key, c.distance, c.fingerprint, s)
-        return best
-
-    @property
-    def k(self) -> int:
-        """Maximum Hamming distance of a near-duplicate."""
-        return self._k
-
-    @property
-    def design(self) -> TableDesign:
-        """The table design in use."""
-        return self._backend.design
-
-    @property
-    def backend(self) -> Backend:
-        """The storage backend."""
-        return self._backend
-
-    @property
-    def metadata(self) -> dict[str, Any]:
-        """The metadata kept with the index (a copy)."""
-        return self._backend.metadata
-
-    def _query_k(self, k: int | None) -> int:
-        return self._k if k is None else _check_k(k, self._k)
-
-    def add(self, fingerprint: int, key: str, sketch: bytes | None = None) -> None:
-        """Store *fingerprint* with *key* (and *sketch*, in a two-stage index), even if a near-duplicate is
-        already stored."""
-        self._backend.add(check_fingerprint(fingerprint), _check_key(key), self._check_sketch(sketch))
-
-    def add_many(
-        self, fingerprints: Iterable[int] | np.ndarray, keys: Sequence[str], sketches: Sequence[bytes] | None = None
-    ) -> None:
-        """Store many fingerprints at once, in order (with their *sketches* in a two-stage index); much faster
-        than :meth:`add` in a loop."""
-        arr = as_fingerprint_array(fingerprints)
-        if isinstance(keys, str) or not isinstance(keys, Sequence):
-            raise TypeError(f"keys must be a sequence of str, got {type(keys).__name__}")
-        if len(keys) != len(arr):
-            raise ValueError(f"got {len(arr)} fingerprints but {len(keys)} keys")
-        if not set(map(type, keys)) <= {str}:
-            bad = next(x for x in keys if not isinstance(x, str))
-            raise TypeError(f"keys must be str, got {type(bad).__name__} {bad!r}")
-        if self._backend.sketch_bytes or sketches is not None:
-            if sketches is None or len(sketches) != len(arr):
-                raise ValueError(f"got {len(arr)} fingerprints but {0 if sketches is None else len(sketches)} sketches")
-            for sketch in sketches:
-                self._check_sketch(sketch)
-            self._backend.add_many(arr, keys, sketches)
-            return
-        self._backend.add_many(arr, keys)
-
-    def query(self, fingerprint: int, k: int | None = None) -> list[Match]:
-        """Every stored fingerprint within *k* (default: the index's k), nearest first.
-
-        Ties are in insertion order; a fingerprint stored twice is returned twice (once per key).
-        """
-        return self._backend.query(check_fingerprint(fingerprint), self._query_k(k))
-
-    def nearest(self, fingerprint: int) -> Match | None:
-        """The nearest stored fingerprint within k (the earliest stored on a tie), or ``None``."""
-        found = self._backend.query(check_fingerprint(fingerprint), self._k)
-        return found[0] if found else None
-
-    def check_and_add(self, fingerprint: int, key: str, sketch: bytes | None = None) -> Match | None:
-        """Atomically: return the nearest stored fingerprint within k, or store this one and return None.
-
-        In a two-stage index (give the page's *sketch*): store the page (unless *key* is stored with this
-        fingerprint already) and return its most similar verified candidate, or None."""
-        fingerprint, key = check_fingerprint(fingerprint), _check_key(key)
-        checked = self._check_sketch(sketch)
-        if checked is None:
-            return self._backend.check_and_add(fingerprint, key, self._k)
-        return self.best(self._backend.add_and_candidates(fingerprint, key, checked, self._k), checked)
-
-    def check_and_add_many(self, fingerprints: Iterable[int] | np.ndarray, keys: Sequence[str]) -> list[Match | None]:
-        """:meth:`check_and_add` for each pair in order (each one sees those kept before it)."""
-        arr = as_fingerprint_array(fingerprints)
-        if len(keys) != len(arr):
-            raise ValueError(f"got {len(arr)} fingerprints but {len(keys)} keys")
-        for key in keys:
-            _check_key(key)
-        return self._backend.check_and_add_many(arr, keys, self._k)
-
-    def query_many(self, fingerprints: Iterable[int] | np.ndarray, k: int | None = None) -> list[list[Match]]:
-        """:meth:`query` for a batch of fingerprints (vectorised: much faster per query)."""
-        return self._backend.query_many(as_fingerprint_array(fingerprints), self._query_k(k))
-
-    def __len__(self) -> int:
-        return len(self._backend)
-
-    def close(self) -> None:
-        """Release the backend (a persistent backend flushes and closes its files)."""
-        self._backend.close()
-
-    def __enter__(self) -> NearDuplicateIndex:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        return (
-            f"<{type(self).__name__} k={self._k} design={self.design.name} "
-            f"backend={type(self._backend).__name__} size={len(self)}>"
-        )

@@ -24,11 +24,11 @@ key's offset, never a wrong URL.
 
 This is index format 3 (the ``format`` of every header).  Formats 1 (records without sketches) and 2
 (records without key checks), written by earlier versions, are not read: such an index is refused
-(:class:`~simhash_filter.backends.base.MetadataMismatchError`) with the way out - start a new index
+(:class:`~simhash_filter.index.backends.base.MetadataMismatchError`) with the way out - start a new index
 (another location, or delete this one), or keep using the version that wrote it.
 
 On open the records are read and verified with numpy and the fingerprints are sorted into
-:class:`~simhash_filter.backends.memory.MemoryBackend`'s tables (about 2 s for 10 million); only
+:class:`~simhash_filter.index.backends.memory.MemoryBackend`'s tables (about 2 s for 10 million); only
 the fingerprints (8 bytes), the sketches (``sketch_bytes``), the tables (6 bytes per table) and the
 added times (4 bytes) stay in memory.  A key is read back from disk (two ``pread``) only when a
 query returns its row.
@@ -76,10 +76,10 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 import numpy as np
 
-from simhash_filter.backends import redact_uri
-from simhash_filter.backends.base import Entry, MetadataMismatchError, check_metadata
-from simhash_filter.backends.memory import MemoryBackend
-from simhash_filter.index import TableDesign
+from simhash_filter.index.backends.base import Entry, MetadataMismatchError, check_metadata
+from simhash_filter.index.backends.memory import MemoryBackend
+from simhash_filter.index.backends.uri import redact_uri
+from simhash_filter.index.tables import TableDesign
 
 __all__ = ["CorruptIndexError", "FileBackend", "IndexLockedError", "parse_age"]
 
@@ -397,7 +397,9 @@ class FileBackend(MemoryBackend):
         else:
             location, query = uri, ""
         if not location:
-            raise ValueError(f"a file backend needs a directory: {redact_uri(uri)!r} (e.g. 'file:///var/lib/crawl/simhash')")
+            raise ValueError(
+                f"a file backend needs a directory: {redact_uri(uri)!r} (e.g. 'file:///var/lib/crawl/simhash')"
+            )
         options: dict[str, Any] = {}
         for name, value in parse_qsl(query, keep_blank_values=True):
             if name in ("buffer_size", "merge_factor"):

@@ -2,11 +2,11 @@
 
 Text is NFKC-normalised and case-folded; Latin-script (and any non-CJK) words are runs of letters and
 digits; runs of CJK ideographs are segmented into words with jieba; British spellings become American
-ones (:mod:`simhash_filter.spelling`).  A word enters the fingerprint as the character n-grams of
+ones (:mod:`simhash_filter.model.spelling`).  A word enters the fingerprint as the character n-grams of
 ``<word>`` (``char_ngram``), its weight shared among them, so that a typo or another spelling variant
 changes a few features instead of a whole word.  A feature's weight is
 ``idf ** idf_power * sublinear(tf)``, where each occurrence adds the weight of its place in the page
-(main content, other text, boilerplate; see :mod:`simhash_filter.extract`) to tf; n-grams of several
+(main content, other text, boilerplate; see :mod:`simhash_filter.model.extract`) to tf; n-grams of several
 words take the mean IDF of their words.  Words with digits (counters, dates, session ids, versions)
 count ``DIGIT_WEIGHT`` of a word, so that numbers that change between fetches move the fingerprint
 little.  Structure features get ``structure_weight`` of the vote (see :func:`page_features`).
@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from itertools import islice
 from operator import mul, truediv
 
-from simhash_filter.config import FingerprintConfig
-from simhash_filter.extract import PageText
-from simhash_filter.segment import CJK_RUN, MAX_CACHED_RUN, segment_run, segment_slices
-from simhash_filter.spelling import american_words
-from simhash_filter.weights import chinese_table, english_table
+from simhash_filter.model.config import FingerprintConfig
+from simhash_filter.model.extract import PageText
+from simhash_filter.model.segment import CJK_RUN, MAX_CACHED_RUN, segment_run, segment_slices
+from simhash_filter.model.spelling import american_words
+from simhash_filter.model.weights import chinese_table, english_table
 
 #: Words: a CJK run (segmented later) or a run of other letters/digits.
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
@@ -136,7 +136,7 @@ def _text_features(page: PageText, config: FingerprintConfig) -> tuple[dict[str,
 
 
 def _american_counts(counts: Counter[str]) -> Counter[str]:
-    """``counts`` with each word under its :func:`~simhash_filter.spelling.american` spelling (the distinct
+    """``counts`` with each word under its :func:`~simhash_filter.model.spelling.american` spelling (the distinct
     words are mapped, not every occurrence)."""
     words = list(counts)
     mapped = american_words(words)
@@ -158,8 +158,10 @@ def word_values(features: list[str], config: FingerprintConfig) -> list[tuple[fl
     if None in values:
         missing = [g for g, v in zip(features, values, strict=True) if v is None]
         power = config.idf_power
-        fresh = {g: (idf**power, gram_count(g, gram_size(g, config)))
-                 for g, idf in zip(missing, gram_idfs(missing), strict=True)}
+        fresh = {
+            g: (idf**power, gram_count(g, gram_size(g, config)))
+            for g, idf in zip(missing, gram_idfs(missing), strict=True)
+        }
         if len(memo) + len(fresh) > MAX_CACHED_WORDS:
             memo.clear()
         memo.update(fresh)

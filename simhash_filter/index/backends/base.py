@@ -6,7 +6,7 @@ server-side backend such as Redis can run probe + verify + add in one round trip
 out its internal sorted tables.
 
 Arguments reaching a backend are already validated by
-:class:`~simhash_filter.index.NearDuplicateIndex`: fingerprints are ints in [0, 2**64) (or
+:class:`~simhash_filter.index.nearduplicate.NearDuplicateIndex`: fingerprints are ints in [0, 2**64) (or
 ``uint64`` arrays), keys are str, and ``k <= self.k``.
 """
 
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 if TYPE_CHECKING:
     import numpy as np
 
-    from simhash_filter.index import Match, TableDesign
+    from simhash_filter.index.tables import Match, TableDesign
 
 __all__ = ["Backend", "Candidate", "Entry", "MetadataMismatchError", "check_metadata"]
 

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 
 from scrapy.exceptions import NotConfigured
 
-from simhash_filter.middlewares import SimhashDownloaderMiddleware, SimhashSpiderMiddleware
-from simhash_filter.pipelines import SimhashPipeline
-from simhash_filter.settings import default_settings
+from simhash_filter.crawl.middlewares import SimhashDownloaderMiddleware, SimhashSpiderMiddleware
+from simhash_filter.crawl.pipelines import SimhashPipeline
+from simhash_filter.crawl.settings import default_settings
 
 if TYPE_CHECKING:
     from scrapy.settings import Settings

@@ -25,8 +25,8 @@ SIMHASH_ACTION = "drop"
 #: the crawl; ``redis://host:port/db`` shares it between crawl processes.
 SIMHASH_BACKEND = ""
 
-#: More backends by URI scheme (dotted path of a ``simhash_filter.backends.Backend`` subclass),
-#: merged over ``simhash_filter.backends.BACKENDS_BASE``; ``None`` disables a scheme.
+#: More backends by URI scheme (dotted path of a ``simhash_filter.index.backends.Backend`` subclass),
+#: merged over ``simhash_filter.index.backends.BACKENDS_BASE``; ``None`` disables a scheme.
 SIMHASH_BACKENDS: dict[str, str | None] = {}
 
 #: Log every decision (kept, near-duplicate, skipped) at DEBUG level, not only the first of each kind.

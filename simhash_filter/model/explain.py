@@ -1,6 +1,6 @@
 """Why two pages got different fingerprints: the features that pushed them apart.
 
-Both pages are turned into weighted features exactly as :class:`~simhash_filter.fingerprint.Fingerprinter`
+Both pages are turned into weighted features exactly as :class:`~simhash_filter.model.fingerprint.Fingerprinter`
 does.  A feature's part in the difference is ``|w_a - w_b|`` (its weight in one page minus its weight
 in the other; 0 when absent).  Simhash bits follow the weighted vote of the features, so the features
 with the largest differences are the ones that moved bits.  The total difference is split into text and
@@ -12,10 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from simhash_filter.config import FingerprintConfig
-from simhash_filter.fingerprint import Fingerprint, Fingerprinter
-from simhash_filter.index import hamming
-from simhash_filter.sketch import similarity as sketch_similarity
+from simhash_filter.model.config import FingerprintConfig
+from simhash_filter.model.fingerprint import Fingerprint, Fingerprinter
+from simhash_filter.model.sketch import similarity as sketch_similarity
 
 __all__ = ["Explanation", "FeatureDifference", "explain"]
 
@@ -68,7 +67,7 @@ class Explanation:
         """Hamming distance of the two fingerprints, or None if either page has none."""
         if self.a.value is None or self.b.value is None:
             return None
-        return hamming(self.a.value, self.b.value)
+        return (self.a.value ^ self.b.value).bit_count()
 
     @property
     def similarity(self) -> float | None:

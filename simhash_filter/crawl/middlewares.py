@@ -10,7 +10,7 @@ its links; its items are dropped or flagged by the pipeline.  A request with ``m
 not checked.
 
 :class:`SimhashSpiderMiddleware` hands the decision of a response to the items the spider builds from
-it, for :class:`~simhash_filter.pipelines.SimhashPipeline`.
+it, for :class:`~simhash_filter.crawl.pipelines.SimhashPipeline`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from scrapy import signals
 from scrapy.exceptions import IgnoreRequest
 from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
 
-from simhash_filter.crawlfilter import META_KEY, CrawlFilter, Decision
+from simhash_filter.crawl.crawlfilter import META_KEY, CrawlFilter, Decision
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

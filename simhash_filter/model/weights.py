@@ -4,7 +4,7 @@
   unknown words get the table's median, as jieba's keyword extractor does.
 - Every other word: ``wordfreq`` 3.1.1 ("large" English list; the wordfreq data is frozen).  Its word
   frequency p gives ``idf = ln(1 / p)`` (at least ``MIN_IDF``), the same scale as jieba's table; unknown
-  words get :data:`simhash_filter.features.UNKNOWN_IDF`.
+  words get :data:`simhash_filter.model.features.UNKNOWN_IDF`.
 
 Reading the two sources costs about half a second per process (wordfreq's and jieba's imports, 600,000
 words parsed), so each table is read from its source once per machine and kept as an :class:`IdfTable`
@@ -13,7 +13,7 @@ the same words and the same float64 values, loaded in a few milliseconds.  A fil
 are keyed by :data:`IDF_SOURCE_ID` (the pinned package versions) and :data:`CACHE_FORMAT`; it is written
 atomically (a temporary file renamed), rebuilt when unreadable, and where nothing can be written the
 table is built in memory.  Each table is loaded on first use: a page without Chinese never loads
-jieba's table (nor, in :mod:`simhash_filter.segment`, jieba's dictionary).
+jieba's table (nor, in :mod:`simhash_filter.model.segment`, jieba's dictionary).
 """
 
 from __future__ import annotations
@@ -92,8 +92,10 @@ class IdfTable:
         pos = np.minimum(np.searchsorted(self.hashes, wanted), n - 1)
         starts, ends = self.offsets[pos].tolist(), self.offsets[pos + 1].tolist()
         blob = self._blob
-        out = [v if blob[a:b] == e else None
-               for v, a, b, e in zip(self.values[pos].tolist(), starts, ends, encoded, strict=True)]
+        out = [
+            v if blob[a:b] == e else None
+            for v, a, b, e in zip(self.values[pos].tolist(), starts, ends, encoded, strict=True)
+        ]
         for j in [j for j, v in enumerate(out) if v is None]:
             out[j] = self._probe(int(pos[j]), int(wanted[j]), encoded[j], default)
         return out  # type: ignore[return-value]  # every None was replaced
@@ -117,8 +119,14 @@ class IdfTable:
         fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
         try:
             with os.fdopen(fd, "wb") as f:
-                np.savez(f, key=np.array(key), hashes=self.hashes, values=self.values, offsets=self.offsets,
-                         blob=np.frombuffer(self._blob, dtype=np.uint8))
+                np.savez(
+                    f,
+                    key=np.array(key),
+                    hashes=self.hashes,
+                    values=self.values,
+                    offsets=self.offsets,
+                    blob=np.frombuffer(self._blob, dtype=np.uint8),
+                )
             os.replace(tmp, path)
         except BaseException:
             with contextlib.suppress(OSError):

@@ -1,9 +1,9 @@
 """The ``simhash-filter`` command line: ``fingerprint``, ``compare``, ``dedup`` and ``index`` (in
-:mod:`~simhash_filter.cli_index`).
+:mod:`~simhash_filter.cli.index`).
 
 Every default comes from :data:`simhash_filter.config.DEFAULTS`, the same object the crawler reads.
 This module only parses arguments, reads and writes files, and prints; the work is done by
-:mod:`~simhash_filter.fingerprint`, :mod:`~simhash_filter.explain` and :mod:`~simhash_filter.dedup`.
+:mod:`~simhash_filter.model.fingerprint`, :mod:`~simhash_filter.model.explain` and :mod:`~simhash_filter.dedup`.
 
 Exit status: 0 on success; 1 when a page could not be fingerprinted, a file could not be read or written, or
 an index could not be opened or failed (one line on stderr each, no traceback); 2 for a usage error, or when
@@ -27,8 +27,7 @@ from contextlib import ExitStack, suppress
 from typing import IO, Any
 
 from simhash_filter import __version__
-from simhash_filter.backends import error_message, open_errors, redact_uri, store_errors
-from simhash_filter.cli_index import add_index_parser
+from simhash_filter.cli.index import add_index_parser
 from simhash_filter.config import DEFAULTS, FilterConfig, FingerprintConfig
 from simhash_filter.dedup import (
     ERROR,
@@ -40,10 +39,11 @@ from simhash_filter.dedup import (
     dedup,
     open_index,
 )
-from simhash_filter.explain import Explanation, FeatureDifference, explain
-from simhash_filter.fingerprint import Fingerprint, Fingerprinter, Status
-from simhash_filter.index import TableDesign, hamming
-from simhash_filter.sketch import similarity
+from simhash_filter.index.backends import error_message, open_errors, redact_uri, store_errors
+from simhash_filter.index.tables import TableDesign, hamming
+from simhash_filter.model.explain import Explanation, FeatureDifference, explain
+from simhash_filter.model.fingerprint import Fingerprint, Fingerprinter, Status
+from simhash_filter.model.sketch import similarity
 
 PROG = "simhash-filter"
 HEX_FINGERPRINT = re.compile(r"[0-9a-fA-F]{16}")

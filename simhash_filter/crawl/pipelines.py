@@ -1,7 +1,7 @@
 """Scrapy item pipeline of the near-duplicate filter.
 
 :class:`SimhashPipeline` applies the decision made for the response an item came from (handed over by
-:class:`~simhash_filter.middlewares.SimhashSpiderMiddleware`, or found by the item's ``url``), or, for
+:class:`~simhash_filter.crawl.middlewares.SimhashSpiderMiddleware`, or found by the item's ``url``), or, for
 an item without a fingerprinted response, fingerprints its ``SIMHASH_ITEM_FIELDS``.  Items of any
 type work (dict, ``scrapy.Item``, dataclass, attrs: through itemadapter).  Every checked item gets
 ``fingerprint`` (16 hex digits); with ``SIMHASH_ACTION = "flag"`` also ``duplicate_of`` (the URL of
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from itemadapter import ItemAdapter
 from scrapy.exceptions import DropItem
 
-from simhash_filter.crawlfilter import CrawlFilter, Decision
+from simhash_filter.crawl.crawlfilter import CrawlFilter, Decision
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

@@ -17,7 +17,8 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
-from simhash_filter.backends import (
+from simhash_filter.config import DEFAULTS
+from simhash_filter.index.backends import (
     Backend,
     error_message,
     open_backend,
@@ -26,9 +27,9 @@ from simhash_filter.backends import (
     uri_scheme,
     with_uri_option,
 )
-from simhash_filter.config import DEFAULTS
-from simhash_filter.index import NearDuplicateIndex, resolve_design
-from simhash_filter.sketch import similarity
+from simhash_filter.index.nearduplicate import NearDuplicateIndex
+from simhash_filter.index.tables import resolve_design
+from simhash_filter.model.sketch import similarity
 
 __all__ = ["add_index_parser"]
 

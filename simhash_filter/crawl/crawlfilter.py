@@ -34,14 +34,9 @@ from scrapy.utils.asyncio import is_asyncio_available
 from scrapy.utils.project import data_path
 from w3lib.encoding import http_content_type_encoding
 
-from simhash_filter import settings as defaults
-from simhash_filter.backends import error_message, open_backend, open_errors, redact_uri, with_uri_option
-from simhash_filter.backends.file import parse_age
 from simhash_filter.config import FilterConfig
-from simhash_filter.dedup import available_cpus
-from simhash_filter.fingerprint import Fingerprinter, Status
-from simhash_filter.index import Match, NearDuplicateIndex, resolve_design
-from simhash_filter.workers import (
+from simhash_filter.crawl import settings as defaults
+from simhash_filter.crawl.workers import (
     WARM_UP,
     FingerprintJob,
     JobResult,
@@ -51,6 +46,12 @@ from simhash_filter.workers import (
     WorkerProcess,
     from_worker,
 )
+from simhash_filter.dedup import available_cpus
+from simhash_filter.index.backends import error_message, open_backend, open_errors, redact_uri, with_uri_option
+from simhash_filter.index.backends.file import parse_age
+from simhash_filter.index.nearduplicate import NearDuplicateIndex
+from simhash_filter.index.tables import Match, resolve_design
+from simhash_filter.model.fingerprint import Fingerprinter, Status
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

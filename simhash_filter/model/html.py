@@ -16,8 +16,21 @@ from lxml import etree
 from w3lib.encoding import html_body_declared_encoding, http_content_type_encoding, read_bom, to_unicode
 
 #: Elements whose content is never visible text.
-INVISIBLE_TAGS = ("script", "style", "noscript", "template", "head", "iframe", "svg", "math", "object",
-                  "canvas", "select", "textarea", "button")
+INVISIBLE_TAGS = (
+    "script",
+    "style",
+    "noscript",
+    "template",
+    "head",
+    "iframe",
+    "svg",
+    "math",
+    "object",
+    "canvas",
+    "select",
+    "textarea",
+    "button",
+)
 
 _PARSER = etree.HTMLParser(
     encoding="utf-8",  # the text is decoded first; libxml2 is handed UTF-8 bytes
@@ -150,4 +163,3 @@ def parse(html: bytes | str, encoding: str | None = None, max_bytes: int = 4_000
         return Parsed(None, enc, truncated)
     etree.strip_elements(root, *INVISIBLE_TAGS, with_tail=False)
     return Parsed(root, enc, truncated)
-

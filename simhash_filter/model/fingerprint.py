@@ -20,11 +20,11 @@ from itertools import repeat
 import numpy as np
 import xxhash
 
-from simhash_filter.config import FingerprintConfig
-from simhash_filter.extract import extract
-from simhash_filter.features import Features, char_grams, gram_size, page_features
-from simhash_filter.html import NotHtml, parse
-from simhash_filter.sketch import sketch
+from simhash_filter.model.config import FingerprintConfig
+from simhash_filter.model.extract import extract
+from simhash_filter.model.features import Features, char_grams, gram_size, page_features
+from simhash_filter.model.html import NotHtml, parse
+from simhash_filter.model.sketch import sketch
 
 F = 64
 WEIGHT_SCALE = 1024
@@ -51,7 +51,7 @@ class Fingerprint:
     features: int = 0
     truncated: bool = False
     encoding: str | None = None
-    #: The verification sketch of the page's words (:func:`simhash_filter.sketch.sketch`), with the value.
+    #: The verification sketch of the page's words (:func:`simhash_filter.model.sketch.sketch`), with the value.
     sketch: bytes | None = None
 
     @property
@@ -65,8 +65,9 @@ class Fingerprint:
 
 def feature_hashes(names: list[str], seed: int) -> np.ndarray:
     """xxhash64 of each feature name (UTF-8), as uint64."""
-    return np.fromiter(map(xxhash.xxh64_intdigest, map(str.encode, names), repeat(seed)), dtype=np.uint64,
-                       count=len(names))
+    return np.fromiter(
+        map(xxhash.xxh64_intdigest, map(str.encode, names), repeat(seed)), dtype=np.uint64, count=len(names)
+    )
 
 
 def simhash(hashes: np.ndarray, weights: np.ndarray) -> int:
@@ -179,9 +180,7 @@ class Fingerprinter:
         self._structure_bits = _FeatureBits(self.config.seed)  # structure features, hashed whole
         self._bits_lock = threading.Lock()  # the memos grow in place: one page at a time reads or grows them
 
-    def features(
-        self, html: bytes | str, encoding: str | None = None
-    ) -> tuple[Features | None, Status, str | None]:
+    def features(self, html: bytes | str, encoding: str | None = None) -> tuple[Features | None, Status, str | None]:
         """The page's weighted features, or None with the reason."""
         cfg = self.config
         try:
@@ -190,8 +189,12 @@ class Fingerprinter:
             return None, Status.NOT_HTML, None
         if parsed.root is None:
             return None, Status.EMPTY, parsed.encoding
-        page = extract(parsed.root, dom_decay=cfg.dom_decay, boilerplate_weight=cfg.boilerplate_weight,
-                       max_elements=cfg.max_elements)
+        page = extract(
+            parsed.root,
+            dom_decay=cfg.dom_decay,
+            boilerplate_weight=cfg.boilerplate_weight,
+            max_elements=cfg.max_elements,
+        )
         if page.elements == 0:
             return None, Status.EMPTY, parsed.encoding
         page.truncated = page.truncated or parsed.truncated
@@ -253,9 +256,7 @@ _EXACT_FLOAT_SUM = float(2**52)
 _DEFAULT: Fingerprinter | None = None
 
 
-def fingerprint(
-    html: bytes | str, encoding: str | None = None, config: FingerprintConfig | None = None
-) -> Fingerprint:
+def fingerprint(html: bytes | str, encoding: str | None = None, config: FingerprintConfig | None = None) -> Fingerprint:
     """Fingerprint one page with the default settings (or ``config``)."""
     global _DEFAULT
     if config is not None:

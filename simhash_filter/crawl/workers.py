@@ -3,7 +3,7 @@
 :class:`FingerprintJob` fingerprints one page and reports how long it took and whether its bytes were
 valid in their charset; it is thread-safe (one :class:`Fingerprinter` per thread).
 
-:class:`WorkerPool` runs it in worker processes (``python -m simhash_filter.workers``: a fresh
+:class:`WorkerPool` runs it in worker processes (``python -m simhash_filter.crawl.workers``: a fresh
 interpreter that imports the fingerprint model and nothing else; never a fork of a process that runs a
 reactor).  Each worker holds one :class:`Fingerprinter` and answers its requests in order over its
 stdin/stdout: a length-prefixed pickle of ``(body, encoding)`` in (the body cut at the work cap), a plain
@@ -37,7 +37,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, BinaryIO
 
 from simhash_filter.config import FingerprintConfig
-from simhash_filter.fingerprint import Fingerprint, Fingerprinter, Status
+from simhash_filter.model.fingerprint import Fingerprint, Fingerprinter, Status
 
 try:
     import fcntl
@@ -76,7 +76,7 @@ EXIT_SECONDS = 5.0
 #: Pipe buffer asked for on Linux (the default 64 KiB holds ten pages of 6 KiB).
 PIPE_BYTES = 1 << 20
 #: The module a worker process runs (``python -m WORKER_MODULE``).
-WORKER_MODULE = "simhash_filter.workers"
+WORKER_MODULE = "simhash_filter.crawl.workers"
 
 
 class FingerprintJob:

@@ -9,10 +9,10 @@ Layout (per stored fingerprint, keys excluded):
   (the top bits of its lead value, its leading blocks), and a bucket -> offset array addressed directly
   by the bucket (at most 1/4 as many buckets as rows, and at most 2**lead_bits: under 1 byte, 0.03
   bytes for 4x16 at 10M).  An entry is one of two layouts, chosen by the backend's k
-  (:func:`~simhash_filter.index.filters_on_folds`):
+  (:func:`~simhash_filter.index.tables.filters_on_folds`):
 
   - *folds*, for k <= 3 (the classic index): the row id (``uint32``, 4 bytes) and the row's 16-bit
-    fold (:func:`~simhash_filter.index.fold16`, ``uint16``, 2 bytes), rows in order within a bucket;
+    fold (:func:`~simhash_filter.index.tables.fold16`, ``uint16``, 2 bytes), rows in order within a bucket;
   - *fingerprints*, for k >= 4 (two-stage detection queries k = 10): the row's whole fingerprint
     (``uint64``, 8 bytes), and in the first table only also its row id (``uint32``, 4 bytes).  The first
     table's lead is the fingerprint's top bits; it is sorted by the top ``64 - row_bits`` bits, then by
@@ -45,8 +45,8 @@ from urllib.parse import parse_qsl, urlsplit
 
 import numpy as np
 
-from simhash_filter.backends.base import Backend, Candidate, Entry
-from simhash_filter.index import F, Match, TableDesign, bucket_bits, filters_on_folds, fold16, fold16_array
+from simhash_filter.index.backends.base import Backend, Candidate, Entry
+from simhash_filter.index.tables import F, Match, TableDesign, bucket_bits, filters_on_folds, fold16, fold16_array
 
 __all__ = ["MemoryBackend"]
 

@@ -31,7 +31,7 @@ from itertools import islice
 import numpy as np
 from lxml import etree
 
-from simhash_filter.segment import CJK_RUN
+from simhash_filter.model.segment import CJK_RUN
 
 BOILERPLATE_TAGS = frozenset({"nav", "header", "footer", "aside", "menu"})
 BOILERPLATE_WORDS = frozenset(
@@ -101,9 +101,7 @@ def _looks_like_boilerplate(tag: str, el: etree._Element) -> bool:
     return any((v := get(a)) and _boilerplate_words(v) for a in ("class", "id", "role"))
 
 
-def extract(
-    root: etree._Element, *, dom_decay: float, boilerplate_weight: float, max_elements: int
-) -> PageText:
+def extract(root: etree._Element, *, dom_decay: float, boilerplate_weight: float, max_elements: int) -> PageText:
     """Split the visible text under ``root`` by role and collect decayed structure features."""
     # The elements in document order, each read once through a few C-level accessors; everything
     # else (parents, depths, subtree ends, text order, link and boilerplate marks) is computed from
@@ -133,8 +131,13 @@ def extract(
     candidates = [
         i
         for i, (tag, c, d, r) in enumerate(
-            zip(tags, [get(e, "class") for e in els], [get(e, "id") for e in els], [get(e, "role") for e in els],
-                strict=True)
+            zip(
+                tags,
+                [get(e, "class") for e in els],
+                [get(e, "id") for e in els],
+                [get(e, "role") for e in els],
+                strict=True,
+            )
         )
         if tag in BOILERPLATE_TAGS or (c and words(c)) or (d and words(d)) or (r and words(r))
     ]
@@ -150,8 +153,19 @@ def extract(
         if i and t and not t.isspace()
     ]
     segs.sort()
-    return _split(list(names), tid, parents, depths, ends, candidates, [s[1] for s in segs], [s[2] for s in segs],
-                  dom_decay, boilerplate_weight, False)
+    return _split(
+        list(names),
+        tid,
+        parents,
+        depths,
+        ends,
+        candidates,
+        [s[1] for s in segs],
+        [s[2] for s in segs],
+        dom_decay,
+        boilerplate_weight,
+        False,
+    )
 
 
 def _extract_walk(root: etree._Element, dom_decay: float, boilerplate_weight: float, max_elements: int) -> PageText:
@@ -202,8 +216,19 @@ def _extract_walk(root: etree._Element, dom_decay: float, boilerplate_weight: fl
             ends[i] = n - 1
     names: dict[str, int] = {}
     tid = [names.setdefault(t, len(names)) for t in tags]
-    return _split(list(names), tid, parents, depths, ends, candidates, seg_owner, seg_text, dom_decay,
-                  boilerplate_weight, truncated)
+    return _split(
+        list(names),
+        tid,
+        parents,
+        depths,
+        ends,
+        candidates,
+        seg_owner,
+        seg_text,
+        dom_decay,
+        boilerplate_weight,
+        truncated,
+    )
 
 
 def _volatile(seg_text: list[str]) -> np.ndarray | None:
@@ -393,11 +418,15 @@ def _split(
     weights = weights[order]
     starts = [0, *(np.flatnonzero(weights[1:] != weights[:-1]) + 1).tolist()]
     segments = [seg_text[i] for i in order.tolist()]
-    texts = tuple(
-        (w, "\n".join(segments[a:b]))
-        for w, a, b in zip(weights[starts].tolist(), starts, [*starts[1:], len(segments)], strict=True)
-        if w > 0
-    ) if len(segments) else ()
+    texts = (
+        tuple(
+            (w, "\n".join(segments[a:b]))
+            for w, a, b in zip(weights[starts].tolist(), starts, [*starts[1:], len(segments)], strict=True)
+            if w > 0
+        )
+        if len(segments)
+        else ()
+    )
 
     structure = _structure(tid, tag_of, parent, np.asarray(depths), in_content, ~boiler, content, dom_decay)
     return PageText(texts=texts, structure=structure, elements=n, truncated=truncated)
