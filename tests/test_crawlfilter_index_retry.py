@@ -23,7 +23,7 @@ from scrapy.http import HtmlResponse
 from scrapy.utils.test import get_crawler
 
 from simhash_filter import SimhashDownloaderMiddleware
-from simhash_filter.crawl import crawlfilter
+from simhash_filter.crawl import guard
 from simhash_filter.crawl.middlewares import NearDuplicateResponse
 
 ARTICLE = p.gazette(p.RAINWATER).encode("utf-8")
@@ -36,8 +36,8 @@ QUICK = "&socket_timeout=0.3&retries=0"
 
 @pytest.fixture(autouse=True)
 def fast_breaker(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(crawlfilter, "RETRY_FIRST_DELAY", 0.05)
-    monkeypatch.setattr(crawlfilter, "INDEX_BREAK_SECONDS", 0.01)
+    monkeypatch.setattr(guard, "RETRY_FIRST_DELAY", 0.05)
+    monkeypatch.setattr(guard, "INDEX_BREAK_SECONDS", 0.01)
 
 
 @contextmanager
@@ -126,7 +126,7 @@ def test_a_late_add_of_a_page_whose_timed_out_check_ran_anyway_stores_it_once(
         other, _ = respond(mw, "http://a.test/light", OTHER)  # the index answers: the late add happens here
         assert other.meta["simhash"]["status"] == "ok" and other.meta["simhash"]["duplicate_of"] is None
         assert stored_keys(mw, request) == [url]
-        assert "simhash/index_added_late" not in stats(mw) and mw.filter._unindexed == []
+        assert "simhash/index_added_late" not in stats(mw) and mw.filter.guard._unindexed == []
         assert len(mw.filter.index) == 2
         _, dropped = respond(mw, "http://b.test/copy", COPY)
         assert isinstance(dropped, NearDuplicateResponse) and dropped.duplicate_of == url

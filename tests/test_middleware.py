@@ -23,7 +23,7 @@ from scrapy.utils.test import get_crawler
 
 from simhash_filter import SimhashDownloaderMiddleware
 from simhash_filter.config import FilterConfig, FingerprintConfig
-from simhash_filter.crawl import crawlfilter, workers
+from simhash_filter.crawl import guard, options, workers
 from simhash_filter.crawl.crawlfilter import CrawlFilter
 from simhash_filter.crawl.middlewares import NearDuplicateResponse
 from simhash_filter.index.backends import Candidate
@@ -198,8 +198,8 @@ class RecoveringRemoteBackend(MemoryBackend):
 def test_remote_index_is_called_off_the_reactor_thread_and_retried(monkeypatch, caplog):
     """A remote backend's checks run in the filter's index thread; with SIMHASH_INDEX_RETRY_SECONDS a failed
     check is retried (the page waits) until the index answers, logged once as a warning."""
-    monkeypatch.setattr(crawlfilter, "RETRY_FIRST_DELAY", 0.01)
-    monkeypatch.setattr(crawlfilter, "INDEX_BREAK_SECONDS", 0.01)
+    monkeypatch.setattr(guard, "RETRY_FIRST_DELAY", 0.01)
+    monkeypatch.setattr(guard, "INDEX_BREAK_SECONDS", 0.01)
     monkeypatch.setattr(RecoveringRemoteBackend, "failures", 0)
     remote = {"SIMHASH_BACKEND": "remote://", "SIMHASH_BACKENDS": {"remote": RecoveringRemoteBackend}}
     mw = middleware(**remote, SIMHASH_INDEX_RETRY_SECONDS=30)
@@ -222,7 +222,7 @@ def test_a_failing_remote_index_is_left_alone_for_a_while(monkeypatch):
     """After an error the breaker lets pages through without calling the index (no timeout per page),
     then tries it again."""
     clock = [1000.0]
-    monkeypatch.setattr(crawlfilter.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(guard.time, "monotonic", lambda: clock[0])
     monkeypatch.setattr(RecoveringRemoteBackend, "failures", 0)
     monkeypatch.setattr(RecoveringRemoteBackend, "calls", calls := [])
     mw = middleware(SIMHASH_BACKEND="remote://", SIMHASH_BACKENDS={"remote": RecoveringRemoteBackend})
@@ -230,9 +230,9 @@ def test_a_failing_remote_index_is_left_alone_for_a_while(monkeypatch):
         request, _ = respond(mw, "http://a.test" + path, ARTICLE)
         assert request.meta["simhash"]["status"] == "index_error"
     assert len(calls) == 1
-    clock[0] += crawlfilter.INDEX_BREAK_SECONDS + 0.1  # the breaker closes: the index is tried again
+    clock[0] += guard.INDEX_BREAK_SECONDS + 0.1  # the breaker closes: the index is tried again
     respond(mw, "http://a.test/4", OTHER)
-    clock[0] += crawlfilter.INDEX_BREAK_SECONDS + 0.1
+    clock[0] += guard.INDEX_BREAK_SECONDS + 0.1
     request, _ = respond(mw, "http://a.test/5", OTHER)
     # three checks, and the four pages let through meanwhile added late (one idempotent add each)
     assert len(calls) == 3 + 4 and request.meta["simhash"]["status"] == "ok"
@@ -297,8 +297,10 @@ async def workers_ready(mw: SimhashDownloaderMiddleware) -> None:
     """Start the filter's worker processes and wait until one is ready (pages then go to the workers)."""
     mw.filter.start_workers()
     deadline = time.monotonic() + 60
-    while not (mw.filter._pool is not None and mw.filter._is_ready(mw.filter._pool)):
-        assert time.monotonic() < deadline and not mw.filter._processes_failed, "the worker processes did not start"
+    while not (mw.filter.executor._pool is not None and mw.filter.executor._is_ready(mw.filter.executor._pool)):
+        assert time.monotonic() < deadline and not mw.filter.executor._processes_failed, (
+            "the worker processes did not start"
+        )
         await asyncio.sleep(0.01)
 
 
@@ -348,7 +350,7 @@ def test_worker_processes_decide_the_same():
     s = stats(mw)
     assert s["simhash/checked"] == 6 and "simhash/fingerprinted_in_reactor" not in s
     assert s["simhash/reactor_seconds"] < s["simhash/fingerprint_seconds"]
-    assert mw.filter._pool is None
+    assert mw.filter.executor._pool is None
 
 
 def test_pages_arriving_before_the_workers_are_ready_are_fingerprinted_in_the_reactor_thread(caplog):
@@ -357,7 +359,7 @@ def test_pages_arriving_before_the_workers_are_ready_are_fingerprinted_in_the_re
     is started at all."""
     mw = middleware(SIMHASH_PROCESSES=1)
     asyncio.run(check_together(mw, PAGES[:1]))
-    assert mw.filter._pool is None and "simhash/fingerprinted_in_reactor" not in stats(mw)
+    assert mw.filter.executor._pool is None and "simhash/fingerprinted_in_reactor" not in stats(mw)
 
     async def run() -> list[dict[str, Any]]:
         mw.filter.spider_opened(None)  # starts the workers, does not wait for them
@@ -380,10 +382,10 @@ def test_default_processes_follow_the_machine(monkeypatch):
     CPU or with SIMHASH_THREADS; a number is taken as it is."""
     assert middleware(SIMHASH_PROCESSES=3).filter.processes == 3
     assert middleware(SIMHASH_PROCESSES="0").filter.processes == 0
-    monkeypatch.setattr(crawlfilter, "available_cpus", lambda: 2)
+    monkeypatch.setattr(options, "available_cpus", lambda: 2)
     assert middleware().filter.processes == 1
     assert middleware(SIMHASH_THREADS=2).filter.processes == 0
-    monkeypatch.setattr(crawlfilter, "available_cpus", lambda: 1)
+    monkeypatch.setattr(options, "available_cpus", lambda: 1)
     assert middleware().filter.processes == 0
 
 
@@ -394,14 +396,14 @@ def test_pages_enter_the_index_in_the_order_they_arrived(where, monkeypatch):
     original = ARTICLE + worker_helpers.SLOW  # a comment after the page: the same fingerprint
     if where == "threads":
         mw = middleware(SIMHASH_THREADS=2)
-        job = mw.filter._job
+        job = mw.filter.executor._job
 
         def slow_original(body: bytes | str, encoding: str | None) -> Any:
             if body == original:
                 time.sleep(0.5)
             return job(body, encoding)
 
-        monkeypatch.setattr(mw.filter, "_job", slow_original)
+        monkeypatch.setattr(mw.filter.executor, "_job", slow_original)
     else:
         monkeypatch.setattr(workers, "WORKER_MODULE", "worker_helpers")  # takes 0.5 s over SLOW pages
         mw = middleware(SIMHASH_PROCESSES=2)
@@ -409,7 +411,7 @@ def test_pages_enter_the_index_in_the_order_they_arrived(where, monkeypatch):
     async def run() -> list[dict[str, Any]]:
         if where == "processes":
             await workers_ready(mw)
-            while not all(w.ready for w in mw.filter._pool.workers):  # the copy must not wait for a worker
+            while not all(w.ready for w in mw.filter.executor._pool.workers):  # the copy must not wait for a worker
                 await asyncio.sleep(0.01)
         try:
             return await check_together(mw, [("http://a.test/rain", original), ("http://b.test/rain", COPY)])
@@ -428,7 +430,7 @@ def test_a_dead_worker_is_replaced_and_its_page_tried_again(caplog):
 
     async def run() -> tuple[Any, Any]:
         await workers_ready(mw)
-        worker = mw.filter._pool.workers[0]
+        worker = mw.filter.executor._pool.workers[0]
         os.kill(worker.pid, signal.SIGKILL)
         worker.popen.wait()
         try:
@@ -481,7 +483,7 @@ def test_workers_that_cannot_start_leave_the_pages_to_the_reactor_thread(monkeyp
     async def run() -> tuple[Request, Any]:
         mw.filter.start_workers()
         deadline = time.monotonic() + 60
-        while not mw.filter._processes_failed:
+        while not mw.filter.executor._processes_failed:
             assert time.monotonic() < deadline
             await asyncio.sleep(0.01)
         request, _ = await check(mw, "http://a.test/rain", ARTICLE)

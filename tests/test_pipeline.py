@@ -200,11 +200,11 @@ def test_decisions_of_items_dropped_earlier_are_forgotten():
     response = asyncio.run(c.downloader.process_response(request, response))
     item = {"url": "elsewhere"}
     list(c.spider_mw.process_spider_output(response, [item]))
-    assert c.pipeline.filter._pending
+    assert c.pipeline.filter.items._pending
     c.crawler.signals.send_catch_log(
         signals.item_dropped, item=item, response=response, exception=DropItem("x"), spider=None
     )
-    assert not c.pipeline.filter._pending
+    assert not c.pipeline.filter.items._pending
 
 
 def test_process_item_takes_no_spider_argument():

@@ -1,0 +1,137 @@
+"""What the filter decided about one page: the :class:`Decision`, its statuses (the reasons a page is let
+through unchecked), its form in ``meta["simhash"]``, and its way to the items built from that page
+(:class:`ItemDecisions`).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+from itemadapter import ItemAdapter
+
+from simhash_filter.model.fingerprint import Status
+
+__all__ = [
+    "DONT_META_KEY",
+    "ERROR",
+    "INDEX_ERROR",
+    "META_KEY",
+    "WORKER_DIED",
+    "Decision",
+    "ItemDecisions",
+]
+
+#: ``request.meta`` / ``response.meta`` key of the decision (a dict, see :meth:`Decision.to_meta`).
+META_KEY = "simhash"
+#: ``request.meta`` key that exempts a request from the filter (like ``dont_filter``, ``dont_cache``).
+DONT_META_KEY = "dont_simhash"
+#: Reason of a page whose fingerprinting raised (a bug in the fingerprinter: please report it).
+ERROR = "error"
+#: Reason of a page whose worker process died twice while fingerprinting it (it was replaced in between).
+WORKER_DIED = "worker_died"
+#: Reason of a page whose index check failed (let through, added to the index when it answers again).
+INDEX_ERROR = "index_error"
+#: Decisions remembered by URL for items that reach the pipeline without the spider middleware.
+RECENT_URLS = 10_000
+#: Items waiting for the pipeline with their response's decision, at most.
+PENDING_LIMIT = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What the filter decided about one page.
+
+    ``status`` is ``"ok"`` for a page checked in the index (then ``duplicate_of`` is the URL of the
+    kept page it duplicates, or None if it was kept), else why it was let through unchecked
+    (``not_html``, ``empty``, ``too_few_features``, ``index_error``, ...).
+    """
+
+    url: str
+    status: str
+    fingerprint: int | None = None
+    duplicate_of: str | None = None
+    distance: int | None = None
+    #: Sketch similarity to the page it duplicates (the verification stage's score).
+    similarity: float | None = None
+
+    @property
+    def checked(self) -> bool:
+        return self.status == Status.OK.value
+
+    @property
+    def near_duplicate(self) -> bool:
+        return self.duplicate_of is not None
+
+    @property
+    def unchanged(self) -> bool:
+        """A near-duplicate of itself: the page at this URL was kept before (in an earlier crawl)."""
+        return self.duplicate_of is not None and self.duplicate_of == self.url
+
+    @property
+    def hex(self) -> str | None:
+        return None if self.fingerprint is None else f"{self.fingerprint:016x}"
+
+    def to_meta(self) -> dict[str, Any]:
+        """The decision as ``response.meta["simhash"]``: plain values, the dedup command's names."""
+        return {
+            "status": self.status,
+            "fingerprint": self.hex,
+            "duplicate_of": self.duplicate_of,
+            "distance": self.distance,
+            "similarity": None if self.similarity is None else round(self.similarity, 3),
+        }
+
+    @classmethod
+    def from_meta(cls, url: str, meta: Any) -> Decision | None:
+        """The decision stored by :meth:`to_meta`, or None if ``meta`` is not one."""
+        if not isinstance(meta, dict) or not isinstance(meta.get("status"), str):
+            return None
+        fp = meta.get("fingerprint")
+        value = int(fp, 16) if isinstance(fp, str) and fp else None
+        return cls(url, meta["status"], value, meta.get("duplicate_of"), meta.get("distance"), meta.get("similarity"))
+
+
+class ItemDecisions:
+    """The decisions waiting for the items of their pages: handed over by the spider middleware (by item),
+    else remembered by URL for the items that reach the pipeline without it (the most recent pages)."""
+
+    def __init__(self) -> None:
+        self._pending: dict[int, tuple[Any, Decision]] = {}
+        self._recent: OrderedDict[str, Decision] = OrderedDict()
+
+    def remember(self, decision: Decision) -> Decision:
+        """Remember a page's decision by its URL; returns it."""
+        self._recent[decision.url] = decision
+        self._recent.move_to_end(decision.url)
+        if len(self._recent) > RECENT_URLS:
+            self._recent.popitem(last=False)
+        return decision
+
+    def remember_item(self, item: Any, decision: Decision) -> None:
+        """Attach the decision of the response that produced ``item`` (for the pipeline)."""
+        self._pending[id(item)] = (item, decision)
+        if len(self._pending) > PENDING_LIMIT:  # items that never reached the pipelines (filtered out)
+            del self._pending[next(iter(self._pending))]
+
+    def decision_for(self, item: Any) -> Decision | None:
+        """The decision of the response that produced ``item``, else of a recent page at its ``url``."""
+        entry = self._pending.pop(id(item), None)
+        if entry is not None and entry[0] is item:
+            return entry[1]
+        try:
+            url = ItemAdapter(item).get("url")
+        except TypeError:
+            return None
+        return self._recent.get(url) if isinstance(url, str) else None
+
+    def item_done(self, item: Any, **kwargs: Any) -> None:
+        """``item_scraped`` / ``item_dropped`` / ``item_error`` handler: the item's decision is not needed any more."""
+        entry = self._pending.get(id(item))
+        if entry is not None and entry[0] is item:
+            del self._pending[id(item)]
+
+    def clear(self) -> None:
+        """Forget the items still waiting (the crawl ended)."""
+        self._pending.clear()

@@ -1,0 +1,167 @@
+"""Where pages are fingerprinted, behind one call (:meth:`FingerprintExecutor.fingerprint`): in the reactor
+thread, in worker threads (``SIMHASH_THREADS``) or in worker processes (``SIMHASH_PROCESSES``), with the
+worker processes' start-up (pages go to the reactor thread until one is ready), their replacement when one
+dies, and giving up on them (back to the reactor thread) when they cannot start or die too often.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from simhash_filter.config import FingerprintConfig
+from simhash_filter.crawl.report import Report, logger
+from simhash_filter.crawl.waiting import in_executor
+from simhash_filter.crawl.workers import (
+    WARM_UP,
+    FingerprintJob,
+    JobResult,
+    WorkerError,
+    WorkerLost,
+    WorkerPool,
+    WorkerProcess,
+    from_worker,
+)
+from simhash_filter.model.fingerprint import Fingerprinter
+
+__all__ = ["FingerprintExecutor", "WorkerDied"]
+
+#: After this many replacements of dead worker processes, pages are fingerprinted in the reactor thread.
+MAX_WORKER_RESTARTS = 10
+#: Worker processes that are not ready after this many seconds are given up (they take about 0.3 s).
+WORKER_START_SECONDS = 60.0
+
+
+class WorkerDied(Exception):
+    """The worker process fingerprinting a page died, twice (it was replaced in between)."""
+
+
+class FingerprintExecutor:
+    """Fingerprints pages in the reactor thread, in ``threads`` worker threads or in ``processes`` worker
+    processes (at most one of the two is not 0)."""
+
+    def __init__(self, config: FingerprintConfig, report: Report, *, threads: int = 0, processes: int = 0) -> None:
+        self.config = config
+        self.report = report
+        self.threads = threads
+        self.processes = processes
+        # The reactor thread's fingerprinter: every page when SIMHASH_THREADS and SIMHASH_PROCESSES are 0, and
+        # with SIMHASH_PROCESSES the pages that arrive while the worker processes start.
+        self._job = FingerprintJob(Fingerprinter(config))
+        self._job(WARM_UP, None)
+        self._executor = ThreadPoolExecutor(threads, thread_name_prefix="simhash") if threads else None
+        self._pool: WorkerPool | None = None  # SIMHASH_PROCESSES: started by start()
+        self._pool_ready = False  # a worker has answered (logged once per pool)
+        self._processes_failed = False  # the workers could not start, or died too often: the reactor thread
+        self._worker_restarts = 0
+        self._workers_started = False
+        self.closed = False
+
+    async def fingerprint(self, body: bytes | str, encoding: str | None) -> JobResult:
+        """Fingerprint one page where pages are fingerprinted now; raises :class:`WorkerDied`."""
+        if self._executor is not None:
+            return await in_executor(self._executor, self._job, body, encoding)
+        pool = self._pool
+        if pool is not None:
+            # a pool started in another event loop cannot hear its workers here (a filter used outside a crawl)
+            if pool.usable and self._is_ready(pool):
+                return await self._in_processes(body, encoding)
+            self.report.in_reactor()  # while the workers start
+        elif self._processes_failed:
+            self.report.in_reactor()  # after the workers were given up
+        return self._in_reactor(body, encoding)
+
+    def _in_reactor(self, body: bytes | str, encoding: str | None) -> JobResult:
+        start = time.perf_counter()
+        try:
+            return self._job(body, encoding)
+        finally:
+            self.report.reactor_time(time.perf_counter() - start)
+
+    def where(self, planned: bool = False) -> str:
+        """Where pages are fingerprinted (``planned``: before the spider opens)."""
+        if self.threads:
+            return f"in {self.threads} worker thread(s)"
+        if self.processes and (planned or self._workers_started) and not self._processes_failed:
+            return f"in {self.processes} worker process(es)"
+        return "in the reactor thread"
+
+    # --- worker processes (SIMHASH_PROCESSES) -------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the worker processes (``SIMHASH_PROCESSES``) without waiting for them: pages are
+        fingerprinted in the reactor thread until one of them is ready (about 0.3 s)."""
+        if not self.processes or self._pool is not None or self._processes_failed or self.closed:
+            return
+        try:
+            self._pool = WorkerPool(self.config, self.processes, on_lost=self._worker_lost)
+            self._workers_started = True
+        except Exception:
+            self._give_up_processes("could not start the worker processes", exc_info=True)
+        self._pool_ready = False
+
+    def _is_ready(self, pool: WorkerPool) -> bool:
+        """Whether a worker is ready now (checked without waiting); gives up on workers that never start."""
+        if pool.ready:
+            if not self._pool_ready:
+                self._pool_ready = True
+                logger.info(
+                    "simhash: %d worker process(es) fingerprinting, the first ready %.2f s after the start",
+                    self.processes,
+                    time.monotonic() - pool.started,
+                )
+            return True
+        if not self._pool_ready and time.monotonic() - pool.started > WORKER_START_SECONDS:
+            self._give_up_processes(f"the worker processes were not ready within {WORKER_START_SECONDS:g} s")
+        return False
+
+    async def _in_processes(self, body: bytes | str, encoding: str | None) -> JobResult:
+        """Fingerprint a page in the least busy worker process; if it dies, once more in another (or its
+        replacement, waiting for it to start): the page may have killed it, a second death skips it."""
+        body = self._job.for_worker(body)
+        for attempt in range(2):
+            worker = self._pool.pick(ready_only=attempt == 0) if self._pool is not None else None
+            if worker is None:  # the workers are gone for good: the reactor thread
+                self.report.in_reactor()
+                return self._in_reactor(body, encoding)
+            try:
+                return from_worker(await worker.fingerprint(body, encoding))
+            except WorkerLost:
+                continue
+            except WorkerError as exc:  # the fingerprinter raised in the worker: reported like in this thread
+                raise RuntimeError(f"in worker process {worker.pid}:\n{exc}") from None
+        raise WorkerDied("the worker process died while fingerprinting this page, twice")
+
+    def _worker_lost(self, worker: WorkerProcess) -> None:
+        """A worker process died: start another in its place, or give up on workers that cannot start."""
+        pool = self._pool
+        if pool is None or self.closed:
+            return
+        if not worker.ready and not self._pool_ready:
+            self._give_up_processes(f"the worker processes did not start ({worker.lost})")
+            return
+        if self._worker_restarts >= MAX_WORKER_RESTARTS:
+            self._give_up_processes(f"worker processes died {self._worker_restarts + 1} times ({worker.lost})")
+            return
+        self._worker_restarts += 1
+        self.report.worker_restarted(worker.lost)
+        try:
+            pool.replace(worker)
+        except Exception:
+            self._give_up_processes("could not start a worker process", exc_info=True)
+
+    def _give_up_processes(self, why: str, exc_info: bool | BaseException = False) -> None:
+        self._processes_failed = True
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
+        logger.error("simhash: %s; fingerprinting in the reactor thread from now on", why, exc_info=exc_info)
+
+    def close(self) -> None:
+        """Stop the worker threads (pages not started are cancelled) and end the worker processes."""
+        self.closed = True
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()

@@ -1,0 +1,180 @@
+"""The index guard: the crawl's index opened, and every check-and-add of a page in it made so that a failing
+index never raises into the crawl: a remote index called off the reactor thread, a failed check retried
+(``SIMHASH_INDEX_RETRY_SECONDS``) behind a circuit breaker, and the pages let through unchecked meanwhile
+added late, once, when the index answers again.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from simhash_filter.config import FilterConfig
+from simhash_filter.crawl.decision import INDEX_ERROR, Decision
+from simhash_filter.crawl.report import Report, logger
+from simhash_filter.crawl.waiting import in_executor, sleep
+from simhash_filter.index.backends import open_backend
+from simhash_filter.index.nearduplicate import NearDuplicateIndex
+from simhash_filter.index.tables import Match, resolve_design
+
+__all__ = ["IndexGuard", "open_index"]
+
+#: Waits between retries of a failed index check (seconds; doubled each time up to the maximum).
+RETRY_FIRST_DELAY, RETRY_MAX_DELAY = 0.5, 10.0
+#: Pages let through unchecked while the index failed, remembered to be added when it answers again, at most.
+UNINDEXED_LIMIT = 100_000
+#: After an index error, pages do not call the index for this many seconds (they wait or go through).
+INDEX_BREAK_SECONDS = 5.0
+#: The index is sized for this many pages (it chooses its table design from it).
+EXPECTED_SIZE = 1_000_000
+
+#: A page let through unchecked while the index failed: (fingerprint, url, sketch).
+_Page = tuple[int, str, bytes | None]
+
+
+def _own_entry(match: Match | None, value: int, url: str) -> bool:
+    """Whether *match* is the entry of this very page: its URL with its fingerprint (distance 0)."""
+    return match is not None and match.key == url and match.fingerprint == value and match.distance == 0
+
+
+def open_index(config: FilterConfig, backend: str, backends: dict[str, Any] | None = None) -> NearDuplicateIndex:
+    """The crawl's index at the URI ``backend``.  A wrong URI or an unreachable server fails here, when the
+    crawl starts (the error carries the URI as ``simhash_backend``, for the line that reports it)."""
+    k = config.max_distance
+    metadata = config.index_metadata()
+    try:
+        store = open_backend(
+            backend,
+            k=k,
+            design=resolve_design(config.tables, k, EXPECTED_SIZE, candidates=True),
+            metadata=metadata,
+            backends=backends,
+        )
+    except Exception as exc:
+        exc.simhash_backend = backend  # type: ignore[attr-defined] - for the start error line (_start_error)
+        raise
+    return NearDuplicateIndex(k, backend=store, metadata=metadata, min_similarity=config.min_similarity)
+
+
+class IndexGuard:
+    """Checks-and-adds pages in ``index``; an index error lets the page through (``index_error``)."""
+
+    def __init__(self, index: NearDuplicateIndex, report: Report, *, retry_seconds: float = 0.0) -> None:
+        self.index = index
+        self.report = report
+        self.retry_seconds = retry_seconds
+        # A remote index (Redis) waits on the network: its checks run in one thread of their own, in order.
+        remote = getattr(index.backend, "remote", False)
+        self._index_executor = ThreadPoolExecutor(1, thread_name_prefix="simhash-index") if remote else None
+        self._index_down_until = 0.0  # the breaker: monotonic time before which the index is not called
+        self._unindexed: list[_Page] = []  # pages let through while the index failed
+
+    def decide(self, url: str, value: int, sketch: bytes | None = None) -> Decision:
+        """Check-and-add one fingerprint in the index, once, in this thread; an error lets the page through."""
+        start = time.perf_counter()
+        try:
+            match, added_late = self._check_and_add(value, url, sketch)
+        except Exception:
+            self.report.index_time(time.perf_counter() - start)
+            return self._unchecked(url, value, sketch, True)
+        self.report.index_time(time.perf_counter() - start)
+        return self.report.decided(url, value, match, added_late)
+
+    async def check(self, url: str, value: int, sketch: bytes | None = None) -> Decision:
+        """:meth:`decide` for the crawl: off the reactor thread for a remote index, and with a breaker.
+
+        After an index error the index is left alone for ``INDEX_BREAK_SECONDS`` (pages do not each wait
+        out a timeout) and then tried again.  Meanwhile a page waits and retries for up to
+        ``SIMHASH_INDEX_RETRY_SECONDS``, then goes through unchecked (``simhash/skipped/index_error``).
+
+        A failed attempt may still have run on the server (a timeout: the reply was lost, not the write), so
+        a retry that finds this page's own entry (its URL, its fingerprint) is taken as that write having
+        landed: the page is kept, counted in ``simhash/index_retry_own_entry``, not called a near-duplicate
+        of itself.  (A page kept by an earlier crawl, unchanged, that is found by a retry is counted so too.)
+        """
+        if self._index_executor is None and not self.retry_seconds and not self._index_down_until:
+            return self.decide(url, value, sketch)  # the common case: a local index that works
+        deadline = time.monotonic() + self.retry_seconds
+        delay = RETRY_FIRST_DELAY
+        error: BaseException | None = None
+        while True:
+            if time.monotonic() >= self._index_down_until:
+                try:
+                    if self._index_executor is None:
+                        match, added_late = self._check_and_add(value, url, sketch)
+                    else:
+                        match, added_late = await in_executor(
+                            self._index_executor, self._check_and_add, value, url, sketch
+                        )
+                except Exception as exc:
+                    error = exc
+                    self._index_down_until = time.monotonic() + INDEX_BREAK_SECONDS
+                else:
+                    if self._index_down_until:
+                        logger.info("simhash: the index answers again")
+                        self._index_down_until = 0.0
+                    if error is not None and _own_entry(match, value, url):
+                        self.report.own_entry_found()
+                        match = None  # this page's timed-out write landed: kept
+                    return self.report.decided(url, value, match, added_late)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return self._unchecked(url, value, sketch, error or False)
+            self.report.count_once(
+                "simhash/index_retries",
+                url,
+                f"the index failed ({type(error).__name__}: {error}); pages wait and their checks are retried "
+                f"for up to {self.retry_seconds:g} s (SIMHASH_INDEX_RETRY_SECONDS)",
+                level=logging.WARNING,
+            )
+            await sleep(min(delay, remaining))
+            delay = min(delay * 2, RETRY_MAX_DELAY)
+
+    def _check_and_add(self, value: int, url: str, sketch: bytes | None) -> tuple[Match | None, int]:
+        """Check-and-add one page; then add the pages let through unchecked while the index failed (so
+        that their copies are caught from now on).  Returns the match and how many were added late."""
+        match = self.index.check_and_add(value, url, sketch if self.index.sketch_bytes else None)
+        pending, self._unindexed = self._unindexed, []
+        if not pending:
+            return match, 0
+        try:
+            added = self._add_late(list(dict.fromkeys(pending)))
+        except Exception:
+            self._unindexed = pending + self._unindexed
+            return match, 0
+        return match, added
+
+    def _add_late(self, pages: list[_Page]) -> int:
+        """Store the pages not in the index yet; how many were.  A page whose check timed out may have been
+        stored by it all the same (the call ran on the server, its reply was lost), and so may a late add
+        that timed out: a page is never stored twice."""
+        if self.index.sketch_bytes:  # adding is idempotent: a page stored already is among its candidates
+            backend, k = self.index.backend, self.index.k
+            return sum(
+                not any(c.key == url and c.distance == 0 for c in backend.add_and_candidates(value, url, sketch, k))
+                for value, url, sketch in pages
+                if sketch is not None
+            )
+        found = self.index.query_many([v for v, _, _ in pages], 0)
+        missing = [(v, u) for (v, u, _), matches in zip(pages, found, strict=True)
+                   if not any(_own_entry(m, v, u) for m in matches)]  # fmt: skip
+        if missing:
+            self.index.add_many([v for v, _ in missing], [u for _, u in missing])
+        return len(missing)
+
+    def _unchecked(self, url: str, value: int, sketch: bytes | None, exc_info: bool | BaseException) -> Decision:
+        """A page whose index check failed: let through, and remembered to be added when the index answers."""
+        if len(self._unindexed) < UNINDEXED_LIMIT:
+            self._unindexed.append((value, url, sketch))
+        return self.report.skip(url, INDEX_ERROR, exc_info=exc_info, fingerprint=value)
+
+    def close(self) -> None:
+        """Wait for the index check under way (the others are cancelled), then close the index."""
+        if self._index_executor is not None:
+            self._index_executor.shutdown(wait=True, cancel_futures=True)
+        try:
+            self.index.close()
+        except Exception:
+            logger.error("simhash: closing the index failed", exc_info=True)

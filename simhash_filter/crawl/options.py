@@ -1,0 +1,107 @@
+"""The filter's options from a crawl's ``SIMHASH_*`` settings: read, defaulted and checked, each error naming
+its setting.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from scrapy.exceptions import NotConfigured
+from scrapy.utils.project import data_path
+
+from simhash_filter.config import FilterConfig
+from simhash_filter.crawl import settings as defaults
+from simhash_filter.dedup import available_cpus
+from simhash_filter.index.backends import with_uri_option
+from simhash_filter.index.backends.file import parse_age
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
+__all__ = ["ACTIONS", "backend_uri", "check_options", "filter_config", "processes_setting", "worker_processes"]
+
+ACTIONS = ("drop", "flag")
+
+
+def _setting_name(message: str) -> str:
+    for name in ("structure_weight", "dom_decay", "max_distance", "min_similarity"):
+        message = message.replace(name, f"SIMHASH_{name.upper()}")
+    return message
+
+
+def filter_config(settings: BaseSettings) -> FilterConfig:
+    """The :class:`FilterConfig` described by the ``SIMHASH_*`` settings (defaults: ``DEFAULTS``)."""
+    try:
+        fingerprint = FilterConfig().fingerprint.with_options(
+            structure_weight=settings.getfloat("SIMHASH_STRUCTURE_WEIGHT", defaults.SIMHASH_STRUCTURE_WEIGHT),
+            dom_decay=settings.getfloat("SIMHASH_DOM_DECAY", defaults.SIMHASH_DOM_DECAY),
+        )
+        return FilterConfig(
+            fingerprint,
+            settings.getint("SIMHASH_MAX_DISTANCE", defaults.SIMHASH_MAX_DISTANCE),
+            settings.getfloat("SIMHASH_MIN_SIMILARITY", defaults.SIMHASH_MIN_SIMILARITY),
+        )
+    except ValueError as exc:
+        raise ValueError(_setting_name(str(exc))) from None
+
+
+def processes_setting(settings: BaseSettings) -> int | None:
+    """``SIMHASH_PROCESSES``: a number, or None (also written ``""``, ``"none"``, ``"auto"``)."""
+    value = settings.get("SIMHASH_PROCESSES", defaults.SIMHASH_PROCESSES)
+    if value is None or (isinstance(value, str) and value.strip().lower() in ("", "none", "auto")):
+        return None
+    try:
+        return settings.getint("SIMHASH_PROCESSES")
+    except ValueError:
+        raise ValueError(f"SIMHASH_PROCESSES must be a number of processes or None, got {value!r}") from None
+
+
+def backend_uri(settings: BaseSettings, spider_name: str | None = None) -> str:
+    """The index backend URI of a crawl: ``SIMHASH_BACKEND``, else the on-disk default (``JOBDIR/simhash``,
+    or ``.scrapy/simhash/<spider name>`` in the project's data directory), with ``SIMHASH_MAX_AGE`` added
+    as the URI's ``max_age`` option."""
+    uri = settings.get("SIMHASH_BACKEND", defaults.SIMHASH_BACKEND) or ""
+    if not uri:
+        jobdir = settings.get("JOBDIR")
+        name = f"simhash/{spider_name or 'default'}"
+        try:
+            path = Path(jobdir, "simhash") if jobdir else Path(data_path(name))
+        except NotConfigured:  # SCRAPY_SETTINGS_MODULE set, but no scrapy.cfg to find the project by
+            path = Path(".scrapy", name)
+        uri = str(path)
+    max_age = settings.get("SIMHASH_MAX_AGE", defaults.SIMHASH_MAX_AGE)
+    try:
+        seconds = parse_age(max_age or 0)
+    except ValueError as exc:
+        raise ValueError(f"SIMHASH_MAX_AGE: {exc}") from None
+    return with_uri_option(uri, "max_age", f"{seconds:g}") if seconds else uri
+
+
+def worker_processes(processes: int | None, threads: int = 0) -> int:
+    """The number of worker processes for ``SIMHASH_PROCESSES``: as given, or for ``None`` one on a POSIX
+    machine with two CPUs or more (measured: the crawl goes faster, see docs/speed.md), else none."""
+    if processes is not None:
+        return processes
+    return 1 if os.name == "posix" and available_cpus() >= 2 and not threads else 0
+
+
+def check_options(action: str, threads: int, processes: int | None, index_retry_seconds: float) -> int:
+    """Raise ``ValueError`` (naming the setting) for a bad ``SIMHASH_ACTION``, ``SIMHASH_THREADS``,
+    ``SIMHASH_PROCESSES`` or ``SIMHASH_INDEX_RETRY_SECONDS``; returns the number of worker processes."""
+    if action not in ACTIONS:
+        raise ValueError(f"SIMHASH_ACTION must be 'drop' or 'flag', got {action!r}")
+    if threads < 0:
+        raise ValueError(f"SIMHASH_THREADS must be >= 0, got {threads!r}")
+    processes = worker_processes(processes, threads)
+    if processes < 0:
+        raise ValueError(f"SIMHASH_PROCESSES must be >= 0, got {processes!r}")
+    if threads and processes:
+        raise ValueError(
+            f"SIMHASH_THREADS={threads} and SIMHASH_PROCESSES={processes}: fingerprint in threads or in "
+            "processes, not both (set one of them to 0)"
+        )
+    if not index_retry_seconds >= 0:
+        raise ValueError(f"SIMHASH_INDEX_RETRY_SECONDS must be >= 0, got {index_retry_seconds!r}")
+    return processes

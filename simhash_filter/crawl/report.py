@@ -1,0 +1,177 @@
+"""The crawl's report of the filter: every ``simhash/...`` stats key it counts, the log lines written once
+(further cases only counted), the decisions' counts, and the summary line at the end of the crawl.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from typing import TYPE_CHECKING
+
+from simhash_filter.crawl.decision import DONT_META_KEY, ERROR, INDEX_ERROR, Decision
+from simhash_filter.model.fingerprint import Status
+
+if TYPE_CHECKING:
+    from scrapy.statscollectors import StatsCollector
+
+    from simhash_filter.index.tables import Match
+
+__all__ = ["Report", "logger"]
+
+#: The filter's logger, shared by its parts: its log lines keep the name they had when the filter was one
+#: module (a project may set its level by that name).
+logger = logging.getLogger("simhash_filter.crawl.crawlfilter")
+
+
+class Report:
+    """Counts what the filter does in the crawl's stats (``simhash/...``) and logs it, each kind once."""
+
+    def __init__(self, stats: StatsCollector, *, action: str, debug: bool) -> None:
+        self.stats = stats
+        self.action = action
+        self.debug = debug
+        self._logged: set[str] = set()
+        self._counts: Counter[str] = Counter()
+        self._fingerprinted = 0
+
+    # --- decisions ----------------------------------------------------------------------------
+
+    def skip(
+        self,
+        url: str,
+        reason: str,
+        *,
+        level: int = logging.INFO,
+        exc_info: bool | BaseException = False,
+        fingerprint: int | None = None,
+    ) -> Decision:
+        """The decision for a page let through unchecked, counted in ``simhash/skipped/<reason>``; the first
+        page of each reason is logged."""
+        self.stats.inc_value(f"simhash/skipped/{reason}")
+        self._counts[reason] += 1
+        decision = Decision(url, reason, fingerprint)
+        if reason == DONT_META_KEY:
+            return decision
+        if reason not in self._logged:
+            self._logged.add(reason)
+            level = logging.ERROR if exc_info else level
+            what = {
+                INDEX_ERROR: "the index failed; letting the page through",
+                ERROR: "fingerprinting failed; letting the page through",
+            }.get(reason, "not fingerprinted, let through")
+            logger.log(
+                level,
+                "simhash: %s: %s (%s; further cases are only counted in simhash/skipped/%s)",
+                url,
+                reason,
+                what,
+                reason,
+                exc_info=exc_info,
+            )
+        elif self.debug:
+            logger.debug("simhash: skipped %s: %s", url, reason)
+        return decision
+
+    def decided(self, url: str, value: int, match: Match | None, added_late: int = 0) -> Decision:
+        """The decision for a checked page, counted in the stats."""
+        if added_late:
+            self.stats.inc_value("simhash/index_added_late", added_late)
+        self.stats.inc_value("simhash/checked")
+        if match is None:
+            decision = Decision(url, Status.OK.value, value)
+            self.stats.inc_value("simhash/kept")
+            if self.debug:
+                logger.debug("simhash: kept %s (fingerprint %s)", url, decision.hex)
+        else:
+            decision = Decision(url, Status.OK.value, value, match.key, match.distance, match.similarity)
+            self.stats.inc_value("simhash/near_duplicates")
+            if decision.unchanged:
+                self.stats.inc_value("simhash/unchanged")
+            self.stats.inc_value(f"simhash/distance/{match.distance}")
+            self.stats.inc_value("simhash/dropped" if self.action == "drop" else "simhash/flagged")
+        return decision
+
+    def log_near_duplicate(self, decision: Decision, what: str) -> None:
+        """Log a near-duplicate: every one with ``SIMHASH_DEBUG``, else the first one only."""
+        if self.debug or "near_duplicate" not in self._logged:
+            hint = "" if self.debug else " - no more near-duplicates will be shown (see SIMHASH_DEBUG to show all)"
+            self._logged.add("near_duplicate")
+            logger.debug(
+                "simhash: %s %s: near-duplicate of %s (distance %d, fingerprint %s)%s",
+                what,
+                decision.url,
+                decision.duplicate_of,
+                decision.distance,
+                decision.hex,
+                hint,
+            )
+
+    # --- events -------------------------------------------------------------------------------
+
+    def count_once(self, key: str, url: str, message: str, level: int = logging.INFO) -> None:
+        """Count an event in ``key``; the first one is logged with its page and ``message``."""
+        self.stats.inc_value(key)
+        if key not in self._logged:
+            self._logged.add(key)
+            logger.log(level, "simhash: %s: %s (further cases are only counted in %s)", url, message, key)
+
+    def fingerprinted(self, seconds: float) -> None:
+        """A page was fingerprinted in ``seconds`` (wherever it was)."""
+        self._fingerprinted += 1
+        self.stats.inc_value("simhash/fingerprint_seconds", seconds)
+        self.stats.max_value("simhash/fingerprint_max_seconds", seconds)
+
+    def in_reactor(self) -> None:
+        """A page is fingerprinted in the reactor thread although worker processes were asked for."""
+        self.stats.inc_value("simhash/fingerprinted_in_reactor")
+
+    def reactor_time(self, seconds: float) -> None:
+        """Seconds the reactor thread spent on the filter's work."""
+        self.stats.inc_value("simhash/reactor_seconds", seconds)
+
+    def index_time(self, seconds: float) -> None:
+        """Seconds of an index check in the reactor thread."""
+        self.stats.inc_value("simhash/reactor_seconds", seconds)
+        self.stats.inc_value("simhash/index_seconds", seconds)
+
+    def own_entry_found(self) -> None:
+        """A retried index check found the page's own entry (its timed-out write landed)."""
+        self.stats.inc_value("simhash/index_retry_own_entry")
+
+    def worker_restarted(self, lost: str | None) -> None:
+        """A dead worker process (``lost`` says how it ended) is replaced; the first case is logged."""
+        self.stats.inc_value("simhash/worker_restarts")
+        if "simhash/worker_restarts" not in self._logged:
+            self._logged.add("simhash/worker_restarts")
+            logger.error(
+                "simhash: %s; starting another, the pages it held are tried once more (further cases are only "
+                "counted in simhash/worker_restarts)",
+                lost,
+            )
+
+    def index_size(self, size: int) -> None:
+        """The number of pages in the index (when the crawl starts and when it ends)."""
+        self.stats.set_value("simhash/index_size", size)
+
+    # --- the end ------------------------------------------------------------------------------
+
+    def summary(self, index_size: int, where: str) -> str:
+        """One line: what the filter did in this crawl (``where``: where pages were fingerprinted)."""
+        get = self.stats.get_value
+        checked = get("simhash/checked", 0)
+        skipped = sum(self._counts.values())
+        reasons = ", ".join(f"{n} {r}" for r, n in sorted(self._counts.items()))
+        seconds = get("simhash/fingerprint_seconds", 0.0)
+        n = self._fingerprinted
+        per_page = f"{1000 * seconds / n:.2f} ms/page" if n else "no pages"
+        in_reactor = get("simhash/fingerprinted_in_reactor")
+        inline = ""
+        if in_reactor:
+            inline = f"; {in_reactor} pages in the reactor thread while workers started or after they failed"
+        unchanged = f", {get('simhash/unchanged')} unchanged since an earlier crawl" if get("simhash/unchanged") else ""
+        return (
+            f"simhash: {checked} pages checked: {get('simhash/kept', 0)} kept, "
+            f"{get('simhash/near_duplicates', 0)} near-duplicates ({get('simhash/dropped', 0)} dropped, "
+            f"{get('simhash/flagged', 0)} flagged{unchanged}); {skipped} skipped{f' ({reasons})' if reasons else ''}; "
+            f"index size {index_size}; fingerprinting {per_page} {where} ({seconds:.2f} s in all{inline})"
+        )
