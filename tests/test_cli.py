@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import os
 import re
@@ -96,6 +97,23 @@ def test_fingerprint_sniffs_encoding(pages, tmp_path, capsys):
     assert a == b
 
 
+def test_fingerprint_json_lines(page_files, tmp_path, capsys):
+    """``fingerprint --json`` prints one JSON object per file, in order (JSON Lines): file and fingerprint, and
+    a status (and the error of an unreadable file) when there is no fingerprint; exit status 1 if any."""
+    good, image, missing = str(page_files["en_article"]), str(page_files["image_only"]), str(tmp_path / "gone.html")
+    hex_value = fingerprint(Path(good).read_bytes()).hex
+    assert main(["fingerprint", "--json", good]) == 0
+    assert capsys.readouterr().out == json.dumps({"file": good, "fingerprint": hex_value}) + "\n"
+    assert main(["fingerprint", "--json", image, good, missing]) == 1
+    out, err = capsys.readouterr()
+    assert [json.loads(line) for line in out.splitlines()] == [
+        {"file": image, "fingerprint": None, "status": "too_few_features"},
+        {"file": good, "fingerprint": hex_value},
+        {"file": missing, "fingerprint": None, "status": "unreadable", "error": "No such file or directory"},
+    ]
+    assert f"{image}: cannot fingerprint: too_few_features" in err and f"{missing}: cannot read" in err
+
+
 def test_fingerprint_failures_are_reported_and_the_rest_printed(page_files, tmp_path, capsys):
     """Unfingerprintable or missing files are named on stderr with the reason; exit status 1."""
     missing = tmp_path / "missing.html"
@@ -124,9 +142,9 @@ def test_compare_near_duplicate(page_files, capsys):
 
 
 def test_compare_distinct(page_files):
-    """Two articles in the same template are 'distinct' (subprocess, exit status 0)."""
+    """Two articles in the same template are 'distinct' (subprocess, exit status 1, as cmp's for different)."""
     proc = run_cli("compare", str(page_files["en_article"]), str(page_files["en_other"]))
-    assert proc.returncode == 0
+    assert proc.returncode == 1 and proc.stderr == ""
     m = DECISION.match(proc.stdout.strip())
     assert m is not None and m.group(3) == "distinct"
     assert int(m.group(1)) > DEFAULTS.max_distance or float(m.group(2)) < DEFAULTS.min_similarity
@@ -136,20 +154,21 @@ def test_compare_accepts_hex_fingerprints(pages, page_files, capsys):
     """Fingerprints given as 16 hex digits (alone or with a file) give the same distance."""
     a, b = fingerprint(pages["en_article"]), fingerprint(pages["zh_other"])
     d = hamming(a.value, b.value)
-    assert main(["compare", a.hex, b.hex.upper()]) == 0
-    assert main(["compare", str(page_files["en_article"]), b.hex]) == 0
+    assert main(["compare", a.hex, b.hex.upper()]) == 1
+    assert main(["compare", str(page_files["en_article"]), b.hex]) == 1
     lines = capsys.readouterr().out.splitlines()
     assert lines == [f"distance {d}: distinct (k={DEFAULTS.max_distance})"] * 2
 
 
 def test_compare_max_distance_changes_the_decision(capsys):
-    """``--max-distance`` sets k: distance 3 is distinct under k=2; under k=3 two bare fingerprints are a
-    candidate (only the pages' sketches can verify it); within k but with no table in common: distinct."""
+    """``--max-distance`` sets k: distance 3 is distinct under k=2 (exit status 1); under k=3 two bare
+    fingerprints are a candidate (only the pages' sketches can verify it; exit status 0, the one-stage
+    decision); within k but with no table in common: distinct."""
     a, b = "0000000000000000", "0000000000000007"
-    assert main(["compare", a, b, "--max-distance", "2"]) == 0
+    assert main(["compare", a, b, "--max-distance", "2"]) == 1
     assert main(["compare", a, b, "-k", "3"]) == 0
     spread = f"{(1 << 63) | (1 << 50) | (1 << 37) | (1 << 24) | (1 << 11):016x}"  # one bit in each of the 5 tables
-    assert main(["compare", a, spread]) == 0
+    assert main(["compare", a, spread]) == 1
     assert capsys.readouterr().out.splitlines() == [
         "distance 3: distinct (k=2)",
         "distance 3: candidate (k=3; compare the pages themselves to verify)",
@@ -162,10 +181,10 @@ def test_compare_explain_lists_differing_features(pages, page_files, capsys):
     from simhash_filter.model.explain import explain
 
     a, b = page_files["en_article"], page_files["en_copy"]
-    assert main(["compare", str(a), str(b), "--explain", "--top", "5"]) == 0
-    out = capsys.readouterr().out
     e = explain(pages["en_article"], pages["en_copy"], top=5)
     verdict = "near-duplicate" if e.similarity >= DEFAULTS.min_similarity else "distinct"
+    assert main(["compare", str(a), str(b), "--explain", "--top", "5"]) == (0 if verdict == "near-duplicate" else 1)
+    out = capsys.readouterr().out
     assert out.splitlines()[0] == (
         f"distance {e.distance}, similarity {e.similarity:.2f}: {verdict} (k=10, t={DEFAULTS.min_similarity:g})"
     )
@@ -185,17 +204,114 @@ def test_compare_explain_needs_files(pages, page_files, capsys):
 
 
 def test_compare_unfingerprintable_page(page_files, capsys):
-    """Comparing with an image-only page names the file and status on stderr; exit status 1."""
-    assert main(["compare", str(page_files["image_only"]), str(page_files["en_article"])]) == 1
+    """Comparing with an image-only page names the file and status on stderr; exit status 2 (trouble: no
+    answer, neither near-duplicate nor distinct)."""
+    assert main(["compare", str(page_files["image_only"]), str(page_files["en_article"])]) == 2
     out, err = capsys.readouterr()
     assert out == ""
     assert f"{page_files['image_only']}: cannot fingerprint: too_few_features" in err
 
 
 def test_compare_missing_file(tmp_path, capsys):
-    """A path that is neither a file nor a fingerprint is reported; exit status 1."""
-    assert main(["compare", str(tmp_path / "nope.html"), "0123456789abcdef"]) == 1
-    assert "nope.html: cannot read" in capsys.readouterr().err
+    """A path that is neither a file nor a fingerprint is reported as both; exit status 2."""
+    missing = tmp_path / "nope.html"
+    assert main(["compare", str(missing), "0123456789abcdef"]) == 2
+    assert capsys.readouterr().err == f"simhash-filter: {missing}: no such file, and not a 16-hex-digit fingerprint\n"
+
+
+def test_compare_short_hex_names_both_possibilities(page_files):
+    """``compare a.html dfdc1edaff36`` (12 hex digits, no such file) is one line naming both readings of the
+    argument, exit status 2 (subprocess)."""
+    proc = run_cli("compare", str(page_files["en_article"]), "dfdc1edaff36")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == "simhash-filter: dfdc1edaff36: no such file, and not a 16-hex-digit fingerprint\n"
+
+
+def test_compare_unreadable_path_names_the_reason_and_the_fingerprint_reading(tmp_path, page_files, capsys):
+    """A path that exists but cannot be read (a directory) gives its reason and says it is no fingerprint."""
+    assert main(["compare", str(page_files["en_article"]), str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"simhash-filter: {tmp_path}: cannot read (Is a directory), and not a 16-hex-digit fingerprint\n"
+
+
+class _ClosedPipe(io.StringIO):
+    """Standard output whose reader went away: writing raises BrokenPipeError."""
+
+    def __init__(self, fd: int) -> None:
+        super().__init__()
+        self._fd = fd
+
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    def fileno(self) -> int:
+        return self._fd
+
+
+def test_a_closed_pipe_is_trouble_for_compare_and_a_failure_for_the_others(page_files, tmp_path, monkeypatch):
+    """Output into a closed pipe ends quietly: exit status 2 for ``compare`` (1 would read as "distinct"), 1 for
+    the other commands."""
+    with open(tmp_path / "stdout", "w") as sink:
+        monkeypatch.setattr(sys, "stdout", _ClosedPipe(sink.fileno()))
+        a, b = str(page_files["en_article"]), str(page_files["en_edited"])
+        assert main(["compare", a, b]) == 2
+        assert main(["fingerprint", a]) == 1
+
+
+def test_compare_exit_status_is_like_cmp(page_files, tmp_path):
+    """As real subprocesses: 0 near-duplicate, 1 distinct, 2 trouble (a missing file, a usage error)."""
+    a, edited, other = (str(page_files[n]) for n in ("en_article", "en_edited", "en_other"))
+    assert run_cli("compare", a, edited).returncode == 0
+    assert run_cli("compare", a, other).returncode == 1
+    assert run_cli("compare", a, str(tmp_path / "gone.html")).returncode == 2
+    usage = run_cli("compare", a, edited, "--top", "-1")
+    assert usage.returncode == 2 and "--top must be >= 0" in usage.stderr
+
+
+def test_compare_json(pages, page_files, capsys):
+    """``--json`` prints one object: the arguments, both fingerprints, distance, table_in_common, similarity,
+    the decision, k and threshold; the exit status is the decision's."""
+    a, b = str(page_files["en_article"]), str(page_files["en_edited"])
+    fa, fb = fingerprint(pages["en_article"]), fingerprint(pages["en_edited"])
+    assert main(["compare", a, b, "--json", "-t", "0.5"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert list(record) == ["a", "b", "fingerprint_a", "fingerprint_b", "distance", "table_in_common",
+                            "similarity", "decision", "k", "threshold"]  # fmt: skip
+    assert (record["a"], record["b"], record["fingerprint_a"], record["fingerprint_b"]) == (a, b, fa.hex, fb.hex)
+    assert record["distance"] == hamming(fa.value, fb.value) and record["table_in_common"] is True
+    assert record["decision"] == "near-duplicate" and 0.5 <= record["similarity"] <= 1.0
+    assert (record["k"], record["threshold"]) == (DEFAULTS.max_distance, 0.5)
+    assert main(["compare", a, str(page_files["en_other"]), "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["decision"] == "distinct"
+
+
+def test_compare_json_with_a_fingerprint_and_with_explain(pages, page_files, capsys):
+    """With a bare fingerprint on a side, ``--json`` says 'candidate' with similarity null; with ``--explain``
+    the object holds the explanation."""
+    a = str(page_files["en_article"])
+    assert main(["compare", a, fingerprint(pages["en_edited"]).hex, "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["decision"] == "candidate" and record["similarity"] is None
+    assert main(["compare", a, str(page_files["en_copy"]), "--json", "--explain", "--top", "2"]) in (0, 1)
+    explanation = json.loads(capsys.readouterr().out)["explanation"]
+    assert set(explanation) == {"text_share", "structure_share", "weighted_jaccard", "text", "structure"}
+    assert 0 < len(explanation["text"]) <= 2
+    assert set(explanation["text"][0]) == {"name", "weight_a", "weight_b", "only_in"}
+
+
+def test_json_keys_are_documented(pages, page_files, capsys):
+    """Every key that ``fingerprint --json`` and ``compare --json`` print is in docs/cli.md's table of its
+    command."""
+    docs = (Path(__file__).resolve().parent.parent / "docs" / "cli.md").read_text(encoding="utf-8")
+    sections = {name: docs.split(f"## {name}\n", 1)[1].split("\n## ", 1)[0] for name in ("fingerprint", "compare")}
+    a = str(page_files["en_article"])
+    main(["fingerprint", "--json", a, str(page_files["image_only"]), a + ".missing"])
+    fingerprint_keys = {key for line in capsys.readouterr().out.splitlines() for key in json.loads(line)}
+    main(["compare", a, str(page_files["en_copy"]), "--json", "--explain"])
+    record = json.loads(capsys.readouterr().out)
+    compare_keys = set(record) | set(record["explanation"]) | set(record["explanation"]["text"][0])
+    for name, keys in (("fingerprint", fingerprint_keys), ("compare", compare_keys)):
+        assert {key for key in keys if f"`{key}`" not in sections[name]} == set(), name
 
 
 # --- dedup ---------------------------------------------------------------------------------------
@@ -359,6 +475,30 @@ def test_dedup_progress_bar_only_on_a_terminal(corpus, tmp_path, capsys, monkeyp
     assert capsys.readouterr().err.startswith("dedup:")
 
 
+@pytest.mark.parametrize("name", ["in.jsonl", "in.jsonl.gz"])
+def test_dedup_progress_bar_of_a_file_shows_bytes_of_its_size(corpus, tmp_path, capsys, monkeypatch, name):
+    """Of an input file the bar counts the bytes read of the file's size (of a .gz, the compressed file's),
+    with a percentage, the time left and the pages done."""
+    from tqdm import tqdm
+
+    src = write_jsonl(tmp_path / name, [page_line(u, h) for u, h in corpus])
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert main(["dedup", str(src), "--output", str(tmp_path / "out.jsonl")]) == 0
+    bar = capsys.readouterr().err.split("dedup:")[0].split("\r")[-1]  # the bar's last state
+    size = tqdm.format_sizeof(src.stat().st_size)
+    assert re.search(rf"100%\|.*\| {re.escape(size)}/{re.escape(size)} \[[\d:]+<[\d:]+, .*B/s, 6 pages\]", bar), bar
+
+
+def test_dedup_progress_bar_of_standard_input_counts_pages(corpus, tmp_path, capsys, monkeypatch):
+    """Of standard input (size unknown) the bar counts the pages, with no percentage."""
+    data = "".join(page_line(u, h) + "\n" for u, h in corpus).encode("utf-8")
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert main(["dedup", "-", "--output", str(tmp_path / "out.jsonl")]) == 0
+    bar = capsys.readouterr().err.split("dedup:")[0]
+    assert "6 pages [" in bar and "%" not in bar
+
+
 def test_dedup_workers_give_identical_output(pages, make_page, tmp_path, capsys):
     """``--workers 2`` writes exactly what ``--workers 1`` writes, over several chunks."""
     lines = []
@@ -391,6 +531,37 @@ def test_dedup_missing_input(tmp_path, capsys):
     """A missing input file is reported; exit status 1."""
     assert main(["dedup", str(tmp_path / "none.jsonl")]) == 1
     assert "cannot open" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["fingerprint"],
+        ["compare"],
+        ["dedup"],
+        ["index"],
+        *[["index", c] for c in ("stats", "query", "export", "delete", "compact")],
+    ],
+)
+def test_help_ends_with_examples(command, capsys):
+    """Each command's ``--help`` ends with examples of that command, one per line as written (not rewrapped);
+    the top-level commands' also with their exit statuses."""
+    with pytest.raises(SystemExit) as exc:
+        main([*command, "--help"])
+    assert exc.value.code == 0
+    epilog = capsys.readouterr().out.split("\nexample", 1)[1]
+    examples = [line for line in epilog.splitlines() if line.startswith(f"  simhash-filter {' '.join(command)} ")]
+    assert examples, epilog
+    if len(command) == 1:
+        assert "exit status" in epilog and "usage error" in epilog
+
+
+def test_compare_help_gives_the_exit_statuses(capsys):
+    """``compare --help`` says 0 near-duplicate, 1 distinct, 2 trouble."""
+    with pytest.raises(SystemExit):
+        main(["compare", "--help"])
+    out = capsys.readouterr().out
+    assert "  0  near-duplicate" in out and "  1  distinct" in out and "  2  trouble" in out
 
 
 def test_version(capsys):
@@ -495,7 +666,7 @@ def test_fingerprint_and_compare_read_at_most_the_work_cap(tmp_path, capsys):
     """A file larger than the work cap (or endless, /dev/zero) is read up to the cap only: no MemoryError."""
     assert main(["fingerprint", "/dev/zero"]) == 1
     assert "cannot fingerprint: not_html" in capsys.readouterr().err
-    assert main(["compare", "/dev/zero", "/dev/zero"]) == 1
+    assert main(["compare", "/dev/zero", "/dev/zero"]) == 2
 
 
 def test_dedup_closed_stdin_is_one_line():

@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 from test_cli import page_line, read_records, run_cli, write_jsonl
+from tqdm import tqdm
 
 from simhash_filter.cli.main import main
+from simhash_filter.index.backends.file import parse_age
 from simhash_filter.model.fingerprint import fingerprint
 
 
@@ -115,3 +117,53 @@ def test_index_errors_are_one_line(tmp_path: Path) -> None:
     foreign = run_cli("index", "export", str(tmp_path / "junk"))
     assert foreign.returncode == 1 and "not a simhash-filter index" in foreign.stderr
     assert "Traceback" not in missing.stderr + foreign.stderr
+
+
+def test_index_compact_max_age_needs_a_unit(tmp_path: Path, pages_file: Path, capsys) -> None:
+    """``--max-age 1`` (a bare number) is a usage error naming the accepted forms, and expires nothing; with a
+    unit (``1d``) compaction runs and keeps today's entries (as a real subprocess too)."""
+    index = str(tmp_path / "idx")
+    main(["dedup", str(pages_file), "--index", index, "--no-progress"])
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exc:
+        main(["index", "compact", index, "--max-age", "1"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --max-age: an age must be a number and a unit: s, m, h, d or w" in err and "30d" in err
+    bare = run_cli("index", "compact", index, "--max-age", "90")
+    assert bare.returncode == 2 and "got '90'" in bare.stderr
+    assert main(["index", "stats", index, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["entries"] == 3
+    assert main(["index", "compact", index, "--max-age", "1d"]) == 0
+    assert capsys.readouterr().out.startswith("3 -> 3 fingerprints")
+
+
+def test_parse_age_requires_a_unit_only_when_asked() -> None:
+    """``parse_age`` keeps a bare number as seconds (the SIMHASH_MAX_AGE setting, the max_age URI option) and
+    refuses it only with ``require_unit`` (the command line)."""
+    assert parse_age("90") == parse_age(90) == parse_age("90s", require_unit=True) == 90
+    assert parse_age("2w", require_unit=True) == 1209600
+    for bare in ("1", "0", 1, 2.5):
+        with pytest.raises(ValueError, match="a number and a unit: s, m, h, d or w"):
+            parse_age(bare, require_unit=True)
+
+
+def test_index_stats_sizes_are_tqdms(tmp_path: Path, pages_file: Path, capsys) -> None:
+    """``stats`` gives the disk sizes as tqdm formats them (``4.10kB``), not by a hand-written formatter."""
+    index = str(tmp_path / "idx")
+    main(["dedup", str(pages_file), "--index", index, "--no-progress"])
+    capsys.readouterr()
+    assert main(["index", "stats", index, "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert main(["index", "stats", index]) == 0
+    disk, keys = (tqdm.format_sizeof(info[name], "B") for name in ("disk_bytes", "key_bytes"))
+    assert f"disk     {disk} (keys {keys})\n" in capsys.readouterr().out
+
+
+def test_index_query_names_both_readings_of_a_bad_argument(tmp_path: Path, pages_file: Path, capsys) -> None:
+    """A query that is neither a file nor a 16-hex-digit fingerprint says so in one line; exit status 1."""
+    index = str(tmp_path / "idx")
+    main(["dedup", str(pages_file), "--index", index, "--no-progress"])
+    capsys.readouterr()
+    assert main(["index", "query", index, "dfdc1edaff36"]) == 1
+    assert capsys.readouterr().err == "simhash-filter: dfdc1edaff36: no such file, and not a 16-hex-digit fingerprint\n"

@@ -62,11 +62,21 @@ def _when(seconds: float | None) -> str:
 
 
 def _size(n: int) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1000 or unit == "GB":
-            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
-        n /= 1000  # type: ignore[assignment]
-    raise AssertionError  # pragma: no cover
+    """``512B``, ``4.10kB``, ``1.23MB``: tqdm's formatter (3 significant digits, powers of 1000)."""
+    from tqdm import tqdm
+
+    return tqdm.format_sizeof(n, "B")
+
+
+def _max_age(value: str) -> str:
+    """``--max-age``: a number with its unit (``30d``); a bare number is refused, not taken as seconds."""
+    from simhash_filter.index.backends.file import parse_age  # the file backend, imported when asked for
+
+    try:
+        parse_age(value, require_unit=True)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return value
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
@@ -209,6 +219,23 @@ def _guarded(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Na
     return run
 
 
+#: The example at the end of each subcommand's ``--help``.
+EXAMPLES = {
+    "stats": "simhash-filter index stats .scrapy/simhash/site\nsimhash-filter index stats .scrapy/simhash/site --json",
+    "query": "simhash-filter index query .scrapy/simhash/site page.html\n"
+    "simhash-filter index query .scrapy/simhash/site d490dfee0514e20d -k 3 --json",
+    "export": "simhash-filter index export .scrapy/simhash/site -o kept.jsonl",
+    "delete": "simhash-filter index delete .scrapy/simhash/site https://a.example/x https://a.example/y",
+    "compact": "simhash-filter index compact .scrapy/simhash/site\n"
+    "simhash-filter index compact .scrapy/simhash/site --max-age 30d   # also drop entries added 30+ days ago",
+}
+
+
+def _epilog(examples: str) -> str:
+    lines = examples.splitlines()
+    return ("examples:\n" if len(lines) > 1 else "example:\n") + "\n".join(f"  {line}" for line in lines)
+
+
 def add_index_parser(
     sub: Any,
     threshold: argparse.ArgumentParser,
@@ -223,11 +250,21 @@ def add_index_parser(
             "INDEX is a backend URI or a directory (a crawl's default index is .scrapy/simhash/<spider> in the "
             "project, or JOBDIR/simhash). stats, query and export open an on-disk index read-only."
         ),
+        epilog=_epilog("\n".join(EXAMPLES.values()))
+        + "\n\nexit status: 0 success, 1 the index cannot be opened or failed, 2 a usage error",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = p.add_subparsers(dest="index_command", required=True, metavar="SUBCOMMAND")
 
     def command(name: str, help: str, parents: list[argparse.ArgumentParser] | None = None) -> argparse.ArgumentParser:
-        c = commands.add_parser(name, help=help, description=help[0].upper() + help[1:] + ".", parents=parents or [])
+        c = commands.add_parser(
+            name,
+            help=help,
+            description=help[0].upper() + help[1:] + ".",
+            parents=parents or [],
+            epilog=_epilog(EXAMPLES[name]),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
         c.add_argument("index", metavar="INDEX", help="backend URI or index directory")
         if not parents:
             c.set_defaults(max_distance=DEFAULTS.max_distance)
@@ -252,5 +289,10 @@ def add_index_parser(
     c.set_defaults(func=_guarded(cmd_delete))
 
     c = command("compact", "rewrite the index without deleted and expired fingerprints")
-    c.add_argument("--max-age", metavar="AGE", help="also drop fingerprints older than AGE (e.g. 30d)")
+    c.add_argument(
+        "--max-age",
+        type=_max_age,
+        metavar="AGE",
+        help="also drop fingerprints older than AGE: a number and a unit, s, m, h, d or w (e.g. 12h, 30d)",
+    )
     c.set_defaults(func=_guarded(cmd_compact))

@@ -5,9 +5,11 @@ Every default comes from :data:`simhash_filter.config.DEFAULTS`, the same object
 This module only parses arguments, reads and writes files, and prints; the work is done by
 :mod:`~simhash_filter.model.fingerprint`, :mod:`~simhash_filter.model.explain` and :mod:`~simhash_filter.dedup`.
 
-Exit status: 0 on success; 1 when a page could not be fingerprinted, a file could not be read or written, or
-an index could not be opened or failed (one line on stderr each, no traceback); 2 for a usage error, or when
-``dedup`` met malformed input lines.
+Exit status (each command's ``--help`` ends with its own): ``fingerprint``, ``dedup`` and ``index``: 0 on
+success; 1 when a page could not be fingerprinted, a file could not be read or written, or an index could
+not be opened or failed (one line on stderr each, no traceback); 2 for a usage error, or when ``dedup`` met
+malformed input lines.  ``compare`` answers a question, like ``cmp``: 0 near-duplicate, 1 distinct, 2 trouble
+(a usage error, an input that cannot be read or fingerprinted).
 """
 
 from __future__ import annotations
@@ -19,11 +21,13 @@ import io
 import json
 import os
 import re
+import stat
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, suppress
+from dataclasses import dataclass
 from typing import IO, Any
 
 from simhash_filter import __version__
@@ -49,6 +53,8 @@ PROG = "simhash-filter"
 HEX_FINGERPRINT = re.compile(r"[0-9a-fA-F]{16}")
 EXIT_OK, EXIT_FAILED = 0, 1
 EXIT_MALFORMED = 2
+#: ``compare``'s answer, as ``cmp`` gives it: the same (near-duplicate), different (distinct), or trouble.
+EXIT_NEAR_DUPLICATE, EXIT_DISTINCT, EXIT_TROUBLE = 0, 1, 2
 #: How much larger than its .gz file an input of HTML pages is taken to be (for the default --workers).
 GZIP_RATIO = 5
 #: ``dedup`` names this many malformed lines on stderr; the summary counts them all (a binary file is
@@ -99,6 +105,8 @@ def _filter_config(args: argparse.Namespace) -> FilterConfig:
 
 
 def cmd_fingerprint(args: argparse.Namespace) -> int:
+    """One line per file: ``HEX  PATH``, or with ``--json`` one JSON object (JSON Lines); a file that cannot be
+    read or fingerprinted is named on stderr (and, with ``--json``, is an object with a ``status``)."""
     fingerprinter = Fingerprinter(_fingerprint_config(args))
     status = EXIT_OK
     for path in args.files:
@@ -106,14 +114,22 @@ def cmd_fingerprint(args: argparse.Namespace) -> int:
             data = _read_bytes(path)
         except OSError as exc:
             _warn(f"{path}: cannot read: {exc.strerror or exc}")
+            if args.json:
+                print(json.dumps({"file": path, "fingerprint": None, "status": "unreadable",
+                                  "error": exc.strerror or str(exc)}, ensure_ascii=False))  # fmt: skip
             status = EXIT_FAILED
             continue
         fp = fingerprinter.fingerprint(data)
         if fp.hex is None:
             _warn(f"{path}: cannot fingerprint: {fp.status}")
             status = EXIT_FAILED
-            continue
-        print(f"{fp.hex}  {path}")
+        if args.json:
+            record: dict[str, Any] = {"file": path, "fingerprint": fp.hex}
+            if fp.hex is None:
+                record["status"] = str(fp.status)
+            print(json.dumps(record, ensure_ascii=False))
+        elif fp.hex is not None:
+            print(f"{fp.hex}  {path}")
     return status
 
 
@@ -154,17 +170,81 @@ def _compared_fingerprint(arg: str, data: bytes | None, fingerprinter: Fingerpri
     return fingerprinter.fingerprint(data)
 
 
-def _verdict(a: Fingerprint, b: Fingerprint, config: FilterConfig) -> str:
-    """The two-stage decision about two fingerprinted pages, as one line."""
+def _unreadable(arg: str, exc: OSError) -> str:
+    """Why an argument that may be a file or a fingerprint (``compare``, ``index query``) cannot be used: it is
+    neither a file that can be read nor a fingerprint."""
+    why = "no such file" if exc.errno == errno.ENOENT else f"cannot read ({exc.strerror or exc})"
+    return why + ("" if arg == "-" else ", and not a 16-hex-digit fingerprint")
+
+
+@dataclass(frozen=True)
+class _Decision:
+    """The two-stage decision about two fingerprinted pages."""
+
+    distance: int
+    table_in_common: bool
+    similarity: float | None  # None: a side is a bare fingerprint (no sketch)
+    decision: str  # "near-duplicate", "distinct" or "candidate"
+    k: int
+    threshold: float
+
+    @property
+    def line(self) -> str:
+        d, k, t, s = self.distance, self.k, self.threshold, self.similarity
+        if d > k or not self.table_in_common:
+            why = f"k={k}" if d > k else f"within k={k} but no table in common"
+            return f"distance {d}: distinct ({why})"
+        if s is None:
+            return f"distance {d}: candidate (k={k}; compare the pages themselves to verify)"
+        return f"distance {d}, similarity {s:.2f}: {self.decision} (k={k}, t={t:g})"
+
+    @property
+    def exit_status(self) -> int:
+        """0 near-duplicate (and a candidate: the one-stage decision, no sketch to verify it), 1 distinct."""
+        return EXIT_DISTINCT if self.decision == "distinct" else EXIT_NEAR_DUPLICATE
+
+
+def _decide(a: Fingerprint, b: Fingerprint, config: FilterConfig) -> _Decision:
     assert a.value is not None and b.value is not None
     d, k, t = hamming(a.value, b.value), config.max_distance, config.min_similarity
-    if d > k or not TableDesign.parse(config.tables).agree_on_a_lead(a.value, b.value):
-        why = f"k={k}" if d > k else f"within k={k} but no table in common"
-        return f"distance {d}: distinct ({why})"
-    if a.sketch is None or b.sketch is None:
-        return f"distance {d}: candidate (k={k}; compare the pages themselves to verify)"
-    s = similarity(a.sketch, b.sketch)
-    return f"distance {d}, similarity {s:.2f}: {'near-duplicate' if s >= t else 'distinct'} (k={k}, t={t:g})"
+    common = TableDesign.parse(config.tables).agree_on_a_lead(a.value, b.value)
+    s = None if a.sketch is None or b.sketch is None else similarity(a.sketch, b.sketch)
+    if d > k or not common:
+        decision = "distinct"
+    elif s is None:
+        decision = "candidate"
+    else:
+        decision = "near-duplicate" if s >= t else "distinct"
+    return _Decision(d, common, s, decision, k, t)
+
+
+def _compare_record(names: Sequence[str], fps: Sequence[Fingerprint], x: _Decision) -> dict[str, Any]:
+    """``compare --json``: the inputs, both fingerprints and the decision with its k and threshold."""
+    return {
+        "a": names[0],
+        "b": names[1],
+        "fingerprint_a": fps[0].hex,
+        "fingerprint_b": fps[1].hex,
+        "distance": x.distance,
+        "table_in_common": x.table_in_common,
+        "similarity": x.similarity,
+        "decision": x.decision,
+        "k": x.k,
+        "threshold": x.threshold,
+    }
+
+
+def _explanation_record(e: Explanation) -> dict[str, Any]:
+    def features(diffs: Sequence[FeatureDifference]) -> list[dict[str, Any]]:
+        return [{"name": d.name, "weight_a": d.weight_a, "weight_b": d.weight_b, "only_in": d.only_in} for d in diffs]
+
+    return {
+        "text_share": e.text_share,
+        "structure_share": e.structure_share,
+        "weighted_jaccard": e.weighted_jaccard,
+        "text": features(e.text),
+        "structure": features(e.structure),
+    }
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -182,8 +262,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         try:
             pages.append(None if is_fp else _read_bytes(arg))
         except OSError as exc:
-            _warn(f"{arg}: cannot read: {exc.strerror or exc}")
-            return EXIT_FAILED
+            _warn(f"{arg}: {_unreadable(arg, exc)}")
+            return EXIT_TROUBLE
     explanation = None
     if args.explain:
         a_html, b_html = pages
@@ -196,22 +276,42 @@ def cmd_compare(args: argparse.Namespace) -> int:
     failed = [(arg, fp) for arg, fp in zip(names, fps, strict=True) if fp.value is None]
     for arg, fp in failed:
         _warn(f"{arg}: cannot fingerprint: {fp.status}")
-    if not failed:
-        print(_verdict(fps[0], fps[1], config))
+    if failed:
+        return EXIT_TROUBLE
+    decision = _decide(fps[0], fps[1], config)
+    if args.json:
+        record = _compare_record(names, fps, decision)
+        if explanation is not None:
+            record["explanation"] = _explanation_record(explanation)
+        print(json.dumps(record, ensure_ascii=False))
+        return decision.exit_status
+    print(decision.line)
     if explanation is not None:
         _print_explanation(explanation)
-    return EXIT_FAILED if failed else EXIT_OK
+    return decision.exit_status
 
 
 # --- dedup ---------------------------------------------------------------------------------------
 
 
-def _open_input(path: str, stack: ExitStack) -> IO[bytes]:
+@dataclass(frozen=True)
+class _Input:
+    """``dedup``'s input: the stream of lines, and for a regular file its size and the bytes read so far (of a
+    .gz, of the compressed file) for the progress bar."""
+
+    stream: IO[bytes]
+    size: int | None = None
+    position: Callable[[], int] | None = None
+
+
+def _open_input(path: str, stack: ExitStack) -> _Input:
     if path == "-":
-        return _stdin()
-    if path.endswith(".gz"):
-        return stack.enter_context(gzip.open(path, "rb"))
-    return stack.enter_context(open(path, "rb"))
+        return _Input(_stdin())
+    raw = stack.enter_context(open(path, "rb"))  # noqa: SIM115 - closed by the ExitStack
+    info = os.fstat(raw.fileno())
+    regular = stat.S_ISREG(info.st_mode)
+    stream = stack.enter_context(gzip.GzipFile(fileobj=raw, mode="rb")) if path.endswith(".gz") else raw
+    return _Input(stream, info.st_size if regular else None, raw.tell if regular else None)
 
 
 class _Output:
@@ -302,14 +402,24 @@ def _same_file(a: str, b: str) -> bool:
         return False
 
 
-def _progress(outcomes: Iterator[Outcome], enabled: bool) -> Iterator[Outcome]:
+def _progress(outcomes: Iterator[Outcome], enabled: bool, source: _Input) -> Iterator[Outcome]:
+    """A progress bar on stderr: of a regular file (also .gz), bytes read of its size, with a rate and ETA, and
+    the pages done; of standard input or a pipe, the pages done."""
     if not enabled:
         yield from outcomes
         return
     from tqdm import tqdm
 
-    with tqdm(outcomes, unit=" pages", file=sys.stderr, dynamic_ncols=True) as bar:
-        yield from bar
+    if source.size is None or source.position is None:
+        with tqdm(outcomes, unit=" pages", file=sys.stderr, dynamic_ncols=True) as bar:
+            yield from bar
+        return
+    position = source.position
+    with tqdm(total=source.size, unit="B", unit_scale=True, file=sys.stderr, dynamic_ncols=True) as bar:
+        for pages, outcome in enumerate(outcomes, 1):
+            bar.set_postfix_str(f"{pages} pages", refresh=False)
+            bar.update(position() - bar.n)
+            yield outcome
 
 
 def _summary_line(s: Summary, seconds: float) -> str:
@@ -353,9 +463,9 @@ def cmd_dedup(args: argparse.Namespace) -> int:
         except open_errors() as exc:  # unreachable, locked, damaged, another model's, a bad URI
             _warn(f"cannot open index {redact_uri(args.index)!r}: {error_message(exc, args.index)}")
             return EXIT_FAILED
-        outcomes = dedup(source, config=config, workers=args.workers, index=index)
+        outcomes = dedup(source.stream, config=config, workers=args.workers, index=index)
         try:
-            for outcome in _progress(outcomes, args.progress and sys.stderr.isatty()):
+            for outcome in _progress(outcomes, args.progress and sys.stderr.isatty(), source):
                 summary.count(outcome)
                 if outcome.status == MALFORMED:
                     if summary.malformed <= MALFORMED_SHOWN:
@@ -399,7 +509,7 @@ def _page_model(
         try:
             fp = fingerprinter.fingerprint(_read_bytes(path))
         except OSError as exc:
-            return None, None, f"cannot read: {exc.strerror or exc}"
+            return None, None, _unreadable(path, exc)
         if fp.value is None:
             return None, None, f"cannot fingerprint: {fp.status}"
         return fp.value, fp.sketch, None
@@ -408,6 +518,36 @@ def _page_model(
 
 
 # --- parser --------------------------------------------------------------------------------------
+
+FINGERPRINT_EPILOG = """\
+examples:
+  simhash-filter fingerprint page.html other.html        # d490dfee0514e20d  page.html
+  curl -s https://example.org/ | simhash-filter fingerprint -
+  simhash-filter fingerprint --json pages/*.html > fingerprints.jsonl
+
+exit status: 0 every file fingerprinted, 1 a file could not be read or fingerprinted, 2 a usage error"""
+
+COMPARE_EPILOG = """\
+examples:
+  simhash-filter compare a.html b.html              # distance 2, similarity 0.93: near-duplicate (k=10, t=0.75)
+  simhash-filter compare a.html 3f0c1e22a9d47b10    # a file or a 16-hex-digit fingerprint on each side
+  simhash-filter compare a.html b.html --explain    # + the features that pushed the two apart
+  simhash-filter compare a.html b.html --json
+  if simhash-filter compare a.html b.html >/dev/null; then echo near-duplicate; fi
+
+exit status (as cmp's):
+  0  near-duplicate (with a fingerprint on a side: a candidate, which no sketch can verify)
+  1  distinct
+  2  trouble: an input that is neither a readable file nor a fingerprint, a page that cannot be
+     fingerprinted, a usage error"""
+
+DEDUP_EPILOG = """\
+examples:
+  simhash-filter dedup pages.jsonl.gz --output result.jsonl
+  simhash-filter dedup pages.jsonl --index pages.idx --workers 4   # remember pages across runs
+  zcat pages.jsonl.gz | simhash-filter dedup - | grep -v '"duplicate_of": null'
+
+exit status: 0 success, 1 the input, output or index failed, 2 a usage error or malformed input lines"""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -456,21 +596,35 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[model],
         help="print the fingerprint of HTML files",
         description="Print one line per file: 16 hex digits, two spaces, the path.",
+        epilog=FINGERPRINT_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("files", nargs="+", metavar="FILE", help="HTML file ('-' for standard input)")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help='one JSON object per file (JSON Lines): {"file", "fingerprint"}, and "status" when it has none',
+    )
     p.set_defaults(func=cmd_fingerprint, parser=p)
 
     p = sub.add_parser(
         "compare",
         parents=[model, threshold],
-        help="Hamming distance and decision for two pages",
+        help="Hamming distance and decision for two pages (exit status 0 near-duplicate, 1 distinct)",
         description="Print the Hamming distance of two pages and whether they are near-duplicates.",
+        epilog=COMPARE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("a", metavar="A", help="HTML file or 16-hex-digit fingerprint ('-' for standard input)")
     p.add_argument("b", metavar="B", help="HTML file or 16-hex-digit fingerprint")
     p.add_argument("--explain", action="store_true", help="list the features that pushed the two pages apart")
     p.add_argument("--top", type=int, default=10, metavar="N", help="features listed per kind (default: 10)")
-    p.set_defaults(func=cmd_compare, parser=p)
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object: both fingerprints, distance, similarity, decision, k and threshold",
+    )
+    p.set_defaults(func=cmd_compare, parser=p, failed=EXIT_TROUBLE)
 
     p = sub.add_parser(
         "dedup",
@@ -481,6 +635,8 @@ def build_parser() -> argparse.ArgumentParser:
             '{"url", "fingerprint", "duplicate_of", "distance"}. Each page is checked against all '
             "pages kept before it."
         ),
+        epilog=DEDUP_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("input", metavar="INPUT", help="JSON Lines file, optionally .gz ('-' for standard input)")
     p.add_argument("-o", "--output", metavar="OUT", help="output file, .gz compressed if so named (default: stdout)")
@@ -497,7 +653,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-progress",
         dest="progress",
         action="store_false",
-        help="no progress bar (it is shown only when stderr is a terminal)",
+        help="no progress bar (it is shown only when stderr is a terminal: of an input file, bytes read of its size "
+        "with an ETA; of standard input, pages done)",
     )
     p.set_defaults(func=cmd_dedup, parser=p)
 
@@ -516,6 +673,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `simhash-filter dedup pages.jsonl | head`: stop quietly
         with suppress(OSError, ValueError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_FAILED
+        return getattr(args, "failed", EXIT_FAILED)  # compare: 2, trouble (1 would say: distinct)
     except KeyboardInterrupt:
         return 130

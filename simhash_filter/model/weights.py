@@ -8,7 +8,8 @@
 
 Reading the two sources costs about half a second per process (wordfreq's and jieba's imports, 600,000
 words parsed), so each table is read from its source once per machine and kept as an :class:`IdfTable`
-in the user's cache directory (``$XDG_CACHE_HOME/simhash-filter``, else ``~/.cache/simhash-filter``):
+in the user's cache directory (:func:`cache_dir`: ``$XDG_CACHE_HOME/simhash-filter``, else
+``~/.cache/simhash-filter`` on Linux, the platform's own elsewhere):
 the same words and the same float64 values, loaded in a few milliseconds.  A file's name and contents
 are keyed by :data:`IDF_SOURCE_ID` (the pinned package versions) and :data:`CACHE_FORMAT`; it is written
 atomically (a temporary file renamed), rebuilt when unreadable, and where nothing can be written the
@@ -33,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 import xxhash
+from platformdirs import user_cache_dir
 
 IDF_SOURCE_ID = f"jieba-{version('jieba')}-idf/wordfreq-{version('wordfreq')}-en-large"
 UNKNOWN_EN_IDF = math.log(1e8)
@@ -194,10 +196,14 @@ def _package_dir(name: str) -> str:
 
 
 def cache_dir() -> Path:
-    """``$XDG_CACHE_HOME/simhash-filter``, or ``~/.cache/simhash-filter`` (XDG: a relative value is ignored)."""
-    base = os.environ.get("XDG_CACHE_HOME", "")
-    root = Path(base) if os.path.isabs(base) else Path.home() / ".cache"
-    return root / "simhash-filter"
+    """The user's cache directory for simhash-filter, as ``platformdirs.user_cache_dir`` gives it:
+    ``$XDG_CACHE_HOME/simhash-filter`` when that is set to an absolute path (Linux and macOS; a relative value
+    is ignored, as XDG asks), else ``~/.cache/simhash-filter`` on Linux, ``~/Library/Caches/simhash-filter`` on
+    macOS, ``%LOCALAPPDATA%\\simhash-filter\\Cache`` on Windows.  RuntimeError when there is no home directory."""
+    path = Path(user_cache_dir("simhash-filter", appauthor=False))
+    if not path.is_absolute():  # older platformdirs: "~" left as is when there is no home
+        raise RuntimeError(f"no home directory for the cache: {path}")
+    return path
 
 
 def cache_path(name: str) -> Path:
