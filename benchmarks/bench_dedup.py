@@ -21,9 +21,6 @@ Targets: at least 3x faster than the simhash baseline and 2x faster than the min
 
 from __future__ import annotations
 
-import argparse
-import gzip
-import json
 import os
 import platform
 import shutil
@@ -34,11 +31,14 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared"
-DEFAULT_INPUT = SHARED / "datasets" / "neardup-public" / "pages.jsonl.gz"
+from benchlib import ROOT
+from benchlib.data import PUBLIC_PAGES, SHARED, open_file, read_jsonl
+from benchlib.measure import timed_run
+from benchlib.report import make_parser, write_json
+
+DEFAULT_INPUT = PUBLIC_PAGES
 BASELINES = SHARED / "eval" / "baselines.py"
-CLI_MODULE = ROOT / "simhash_filter" / "cli.py"
+CLI_MODULE = ROOT / "simhash_filter" / "cli" / "main.py"
 BASELINE = "simhash-filter (baseline)"
 
 
@@ -90,14 +90,14 @@ def output_path(cmd: list[str]) -> Path:
 
 def check_output(path: Path, lines: int) -> int:
     """Number of pages flagged as duplicates; fail if the output does not have one line per input line."""
-    rows = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+    rows = list(read_jsonl(path))
     if len(rows) != lines:
         raise SystemExit(f"{path}: {len(rows)} output lines for {lines} input lines")
     return sum(r.get("duplicate_of") is not None for r in rows)
 
 
 def wait_for_cli(seconds: float) -> None:
-    """The command line is written concurrently: wait for simhash_filter/cli.py to exist."""
+    """The command line is written concurrently: wait for simhash_filter/cli/main.py to exist."""
     deadline = time.monotonic() + seconds
     while not CLI_MODULE.exists():
         if time.monotonic() > deadline:
@@ -106,20 +106,19 @@ def wait_for_cli(seconds: float) -> None:
 
 
 def run_once(cmd: list[str], env: dict[str, str] | None = None, cwd: Path = ROOT) -> float:
-    start = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    elapsed = time.perf_counter() - start
+    """Seconds from the command's start to its exit (it must succeed)."""
+    proc, used = timed_run(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     if proc.returncode != 0:
         raise SystemExit(f"command failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stderr[-2000:]}")
-    return elapsed
+    return used.wall
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = make_parser(__doc__, full=True)
     ap.add_argument("--input", type=Path, default=DEFAULT_INPUT, help="JSON Lines page stream, optionally .gz")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--workers", type=int, default=2, help="also time simhash-filter with N workers (default: 2)")
-    ap.add_argument("--wait-cli", type=float, default=0, help="seconds to wait for simhash_filter/cli.py to appear")
+    ap.add_argument("--wait-cli", type=float, default=0, help="seconds to wait for simhash_filter/cli/main.py")
     ap.add_argument("--baseline", type=Path, help="also time `python -m simhash_filter dedup` from this checkout")
     ap.add_argument("--json", type=Path, help="also write the results as JSON")
     args = ap.parse_args(argv)
@@ -131,8 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         tmp_dir = Path(tmp)
         # The baselines read plain JSON Lines: every command gets the same uncompressed file (not timed).
         plain = tmp_dir / "pages.jsonl"
-        opener = gzip.open if args.input.suffix == ".gz" else open
-        with opener(args.input, "rb") as src, open(plain, "wb") as dst:
+        with open_file(args.input, "rb") as src, open(plain, "wb") as dst:
             shutil.copyfileobj(src, dst)
         lines = sum(1 for x in plain.open(encoding="utf-8") if x.strip())
         mb = plain.stat().st_size / 1e6
@@ -188,7 +186,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"- {g['target']}: {g['value']}x -> {'met' if g['met'] else 'NOT met'}")
     print(f"\nload average before/after: {load_before[0]:.2f} / {load_after[0]:.2f} on {os.cpu_count()} CPUs")
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
         blob = {
             "command": " ".join(sys.argv),
             "input": str(args.input),
@@ -208,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
                 "load_after": load_after,
             },
         }
-        args.json.write_text(json.dumps(blob, indent=2) + "\n", encoding="utf-8")
+        write_json(args.json, blob, indent=2)
     return 0
 
 

@@ -15,56 +15,37 @@ reads from the disk itself.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
+from benchlib import ROOT
+from benchlib.data import BATCH, random_fingerprints, url_keys
+from benchlib.measure import median_of
+from benchlib.report import make_parser, write_json
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from simhash_filter.index.backends.file import HEADER_SIZE, FileBackend
+from simhash_filter.index.tables import TableDesign, choose_design
 
-from simhash_filter.index.backends.file import HEADER_SIZE, FileBackend  # noqa: E402
-from simhash_filter.index.tables import TableDesign, choose_design  # noqa: E402
-
-BATCH = 100_000
 K = 3
-
-
-def rss_bytes() -> int:
-    with open("/proc/self/status", encoding="ascii") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise RuntimeError("no VmRSS in /proc/self/status")
 
 
 def design_for(n: int) -> TableDesign:
     return choose_design(K, n)
 
 
-def fingerprints(n: int, seed: int) -> np.ndarray:
-    return np.random.default_rng(seed).integers(0, 2**64, size=n, dtype=np.uint64)
-
-
-def urls(start: int, stop: int) -> list[str]:
-    return [f"https://site{i % 997}.example.org/articles/{i:09d}.html" for i in range(start, stop)]
-
-
 def build(path: Path, n: int) -> dict[str, float]:
     """Bulk-load n fingerprints; seconds and rate, disk bytes per fingerprint."""
-    fps = fingerprints(n, seed=n)
+    fps = random_fingerprints(n, seed=n)
     index = FileBackend(path, k=K, design=design_for(n), metadata={"model": "bench"})
     start = time.perf_counter()
     for lo in range(0, n, BATCH):
-        index.add_many(fps[lo : lo + BATCH], urls(lo, min(n, lo + BATCH)))
+        index.add_many(fps[lo : lo + BATCH], url_keys(lo, min(n, lo + BATCH)))
     index.close()  # fsync
     seconds = time.perf_counter() - start
     sizes = {p.name.split(".")[0]: p.stat().st_size for p in path.iterdir() if "." in p.name}
@@ -84,7 +65,8 @@ import numpy as np
 from simhash_filter.index.backends.file import FileBackend
 from simhash_filter.index.tables import choose_design
 sys.path.insert(0, sys.argv[4])
-from bench_file_index import rss_bytes, fingerprints
+from benchlib.data import random_fingerprints
+from benchlib.measure import percentile, rss_bytes
 path, n, queries = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 design = choose_design(3, n)
 base = rss_bytes()
@@ -92,13 +74,13 @@ start = time.perf_counter()
 index = FileBackend(path, k=3, design=design, metadata={"model": "bench"})
 open_seconds = time.perf_counter() - start
 rss = rss_bytes() - base
-stored = fingerprints(n, seed=n)
+stored = random_fingerprints(n, seed=n)
 rng = np.random.default_rng(1)
 planted = stored[rng.integers(0, n, size=queries // 2)].copy()
 flips = rng.integers(0, 64, size=(len(planted), 3))
 for j in range(3):
     planted ^= np.uint64(1) << flips[:, j].astype(np.uint64)
-fresh = fingerprints(queries - len(planted), seed=n + 1)
+fresh = random_fingerprints(queries - len(planted), seed=n + 1)
 mix = np.concatenate([planted, fresh])
 rng.shuffle(mix)
 times = []
@@ -109,12 +91,11 @@ for i, fp in enumerate(mix.tolist()):
     times.append(time.perf_counter_ns() - t)
     found += match is not None
 index.close()
-times.sort()
 print(json.dumps({
     "open_seconds": open_seconds,
     "rss_bytes_per_fp": rss / n,
-    "check_and_add_p50_us": times[len(times) // 2] / 1000,
-    "check_and_add_p99_us": times[int(len(times) * 0.99)] / 1000,
+    "check_and_add_p50_us": percentile(times, 0.5) / 1000,
+    "check_and_add_p99_us": percentile(times, 0.99) / 1000,
     "found": found,
     "planted": int(len(planted)),
 }))
@@ -147,7 +128,7 @@ def probe(path: Path, n: int, queries: int, cold: bool) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = make_parser(__doc__, full=True)
     parser.add_argument("--sizes", default="1000000,10000000", help="comma-separated index sizes")
     parser.add_argument("--queries", type=int, default=20_000, help="single check-and-add calls timed per run")
     parser.add_argument("--repeat", type=int, default=3, help="runs per size (medians are reported)")
@@ -167,7 +148,7 @@ def main(argv: list[str] | None = None) -> None:
                 runs.append(row)
                 print(f"  n={n:,} run {r + 1}: " + ", ".join(f"{k} {v:,.2f}" for k, v in row.items()), flush=True)
                 shutil.rmtree(path)
-            median = {key: statistics.median(run[key] for run in runs) for key in runs[0]}
+            median = median_of(runs)
             results.append({"n": n, "design": design_for(n).name, **median})
     print()
     print(f"{'n':>12} {'design':>8} {'bulk/s':>10} {'open s':>7} {'RSS B/fp':>9} {'p50 us':>7} {'p99 us':>7}"
@@ -177,7 +158,7 @@ def main(argv: list[str] | None = None) -> None:
               f"{r['rss_bytes_per_fp']:>9.1f} {r['check_and_add_p50_us']:>7.1f} {r['check_and_add_p99_us']:>7.1f} "
               f"{r['disk_bytes_per_fp']:>10.1f} {r['disk_bytes_per_fp_with_urls']:>7.1f}")  # fmt: skip
     if args.json:
-        args.json.write_text(json.dumps(results, indent=2), encoding="utf-8")
+        write_json(args.json, results, indent=2)
 
 
 if __name__ == "__main__":

@@ -24,10 +24,7 @@ Targets (on 100 KB pages): English at least 0.7x the speed of lxml-text; Chinese
 
 from __future__ import annotations
 
-import argparse
 import gc
-import gzip
-import json
 import logging
 import os
 import platform
@@ -42,23 +39,18 @@ from pathlib import Path
 
 import lxml.html
 import numpy as np
+from benchlib.data import PUBLIC_PAGES, enlarge, pages_by_language, spread_sample
+from benchlib.report import make_parser, write_json
 from lxml import etree
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from simhash_filter.model import extract as extract_mod
+from simhash_filter.model import features as features_mod
+from simhash_filter.model import segment as segment_mod
+from simhash_filter.model.extract import extract
+from simhash_filter.model.features import page_features
+from simhash_filter.model.fingerprint import Fingerprinter
+from simhash_filter.model.html import NotHtml, parse
 
-from simhash_filter.model import extract as extract_mod  # noqa: E402
-from simhash_filter.model import features as features_mod  # noqa: E402
-from simhash_filter.model import segment as segment_mod  # noqa: E402
-from simhash_filter.model.extract import extract  # noqa: E402
-from simhash_filter.model.features import page_features  # noqa: E402
-from simhash_filter.model.fingerprint import Fingerprinter  # noqa: E402
-from simhash_filter.model.html import NotHtml, parse  # noqa: E402
-
-DEFAULT_INPUT = ROOT.parent / "shared" / "datasets" / "neardup-public" / "pages.jsonl.gz"
-CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-TAG = re.compile(r"<script.*?</script>|<style.*?</style>|<[^>]*>", re.S | re.I)
-BODY = re.compile(r"<body[^>]*>(.*?)(?:</body>|\Z)", re.S | re.I)
 SHINGLE_TOKEN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[^\W\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 METHODS = ("simhash-filter", "lxml-text", "simhash-pypi", "minhash")
 STAGES = ("parse", "extract", "features", "hash+vote")
@@ -67,25 +59,6 @@ logging.getLogger("simhash").setLevel(logging.ERROR)
 
 
 # ---------------------------------------------------------------- pages
-
-
-def language(html: str) -> str:
-    """``zh`` when CJK ideographs are at least 10% of the visible non-space characters, else ``en``."""
-    text = "".join(TAG.sub(" ", html).split())
-    return "zh" if text and len(CJK.findall(text)) >= 0.1 * len(text) else "en"
-
-
-def load_pages(path: Path) -> dict[str, list[str]]:
-    """HTML of every page of a JSON Lines file (optionally gzip), by language."""
-    out: dict[str, list[str]] = {"en": [], "zh": []}
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        for line in f:
-            if line.strip():
-                page = json.loads(line)
-                lang = "zh" if ".zh-cn" in page["url"] else language(page["html"])
-                out[lang].append(page["html"])
-    return out
 
 
 EN_WORDS = """river valley farm water tank storm roof garden cottage museum keeper island harbour boat
@@ -118,33 +91,6 @@ def generated_pages(n: int, seed: int = 11) -> dict[str, list[str]]:
         "en": [page(i, EN_WORDS, " ", ". ") for i in range(n)],
         "zh": [page(i, ZH_WORDS, "", "。") for i in range(n)],
     }
-
-
-def spread_sample(pages: list[str], n: int) -> list[str]:
-    """``n`` pages taken at an even stride over the list (deterministic)."""
-    if len(pages) <= n:
-        return list(pages)
-    step = len(pages) / n
-    return [pages[int(i * step)] for i in range(n)]
-
-
-def enlarge(pages: list[str], n: int, size: int) -> list[str]:
-    """``n`` pages of about ``size`` bytes: each page's body followed by the bodies of the next pages."""
-    bodies = [m.group(1) if (m := BODY.search(p)) else p for p in pages]
-    out = []
-    for i in range(min(n, len(pages))):
-        base = pages[i]
-        m = BODY.search(base)
-        head, tail = (base[: m.end(1)], base[m.end(1) :]) if m else (base, "")
-        parts, total, j = [head], len(base.encode("utf-8")), i + 1
-        while total < size and j < i + 1 + len(pages):
-            extra = f'\n<div class="section">{bodies[j % len(pages)]}</div>'
-            parts.append(extra)
-            total += len(extra.encode("utf-8"))
-            j += 1
-        parts.append(tail)
-        out.append("".join(parts))
-    return out
 
 
 # ---------------------------------------------------------------- methods
@@ -332,8 +278,8 @@ def print_report(results: dict, goals: list[dict], repeat: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--input", type=Path, default=DEFAULT_INPUT, help="JSON Lines (.gz) with url and html")
+    ap = make_parser(__doc__, full=True)
+    ap.add_argument("--input", type=Path, default=PUBLIC_PAGES, help="JSON Lines (.gz) with url and html")
     ap.add_argument("--pages", type=int, default=300, help="pages per language, as they are (default: 300)")
     ap.add_argument("--big-pages", type=int, default=30, help="100 KB pages per language (default: 30)")
     ap.add_argument("--big-size", type=int, default=100_000, help="bytes of an enlarged page (default: 100000)")
@@ -347,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"unknown methods: {', '.join(sorted(unknown))}")
 
     if args.input.exists():
-        by_lang, source = load_pages(args.input), str(args.input)
+        by_lang, source = pages_by_language(args.input), str(args.input)
     else:
         by_lang, source = generated_pages(max(args.pages, args.big_pages * 20)), "generated"
     sets: dict[str, list[str]] = {}
@@ -367,7 +313,6 @@ def main(argv: list[str] | None = None) -> int:
     print(f"# Fingerprinting speed (one process; input {source})")
     print_report(results, goals, args.repeat)
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
         env = {
             "python": platform.python_version(),
             "machine": platform.machine(),
@@ -382,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
             "results": results,
             "targets": goals,
         }
-        args.json.write_text(json.dumps(blob, indent=2) + "\n", encoding="utf-8")
+        write_json(args.json, blob, indent=2)
     return 0
 
 

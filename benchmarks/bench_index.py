@@ -20,14 +20,11 @@ stores ``"<hex>,<key>"`` strings), so its figure is an upper bound of its index-
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import ctypes
 import gc
-import json
 import os
 import platform
-import statistics
 import sys
 import time
 import tracemalloc
@@ -35,19 +32,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from benchlib.measure import median_of, rss_bytes
+from benchlib.report import make_parser, write_json
+
+from simhash_filter.index.nearduplicate import NearDuplicateIndex
 
 K = 3
 SIMHASH_BUILD_LIMIT_S = 300.0
-
-
-def _import_index() -> Any:
-    """Import NearDuplicateIndex from the installed package or this checkout."""
-    try:
-        from simhash_filter.index.nearduplicate import NearDuplicateIndex
-    except ImportError:
-        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-        from simhash_filter.index.nearduplicate import NearDuplicateIndex
-    return NearDuplicateIndex
 
 
 def release_free_memory() -> None:
@@ -55,15 +46,6 @@ def release_free_memory() -> None:
     gc.collect()
     with contextlib.suppress(OSError, AttributeError):  # not glibc
         ctypes.CDLL("libc.so.6").malloc_trim(0)
-
-
-def rss_bytes() -> int:
-    """Resident set size of this process (Linux), or 0 where unknown."""
-    try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError):
-        return 0
 
 
 def flip_bits(rng: np.random.Generator, values: np.ndarray, max_bits: int) -> np.ndarray:
@@ -105,7 +87,6 @@ def percentiles(ns: np.ndarray) -> tuple[float, float]:
 
 def bench_index(data: dict[str, Any], keys: list[str], measure_memory: bool) -> dict[str, Any]:
     """One build + measurements of NearDuplicateIndex."""
-    NearDuplicateIndex = _import_index()
     fps: np.ndarray = data["fps"]
     n = len(fps)
     out: dict[str, Any] = {}
@@ -234,17 +215,6 @@ def make_keys(n: int) -> tuple[list[str], float]:
     return keys, per_key
 
 
-def median_of(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for name in runs[0]:
-        values = [r[name] for r in runs if name in r]
-        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
-            out[name] = statistics.median(values)
-        else:
-            out[name] = values[0]
-    return out
-
-
 def fmt(value: Any, digits: int = 1) -> str:
     if value is None:
         return "–"
@@ -292,7 +262,7 @@ def table(results: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = make_parser(__doc__)
     parser.add_argument("--sizes", default="1000000,10000000", help="comma-separated index sizes")
     parser.add_argument("--queries", type=int, default=20_000, help="queries (and check_and_adds) per run")
     parser.add_argument("--repeat", type=int, default=3, help="runs per size; figures are medians")
@@ -346,7 +316,6 @@ def main(argv: list[str] | None = None) -> int:
             del built
             gc.collect()
         # cross-check: both indexes find the same keys for the timed queries
-        NearDuplicateIndex = _import_index()
         ours = NearDuplicateIndex(K, expected_size=size)
         ours.add_many(data["fps"], all_keys[:size])
         from simhash import Simhash
@@ -389,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
     for note in notes:
         print(f"Note: {note}.")
     if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=2, default=str) + "\n")
+        write_json(Path(args.json), results, indent=2, default=str)
     return 0
 
 

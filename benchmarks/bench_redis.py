@@ -54,18 +54,21 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
+from benchlib import ROOT
+from benchlib.data import BATCH, random_fingerprints
+from benchlib.measure import median_of, percentile
+from benchlib.report import make_parser, write_json
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path.insert(0, str(ROOT / "tests"))  # the Redis server of the tests, and their crawl helpers
 
-from redis_server import RedisServer  # noqa: E402 - tests/ is added above
+from redis_server import RedisServer
 
-from simhash_filter.index.backends import open_backend  # noqa: E402
-from simhash_filter.index.backends.memory import MemoryBackend  # noqa: E402
-from simhash_filter.index.tables import TableDesign, resolve_design  # noqa: E402
+from simhash_filter.index.backends import open_backend
+from simhash_filter.index.backends.memory import MemoryBackend
+from simhash_filter.index.tables import TableDesign, resolve_design
 
 K = 3
 DESIGN: TableDesign = resolve_design("auto", K, 1_000_000)  # the crawl's design (4x16/k3)
@@ -101,7 +104,7 @@ print(json.dumps({"elapsed": time.perf_counter() - start, "latencies": lat}))
 
 def stored(size: int) -> np.ndarray:
     """The fingerprints filled in (seeded)."""
-    return np.random.default_rng(1).integers(0, 2**64, size=size, dtype=np.uint64)
+    return random_fingerprints(size, seed=1)
 
 
 def stored_keys(size: int) -> list[str]:
@@ -126,11 +129,6 @@ def queries(n: int, seed: int, size: int) -> np.ndarray:
     out = np.concatenate([new, near])
     rng.shuffle(out)
     return out
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def server_cpu(server: RedisServer) -> float:
@@ -168,7 +166,7 @@ class SlowLog:
         self.durations = [e["duration"] for e in entries if e["command"][:7].lower() == b"evalsha"]
 
     def summary(self) -> dict[str, float]:
-        return {"server_p50_us": pct(self.durations, 0.5), "server_p99_us": pct(self.durations, 0.99)}
+        return {"server_p50_us": percentile(self.durations, 0.5), "server_p99_us": percentile(self.durations, 0.99)}
 
 
 def memory_by_kind(server: RedisServer, prefix: str, size: int) -> dict[str, float]:
@@ -186,20 +184,42 @@ def memory_by_kind(server: RedisServer, prefix: str, size: int) -> dict[str, flo
     return {f"{name}_bytes_per_fp": used / size for name, used in out.items()}
 
 
-def fill(server: RedisServer, size: int, bucket_bits: int | None) -> dict[str, Any]:
-    """Fill the index; the memory it takes."""
-    keys = stored_keys(size)
-    fps = stored(size)
+class Filled(NamedTuple):
+    """What filling an index took: its bucket_bits, seconds, Redis memory (bytes), and the bytes of its URLs."""
+
+    bucket_bits: int
+    seconds: float
+    used: int
+    url_bytes: int
+
+
+def fill_index(
+    server: RedisServer,
+    prefix: str,
+    size: int,
+    bucket_bits: int | None,
+    k: int,
+    design: TableDesign,
+    metadata: dict[str, Any],
+    sketches: list[bytes] | None = None,
+) -> Filled:
+    """Fill the index ``prefix`` with the stored pages (and ``sketches``) by ``add_many``."""
+    keys, fps = stored_keys(size), stored(size)
     before = server.used_memory()
     options = f"&bucket_bits={bucket_bits}" if bucket_bits else ""
     start = time.perf_counter()
-    with open_backend(f"{server.url}?prefix=bench{options}", k=K, design=DESIGN, metadata=META) as backend:
-        for lo in range(0, size, 100_000):
-            backend.add_many(fps[lo : lo + 100_000], keys[lo : lo + 100_000])
+    with open_backend(f"{server.url}?prefix={prefix}{options}", k=k, design=design, metadata=metadata) as backend:
+        for lo in range(0, size, BATCH):
+            rows = slice(lo, lo + BATCH)
+            backend.add_many(fps[rows], keys[rows], *([] if sketches is None else [sketches[rows]]))
         bits = backend.bucket_bits  # type: ignore[attr-defined]
     seconds = time.perf_counter() - start
-    used = server.used_memory() - before
-    url_bytes = sum(len(k) for k in keys)
+    return Filled(bits, seconds, server.used_memory() - before, sum(len(key) for key in keys))
+
+
+def fill(server: RedisServer, size: int, bucket_bits: int | None) -> dict[str, Any]:
+    """Fill the index; the memory it takes."""
+    bits, seconds, used, url_bytes = fill_index(server, "bench", size, bucket_bits, K, DESIGN, META)
     with server.client() as client:
         n_keys = client.dbsize()
     return {
@@ -262,34 +282,24 @@ def one_process(server: RedisServer, memory: MemoryBackend, checks: int, run: in
         mem_lat.append(time.perf_counter() - t)
     mem_cpu = time.process_time() - mem_cpu
     return {
-        "p50_ms": 1000 * pct(lat, 0.5),
-        "p99_ms": 1000 * pct(lat, 0.99),
+        "p50_ms": 1000 * percentile(lat, 0.5),
+        "p99_ms": 1000 * percentile(lat, 0.99),
         "calls_per_s": checks / elapsed,
         "server_us_per_call": usec,
         **slowlog.summary(),
         "server_cpu_us_per_call": 1e6 * cpu_server / checks,
         "client_cpu_us_per_call": 1e6 * cpu / checks,
         "memory_cpu_us_per_call": 1e6 * mem_cpu / checks,
-        "memory_p50_ms": 1000 * pct(mem_lat, 0.5),
-        "memory_p99_ms": 1000 * pct(mem_lat, 0.99),
+        "memory_p50_ms": 1000 * percentile(mem_lat, 0.5),
+        "memory_p99_ms": 1000 * percentile(mem_lat, 0.99),
         "batch_calls_per_s": batch_rate,
     }
 
 
 def fill_two_stage(server: RedisServer, size: int, bucket_bits: int | None) -> dict[str, Any]:
     """Fill the two-stage index (prefix ``bench2``): the same pages with random sketches; the memory it takes."""
-    keys, fps, sketches = stored_keys(size), stored(size), stored_sketches(size)
-    before = server.used_memory()
-    options = f"&bucket_bits={bucket_bits}" if bucket_bits else ""
-    start = time.perf_counter()
-    uri = f"{server.url}?prefix=bench2{options}"
-    with open_backend(uri, k=K2, design=TWO_STAGE, metadata=META2) as backend:
-        for lo in range(0, size, 100_000):
-            backend.add_many(fps[lo : lo + 100_000], keys[lo : lo + 100_000], sketches[lo : lo + 100_000])
-        bits = backend.bucket_bits  # type: ignore[attr-defined]
-    seconds = time.perf_counter() - start
-    used = server.used_memory() - before
-    url_bytes = sum(len(k) for k in keys)
+    sketches = stored_sketches(size)
+    bits, seconds, used, url_bytes = fill_index(server, "bench2", size, bucket_bits, K2, TWO_STAGE, META2, sketches)
     return {
         "size": size,
         "design": TWO_STAGE.name,
@@ -331,8 +341,8 @@ def two_stage(server: RedisServer, checks: int, run: int, size: int) -> dict[str
                 usec = evalsha_usec(server)
             out.update(
                 {
-                    f"{name}_p50_ms": 1000 * pct(lat, 0.5),
-                    f"{name}_p99_ms": 1000 * pct(lat, 0.99),
+                    f"{name}_p50_ms": 1000 * percentile(lat, 0.5),
+                    f"{name}_p99_ms": 1000 * percentile(lat, 0.99),
                     f"{name}_calls_per_s": checks / elapsed,
                     f"{name}_server_us_per_call": usec,
                     **{f"{name}_{key}": value for key, value in slowlog.summary().items()},
@@ -374,8 +384,8 @@ def two_processes(server: RedisServer, checks: int, run: int, size: int) -> dict
         results.append(json.loads(out))
     lat = [x for r in results for x in r["latencies"]]
     return {
-        "p50_ms": 1000 * pct(lat, 0.5),
-        "p99_ms": 1000 * pct(lat, 0.99),
+        "p50_ms": 1000 * percentile(lat, 0.5),
+        "p99_ms": 1000 * percentile(lat, 0.99),
         "calls_per_s": len(lat) / max(r["elapsed"] for r in results),
     }
 
@@ -418,10 +428,6 @@ def crawl_rate(server: RedisServer, articles: int, processes: int, workdir: Path
         "seconds": (finish - start).total_seconds(),
         "pages_per_s": pages / (finish - start).total_seconds(),
     }
-
-
-def median_of(runs: list[dict[str, float]]) -> dict[str, float]:
-    return {key: statistics.median(r[key] for r in runs) for key in runs[0]}
 
 
 def print_classic(report: dict[str, Any], args: argparse.Namespace) -> None:
@@ -485,7 +491,7 @@ def print_two_stage(report: dict[str, Any], args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = make_parser(__doc__)
     parser.add_argument("--size", type=int, default=1_000_000, help="fingerprints stored before measuring")
     parser.add_argument("--checks", type=int, default=5000, help="check-and-adds per process and run")
     parser.add_argument("--repeat", type=int, default=3, help="runs; medians are reported")
@@ -540,8 +546,7 @@ def main(argv: list[str] | None = None) -> int:
     if staged:
         print_two_stage(report, args)
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report, indent=2))
+        write_json(args.json, report, indent=2)
     return 0
 
 

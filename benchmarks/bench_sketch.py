@@ -10,31 +10,26 @@ fingerprint without its sketch (the issue's budget: at most 1.2).
 
 from __future__ import annotations
 
-import argparse
-import gzip
-import json
 import statistics
 import sys
 import time
+from itertools import islice
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchlib.data import PUBLIC_PAGES, read_jsonl
+from benchlib.report import make_parser
 
 from simhash_filter.model.fingerprint import Fingerprinter
 from simhash_filter.model.sketch import sketch
 
-PUBLIC = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "neardup-public" / "pages.jsonl.gz"
-
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("pages", nargs="?", type=Path, default=PUBLIC)
+    parser = make_parser(__doc__)
+    parser.add_argument("pages", nargs="?", type=Path, default=PUBLIC_PAGES)
     parser.add_argument("--pages", dest="limit", type=int, default=1500)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    opener = gzip.open if args.pages.suffix == ".gz" else open
-    with opener(args.pages, "rt", encoding="utf-8") as f:
-        pages = [json.loads(line)["html"] for _, line in zip(range(args.limit), f, strict=False)]
+    pages = [row["html"] for row in islice(read_jsonl(args.pages), args.limit)]
     fingerprinter = Fingerprinter()
     cfg = fingerprinter.config
     features = [fingerprinter.analyze(html)[1] for html in pages]  # also loads the word tables

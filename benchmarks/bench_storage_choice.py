@@ -12,24 +12,19 @@ survives a process kill; the log: two ``write`` calls), a key read by row, and b
 
 from __future__ import annotations
 
-import argparse
 import sqlite3
-import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+from benchlib.data import BATCH, random_fingerprints, url_keys
+from benchlib.measure import median_of, percentile
+from benchlib.report import make_parser
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from bench_file_index import BATCH, fingerprints, urls  # noqa: E402
-
-from simhash_filter.index.backends.file import FileBackend  # noqa: E402
-from simhash_filter.index.backends.memory import MemoryBackend  # noqa: E402
-from simhash_filter.index.tables import choose_design  # noqa: E402
+from simhash_filter.index.backends.file import FileBackend
+from simhash_filter.index.backends.memory import MemoryBackend
+from simhash_filter.index.tables import choose_design
 
 
 def disk_bytes(path: Path) -> int:
@@ -37,23 +32,24 @@ def disk_bytes(path: Path) -> int:
 
 
 def p99(times: list[float]) -> float:
-    return sorted(times)[int(len(times) * 0.99)] * 1e6
+    """The 99th percentile in microseconds."""
+    return percentile(times, 0.99) * 1e6
 
 
 def run_log(tmp: Path, n: int, adds: int) -> dict[str, float]:
-    fps = fingerprints(n, seed=n)
+    fps = random_fingerprints(n, seed=n)
     path = tmp / "log"
     design = choose_design(3, n)
     index = FileBackend(path, k=3, design=design)
     start = time.perf_counter()
     for lo in range(0, n, BATCH):
-        index.add_many(fps[lo : lo + BATCH], urls(lo, min(n, lo + BATCH)))
+        index.add_many(fps[lo : lo + BATCH], url_keys(lo, min(n, lo + BATCH)))
     index.close()
     bulk = time.perf_counter() - start
     start = time.perf_counter()
     index = FileBackend(path, k=3, design=design)
     reopen = time.perf_counter() - start
-    new = fingerprints(adds, seed=n + 1).tolist()
+    new = random_fingerprints(adds, seed=n + 1).tolist()
     add_times = []
     for i, fp in enumerate(new):
         t = time.perf_counter()
@@ -71,7 +67,7 @@ def run_log(tmp: Path, n: int, adds: int) -> dict[str, float]:
 
 
 def run_sqlite(tmp: Path, n: int, adds: int) -> dict[str, float]:
-    fps = fingerprints(n, seed=n)
+    fps = random_fingerprints(n, seed=n)
     path = tmp / "index.sqlite"
     db = sqlite3.connect(path)
     db.execute("PRAGMA journal_mode=WAL")
@@ -83,7 +79,7 @@ def run_sqlite(tmp: Path, n: int, adds: int) -> dict[str, float]:
         with db:
             db.executemany(
                 "INSERT INTO pages (fp, url) VALUES (?, ?)",
-                zip(signed[lo : lo + BATCH].tolist(), urls(lo, min(n, lo + BATCH)), strict=True),
+                zip(signed[lo : lo + BATCH].tolist(), url_keys(lo, min(n, lo + BATCH)), strict=True),
             )
     db.close()
     bulk = time.perf_counter() - start
@@ -92,7 +88,7 @@ def run_sqlite(tmp: Path, n: int, adds: int) -> dict[str, float]:
     column = np.fromiter((row[0] for row in db.execute("SELECT fp FROM pages ORDER BY id")), dtype=np.int64, count=n)
     MemoryBackend(k=3, design=choose_design(3, n)).add_many(column.view(np.uint64), [""] * n)  # the tables
     reopen = time.perf_counter() - start
-    new = fingerprints(adds, seed=n + 1).view(np.int64).tolist()
+    new = random_fingerprints(adds, seed=n + 1).view(np.int64).tolist()
     add_times = []
     for i, fp in enumerate(new):
         t = time.perf_counter()
@@ -109,7 +105,7 @@ def run_sqlite(tmp: Path, n: int, adds: int) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = make_parser(__doc__, full=True)
     parser.add_argument("--n", type=int, default=10_000_000, help="stored fingerprints")
     parser.add_argument("--adds", type=int, default=5000, help="single durable adds timed")
     parser.add_argument("--repeat", type=int, default=3, help="runs (medians are reported)")
@@ -124,7 +120,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"\nn = {args.n:,}, medians of {args.repeat}")
     print(f"{'store':<18}{'bulk load s':>12}{'open s':>8}{'add p99 us':>12}{'key read us':>12}{'disk B/fp':>11}")
     for name, rows in results.items():
-        m = {key: statistics.median(row[key] for row in rows) for key in rows[0]}
+        m = median_of(rows)
         print(f"{name:<18}{m['bulk_s']:>12.2f}{m['open_s']:>8.2f}{m['add_p99_us']:>12.1f}{m['key_us']:>12.1f}"
               f"{m['disk_B'] / args.n:>11.1f}")  # fmt: skip
 

@@ -12,9 +12,9 @@ the mean number of candidates per check, and the share of planted variants found
 model's (``simhash_filter.config``: k = 10, tables 13+13+13+13+12, similarity 0.75).
 
 Before and after, side by side: ``--compare OLD.py`` builds a second index on the same pages with the
-``MemoryBackend`` of another copy of ``simhash_filter/backends/memory.py``, e.g. the last commit's::
+``MemoryBackend`` of another copy of ``simhash_filter/index/backends/memory.py``, e.g. the last commit's::
 
-    git show HEAD:simhash_filter/backends/memory.py > /tmp/memory_before.py
+    git show HEAD:simhash_filter/index/backends/memory.py > /tmp/memory_before.py
     python benchmarks/bench_two_stage.py --sizes 1000000,10000000 --queries 20000 --compare /tmp/memory_before.py
 
 and runs each page's check-and-add on both, alternating which goes first, so that both see the same load of
@@ -23,7 +23,6 @@ a shared machine; the answers must be the same (else the run stops).  Each line 
 
 from __future__ import annotations
 
-import argparse
 import gc
 import importlib.util
 import json
@@ -34,8 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchlib.report import make_parser, write_json
 
 from simhash_filter.config import DEFAULTS
 from simhash_filter.index.backends.memory import MemoryBackend
@@ -145,7 +143,7 @@ def run(size: int, queries: int, seed: int, backends: dict[str, type[MemoryBacke
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = make_parser(__doc__)
     parser.add_argument("--sizes", default="1000000", help="comma-separated index sizes (default: 1000000)")
     parser.add_argument("--queries", type=int, default=20000)
     parser.add_argument("--seed", type=int, default=1)
@@ -159,7 +157,7 @@ def main() -> int:
     for r in results:
         print(json.dumps(r))
     if args.json:
-        args.json.write_text(json.dumps(results, indent=2) + "\n")
+        write_json(args.json, results, indent=2)
     return 0
 
 

@@ -9,23 +9,15 @@ page of the same group.
 
 from __future__ import annotations
 
-import argparse
-import gzip
-import json
 import sys
 from collections import Counter, defaultdict
-from collections.abc import Iterator
 
-
-def read_jsonl(path: str) -> Iterator[dict]:
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        for line in f:
-            yield json.loads(line)
+from benchlib.data import read_jsonl
+from benchlib.report import make_parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = make_parser(__doc__)
     parser.add_argument("sample", help="JSON Lines written by make_sample.py")
     parser.add_argument("result", help="JSON Lines written by simhash-filter dedup on that sample")
     parser.add_argument("--examples", type=int, default=3, help="examples of each kind of mistake (default: 3)")

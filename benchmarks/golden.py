@@ -17,7 +17,6 @@ test fixtures (``tests/pages.py``), ~100 KB pages built from the public set, and
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import hashlib
 import json
@@ -29,17 +28,16 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-sys.path.insert(0, str(ROOT / "tests"))
+from benchlib import ROOT
+from benchlib.data import PUBLIC_PAGES, enlarge, open_file, pages_by_language, spread_sample
+from benchlib.report import make_parser
 
-from simhash_filter.config import FingerprintConfig  # noqa: E402
-from simhash_filter.model.extract import extract  # noqa: E402
-from simhash_filter.model.fingerprint import Fingerprinter  # noqa: E402
-from simhash_filter.model.html import NotHtml, parse  # noqa: E402
+sys.path.insert(0, str(ROOT / "tests"))  # the test fixtures (tests/pages.py)
 
-PUBLIC = ROOT.parent / "shared" / "datasets" / "neardup-public" / "pages.jsonl.gz"
+from simhash_filter.config import FingerprintConfig
+from simhash_filter.model.extract import extract
+from simhash_filter.model.fingerprint import Fingerprinter
+from simhash_filter.model.html import NotHtml, parse
 
 CONFIGS = {
     "default": FingerprintConfig(),
@@ -112,8 +110,8 @@ def hostile() -> Iterator[tuple[str, bytes | str]]:
 
 def pages() -> Iterator[tuple[str, bytes | str]]:
     """(key, html) of every page, in a fixed order."""
-    if PUBLIC.exists():
-        with gzip.open(PUBLIC, "rt", encoding="utf-8") as f:
+    if PUBLIC_PAGES.exists():
+        with open_file(PUBLIC_PAGES) as f:
             for n, line in enumerate(f, 1):
                 if line.strip():
                     yield f"public:{n}", json.loads(line)["html"]
@@ -129,12 +127,10 @@ def pages() -> Iterator[tuple[str, bytes | str]]:
     for name, (a, b) in {**fixtures.near_duplicate_pairs(), **fixtures.distinct_pairs()}.items():
         yield f"fixture-pair:{name}:a", a
         yield f"fixture-pair:{name}:b", b
-    if PUBLIC.exists():
-        import bench_fingerprint
-
-        by_lang = bench_fingerprint.load_pages(PUBLIC)
+    if PUBLIC_PAGES.exists():
+        by_lang = pages_by_language(PUBLIC_PAGES)
         for lang in ("en", "zh"):
-            big = bench_fingerprint.enlarge(bench_fingerprint.spread_sample(by_lang[lang], 600), 30, 100_000)
+            big = enlarge(spread_sample(by_lang[lang], 600), 30, 100_000)
             for i, page in enumerate(big):
                 yield f"big-{lang}:{i}", page
     for key, page in hostile():
@@ -196,7 +192,7 @@ def compare(gold: dict[str, Any], now: dict[str, Any], show: int = 10) -> list[s
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = make_parser(__doc__)
     parser.add_argument("mode", choices=("build", "check"))
     parser.add_argument("path", type=Path, help="the golden file (.json.gz)")
     parser.add_argument("--limit", type=int, help="only the first N pages (a quick run; build and check alike)")

@@ -12,21 +12,16 @@ transformations to the fixture pages (``tests/test_invariance.py``).
 
 from __future__ import annotations
 
-import argparse
-import gzip
-import json
 import random
 import re
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from benchlib.data import PUBLIC_PAGES, read_jsonl
+from benchlib.report import make_parser
 
-from simhash_filter import DEFAULTS, Fingerprinter, hamming  # noqa: E402
-
-PUBLIC = ROOT.parent / "shared" / "datasets" / "neardup-public" / "pages.jsonl.gz"
+from simhash_filter import DEFAULTS, Fingerprinter, hamming
 
 _TOKEN = re.compile(r"(<!--.*?-->|<[^>]*>)", re.S)
 _RAW = re.compile(r"<(/?)(pre|script|style|textarea|title)\b", re.I)  # whitespace matters, or not HTML text
@@ -164,16 +159,14 @@ TRANSFORMS: dict[str, Callable[[str], str | bytes]] = {
 
 
 def _pages(path: Path, limit: int, seed: int) -> list[str]:
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        pages = [json.loads(line)["html"] for line in f]
+    pages = [row["html"] for row in read_jsonl(path)]
     random.Random(seed).shuffle(pages)
     return pages[:limit]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("pages", nargs="?", type=Path, default=PUBLIC, help="JSON Lines of {url, html} (.gz ok)")
+    parser = make_parser(__doc__)
+    parser.add_argument("pages", nargs="?", type=Path, default=PUBLIC_PAGES, help="JSON Lines of {url, html} (.gz ok)")
     parser.add_argument("--limit", type=int, default=1000, help="pages sampled (default: 1000)")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
