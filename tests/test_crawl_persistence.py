@@ -40,6 +40,13 @@ def test_second_crawl_remembers_the_first(site_port: int, tmp_path: Path) -> Non
     assert first.stats["simhash/kept"] <= second.stats["simhash/unchanged"] <= first.stats["simhash/checked"]
     assert second.stats["simhash/index_size"] == first.stats["simhash/index_size"]  # nothing stored twice
     assert second.stats["response_received_count"] >= first.stats["response_received_count"]
+    index = project / ".scrapy" / "simhash" / "site"
+    assert f"simhash: the index at {index} holds no pages yet" in first.log
+    size = first.stats["simhash/index_size"]
+    assert f"simhash: the index at {index} holds {size} pages from earlier crawls" in second.log
+    assert "(to start empty: delete it or set SIMHASH_BACKEND)" in second.log
+    unchanged = second.stats["simhash/unchanged"]
+    assert f", {unchanged} unchanged since an earlier crawl (their items not stored again)" in second.log
 
 
 def test_jobdir_stop_and_resume_stores_no_near_duplicate_twice(site_port: int, tmp_path: Path) -> None:

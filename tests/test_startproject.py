@@ -23,9 +23,10 @@ class PagesSpider(scrapy.Spider):
 
     name = "pages"
 
-    def __init__(self, port, **kwargs):
+    def __init__(self, port, also="", **kwargs):
         super().__init__(**kwargs)
         self.start_urls = [f"http://127.0.0.1:{port}/", f"http://127.0.0.2:{port}/"]
+        self.start_urls += [f"http://127.0.0.1:{port}{path}" for path in also.split(",") if path]
 
     def parse(self, response):
         if isinstance(response, HtmlResponse):
@@ -42,9 +43,8 @@ def documented_lines() -> str:
     return block.group(1)
 
 
-@pytest.mark.slow
-def test_documented_lines_enable_the_filter_in_a_new_project(tmp_path: Path):
-    """A fresh `scrapy startproject` plus the documented settings lines drops near-duplicates of any spider."""
+def new_project(tmp_path: Path) -> Path:
+    """``scrapy startproject newsbot`` with the documented lines and the plain spider ``pages``."""
     lines = documented_lines()
     assert lines.strip() == 'ADDONS = {"simhash_filter.SimhashAddon": 0}'
     subprocess.run(
@@ -57,6 +57,13 @@ def test_documented_lines_enable_the_filter_in_a_new_project(tmp_path: Path):
     settings = project / "newsbot" / "settings.py"
     settings.write_text(settings.read_text(encoding="utf-8") + "\n" + lines, encoding="utf-8")
     (project / "newsbot" / "spiders" / "pages.py").write_text(SPIDER, encoding="utf-8")
+    return project
+
+
+@pytest.mark.slow
+def test_documented_lines_enable_the_filter_in_a_new_project(tmp_path: Path):
+    """A fresh `scrapy startproject` plus the documented settings lines drops near-duplicates of any spider."""
+    project = new_project(tmp_path)
     with local_site() as port:
         crawl = scrapy_crawl(
             "pages",
@@ -73,3 +80,22 @@ def test_documented_lines_enable_the_filter_in_a_new_project(tmp_path: Path):
     assert crawl.stats["simhash/dropped"] >= sum(len(keys) - 1 for keys in GROUPS.values())
     assert "simhash_filter.crawl.addon.SimhashAddon" in crawl.log and "simhash: " in crawl.log
     assert "Deprecat" not in crawl.log
+
+
+@pytest.mark.slow
+def test_a_page_fetched_twice_in_one_crawl_is_not_unchanged_since_an_earlier_one(tmp_path: Path):
+    """A start URL (``dont_filter``, Scrapy's default) that a page links to again is fetched twice: the second
+    fetch is counted in ``simhash/refetched``, not as unchanged since an earlier crawl (there was none)."""
+    project = new_project(tmp_path)
+    with local_site() as port:
+        crawl = scrapy_crawl(
+            "pages",
+            tmp_path,
+            cwd=project,
+            args={"port": str(port), "also": "/news/lighthouse"},  # also linked from the start page
+            settings={"DOWNLOAD_DELAY": 0},
+        )
+    assert crawl.stats.get("simhash/unchanged", 0) == 0
+    assert crawl.stats["simhash/refetched"] >= 1
+    assert "unchanged since an earlier crawl" not in crawl.log
+    assert f"{crawl.stats['simhash/refetched']} fetched again in this crawl" in crawl.log

@@ -16,6 +16,7 @@ and the decisions handed to the items (:mod:`.decision`).
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary, WeakSet
 
@@ -40,7 +41,7 @@ from simhash_filter.crawl.options import ACTIONS, backend_uri, check_options, fi
 from simhash_filter.crawl.policy import Policy
 from simhash_filter.crawl.report import Report, logger
 from simhash_filter.crawl.waiting import InOrder
-from simhash_filter.index.backends import error_message, open_errors, redact_uri
+from simhash_filter.index.backends import error_message, open_errors, redact_uri, uri_scheme
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -189,7 +190,6 @@ class CrawlFilter:
             crawler.signals.connect(found.spider_closed, signal=signals.spider_closed)
             for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
                 crawler.signals.connect(found.items.item_done, signal=signal)
-            found.report.index_size(len(found.index))
             logger.info(
                 "simhash filter: action=%s, k=%d, backend=%s, model %s, %s",
                 found.action,
@@ -199,6 +199,9 @@ class CrawlFilter:
                 f"fingerprinting {found.executor.where(planned=True)}",
                 extra={"crawler": crawler},
             )
+            uri = found.backend_uri
+            where = redact_uri(uri) if "://" in uri else os.path.abspath(uri)
+            found.report.index_opened(where, uri_scheme(uri), len(found.index))
         return found
 
     # --- checking pages -----------------------------------------------------------------------
