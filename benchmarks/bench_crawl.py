@@ -43,7 +43,7 @@ difference is the filter's own work.
 Output: a table on stdout, and with ``--json PATH`` the numbers as JSON.
 
     python benchmarks/bench_crawl.py [--pages 2000] [--repeat 3] [--backend memory://] [--processes 0,1]
-                                     [--json PATH]
+                                     [-s NAME=VALUE ...] [--json PATH]
     python benchmarks/bench_crawl.py --pages 60 --repeat 1 --json out/bench_crawl.json   # a quick smoke run
 """
 
@@ -493,8 +493,21 @@ def main(argv: list[str] | None = None) -> int:
         default="auto",
         help=f"pages: the public set ({PUBLIC_SET}), the generated demo, or the first that exists",
     )
+    parser.add_argument(
+        "-s",
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a Scrapy setting of every crawl, e.g. -s SIMHASH_MIN_SIMILARITY=0.8 (repeatable)",
+    )
     parser.add_argument("--json", type=Path, help="write the results here as JSON")
     args = parser.parse_args(argv)
+    for item in args.set:
+        name, eq, value = item.partition("=")
+        if not eq or not name:
+            parser.error(f"--set takes NAME=VALUE, got {item!r}")
+        CRAWL_SETTINGS[name] = value
     start = time.perf_counter()
     use_public = args.source == "public" or (args.source == "auto" and (PUBLIC_SET / "pages.jsonl.gz").exists())
     corpus = load_public(args.pages) if use_public else load_demo(args.pages)
