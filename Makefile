@@ -33,12 +33,14 @@ demo-dedup: $(VENV)/.installed
 	$(BIN)/simhash-filter dedup $(OUT)/sample.jsonl --output $(OUT)/sample.dedup.jsonl
 	$(BIN)/python benchmarks/demo_report.py $(OUT)/sample.jsonl $(OUT)/sample.dedup.jsonl
 
-# The Redis tests start redis-server processes: Debian's package (as root, or with sudo).
+# The Redis tests start redis-server processes, and the compiled core needs a C compiler: Debian's packages
+# (as root, or with sudo) when they are missing.
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
+SYSTEM_PACKAGES := $(if $(shell command -v redis-server),,redis-server) $(if $(shell command -v cc),,gcc libc6-dev)
 
 test:
-	command -v redis-server >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
-		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }
+	$(if $(strip $(SYSTEM_PACKAGES)),$(SUDO) apt-get update -qq && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(SYSTEM_PACKAGES) >/dev/null,@true)
 	$(MAKE) --no-print-directory test-venv
 	$(TEST_VENV)/bin/ruff check .
 	$(TEST_VENV)/bin/python -m pytest -q

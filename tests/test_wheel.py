@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -23,6 +24,8 @@ from test_startproject import SPIDER, documented_lines
 pytestmark = pytest.mark.slow
 
 TIMEOUT = 900
+#: The wheel holds the compiled core where a C compiler built it (always under CI: ``make test`` installs one).
+COMPILED = bool(shutil.which("cc")) or os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
 def _run(cmd: list[str], **kwargs) -> subprocess.CompletedProcess[str]:
@@ -65,13 +68,16 @@ def venv(dist: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_the_wheel_holds_the_package_only(dist: Path):
-    """The wheel installs ``simhash_filter`` (with py.typed) and its metadata: no ``crawler``, no tests."""
+    """The wheel installs ``simhash_filter`` (with py.typed and the compiled core) and its metadata: no ``crawler``,
+    no tests."""
     (wheel,) = dist.glob("*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     tops = {name.split("/", 1)[0] for name in names}
     assert tops == {"simhash_filter", next(t for t in tops if t.endswith(".dist-info"))}
     assert "simhash_filter/py.typed" in names
     assert "simhash_filter/model/fingerprint.py" in names and "simhash_filter/index/backends/redis.py" in names
+    compiled = any(n.startswith("simhash_filter/model/_walk.") and n.endswith((".so", ".pyd")) for n in names)
+    assert compiled == COMPILED
     entry_points = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
     assert "simhash-filter = simhash_filter.cli.main:main" in entry_points
 
@@ -81,15 +87,19 @@ def test_the_sdist_builds_the_same_package(dist: Path):
     (sdist,) = dist.glob("*.tar.gz")
     with tarfile.open(sdist) as tar:
         names = {name.split("/", 1)[1] for name in tar.getnames() if "/" in name}
-    assert {"pyproject.toml", "README.md", "simhash_filter/__init__.py", "simhash_filter/py.typed"} <= names
+    assert {"pyproject.toml", "setup.py", "README.md", "simhash_filter/__init__.py", "simhash_filter/py.typed"} <= names
+    assert "simhash_filter/model/_walk.pyx" in names  # the compiled core is built from its source
 
 
 def test_installed_command_line_runs(venv: Path, tmp_path: Path):
-    """``simhash-filter --help`` and a ``dedup`` of two near-duplicate pages work from the installed wheel."""
+    """``simhash-filter --help``, ``--version`` (with the compiled core) and a ``dedup`` of two near-duplicate pages
+    work from the installed wheel."""
     env = _clean_env()
     where = _run([str(venv / "python"), "-c", "import simhash_filter; print(simhash_filter.__file__)"], env=env)
     assert "site-packages" in where.stdout and str(ROOT) not in where.stdout
     assert "dedup" in _run([str(venv / "simhash-filter"), "--help"], env=env).stdout
+    version = " ".join(_run([str(venv / "simhash-filter"), "--version"], env=env).stdout.split())
+    assert ("compiled core" in version) == COMPILED, version
     a, b = near_duplicate_pairs()["en-copy-other-template"]
     pages = tmp_path / "pages.jsonl"
     lines = [{"url": "https://a.example/1", "html": a}, {"url": "https://b.example/1", "html": b}]

@@ -45,6 +45,7 @@ from simhash_filter.dedup import (
 )
 from simhash_filter.index.backends import error_message, open_errors, redact_uri, store_errors
 from simhash_filter.index.tables import TableDesign, hamming
+from simhash_filter.model import core
 from simhash_filter.model.explain import Explanation, FeatureDifference, explain
 from simhash_filter.model.fingerprint import Fingerprint, Fingerprinter, Status
 from simhash_filter.model.sketch import similarity
@@ -588,7 +589,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG, description="Near-duplicate detection of web pages with 64-bit simhash fingerprints."
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    version = f"%(prog)s {__version__} (model {DEFAULTS.fingerprint.model_id()}, {core.describe()})"
+    parser.add_argument("--version", action="version", version=version)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser(

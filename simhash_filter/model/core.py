@@ -1,0 +1,43 @@
+"""Which implementation of the model's hot path runs: the compiled core (``simhash_filter.model._walk``, a
+Cython extension built by ``pip install``) or the pure-Python reference.  Both give bit-identical
+fingerprints (``benchmarks/golden.py check``); the reference is the fallback where no compiler was at hand.
+
+``SIMHASH_FILTER_PURE_PYTHON=1`` in the environment selects the reference (tests run both).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["PURE_ENV", "compiled_walk", "describe"]
+
+logger = logging.getLogger(__name__)
+
+#: Set to 1 to run the pure-Python reference even where the compiled core is built.
+PURE_ENV = "SIMHASH_FILTER_PURE_PYTHON"
+
+
+def _load() -> tuple[Callable[..., Any] | None, str]:
+    if os.environ.get(PURE_ENV, "") not in ("", "0"):
+        return None, f"pure-Python core ({PURE_ENV} is set)"
+    try:
+        from simhash_filter.model._walk import walk
+    except ImportError as exc:  # not built (no compiler at install time), or built against another lxml
+        logger.warning(
+            "simhash-filter: the compiled core is not available (%s); using the pure-Python core, which gives the "
+            "same fingerprints more slowly (reinstall with a C compiler to build it)",
+            exc,
+        )
+        return None, f"pure-Python core (compiled core not available: {exc})"
+    return walk, "compiled core"
+
+
+compiled_walk, _description = _load()
+
+
+def describe() -> str:
+    """``"compiled core"`` or ``"pure-Python core (why)"``: what ``simhash-filter --version`` prints."""
+    return _description

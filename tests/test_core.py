@@ -1,0 +1,167 @@
+"""The compiled core (``simhash_filter.model._walk``) against the pure-Python reference: the same extraction and
+the same fingerprints on every page, hostile ones included; which one runs is said by ``--version``, and a build
+without the extension still works."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import lxml.html
+import pytest
+from pages import determinism_pages, distinct_pairs, near_duplicate_pairs
+
+from simhash_filter import DEFAULTS
+from simhash_filter.model import core
+from simhash_filter.model import extract as extract_mod
+from simhash_filter.model.html import NotHtml, parse
+
+CFG = DEFAULTS.fingerprint
+UNDER_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+needs_core = pytest.mark.skipif(core.compiled_walk is None, reason=f"no compiled core here: {core.describe()}")
+
+
+def _hostile_pages() -> list[str | bytes]:
+    deep = "<div>" * 20_000 + "deep text" + "</div>" * 20_000
+    return [
+        deep,
+        "<html><body>" + "word " * 400_000 + "</body></html>",  # one 2 MB text node
+        b"<html><body><p>caf\xe9 \xff\xfe bytes\x00 with NUL</p></body></html>",
+        "<p>a<!-- comment -->tail<?pi x?>after<b>bold</b>b-tail</p>text after",
+        '<html><body><nav class="menu">Home About</nav><div id="main-content" role="main">Body text '
+        'here</div><aside class="sidebar">links</aside><footer>foot</footer></body></html>',
+        "<table><tr><td>cell<td>two</table><p>unclosed<p>next",
+        '<div class="" id="" role="">empty attributes</div><svg><text>vector</text></svg>',
+        "<html><body>" + "".join(f"<p>para {i} " + "x" * (i % 7) + "</p>" for i in range(60_000)) + "</body></html>",
+        "",
+        "   \n\t ",
+        "<html><head><title>only a title</title></head></html>",
+        "<ruby>漢<rt>かん</rt>字<rt>じ</rt></ruby>中文\n段落\n换行",
+    ]
+
+
+def _pages() -> list[str | bytes]:
+    pairs = [*near_duplicate_pairs().values(), *distinct_pairs().values()]
+    return [*determinism_pages(), *(p for pair in pairs for p in pair), *_hostile_pages()]
+
+
+def _extract_both(page: str | bytes, max_elements: int):
+    try:
+        parsed = parse(page, None, CFG.max_bytes)
+    except NotHtml:
+        return None, None
+    if parsed.root is None:
+        return None, None
+    kwargs = {"dom_decay": CFG.dom_decay, "boilerplate_weight": CFG.boilerplate_weight}
+    reference = extract_mod._extract_walk(parsed.root, max_elements=max_elements, **kwargs)
+    compiled = extract_mod.extract(parsed.root, max_elements=max_elements, **kwargs)
+    return reference, compiled
+
+
+@needs_core
+@pytest.mark.parametrize("max_elements", [CFG.max_elements, 7])
+def test_compiled_walk_extracts_what_the_reference_walk_extracts(max_elements):
+    """On the test pages and hostile ones (deep nesting, 2 MB text nodes, NUL and invalid bytes, comments and
+    PIs, 60k elements), at the default element cap and at a tiny one, both walks give the same page text."""
+    assert core.compiled_walk is not None
+    for page in _pages():
+        reference, compiled = _extract_both(page, max_elements)
+        assert reference == compiled
+
+
+@needs_core
+def test_an_attribute_with_entity_references_is_left_to_the_reference_walk():
+    """An attribute value that is not plain text nodes (an XML tree with unresolved entities) makes the compiled
+    walk decline, and extract() then gives the reference's answer."""
+    from lxml import etree
+
+    parser = etree.XMLParser(resolve_entities=False)
+    xml = b'<!DOCTYPE r [<!ENTITY e "nav">]><r><div class="x &e; y">menu text</div><p>body text here</p></r>'
+    root = etree.fromstring(xml, parser)
+    assert core.compiled_walk(root, 100, extract_mod.BOILERPLATE_TAGS, extract_mod._boilerplate_words) is None
+    kwargs = {"dom_decay": CFG.dom_decay, "boilerplate_weight": CFG.boilerplate_weight, "max_elements": 100}
+    assert extract_mod.extract(root, **kwargs) == extract_mod._extract_walk(root, **kwargs)
+
+
+def _fingerprints(pure: bool) -> list[str]:
+    code = (
+        "import sys, json; sys.path.insert(0, 'tests'); from test_core import _pages; "
+        "from simhash_filter import fingerprint; "
+        "print(json.dumps([[f.hex, f.sketch.hex() if f.sketch else None, str(f.status)] "
+        "for f in map(fingerprint, _pages())]))"
+    )
+    env = {**os.environ, core.PURE_ENV: "1" if pure else "0"}
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    proc = subprocess.run([sys.executable, "-c", code], env=env, cwd=root, capture_output=True, text=True, check=True)
+    return proc.stdout
+
+
+@needs_core
+def test_same_fingerprints_and_sketches_compiled_or_not():
+    """Whole fingerprints and sketches of every test page are bit-identical with and without the compiled core
+    (each in its own process, as a user would run them)."""
+    assert _fingerprints(pure=False) == _fingerprints(pure=True)
+
+
+def test_the_environment_selects_the_pure_python_core():
+    """``SIMHASH_FILTER_PURE_PYTHON=1`` runs the reference, and ``--version`` says which core runs."""
+    env = {**os.environ, core.PURE_ENV: "1"}
+    out = subprocess.run(
+        [sys.executable, "-m", "simhash_filter", "--version"], env=env, capture_output=True, text=True, check=True
+    ).stdout
+    out = " ".join(out.split())  # argparse wraps the line at the terminal's width
+    assert f"pure-Python core ({core.PURE_ENV} is set)" in out
+    assert DEFAULTS.fingerprint.model_id() in out
+
+
+@pytest.mark.skipif(bool(os.environ.get(core.PURE_ENV)), reason=f"{core.PURE_ENV} is set")
+def test_version_names_the_core_in_use():
+    """``--version`` names the core this install runs: compiled where it was built."""
+    out = subprocess.run(
+        [sys.executable, "-m", "simhash_filter", "--version"], capture_output=True, text=True, check=True
+    ).stdout
+    assert core.describe() in " ".join(out.split())
+
+
+@pytest.mark.skipif(not UNDER_CI, reason="CI builds the compiled core; a local install may lack a compiler")
+def test_ci_runs_the_compiled_core():
+    """Under CI the package was installed with a compiler at hand: the compiled core must have been built."""
+    if os.environ.get(core.PURE_ENV, "") not in ("", "0"):
+        pytest.skip(f"{core.PURE_ENV} is set")
+    assert core.compiled_walk is not None, core.describe()
+
+
+def test_a_missing_extension_falls_back_with_one_warning(tmp_path):
+    """When the extension cannot be imported the package says so once and fingerprints with the reference."""
+    blocker = tmp_path / "sitecustomize.py"
+    blocker.write_text(
+        "import sys\n"
+        "class _Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'simhash_filter.model._walk':\n"
+        "            raise ImportError('blocked for the test')\n"
+        "sys.meta_path.insert(0, _Block())\n",
+        encoding="utf-8",
+    )
+    env = {k: v for k, v in os.environ.items() if k != core.PURE_ENV}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tmp_path), env.get("PYTHONPATH")]))
+    code = (
+        "import logging; logging.basicConfig(); from simhash_filter import fingerprint; "
+        "from simhash_filter.model import core; "
+        "print(core.describe()); print(fingerprint('<p>' + ' '.join(f'word{i} text' for i in range(40)) + '</p>').hex)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert "compiled core not available: blocked for the test" in proc.stdout
+    assert proc.stderr.count("the compiled core is not available") == 1
+    assert len(proc.stdout.splitlines()[-1]) == 16
+
+
+def test_walk_over_a_real_tree_gives_parents_before_children():
+    """Sanity of either walk: parents precede children, subtree ends enclose them (the lists _split relies on)."""
+    root = lxml.html.document_fromstring("<html><body><div><p>a</p><p>b</p></div><span>c</span></body></html>")
+    kwargs = {"dom_decay": CFG.dom_decay, "boilerplate_weight": CFG.boilerplate_weight, "max_elements": 50}
+    page = extract_mod.extract(root, **kwargs)
+    assert page.elements == 6
+    assert [t for _, t in page.texts]
