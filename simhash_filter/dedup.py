@@ -24,12 +24,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simhash_filter.config import FilterConfig, FingerprintConfig
+from simhash_filter.index.backends import store_errors
 from simhash_filter.index.nearduplicate import NearDuplicateIndex
 from simhash_filter.model.fingerprint import Fingerprinter
 
 __all__ = [
     "ERROR",
     "MALFORMED",
+    "IndexFailed",
     "Outcome",
     "Summary",
     "WorkersFailed",
@@ -194,6 +196,11 @@ class WorkersFailed(Exception):
     """The worker processes died again and again without finishing any work (they cannot start)."""
 
 
+class IndexFailed(Exception):
+    """The index failed part way (a full disk under an on-disk index, a Redis server gone): the store's own
+    error is the ``__cause__``, told apart from the input's read errors, which are ``OSError`` too."""
+
+
 def _in_workers(
     chunks: Iterable[list[bytes]],
     workers: int,
@@ -354,7 +361,10 @@ def _dedup(
             if value is None or url is None:
                 yield Outcome(n, url, status=status, reason=reason)
                 continue
-            match = index.check_and_add(value, url, sketch if verify else None)
+            try:
+                match = index.check_and_add(value, url, sketch if verify else None)
+            except store_errors() as exc:
+                raise IndexFailed(str(exc)) from exc
             if match is None:
                 yield Outcome(n, url, value)
             else:

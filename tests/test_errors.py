@@ -18,6 +18,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -27,9 +28,9 @@ from redis_server import RedisServer
 from test_cli import run_cli
 
 from simhash_filter.cli import index as cli_index
-from simhash_filter.cli import main as cli
 from simhash_filter.cli.main import main
 from simhash_filter.index.backends.file import FileBackend
+from simhash_filter.index.nearduplicate import NearDuplicateIndex
 from simhash_filter.index.tables import TableDesign
 
 DESIGN = TableDesign.parse("4x16/k3")
@@ -194,14 +195,16 @@ def test_dedup_index_failing_part_way_is_one_line_and_the_summary(
     monkeypatch: pytest.MonkeyPatch, pages_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """An index that fails after the first page (a Redis server gone): one line naming it, then the summary."""
-    real = cli.dedup
+    real = NearDuplicateIndex.check_and_add
+    calls = []
 
-    def failing(*args: object, **kwargs: object) -> Iterator[object]:
-        outcomes = real(*args, **kwargs)  # type: ignore[arg-type]
-        yield next(outcomes)
-        raise redis.exceptions.ConnectionError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+    def failing(self: NearDuplicateIndex, *args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) > 1:
+            raise redis.exceptions.ConnectionError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+        return real(self, *args, **kwargs)
 
-    monkeypatch.setattr(cli, "dedup", failing)
+    monkeypatch.setattr(NearDuplicateIndex, "check_and_add", failing)
     out = tmp_path / "out.jsonl"
     assert main(["dedup", str(pages_file), "--no-progress", "-o", str(out)]) == 1
     lines = capsys.readouterr().err.splitlines()

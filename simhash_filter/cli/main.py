@@ -36,6 +36,7 @@ from simhash_filter.config import DEFAULTS, FilterConfig, FingerprintConfig
 from simhash_filter.dedup import (
     ERROR,
     MALFORMED,
+    IndexFailed,
     Outcome,
     Summary,
     WorkersFailed,
@@ -43,7 +44,7 @@ from simhash_filter.dedup import (
     dedup,
     open_index,
 )
-from simhash_filter.index.backends import error_message, open_errors, redact_uri, store_errors
+from simhash_filter.index.backends import error_message, open_errors, redact_uri
 from simhash_filter.index.tables import TableDesign, hamming
 from simhash_filter.model import core
 from simhash_filter.model.explain import Explanation, FeatureDifference, explain
@@ -483,11 +484,12 @@ def cmd_dedup(args: argparse.Namespace) -> int:
             return _failed(out, summary, start, f"{args.output or 'standard output'}: cannot write: {exc}")
         except WorkersFailed as exc:
             return _failed(out, summary, start, f"{exc}; try --workers 1")
-        except (OSError, EOFError) as exc:  # a truncated .gz, an unreadable file
-            return _failed(out, summary, start, f"{args.input}: read error after {summary.lines} lines: {exc}")
-        except store_errors() as exc:  # the index failed part way (a Redis server went away)
+        except IndexFailed as failed:  # the index failed part way (a full disk, a Redis server gone)
+            exc = failed.__cause__ or failed
             where = f"index {redact_uri(args.index)!r} failed after {summary.lines} lines"
             return _failed(out, summary, start, f"{where}: {error_message(exc, args.index)}")
+        except (OSError, EOFError) as exc:  # a truncated .gz, an unreadable file
+            return _failed(out, summary, start, f"{args.input}: read error after {summary.lines} lines: {exc}")
     print(_summary_line(summary, time.perf_counter() - start), file=sys.stderr)
     return EXIT_MALFORMED if summary.malformed else EXIT_OK
 
