@@ -30,8 +30,9 @@ ARTICLE = p.gazette(p.RAINWATER).encode("utf-8")
 COPY = p.ledger(p.RAINWATER).encode("utf-8")  # the same article in another site's template
 OTHER = p.gazette(p.LIGHTHOUSE).encode("utf-8")
 HTML = {"Content-Type": "text/html; charset=utf-8"}
-#: A client that gives up on a frozen server quickly, without retries of its own.
-QUICK = "&socket_timeout=0.3&retries=0"
+#: A client that gives up on a frozen server quickly, without retries of its own (yet not so quickly that a call
+#: to the woken server, busy with the calls queued meanwhile on a loaded machine, times out too).
+QUICK = "&socket_timeout=1.0&retries=0"
 
 
 @pytest.fixture(autouse=True)
@@ -95,7 +96,7 @@ def test_a_retry_that_finds_the_pages_own_timed_out_write_keeps_the_page(
     """A retry that finds the page's own timed-out write keeps it (not a duplicate of itself), stored once."""
     url = "http://a.test/rain"
     with middleware(own_redis_server, redis_prefix, SIMHASH_INDEX_RETRY_SECONDS=10) as mw:
-        with frozen(own_redis_server, 1.0):
+        with frozen(own_redis_server, 3.0):
             request, response = respond(mw, url, ARTICLE)
         meta = request.meta["simhash"]
         assert meta["status"] == "ok"
