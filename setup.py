@@ -12,8 +12,8 @@ def extensions() -> list[Extension]:
     except ImportError:  # a build without the build requirements (pip always installs them)
         return []
     walk = Extension(
-        "simhash_filter.model._walk",
-        ["simhash_filter/model/_walk.pyx"],
+        "simhash_filter.model._core",
+        ["simhash_filter/model/_core.pyx"],
         include_dirs=lxml.get_include(),
         optional=True,
     )

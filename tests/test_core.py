@@ -1,20 +1,25 @@
-"""The compiled core (``simhash_filter.model._walk``) against the pure-Python reference: the same extraction and
-the same fingerprints on every page, hostile ones included; which one runs is said by ``--version``, and a build
-without the extension still works."""
+"""The compiled core (``simhash_filter.model._core``) against the pure-Python reference: the same extraction, the
+same sketches and the same fingerprints on every page, hostile ones included; which one runs is said by
+``--version``, and a build without the extension still works."""
 
 from __future__ import annotations
 
 import os
+import random
 import subprocess
 import sys
 
 import lxml.html
 import pytest
+import xxhash
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pages import determinism_pages, distinct_pairs, near_duplicate_pairs
 
 from simhash_filter import DEFAULTS
 from simhash_filter.model import core
 from simhash_filter.model import extract as extract_mod
+from simhash_filter.model import sketch as sketch_mod
 from simhash_filter.model.html import NotHtml, parse
 
 CFG = DEFAULTS.fingerprint
@@ -85,6 +90,37 @@ def test_an_attribute_with_entity_references_is_left_to_the_reference_walk():
     assert extract_mod.extract(root, **kwargs) == extract_mod._extract_walk(root, **kwargs)
 
 
+@needs_core
+def test_compiled_xxh64_is_the_xxhash_packages():
+    """The core's own XXH64 gives the ``xxhash`` package's digest for every length around the 4/8/32-byte steps,
+    ASCII, accented, CJK and astral characters, NUL bytes, and random seeds."""
+    from simhash_filter.model import _core
+
+    rng = random.Random(7)
+    for n in [*range(0, 80), 255, 256, 1000, 4097]:
+        for _ in range(8):
+            text = "".join(rng.choice("abcé中😀 \x00") for _ in range(n))
+            seed = rng.getrandbits(64)
+            assert _core.xxh64_intdigest(text, seed) == xxhash.xxh64_intdigest(text.encode(), seed), (n, seed)
+
+
+@needs_core
+@settings(max_examples=300, deadline=None)
+@given(
+    words=st.dictionaries(
+        st.text(alphabet="abcdefghé中文字", min_size=1, max_size=12),
+        st.floats(min_value=0.0, max_value=40.0, allow_nan=False) | st.sampled_from([0.125, 0.375, 0.625, 2.5]),
+        max_size=300,
+    ),
+    shape=st.sampled_from([(512, 0.25), (64, 0.25), (8, 1.0), (1000, 0.1)]),
+)
+def test_compiled_sketch_is_the_references(words, shape):
+    """The compiled sketch equals the reference bit for bit: weights on the rounding boundaries (half-way copies
+    round to even), empty bins densified, any number of bins and any step."""
+    bins, step = shape
+    assert core.compiled_sketch(words, bins, step, sketch_mod.SEED) == sketch_mod.sketch(words, bins, step)
+
+
 def _fingerprints(pure: bool) -> list[str]:
     code = (
         "import sys, json; sys.path.insert(0, 'tests'); from test_core import _pages; "
@@ -140,7 +176,7 @@ def test_a_missing_extension_falls_back_with_one_warning(tmp_path):
         "import sys\n"
         "class _Block:\n"
         "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name == 'simhash_filter.model._walk':\n"
+        "        if name == 'simhash_filter.model._core':\n"
         "            raise ImportError('blocked for the test')\n"
         "sys.meta_path.insert(0, _Block())\n",
         encoding="utf-8",

@@ -76,7 +76,7 @@ def test_the_wheel_holds_the_package_only(dist: Path):
     assert tops == {"simhash_filter", next(t for t in tops if t.endswith(".dist-info"))}
     assert "simhash_filter/py.typed" in names
     assert "simhash_filter/model/fingerprint.py" in names and "simhash_filter/index/backends/redis.py" in names
-    compiled = any(n.startswith("simhash_filter/model/_walk.") and n.endswith((".so", ".pyd")) for n in names)
+    compiled = any(n.startswith("simhash_filter/model/_core.") and n.endswith((".so", ".pyd")) for n in names)
     assert compiled == COMPILED
     entry_points = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
     assert "simhash-filter = simhash_filter.cli.main:main" in entry_points
@@ -88,7 +88,7 @@ def test_the_sdist_builds_the_same_package(dist: Path):
     with tarfile.open(sdist) as tar:
         names = {name.split("/", 1)[1] for name in tar.getnames() if "/" in name}
     assert {"pyproject.toml", "setup.py", "README.md", "simhash_filter/__init__.py", "simhash_filter/py.typed"} <= names
-    assert "simhash_filter/model/_walk.pyx" in names  # the compiled core is built from its source
+    assert "simhash_filter/model/_core.pyx" in names  # the compiled core is built from its source
 
 
 def test_installed_command_line_runs(venv: Path, tmp_path: Path):

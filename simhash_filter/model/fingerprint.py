@@ -21,9 +21,11 @@ import numpy as np
 import xxhash
 
 from simhash_filter.model.config import FingerprintConfig
+from simhash_filter.model.core import compiled_sketch
 from simhash_filter.model.extract import extract
 from simhash_filter.model.features import Features, char_grams, gram_size, page_features
 from simhash_filter.model.html import NotHtml, parse
+from simhash_filter.model.sketch import SEED as SKETCH_SEED
 from simhash_filter.model.sketch import sketch
 
 F = 64
@@ -216,7 +218,10 @@ class Fingerprinter:
         if len(feats.text) < self.config.min_features:
             return Fingerprint(None, Status.TOO_FEW_FEATURES, n, feats.truncated, enc)
         value = self.fingerprint_features(feats)
-        page_sketch = sketch(feats.text, self.config.sketch_bins, self.config.sketch_step)
+        if compiled_sketch is not None:
+            page_sketch = compiled_sketch(feats.text, self.config.sketch_bins, self.config.sketch_step, SKETCH_SEED)
+        else:
+            page_sketch = sketch(feats.text, self.config.sketch_bins, self.config.sketch_step)
         return Fingerprint(value, Status.OK, n, feats.truncated, enc, page_sketch)
 
     def fingerprint_features(self, feats: Features) -> int:
