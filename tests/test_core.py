@@ -8,6 +8,8 @@ import os
 import random
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import lxml.html
 import pytest
@@ -19,6 +21,7 @@ from pages import determinism_pages, distinct_pairs, near_duplicate_pairs
 from simhash_filter import DEFAULTS
 from simhash_filter.model import core
 from simhash_filter.model import extract as extract_mod
+from simhash_filter.model import fingerprint as fingerprint_mod
 from simhash_filter.model import sketch as sketch_mod
 from simhash_filter.model.html import NotHtml, parse
 
@@ -52,6 +55,24 @@ def _pages() -> list[str | bytes]:
     return [*determinism_pages(), *(p for pair in pairs for p in pair), *_hostile_pages()]
 
 
+@contextmanager
+def reference_core() -> Iterator[None]:
+    """Run the pure-Python reference in this process: every ``compiled_*`` function of the model set aside."""
+    saved = [
+        (module, name, value)
+        for module in (extract_mod, fingerprint_mod)
+        for name, value in vars(module).items()
+        if name.startswith("compiled_")
+    ]
+    for module, name, _ in saved:
+        setattr(module, name, None)
+    try:
+        yield
+    finally:
+        for module, name, value in saved:
+            setattr(module, name, value)
+
+
 def _extract_both(page: str | bytes, max_elements: int):
     try:
         parsed = parse(page, None, CFG.max_bytes)
@@ -60,7 +81,8 @@ def _extract_both(page: str | bytes, max_elements: int):
     if parsed.root is None:
         return None, None
     kwargs = {"dom_decay": CFG.dom_decay, "boilerplate_weight": CFG.boilerplate_weight}
-    reference = extract_mod._extract_walk(parsed.root, max_elements=max_elements, **kwargs)
+    with reference_core():
+        reference = extract_mod.extract(parsed.root, max_elements=max_elements, **kwargs)
     compiled = extract_mod.extract(parsed.root, max_elements=max_elements, **kwargs)
     return reference, compiled
 
@@ -69,11 +91,42 @@ def _extract_both(page: str | bytes, max_elements: int):
 @pytest.mark.parametrize("max_elements", [CFG.max_elements, 7])
 def test_compiled_walk_extracts_what_the_reference_walk_extracts(max_elements):
     """On the test pages and hostile ones (deep nesting, 2 MB text nodes, NUL and invalid bytes, comments and
-    PIs, 60k elements), at the default element cap and at a tiny one, both walks give the same page text."""
+    PIs, 60k elements), at the default element cap and at a tiny one, the compiled walk and split give the
+    reference's page text and structure."""
     assert core.compiled_walk is not None
     for page in _pages():
         reference, compiled = _extract_both(page, max_elements)
         assert reference == compiled
+        if reference is not None:  # the same dict order too: the structure's norm sums in that order
+            assert list(reference.structure.items()) == list(compiled.structure.items())
+
+
+_PIECES = st.sampled_from(
+    [
+        "<p>", "</p>", "<div>", "</div>", '<div class="nav">', '<div id="sidebar">', "<nav>", "</nav>", "<ul><li>",
+        "</li></ul>", '<a href="/x">', "</a>", "<table><tr><td>", "</td><td>", "</td></tr></table>", "<footer>",
+        "<main>", "</main>", "<br>", "<span>", "</span>", "Visited 1,234 times", "updated 2024-05-06 12:30",
+        "river market bridge council ", "ferry orchard school ", "中文段落\n换行文字", "汉字 12 个",
+        "\u00a0 \u2003 ", "\n\n  ", "x", "１２３ full width", "١٢٣ arabic digits", "ⅷ numeral", "_under_score",
+    ]
+)  # fmt: skip
+
+
+@needs_core
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_PIECES, min_size=1, max_size=60), st.sampled_from([0.45, 0.7, 1.0]), st.sampled_from([0.1, 0.5]))
+def test_compiled_split_weights_what_the_reference_weights(pieces, dom_decay, boilerplate_weight):
+    """On random pages made of navigation, link lists, tables, counters, CJK text with line breaks, Unicode
+    spaces and digits of other scripts, the compiled split gives the reference's texts and structure exactly."""
+    root = parse("".join(pieces), None, CFG.max_bytes).root
+    if root is None:
+        return
+    kwargs = {"dom_decay": dom_decay, "boilerplate_weight": boilerplate_weight, "max_elements": CFG.max_elements}
+    with reference_core():
+        reference = extract_mod.extract(root, **kwargs)
+    compiled = extract_mod.extract(root, **kwargs)
+    assert reference == compiled
+    assert list(reference.structure.items()) == list(compiled.structure.items())
 
 
 @needs_core

@@ -31,7 +31,7 @@ from itertools import islice
 import numpy as np
 from lxml import etree
 
-from simhash_filter.model.core import compiled_walk
+from simhash_filter.model.core import compiled_split, compiled_walk
 from simhash_filter.model.segment import CJK_RUN
 
 BOILERPLATE_TAGS = frozenset({"nav", "header", "footer", "aside", "menu"})
@@ -241,6 +241,26 @@ def _extract_walk(root: etree._Element, dom_decay: float, boilerplate_weight: fl
     )
 
 
+def _remove_cjk_line_breaks(text: str) -> str:
+    return _CJK_LINE_BREAK.sub("", text)
+
+
+#: The constants of :func:`_split`, in the order the compiled core's ``split`` takes them.
+_SPLIT_PARAMS = (
+    MAX_BOILERPLATE_SHARE,
+    LINK_DENSITY,
+    CONTENT_BESIDE_LINKS,
+    HUB_TEXT_SHARE,
+    OUTSIDE_MIN_WEIGHT,
+    MAX_BOILERPLATE_MASS,
+    VOLATILE_WEIGHT,
+    VOLATILE_MAX_WORDS,
+    VOLATILE_MAX_CHARS,
+    VOLATILE_SHARE,
+    CJK_CHAR_TEXT,
+)
+
+
 def _volatile(seg_text: list[str]) -> np.ndarray | None:
     """Which text segments are volatile lines: at most ``VOLATILE_MAX_WORDS`` words, at least
     ``VOLATILE_SHARE`` of them holding digits (None when no segment has a digit)."""
@@ -281,6 +301,18 @@ def _mark(idx: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     return np.maximum.accumulate(reach) >= idx
 
 
+def decay_powers(decay: float, n: int) -> np.ndarray:
+    """``decay ** d`` for d < n, by repeated multiplication: each step one correctly rounded product, so the
+    same on every machine (numpy's ``power`` is vectorised differently on different CPUs and can differ in
+    the last bit)."""
+    out = np.empty(n)
+    p = 1.0
+    for i in range(n):
+        out[i] = p
+        p *= decay
+    return out
+
+
 def _structure(
     tid: np.ndarray,
     tag_of: list[str],
@@ -303,7 +335,7 @@ def _structure(
     n_tags, n_depth = len(tag_of), int(d.max()) + 1
     key = ((in_content.astype(np.int64) * (n_tags + 1) + ptid + 1) * n_tags + tid) * n_depth + d
     uniq, inverse = np.unique(key[keep], return_inverse=True)
-    weights = np.bincount(inverse, weights=dom_decay ** d[keep].astype(np.float64), minlength=len(uniq))
+    weights = np.bincount(inverse, weights=decay_powers(dom_decay, n_depth)[d[keep]], minlength=len(uniq))
     out: Counter[str] = Counter()
     for k, w in zip(uniq.tolist(), weights.tolist(), strict=True):
         k, dd = divmod(k, n_depth)
@@ -330,7 +362,12 @@ def _split(
 
     ``tid_l`` numbers each element's tag by order of first appearance, ``tag_of`` names the numbers.
     """
-    seg_text = [t if t.isascii() else _CJK_LINE_BREAK.sub("", t) for t in seg_text]
+    if compiled_split is not None:
+        texts, structure = compiled_split(tag_of, tid_l, parents, depths, ends_l, candidates, seg_owner, seg_text,
+                                          dom_decay, boilerplate_weight, _remove_cjk_line_breaks, LINK_LIST_TAGS,
+                                          _SPLIT_PARAMS)  # fmt: skip
+        return PageText(texts=texts, structure=Counter(structure), elements=len(tid_l), truncated=truncated)
+    seg_text = [t if t.isascii() else _remove_cjk_line_breaks(t) for t in seg_text]
     n = len(tid_l)
     tid = np.asarray(tid_l, dtype=np.int64)
     ends = np.asarray(ends_l, dtype=np.int64)
