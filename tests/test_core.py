@@ -23,6 +23,9 @@ from simhash_filter.model import core
 from simhash_filter.model import extract as extract_mod
 from simhash_filter.model import fingerprint as fingerprint_mod
 from simhash_filter.model import sketch as sketch_mod
+from simhash_filter.model.config import FingerprintConfig
+from simhash_filter.model.features import Features
+from simhash_filter.model.fingerprint import Fingerprinter
 from simhash_filter.model.html import NotHtml, parse
 
 CFG = DEFAULTS.fingerprint
@@ -185,6 +188,29 @@ def _fingerprints(pure: bool) -> list[str]:
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     proc = subprocess.run([sys.executable, "-c", code], env=env, cwd=root, capture_output=True, text=True, check=True)
     return proc.stdout
+
+
+_WORDS = st.text(st.sampled_from("abcdeé中文字ö1 "), min_size=1, max_size=12).filter(lambda w: w.strip() == w)
+
+
+@needs_core
+@settings(max_examples=200, deadline=None)
+@given(
+    st.dictionaries(_WORDS, st.floats(0.001, 50.0), min_size=1, max_size=40),
+    st.dictionaries(st.text(min_size=1, max_size=20), st.floats(0.001, 5.0), max_size=10),
+    st.sampled_from([(4, 2), (0, 0), (3, 1)]),
+)
+def test_compiled_vote_is_the_references(text, structure, ngram_sizes):
+    """The compiled vote gives the reference's simhash for any words (CJK, accents, word n-grams with spaces,
+    long words whose counts pass 255 in a column) and structure names, at several n-gram sizes."""
+    text = {**text, "z" * 700: 2.0}  # 700 n-grams of one word: columns counted past a byte
+    config = FingerprintConfig(char_ngram=ngram_sizes[0], cjk_char_ngram=ngram_sizes[1])
+    feats = Features(text=text, structure=structure)
+    with reference_core():
+        expected = Fingerprinter(config).fingerprint_features(feats)
+    compiled = Fingerprinter(config)
+    assert compiled.fingerprint_features(feats) == expected
+    assert compiled.fingerprint_features(feats) == expected  # from the memo now
 
 
 @needs_core

@@ -1,5 +1,5 @@
 """Which implementation of the model's hot path runs: the compiled core (``simhash_filter.model._core``, a
-Cython extension built by ``pip install``: the tree walk, the split of its text by role and the sketch) or the
+Cython extension built by ``pip install``: the tree walk, the split of its text by role, the vote and the sketch) or the
 pure-Python reference.  Both give bit-identical fingerprints (``benchmarks/golden.py check``); the reference
 is the fallback where no compiler was at hand.
 
@@ -13,7 +13,15 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["PURE_ENV", "compiled_sketch", "compiled_split", "compiled_walk", "describe"]
+__all__ = [
+    "PURE_ENV",
+    "compiled_counts",
+    "compiled_sketch",
+    "compiled_split",
+    "compiled_vote",
+    "compiled_walk",
+    "describe",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -22,24 +30,25 @@ PURE_ENV = "SIMHASH_FILTER_PURE_PYTHON"
 
 
 _Compiled = Callable[..., Any] | None
+_NONE: tuple[_Compiled, ...] = (None,) * 5
 
 
-def _load() -> tuple[_Compiled, _Compiled, _Compiled, str]:
+def _load() -> tuple[tuple[_Compiled, ...], str]:
     if os.environ.get(PURE_ENV, "") not in ("", "0"):
-        return None, None, None, f"pure-Python core ({PURE_ENV} is set)"
+        return _NONE, f"pure-Python core ({PURE_ENV} is set)"
     try:
-        from simhash_filter.model._core import sketch, split, walk
+        from simhash_filter.model._core import FeatureCounts, sketch, split, vote, walk
     except ImportError as exc:  # not built (no compiler at install time), or built against another lxml
         logger.warning(
             "simhash-filter: the compiled core is not available (%s); using the pure-Python core, which gives the "
             "same fingerprints more slowly (reinstall with a C compiler to build it)",
             exc,
         )
-        return None, None, None, f"pure-Python core (compiled core not available: {exc})"
-    return walk, split, sketch, "compiled core"
+        return _NONE, f"pure-Python core (compiled core not available: {exc})"
+    return (walk, split, sketch, FeatureCounts, vote), "compiled core"
 
 
-compiled_walk, compiled_split, compiled_sketch, _description = _load()
+(compiled_walk, compiled_split, compiled_sketch, compiled_counts, compiled_vote), _description = _load()
 
 
 def describe() -> str:

@@ -21,7 +21,7 @@ import numpy as np
 import xxhash
 
 from simhash_filter.model.config import FingerprintConfig
-from simhash_filter.model.core import compiled_sketch
+from simhash_filter.model.core import compiled_counts, compiled_sketch, compiled_vote
 from simhash_filter.model.extract import extract
 from simhash_filter.model.features import Features, char_grams, gram_size, page_features
 from simhash_filter.model.html import NotHtml, parse
@@ -181,6 +181,11 @@ class Fingerprinter:
         self._text_bits = _FeatureBits(self.config.seed)  # words -> counts over their character n-grams
         self._structure_bits = _FeatureBits(self.config.seed)  # structure features, hashed whole
         self._bits_lock = threading.Lock()  # the memos grow in place: one page at a time reads or grows them
+        if compiled_counts is not None:  # the compiled core's memos of the same counts
+            self._counts = (
+                compiled_counts(self.config.seed, True, MAX_CACHED_FEATURES),
+                compiled_counts(self.config.seed, False, MAX_CACHED_FEATURES),
+            )
 
     def features(self, html: bytes | str, encoding: str | None = None) -> tuple[Features | None, Status, str | None]:
         """The page's weighted features, or None with the reason."""
@@ -234,6 +239,11 @@ class Fingerprinter:
         words, names = list(feats.text), list(feats.structure)
         if not words and not names:
             raise ValueError("simhash of no features")
+        if compiled_vote is not None:
+            with self._bits_lock:
+                value = compiled_vote(*self._counts, feats.text, feats.structure, cfg.char_ngram, cfg.cjk_char_ngram)
+            if value is not None:
+                return value
         text_bits, structure_bits = self._text_bits, self._structure_bits
         ws = np.fromiter(feats.structure.values(), dtype=np.float64, count=len(names))
         ws = np.maximum(np.rint(ws * WEIGHT_SCALE), 1)
