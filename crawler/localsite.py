@@ -5,18 +5,26 @@
     with LocalSite(site) as server:
         print(server.url("/"), server.url("/", host="127.0.0.2"))
 
-Keys are a path with its query (served on every host) or ``host + path`` (served on that host only).
+Keys are a path with its query (served on every host) or ``host + path`` (served on that host only).  A
+generated site with more URLs than a mapping can hold (any session id, any tracking parameter) passes
+``resolve(host, path)``: it is asked for the page of a path (with its query) that the mapping does not have,
+and answers ``None`` for a 404.
+
+    with LocalSite({"/robots.txt": Page(b"", "text/plain")}, resolve=lambda host, path: ...) as server: ...
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from urllib.parse import quote, unquote
 
 HOSTS = ("127.0.0.1", "127.0.0.2")
+#: ``resolve(host, path)``: the page of a path with its query (percent-decoded) on a host, or ``None``.
+Resolver = Callable[[str, str], "Page | None"]
 
 
 @dataclass(frozen=True)
@@ -45,6 +53,8 @@ class _Handler(BaseHTTPRequestHandler):
         site = self.server.site
         path = unquote(self.path)  # keys are written as text; URLs arrive percent-encoded
         page = site.get(f"{host}{path}") or site.get(path)
+        if page is None and self.server.resolve is not None:
+            page = self.server.resolve(host, path)
         if page is None:
             page = Page(b"<html><body><h1>Not found</h1></body></html>", status=404)
         self.send_response(page.status)
@@ -66,21 +76,25 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, address: tuple[str, int], site: dict[str, Page]) -> None:
+    def __init__(self, address: tuple[str, int], site: dict[str, Page], resolve: Resolver | None = None) -> None:
         super().__init__(address, _Handler)
         self.site = site
+        self.resolve = resolve
 
 
 class LocalSite:
-    """Serve ``site`` on every host of ``hosts``, on one port (0: any free port)."""
+    """Serve ``site`` on every host of ``hosts``, on one port (0: any free port); paths that ``site`` does not
+    have are asked of ``resolve`` (when given)."""
 
-    def __init__(self, site: dict[str, Page], hosts: tuple[str, ...] = HOSTS, port: int = 0) -> None:
+    def __init__(
+        self, site: dict[str, Page], hosts: tuple[str, ...] = HOSTS, port: int = 0, resolve: Resolver | None = None
+    ) -> None:
         self.site = site
         self.hosts = hosts
-        servers = [_Server((hosts[0], port), site)]
+        servers = [_Server((hosts[0], port), site, resolve)]
         self.port = servers[0].server_address[1]
         try:
-            servers += [_Server((host, self.port), site) for host in hosts[1:]]
+            servers += [_Server((host, self.port), site, resolve) for host in hosts[1:]]
         except OSError:
             for server in servers:
                 server.server_close()

@@ -229,9 +229,10 @@ def page_features(page: PageText, config: FingerprintConfig) -> Features:
     structure: dict[str, float] = {}
     sw = config.structure_weight
     if sw > 0 and page.structure:
-        s_norm = math.sqrt(sum(v * v for v in page.structure.values()))
+        # math.fsum: correctly rounded, so the same on every Python (sum() of floats changed in 3.12)
+        s_norm = math.sqrt(math.fsum(v * v for v in page.structure.values()))
         weights = list(text.values())
-        t_norm = math.sqrt(sum(map(truediv, map(mul, weights, weights), counts)))  # sum of w * w / count
+        t_norm = math.sqrt(math.fsum(map(truediv, map(mul, weights, weights), counts)))  # sum of w * w / count
         # with no text at all, structure is all there is
         scale = sw / (1 - sw) * t_norm / s_norm if t_norm > 0 and sw < 1 else 1.0 / s_norm
         structure = {k: v * scale for k, v in page.structure.items()}
