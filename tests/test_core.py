@@ -21,7 +21,6 @@ from pages import determinism_pages, distinct_pairs, near_duplicate_pairs
 from simhash_filter import DEFAULTS
 from simhash_filter.model import core
 from simhash_filter.model import extract as extract_mod
-from simhash_filter.model import fingerprint as fingerprint_mod
 from simhash_filter.model import sketch as sketch_mod
 from simhash_filter.model.config import FingerprintConfig
 from simhash_filter.model.features import Features
@@ -63,7 +62,8 @@ def reference_core() -> Iterator[None]:
     """Run the pure-Python reference in this process: every ``compiled_*`` function of the model set aside."""
     saved = [
         (module, name, value)
-        for module in (extract_mod, fingerprint_mod)
+        for module_name, module in list(sys.modules.items())
+        if module_name.startswith("simhash_filter.model.") and module_name != core.__name__
         for name, value in vars(module).items()
         if name.startswith("compiled_")
     ]
@@ -211,6 +211,41 @@ def test_compiled_vote_is_the_references(text, structure, ngram_sizes):
     compiled = Fingerprinter(config)
     assert compiled.fingerprint_features(feats) == expected
     assert compiled.fingerprint_features(feats) == expected  # from the memo now
+
+
+_TEXTS = st.lists(
+    st.tuples(
+        st.sampled_from([1.0, 0.5, 0.05, 0.333]),
+        st.lists(
+            st.sampled_from(
+                [
+                    "colour", "Colours", "organise", "theatre", "the", "Harbour", "x7", "2024", "B2B", "ÉCOLE",
+                    "naïve", "ﬁle", "中文字符", "我们的城市", "Straße", "İstanbul", "_id", "a-b", "  ", "\n", ".",
+                ]
+            ),
+            max_size=40,
+        ).map(" ".join),
+    ),
+    max_size=6,
+)  # fmt: skip
+
+
+@needs_core
+@settings(max_examples=300, deadline=None)
+@given(_TEXTS, st.sampled_from([(200_000, 30_000), (7, 3), (25, 5)]))
+def test_compiled_text_features_are_the_references(texts, caps):
+    """Words, their American spellings, counts, IDF weights and n-gram counts of texts in English, other Latin
+    scripts and Chinese, under the default caps and tiny token and feature caps, are the reference's exactly."""
+    from simhash_filter.model.extract import PageText
+    from simhash_filter.model.features import _text_features
+
+    config = FingerprintConfig(max_tokens=caps[0], max_features=caps[1], min_features=1)
+    page = PageText(texts=tuple(texts))
+    with reference_core():
+        expected = _text_features(page, config)
+    got = _text_features(page, config)
+    assert got == expected
+    assert list(got[0]) == list(expected[0])
 
 
 @needs_core

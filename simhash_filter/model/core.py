@@ -1,7 +1,7 @@
 """Which implementation of the model's hot path runs: the compiled core (``simhash_filter.model._core``, a
-Cython extension built by ``pip install``: the tree walk, the split of its text by role, the vote and the sketch) or the
-pure-Python reference.  Both give bit-identical fingerprints (``benchmarks/golden.py check``); the reference
-is the fallback where no compiler was at hand.
+Cython extension built by ``pip install``: the tree walk, the split of its text by role, the text features,
+the vote and the sketch) or the pure-Python reference.  Both give bit-identical fingerprints
+(``benchmarks/golden.py check``); the reference is the fallback where no compiler was at hand.
 
 ``SIMHASH_FILTER_PURE_PYTHON=1`` in the environment selects the reference (tests run both).
 """
@@ -18,6 +18,7 @@ __all__ = [
     "compiled_counts",
     "compiled_sketch",
     "compiled_split",
+    "compiled_text_features",
     "compiled_vote",
     "compiled_walk",
     "describe",
@@ -30,14 +31,14 @@ PURE_ENV = "SIMHASH_FILTER_PURE_PYTHON"
 
 
 _Compiled = Callable[..., Any] | None
-_NONE: tuple[_Compiled, ...] = (None,) * 5
+_NONE: tuple[_Compiled, ...] = (None,) * 6
 
 
 def _load() -> tuple[tuple[_Compiled, ...], str]:
     if os.environ.get(PURE_ENV, "") not in ("", "0"):
         return _NONE, f"pure-Python core ({PURE_ENV} is set)"
     try:
-        from simhash_filter.model._core import FeatureCounts, sketch, split, vote, walk
+        from simhash_filter.model._core import FeatureCounts, sketch, split, text_features, vote, walk
     except ImportError as exc:  # not built (no compiler at install time), or built against another lxml
         logger.warning(
             "simhash-filter: the compiled core is not available (%s); using the pure-Python core, which gives the "
@@ -45,10 +46,11 @@ def _load() -> tuple[tuple[_Compiled, ...], str]:
             exc,
         )
         return _NONE, f"pure-Python core (compiled core not available: {exc})"
-    return (walk, split, sketch, FeatureCounts, vote), "compiled core"
+    return (walk, split, text_features, FeatureCounts, vote, sketch), "compiled core"
 
 
-(compiled_walk, compiled_split, compiled_sketch, compiled_counts, compiled_vote), _description = _load()
+_compiled, _description = _load()
+compiled_walk, compiled_split, compiled_text_features, compiled_counts, compiled_vote, compiled_sketch = _compiled
 
 
 def describe() -> str:

@@ -23,9 +23,10 @@ from itertools import islice
 from operator import mul, truediv
 
 from simhash_filter.model.config import FingerprintConfig
+from simhash_filter.model.core import compiled_text_features
 from simhash_filter.model.extract import PageText
 from simhash_filter.model.segment import CJK_RUN, MAX_CACHED_RUN, segment_run, segment_slices
-from simhash_filter.model.spelling import american_words
+from simhash_filter.model.spelling import american_words, spelling_memo
 from simhash_filter.model.weights import chinese_table, english_table
 
 #: Words: a CJK run (segmented later) or a run of other letters/digits.
@@ -97,6 +98,17 @@ def text_features(page: PageText, config: FingerprintConfig) -> dict[str, float]
 
 def _text_features(page: PageText, config: FingerprintConfig) -> tuple[dict[str, float], tuple[int, ...]]:
     """:func:`text_features`, and each feature's n-gram count."""
+    if compiled_text_features is not None and config.ngrams == (1,):
+        return compiled_text_features(  # type: ignore[no-any-return]
+            page.texts,
+            config.max_tokens,
+            config.max_features,
+            tokenize,
+            spelling_memo(),
+            american_words,
+            _value_memo(config),
+            lambda missing: word_values(missing, config),
+        )
     tf: dict[str, float] = {}
     budget = config.max_tokens
     for rw, text in page.texts:
@@ -148,12 +160,17 @@ def _american_counts(counts: Counter[str]) -> Counter[str]:
     return out
 
 
-def word_values(features: list[str], config: FingerprintConfig) -> list[tuple[float, int]]:
-    """``(IDF ** idf_power, gram_count)`` of each text feature under ``config`` (memoised per word)."""
+def _value_memo(config: FingerprintConfig) -> dict[str, tuple[float, int]]:
     key = (config.idf_power, config.char_ngram, config.cjk_char_ngram)
     memo = _WORD_CACHE.get(key)
     if memo is None:
         memo = _WORD_CACHE[key] = {}
+    return memo
+
+
+def word_values(features: list[str], config: FingerprintConfig) -> list[tuple[float, int]]:
+    """``(IDF ** idf_power, gram_count)`` of each text feature under ``config`` (memoised per word)."""
+    memo = _value_memo(config)
     values = list(map(memo.get, features))
     if None in values:
         missing = [g for g, v in zip(features, values, strict=True) if v is None]

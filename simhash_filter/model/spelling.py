@@ -97,6 +97,11 @@ def american_words(words: list[str]) -> list[str]:
     return out  # type: ignore[return-value]  # every None was filled
 
 
+def spelling_memo() -> dict[str, str]:
+    """The memo of :func:`american_words` (the compiled core reads it, and lets ``american_words`` fill it)."""
+    return _MEMO
+
+
 _MEMO: dict[str, str] = {}
 #: The memo is emptied when it grows past this many words.
 MAX_CACHED_WORDS = 500_000
