@@ -15,6 +15,7 @@ from cpython.unicode cimport (
     Py_UNICODE_ISDECIMAL,
     Py_UNICODE_ISSPACE,
     PyUnicode_AsUTF8AndSize,
+    PyUnicode_DecodeASCII,
 )
 from libc.math cimport log, rint
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
@@ -912,27 +913,38 @@ def vote(FeatureCounts text_bits not None, FeatureCounts structure_bits not None
 # --- text features (simhash_filter.model.features._text_features, the reference, for single words) -----------
 
 
-cdef inline bint _ascii_alnum(Py_UCS4 c) noexcept nogil:
+cdef inline bint _ascii_alnum(char c) noexcept nogil:
     return (c >= 97 and c <= 122) or (c >= 65 and c <= 90) or (c >= 48 and c <= 57)
 
 
 cdef Py_ssize_t _count_ascii(str text, Py_ssize_t budget, dict counts) except -1:
     """Count the words of an ASCII *text* into *counts* (first appearance first), at most *budget* of them: runs
     of letters and digits, lower-cased (the reference's ``translate`` and ``split``)."""
-    cdef Py_ssize_t i = 0, start, n = len(text), taken = 0
+    cdef Py_ssize_t i = 0, start, j, n, taken = 0
+    cdef const char* data = PyUnicode_AsUTF8AndSize(text, &n)  # an ASCII string's own characters
+    cdef char* lower = <char*>PyMem_Malloc(n + 1)
+    cdef char c
     cdef str word
-    while i < n and taken < budget:
-        while i < n and not _ascii_alnum(text[i]):
-            i += 1
-        if i == n:
-            break
-        start = i
-        while i < n and _ascii_alnum(text[i]):
-            i += 1
-        word = text[start:i].lower()
-        counts[word] = counts.get(word, 0) + 1
-        taken += 1
-    return taken
+    if lower is NULL:
+        raise MemoryError()
+    try:
+        for j in range(n):
+            c = data[j]
+            lower[j] = c + 32 if 65 <= c <= 90 else c
+        while i < n and taken < budget:
+            while i < n and not _ascii_alnum(data[i]):
+                i += 1
+            if i == n:
+                break
+            start = i
+            while i < n and _ascii_alnum(data[i]):
+                i += 1
+            word = PyUnicode_DecodeASCII(lower + start, i - start, NULL)
+            counts[word] = counts.get(word, 0) + 1
+            taken += 1
+        return taken
+    finally:
+        PyMem_Free(lower)
 
 
 cdef list _memoised(list keys, dict memo, object compute):
