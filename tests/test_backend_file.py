@@ -513,3 +513,19 @@ def test_kill_9_loses_no_acknowledged_page_nor_its_sketch(tmp_path: Path) -> Non
         assert not [pair for pair in acknowledged if stored.get(pair) != sketch_of(pair[1])]
         fp, key = acknowledged[-1]
         assert Candidate(key, 0, int(fp, 16), sketch_of(key)) in index.candidates(int(fp, 16), 0)
+
+
+def test_notes_survive_a_reopen_and_a_damaged_notes_file_counts_as_none(tmp_path: Path) -> None:
+    """The counters of notes.json are there after a reopen (a recrawl learns from the last crawl); a damaged
+    file reads as no counters and is replaced by the next write; a read-only index refuses to change them."""
+    with open_index(tmp_path / "idx") as index:
+        index.add_notes({"rule|a.test|param:sid|+": 3})
+    with open_index(tmp_path / "idx") as index:
+        assert index.notes() == {"rule|a.test|param:sid|+": 3}
+        (tmp_path / "idx" / "notes.json").write_bytes(b"{not json")
+        assert index.notes() == {}
+        assert index.add_notes({"mirror|a.test|b.test|+": 1}) == {"mirror|a.test|b.test|+": 1}
+    with open_index(tmp_path / "idx", readonly=True) as index:
+        assert index.notes() == {"mirror|a.test|b.test|+": 1}
+        with pytest.raises(ValueError, match="read-only"):
+            index.add_notes({"x": 1})

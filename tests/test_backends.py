@@ -11,6 +11,7 @@ import random
 import threading
 import uuid
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -128,6 +129,21 @@ def test_check_and_add(make_backend: Factory) -> None:
     assert backend.check_and_add(0b0011, "e", 1) is None  # k=1: nothing close enough, stored
     assert len(backend) == 3
     assert backend.query(0b0011, 0) == [Match("e", 0, 0b0011)]
+
+
+def test_notes_are_counters_added_atomically(make_backend: Factory) -> None:
+    """add_notes adds to the counters kept with the index and returns them all; notes() reads them; threads
+    adding at once lose no increment."""
+    backend = make_backend()
+    assert backend.notes() == {}
+    assert backend.add_notes({}) == {}
+    assert backend.add_notes({"rule|a.test|param:sid|+": 2, "rule|a.test|case|-": 1}) == {
+        "rule|a.test|param:sid|+": 2,
+        "rule|a.test|case|-": 1,
+    }
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(lambda _: backend.add_notes({"rule|a.test|param:sid|+": 1}), range(20)))
+    assert backend.notes() == {"rule|a.test|param:sid|+": 22, "rule|a.test|case|-": 1}
 
 
 def test_check_and_add_many_is_sequential(make_backend: Factory) -> None:

@@ -26,6 +26,7 @@ from scrapy.exceptions import CloseSpider, NotConfigured
 
 from simhash_filter.config import FilterConfig
 from simhash_filter.crawl import settings as defaults
+from simhash_filter.crawl.avoid import Avoider
 from simhash_filter.crawl.decision import (
     DONT_META_KEY,
     ERROR,
@@ -37,7 +38,14 @@ from simhash_filter.crawl.decision import (
 )
 from simhash_filter.crawl.executor import FingerprintExecutor, WorkerDied
 from simhash_filter.crawl.guard import IndexGuard, open_index
-from simhash_filter.crawl.options import ACTIONS, backend_uri, check_options, filter_config, processes_setting
+from simhash_filter.crawl.options import (
+    ACTIONS,
+    avoid_options,
+    backend_uri,
+    check_options,
+    filter_config,
+    processes_setting,
+)
 from simhash_filter.crawl.policy import Policy
 from simhash_filter.crawl.report import Report, logger
 from simhash_filter.crawl.waiting import InOrder
@@ -119,6 +127,7 @@ class CrawlFilter:
         processes: int | None = defaults.SIMHASH_PROCESSES,
         debug: bool = defaults.SIMHASH_DEBUG,
         index_retry_seconds: float = defaults.SIMHASH_INDEX_RETRY_SECONDS,
+        avoid: dict[str, Any] | None = None,
     ) -> None:
         processes = check_options(action, threads, processes, index_retry_seconds)
         self.index_retry_seconds = float(index_retry_seconds)
@@ -134,6 +143,12 @@ class CrawlFilter:
         self.backend_uri = backend
         self.executor = FingerprintExecutor(config.fingerprint, self.report, threads=threads, processes=processes)
         self.guard = IndexGuard(self.index, self.report, retry_seconds=self.index_retry_seconds)
+        #: The URL rules that leave requests unsent (``SIMHASH_AVOID``; None when off).
+        self.avoider: Avoider | None = None
+        if avoid is not None:
+            self.avoider = Avoider(self.index.backend, stats, same_distance=3, distinct_distance=config.max_distance,
+                                   **avoid)  # fmt: skip
+            self.avoider.load()
         self.items = ItemDecisions()
         self._order = InOrder()
         self.closed = False
@@ -159,6 +174,7 @@ class CrawlFilter:
             processes=processes_setting(settings),
             debug=settings.getbool("SIMHASH_DEBUG", defaults.SIMHASH_DEBUG),
             index_retry_seconds=settings.getfloat("SIMHASH_INDEX_RETRY_SECONDS", defaults.SIMHASH_INDEX_RETRY_SECONDS),
+            avoid=avoid_options(settings),
         )
 
     @classmethod
@@ -186,6 +202,8 @@ class CrawlFilter:
                 if not crawler.crawling or not _stop_at_start(crawler, exc):
                     raise
                 raise NotConfigured from exc
+            if found.avoider is not None:
+                found.avoider.requeue = lambda request: crawler.engine.crawl(request)
             crawler.signals.connect(found.spider_opened, signal=signals.spider_opened)
             crawler.signals.connect(found.spider_closed, signal=signals.spider_closed)
             for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
@@ -301,6 +319,8 @@ class CrawlFilter:
         except Exception:
             logger.error("simhash: cannot read the index size", exc_info=True)
         logger.info(self.summary(), extra={"spider": spider})
+        if self.avoider is not None:
+            self.avoider.close_sync()
         self.executor.close()
         self.guard.close()
         self.items.clear()

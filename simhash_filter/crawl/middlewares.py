@@ -21,7 +21,8 @@ from scrapy import signals
 from scrapy.exceptions import IgnoreRequest
 from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
 
-from simhash_filter.crawl.crawlfilter import META_KEY, CrawlFilter, Decision
+from simhash_filter.crawl.avoid import Avoidance
+from simhash_filter.crawl.crawlfilter import DONT_META_KEY, META_KEY, CrawlFilter, Decision
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     # typing.Self requires Python 3.11
     from typing_extensions import Self
 
-__all__ = ["NearDuplicateResponse", "SimhashDownloaderMiddleware", "SimhashSpiderMiddleware"]
+__all__ = ["AvoidedRequest", "NearDuplicateResponse", "SimhashDownloaderMiddleware", "SimhashSpiderMiddleware"]
 
 
 class NearDuplicateResponse(IgnoreRequest):
@@ -44,6 +45,17 @@ class NearDuplicateResponse(IgnoreRequest):
         self.duplicate_of = decision.duplicate_of
         self.distance = decision.distance
         self.fingerprint = decision.hex
+
+
+class AvoidedRequest(IgnoreRequest):
+    """A request left unsent: the learned URL rules (``SIMHASH_AVOID``) say it fetches a page already fetched."""
+
+    def __init__(self, url: str, avoidance: Avoidance) -> None:
+        what = "a URL variant" if avoidance.reason == "url_rule" else f"a copy on mirror host of {avoidance.mirror}"
+        super().__init__(f"not fetched: {what} of {avoidance.target}")
+        self.url = url
+        self.reason = avoidance.reason
+        self.target = avoidance.target
 
 
 class SimhashDownloaderMiddleware:
@@ -69,10 +81,25 @@ class SimhashDownloaderMiddleware:
                 signal=signals.response_received, response=response, request=request, spider=self.crawler.spider
             )
 
+    def process_request(self, request: Request) -> Request | None:
+        """Leave the request unsent when the learned URL rules say it fetches a page already fetched
+        (``SIMHASH_AVOID``)."""
+        avoider = self.filter.avoider
+        if avoider is None or request.meta.get(DONT_META_KEY):
+            return None
+        found = avoider.check(request)
+        if found is None:
+            return None
+        if avoider.action == "deprioritize":
+            return avoider.deprioritized(request)
+        raise AvoidedRequest(request.url, found)
+
     async def process_response(self, request: Request, response: Response) -> Response:
         decision = await self.filter.check_response(request, response)
         if decision is None:
             return response
+        if self.filter.avoider is not None:
+            await self.filter.avoider.observed(decision, request)
         request.meta[META_KEY] = decision.to_meta()
         if decision.near_duplicate:
             if decision.unchanged:  # kept in an earlier crawl: follow its links, its items are not stored again

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.project import data_path
@@ -20,7 +20,15 @@ from simhash_filter.index.backends.file import parse_age
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
-__all__ = ["ACTIONS", "backend_uri", "check_options", "filter_config", "processes_setting", "worker_processes"]
+__all__ = [
+    "ACTIONS",
+    "avoid_options",
+    "backend_uri",
+    "check_options",
+    "filter_config",
+    "processes_setting",
+    "worker_processes",
+]
 
 ACTIONS = ("drop", "flag")
 
@@ -105,3 +113,19 @@ def check_options(action: str, threads: int, processes: int | None, index_retry_
     if not index_retry_seconds >= 0:
         raise ValueError(f"SIMHASH_INDEX_RETRY_SECONDS must be >= 0, got {index_retry_seconds!r}")
     return processes
+
+
+def avoid_options(settings: BaseSettings) -> dict[str, Any] | None:
+    """The ``SIMHASH_AVOID_*`` settings as :class:`~simhash_filter.crawl.avoid.Avoider` options (None when
+    ``SIMHASH_AVOID`` is off); the avoider checks their values."""
+    if not settings.getbool("SIMHASH_AVOID", defaults.SIMHASH_AVOID):
+        return None
+    try:
+        return {
+            "action": settings.get("SIMHASH_AVOID_ACTION", defaults.SIMHASH_AVOID_ACTION),
+            "mirrors": settings.get("SIMHASH_AVOID_MIRRORS", defaults.SIMHASH_AVOID_MIRRORS),
+            "min_examples": settings.getint("SIMHASH_AVOID_MIN_EXAMPLES", defaults.SIMHASH_AVOID_MIN_EXAMPLES),
+            "validate": settings.getfloat("SIMHASH_AVOID_VALIDATE", defaults.SIMHASH_AVOID_VALIDATE),
+        }
+    except ValueError as exc:
+        raise ValueError(f"SIMHASH_AVOID_*: {exc}") from None

@@ -19,6 +19,26 @@ SIMHASH_ENABLED = True
 #: carry ``duplicate_of`` and ``distance``).
 SIMHASH_ACTION = "drop"
 
+#: Leave requests unsent that the URL rules learned from this crawl's near-duplicates (and the last crawl's, kept
+#: with the index) say fetch a page already fetched or queued: a URL variant (session ids, tracking parameters,
+#: print views, ``index.html``, case and slash variants) or the same path on a confirmed mirror host.
+SIMHASH_AVOID = False
+
+#: What to do with such a request: ``"drop"`` (``simhash/avoided/<reason>``) or ``"deprioritize"`` (sent back to
+#: the scheduler once with a lower priority, ``simhash/deprioritized/<reason>``).
+SIMHASH_AVOID_ACTION = "drop"
+
+#: A rule (or mirror) acts once this many pages are examples of it, and none against it.
+SIMHASH_AVOID_MIN_EXAMPLES = 5
+
+#: Confirmed mirror hosts: ``"paths"`` leaves unsent the paths its partner host already has, ``"all"`` every
+#: request to the host found second, ``"off"`` none (URL rules only).
+SIMHASH_AVOID_MIRRORS = "paths"
+
+#: Share of the requests a rule would avoid that are fetched all the same to validate it (one that shows
+#: another page withdraws the rule for good and queues again what it avoided).
+SIMHASH_AVOID_VALIDATE = 0.05
+
 #: Index backend URI: ``""`` (the default) keeps the index on disk in ``JOBDIR/simhash`` when ``JOBDIR`` is
 #: set, else in the project's data directory (``.scrapy/simhash/<spider name>``), so the next crawl remembers
 #: this one; a directory path or ``file:///path`` puts it elsewhere; ``memory://`` forgets it at the end of

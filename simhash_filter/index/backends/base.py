@@ -176,6 +176,20 @@ class Backend(abc.ABC):
     def compact(self) -> None:  # noqa: B027 - optional hook, a no-op for backends with nothing to reclaim
         """Reclaim the space of deleted and expired fingerprints."""
 
+    # -- notes: counters kept with the index (the URL rules' evidence, :mod:`simhash_filter.index.urlrules`) ---
+
+    def notes(self) -> dict[str, int]:
+        """Every counter kept with the index (an in-process dict here; stores that persist override both)."""
+        return dict(self.__dict__.get("_notes", {}))
+
+    def add_notes(self, increments: Mapping[str, int]) -> dict[str, int]:
+        """Add *increments* to the counters kept with the index, atomically for every process sharing it (an
+        empty mapping adds nothing); every counter afterwards."""
+        notes: dict[str, int] = self.__dict__.setdefault("_notes", {})
+        for key, n in increments.items():
+            notes[key] = notes.get(key, 0) + int(n)
+        return dict(notes)
+
     def info(self) -> dict[str, Any]:
         """Facts about the stored index, as JSON-ready values (``simhash-filter index stats``)."""
         return {

@@ -757,6 +757,21 @@ class RedisBackend(Backend):
         )
         return out
 
+    def notes(self) -> dict[str, int]:
+        """The counters of the hash ``{prefix}:notes``."""
+        self._check_open()
+        return {_text(k): int(v) for k, v in self._client.hgetall(self._tag + "notes").items()}
+
+    def add_notes(self, increments: Mapping[str, int]) -> dict[str, int]:
+        """``HINCRBY`` of each counter and ``HGETALL`` in one transaction: atomic for every process."""
+        self._check_open()
+        key = self._tag + "notes"
+        pipe = self._client.pipeline(transaction=True)
+        for name, n in increments.items():
+            pipe.hincrby(key, name, int(n))
+        pipe.hgetall(key)
+        return {_text(k): int(v) for k, v in pipe.execute()[-1].items()}
+
     def close(self) -> None:
         """Close the connections (when this backend opened them); later calls raise ``ValueError``."""
         if self._closed:

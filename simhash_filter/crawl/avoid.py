@@ -1,0 +1,293 @@
+"""Requests left unsent: URLs that the rules learned from the crawl's near-duplicates (:mod:`simhash_filter.index.
+urlrules`) say show a page already fetched or queued, and paths of a confirmed mirror host that its partner host
+already has (``SIMHASH_AVOID``).
+
+Before a request is downloaded, its URL is rewritten by its host's active rules; when the result is the URL of a
+request sent before (another URL of it: the same URL again is a retry or the dupe filter's business), or the
+same path on a mirror of its host was sent before, the request is *avoided*: dropped (``IgnoreRequest``,
+counted in ``simhash/avoided/url_rule`` or ``simhash/avoided/mirror``) or, with ``SIMHASH_AVOID_ACTION =
+"deprioritize"``, sent back to the scheduler once with a lower priority.  A share of the would-be-avoided
+requests (``SIMHASH_AVOID_VALIDATE``, chosen by a hash of the URL, so the same in every run) is fetched all the
+same to validate the rules (``simhash/avoid/validations``); one that shows another page withdraws the rules (or
+the mirror) it was avoided by, for good, and the requests they avoided are queued again
+(``simhash/avoid/requeued``).
+
+The evidence is counted in the index's notes (:meth:`Backend.add_notes`) every ``FLUSH_SECONDS`` and when the
+crawl ends: crawl processes sharing one index (Redis) learn together, and a recrawl with the on-disk index starts
+with what the last one learned, its kept URLs known as sent.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import zlib
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from simhash_filter.crawl.report import logger
+from simhash_filter.crawl.waiting import in_executor
+from simhash_filter.index.urlrules import RuleBook, Url, Verdict, parse_url
+
+if TYPE_CHECKING:
+    from scrapy.http import Request
+    from scrapy.statscollectors import StatsCollector
+
+    from simhash_filter.crawl.decision import Decision
+    from simhash_filter.index.backends.base import Backend
+
+__all__ = ["AVOID_ACTIONS", "AVOID_MIRRORS", "Avoidance", "Avoider"]
+
+AVOID_ACTIONS = ("drop", "deprioritize")
+AVOID_MIRRORS = ("paths", "all", "off")
+#: ``request.meta`` keys: a validation fetch (what it would have been avoided for), and a request sent again
+#: after a withdrawal or deprioritised once (not avoided again).
+VALIDATE_KEY, EXEMPT_KEY = "simhash_avoid_validate", "simhash_avoid_exempt"
+#: Seconds between two writes of the evidence to the index's notes.
+FLUSH_SECONDS = 2.0
+#: Requests remembered per rule, to be queued again if the rule is withdrawn.
+REQUEUE_LIMIT = 10_000
+#: URLs remembered as sent (a crawl beyond this many avoids by the first ones only).
+MAX_SENT = 2_000_000
+#: Priority taken off a deprioritised request.
+DEPRIORITIZE_BY = 100
+
+
+_LEARNED = {"rule": "simhash/avoid/rules_learned", "mirror": "simhash/avoid/mirrors_learned"}
+_WITHDRAWN = {"rule": "simhash/avoid/rules_withdrawn", "mirror": "simhash/avoid/mirrors_withdrawn"}
+
+
+@dataclass(frozen=True, slots=True)
+class Avoidance:
+    """Why a request is not sent: ``reason`` (``url_rule`` or ``mirror``), the URL it would fetch again
+    (``target``), the rules that rewrote its URL, and the mirror host."""
+
+    reason: str
+    target: str
+    rules: tuple[str, ...] = ()
+    mirror: str | None = None
+
+    def keys(self, host: str) -> list[tuple[str, str, str]]:
+        """The verdicts (kind, host, rule) this avoidance rests on."""
+        out = [("rule", host, r) for r in self.rules]
+        if self.mirror is not None:
+            out.append(("mirror", *sorted((host, self.mirror))))
+        return out
+
+
+class Avoider:
+    """The crawl's URL rules: checks requests before download, learns from the decisions on responses."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        stats: StatsCollector,
+        *,
+        action: str = "drop",
+        validate: float = 0.05,
+        mirrors: str = "paths",
+        min_examples: int = 5,
+        same_distance: int = 3,
+        distinct_distance: int = 10,
+    ) -> None:
+        if action not in AVOID_ACTIONS:
+            raise ValueError(f"SIMHASH_AVOID_ACTION must be one of {', '.join(AVOID_ACTIONS)}, got {action!r}")
+        if mirrors not in AVOID_MIRRORS:
+            raise ValueError(f"SIMHASH_AVOID_MIRRORS must be one of {', '.join(AVOID_MIRRORS)}, got {mirrors!r}")
+        if not 0.0 <= validate <= 1.0:
+            raise ValueError(f"SIMHASH_AVOID_VALIDATE must be a share in [0, 1], got {validate!r}")
+        if min_examples < 1:
+            raise ValueError(f"SIMHASH_AVOID_MIN_EXAMPLES must be at least 1, got {min_examples!r}")
+        self.backend = backend
+        self.stats = stats
+        self.action = action
+        self.validate = validate
+        self.mirror_mode = mirrors
+        self.book = RuleBook(min_examples, same_distance, distinct_distance)
+        self._sent: dict[str, dict[Url, str]] = {}  # host -> canonical URL -> the first URL sent
+        self._raw: dict[str, list[tuple[Url, str]]] = {}  # host -> URLs sent, to rebuild its canonical ones
+        self._hosts: dict[str, int] = {}  # host -> order first seen (the later of two mirrors is skipped whole)
+        self._n_sent = 0
+        #: Requests left unsent in this crawl.
+        self.avoided = 0
+        self._avoided: dict[tuple[str, str, str], list[Request]] = {}
+        self._last_flush = time.monotonic()
+        remote = getattr(backend, "remote", False)
+        self._executor = ThreadPoolExecutor(1, thread_name_prefix="simhash-notes") if remote else None
+        self._flushing = False
+        self.requeue: Any = None  # set by the crawl: schedules a request again
+
+    # --- start: what earlier crawls learned ------------------------------------------------------
+
+    def load(self) -> None:
+        """Read the evidence kept with the index and take the URLs it keeps as sent (a recrawl avoids from its
+        first request)."""
+        self._apply(self.book.merge(self.backend.notes()), initial=True)
+        try:
+            entries = self.backend.entries()
+            for n, entry in enumerate(entries):
+                if n >= MAX_SENT:
+                    break
+                page = parse_url(entry.key)
+                if page is not None:
+                    self._remember(page, entry.key)
+        except NotImplementedError:
+            pass
+
+    # --- before download ------------------------------------------------------------------------
+
+    def check(self, request: Request) -> Avoidance | None:
+        """Whether *request* is left unsent (then counted and remembered), else it is remembered as sent."""
+        page = parse_url(request.url)
+        if page is None:
+            return None
+        if request.meta.get(EXEMPT_KEY) or request.meta.get(VALIDATE_KEY):
+            self._remember(page, request.url)
+            return None
+        found = self._find(page, request.url)
+        if found is None:
+            self._remember(page, request.url)
+            return None
+        if self.validate and zlib.crc32(request.url.encode("utf-8", "surrogatepass")) < self.validate * 2**32:
+            request.meta[VALIDATE_KEY] = {"target": found.target, "rules": list(found.rules), "mirror": found.mirror}
+            self.stats.inc_value("simhash/avoid/validations")
+            self._remember(page, request.url)
+            return None
+        if self.action == "deprioritize":
+            self.stats.inc_value(f"simhash/deprioritized/{found.reason}")
+            return found
+        self.stats.inc_value(f"simhash/avoided/{found.reason}")
+        for key in found.keys(page.host):
+            waiting = self._avoided.setdefault(key, [])
+            if len(waiting) < REQUEUE_LIMIT:
+                waiting.append(request)
+        self.avoided += 1
+        if self.avoided == 1:
+            logger.info(
+                "simhash: not fetching %s: %s of %s (further requests avoided are counted in simhash/avoided/...)",
+                request.url,
+                "a URL variant" if found.reason == "url_rule" else "a mirror's copy",
+                found.target,
+            )
+        return found
+
+    def deprioritized(self, request: Request) -> Request:
+        """*request* sent back to the scheduler with a lower priority, not to be avoided again."""
+        meta = {**request.meta, EXEMPT_KEY: True}
+        return request.replace(priority=request.priority - DEPRIORITIZE_BY, meta=meta, dont_filter=True)
+
+    def _find(self, page: Url, url: str) -> Avoidance | None:
+        canonical = self.book.canonical(page)
+        target = self._sent.get(page.host, {}).get(canonical)
+        if target is not None and target != url:
+            return Avoidance("url_rule", target, tuple(self.book.rewrites(page)))
+        if self.mirror_mode == "off":
+            return None
+        for host in sorted(self.book.mirrors(page.host)):
+            target = self._sent.get(host, {}).get(self.book.canonical(Url(page.scheme, host, page.path, page.params)))
+            if target is not None:
+                return Avoidance("mirror", target, mirror=host)
+            if self.mirror_mode == "all" and self._hosts.get(host, 1 << 62) < self._hosts.get(page.host, 1 << 62):
+                return Avoidance("mirror", f"{page.scheme}://{host}/", mirror=host)
+        return None
+
+    def _remember(self, page: Url, url: str) -> None:
+        self._hosts.setdefault(page.host, len(self._hosts))
+        if self._n_sent >= MAX_SENT:
+            return
+        self._n_sent += 1
+        self._raw.setdefault(page.host, []).append((page, url))
+        self._sent.setdefault(page.host, {}).setdefault(self.book.canonical(page), url)
+
+    # --- after download: learning ------------------------------------------------------------------
+
+    async def observed(self, decision: Decision, request: Request) -> None:
+        """Learn from the decision on a response (a page checked in the index)."""
+        if decision.fingerprint is None or not decision.checked:
+            return
+        changes = self.book.observe(decision.url, decision.fingerprint, decision.duplicate_of)
+        meta = request.meta.get(VALIDATE_KEY)
+        if meta:
+            changes += self.book.validated(
+                decision.url, decision.fingerprint, meta["target"], meta["rules"], meta["mirror"]
+            )
+        self._apply(changes)
+        if time.monotonic() - self._last_flush >= FLUSH_SECONDS:
+            await self.flush()
+
+    async def flush(self) -> None:
+        """Add the evidence gathered since the last flush to the index's notes, and take every process's."""
+        if self._flushing:
+            return
+        self._flushing = True
+        self._last_flush = time.monotonic()
+        pending = self.book.take_pending()
+        try:
+            if self._executor is None:
+                totals = self.backend.add_notes(pending)
+            else:
+                totals = await in_executor(self._executor, self.backend.add_notes, pending)
+        except Exception as exc:
+            for key, n in pending.items():  # kept for the next flush
+                self.book._pending[key] = self.book._pending.get(key, 0) + n
+            self._count_once("simhash/avoid/notes_errors", f"cannot write the URL rules' evidence: {exc}")
+        else:
+            self._apply(self.book.merge(totals))
+        finally:
+            self._flushing = False
+
+    def _apply(self, changes: list[Verdict], initial: bool = False) -> None:
+        """Log the rules and mirrors that became active or were withdrawn; queue again what a withdrawn one
+        avoided; rebuild the sent URLs of hosts whose rules changed."""
+        hosts: set[str] = set()
+        for verdict in changes:
+            hosts.update((verdict.host, verdict.rule) if verdict.kind == "mirror" else (verdict.host,))
+            what = "mirror" if verdict.kind == "mirror" else "URL rule"
+            if verdict.active:
+                self.stats.inc_value(_LEARNED[verdict.kind])
+                logger.info("simhash: %s %s: %s", "known" if initial else "learned", what, verdict.describe())
+            elif verdict.negatives:
+                self.stats.inc_value(_WITHDRAWN[verdict.kind])
+                logger.info("simhash: withdrawn %s: %s", what, verdict.describe())
+                self._requeue((verdict.kind, verdict.host, verdict.rule))
+        for host in hosts & self._raw.keys():
+            sent: dict[Url, str] = {}
+            for page, url in self._raw[host]:
+                sent.setdefault(self.book.canonical(page), url)
+            self._sent[host] = sent
+
+    def _requeue(self, key: tuple[str, str, str]) -> None:
+        waiting = self._avoided.pop(key, [])
+        if not waiting or self.requeue is None:
+            return
+        for request in waiting:
+            self.requeue(request.replace(meta={**request.meta, EXEMPT_KEY: True}, dont_filter=True))
+        self.stats.inc_value("simhash/avoid/requeued", len(waiting))
+
+    def _count_once(self, key: str, message: str) -> None:
+        if not self.stats.get_value(key):
+            logger.warning("simhash: %s", message)
+        self.stats.inc_value(key)
+
+    # --- the end ----------------------------------------------------------------------------------
+
+    def summary(self) -> list[str]:
+        """One line per active rule or mirror (and per withdrawn one)."""
+        return [v.describe() for v in self.book.verdicts() if v.active or v.negatives]
+
+    def close_sync(self) -> None:
+        """Write what is pending (in this thread) and stop."""
+        pending = self.book.take_pending()
+        try:
+            if pending:
+                self.backend.add_notes(pending)
+        except Exception as exc:
+            logger.error("simhash: cannot write the URL rules' evidence at the end of the crawl: %s", exc)
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+        active = [v for v in self.book.verdicts() if v.active]
+        self.stats.set_value("simhash/avoid/rules_active", sum(v.kind == "rule" for v in active))
+        self.stats.set_value("simhash/avoid/mirrors_active", sum(v.kind == "mirror" for v in active))
+        for line in self.summary():
+            logger.log(logging.INFO, "simhash: URL rules at the end: %s", line)

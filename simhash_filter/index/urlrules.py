@@ -1,0 +1,370 @@
+"""URL rules learned from near-duplicates: which URL variants of a host show the same page, and which hosts mirror
+which, so that a crawl can leave such URLs unfetched.
+
+A **rule** is a rewrite of one host's URLs that, the evidence says, does not change the page:
+
+- ``param:<name>``: drop the query parameter ``name`` (a session id, a tracking or sort parameter; ``;name=`` path
+  parameters such as ``;jsessionid=`` count as parameters too);
+- ``index``: ``.../index.html`` (``index.htm``, ``index.php``, ``default.htm``, ``default.aspx``) is ``.../``;
+- ``slash``: a path with a trailing slash is the path without it;
+- ``case``: the path in any letter case is the lower-case path;
+- ``prefix:<segment>``: ``/<segment>/rest`` is ``/rest`` (a ``print/`` or ``amp/`` view).
+
+A **mirror** is a pair of hosts whose pages at the same paths are near-duplicates.
+
+Evidence comes from the pages a crawl fetches and fingerprints (:meth:`RuleBook.observe`):
+
+- a near-duplicate pair whose URLs differ only by rewrites (the duplicate's URL and the kept page's) is a
+  *positive* example of each of those rewrites (or, across hosts at the same path, of the mirror);
+- a page whose URL, rewritten by one rule, is the URL of a page fetched before is an example of that rule:
+  positive when the two fingerprints are within ``same_distance`` bits, *negative* when they are more than
+  ``distinct_distance`` bits apart (different pages: the rule would lose one);
+- the pages a crawl still fetches to validate an active rule (:meth:`RuleBook.validated`) count the same way.
+
+A rule (or a mirror) is **active** once it has ``min_examples`` positive examples and no negative one; one
+negative example withdraws it for good.  Until it has a negative example a rule's error rate is, with 95 %
+confidence, below ``1 - 0.05 ** (1 / (positives + 1))`` (the upper bound of a Beta(1, positives + 1)
+posterior): about 3 / positives.
+
+The evidence is a set of counters (:meth:`RuleBook.counts`), which the index backends keep beside the index
+(``notes``), so that crawl processes sharing one index learn together and a recrawl starts with what the
+last crawl learned.  Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+__all__ = ["RuleBook", "Url", "Verdict", "error_bound", "parse_url"]
+
+#: Last path segments that name a directory's default page.
+INDEX_PAGES = frozenset({"index.html", "index.htm", "index.php", "index.shtml", "default.htm", "default.aspx"})
+#: Path parameters (``;name=value``) in a segment.
+_PATH_PARAM = re.compile(r";([^;/=]+)=([^;/]*)")
+#: At most this many rewrites explain one near-duplicate pair (more: the URLs are not variants of each other).
+MAX_REWRITES = 4
+#: Kinds of rules (the part of a rule's name before ``:``).
+PATH_RULES = ("index", "slash", "case")
+
+
+@dataclass(frozen=True, slots=True)
+class Url:
+    """A URL taken apart for the rules: host (with port, lower case), path (path parameters removed), and the
+    query and path parameters as sorted ``(name, value)`` pairs."""
+
+    scheme: str
+    host: str
+    path: str
+    params: tuple[tuple[str, str], ...]
+
+    def text(self) -> str:
+        """The URL put together again (parameters sorted, as Scrapy's canonical URLs sort them)."""
+        query = urlencode(self.params)
+        return f"{self.scheme}://{self.host}{self.path}" + (f"?{query}" if query else "")
+
+
+def parse_url(url: str) -> Url | None:
+    """:class:`Url` of an http(s) URL; None for anything else."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return None
+    path = parts.path or "/"
+    params = parse_qsl(parts.query, keep_blank_values=True)
+    if ";" in path:
+        params += [(";" + name, value) for name, value in _PATH_PARAM.findall(path)]
+        path = _PATH_PARAM.sub("", path)
+    return Url(parts.scheme, parts.netloc.lower(), path, tuple(sorted(params)))
+
+
+def _apply(url: Url, rules: Iterable[str]) -> Url:
+    """*url* rewritten by *rules* (in a fixed order: prefixes, index pages, slashes, case, parameters)."""
+    rules = set(rules)
+    path = url.path
+    for rule in sorted(r for r in rules if r.startswith("prefix:")):
+        head = "/" + rule[len("prefix:") :] + "/"
+        if path.startswith(head):
+            path = path[len(head) - 1 :]
+    if "index" in rules:
+        head, _, last = path.rpartition("/")
+        if last.lower() in INDEX_PAGES:
+            path = head + "/"
+    if "slash" in rules and len(path) > 1 and path.endswith("/"):
+        path = path.rstrip("/") or "/"
+    if "case" in rules:
+        path = path.lower()
+    params = tuple(p for p in url.params if f"param:{p[0]}" not in rules)
+    return Url(url.scheme, url.host, path, params)
+
+
+def _path_rewrites(a: str, b: str) -> list[str] | None:
+    """The fewest path rules that make paths *a* and *b* equal (None when none do)."""
+    candidates = list(PATH_RULES)
+    for path in (a, b):
+        segments = path.split("/")
+        if len(segments) > 2 and segments[1]:
+            candidates.append(f"prefix:{segments[1]}")
+    best: list[str] | None = None
+    for mask in range(1 << len(candidates)):
+        chosen = [c for i, c in enumerate(candidates) if mask >> i & 1]
+        if best is not None and len(chosen) >= len(best):
+            continue
+        ua, ub = (_apply(Url("", "", p, ()), chosen).path for p in (a, b))
+        if ua == ub:
+            best = chosen
+    return best
+
+
+def explain(duplicate: Url, kept: Url) -> list[str] | None:
+    """The rewrites under which two URLs of one host are the same URL (None when rewrites cannot make them so)."""
+    path_rules = _path_rewrites(duplicate.path, kept.path)
+    if path_rules is None:
+        return None
+    a, b = dict(duplicate.params), dict(kept.params)
+    if len(a) != len(duplicate.params) or len(b) != len(kept.params):
+        return None  # a repeated parameter: leave such URLs alone
+    params = sorted(f"param:{n}" for n in a.keys() | b.keys() if a.get(n) != b.get(n))
+    rules = path_rules + params
+    return rules if 0 < len(rules) <= MAX_REWRITES else None
+
+
+def error_bound(positives: int) -> float:
+    """Upper 95 % bound of the error rate of a rule with *positives* examples and no counterexample."""
+    return 1.0 - 0.05 ** (1.0 / (positives + 1))
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What the evidence says of one rule (``host``, ``rule``) or mirror (hosts ``host`` and ``rule``, in order)."""
+
+    kind: str  # "rule" or "mirror"
+    host: str
+    rule: str
+    positives: int
+    negatives: int
+    active: bool
+
+    def describe(self) -> str:
+        what = f"{self.host} and {self.rule} are mirrors" if self.kind == "mirror" else f"{self.host}: {self.rule}"
+        if self.negatives:
+            return f"{what} (withdrawn: {self.positives} examples, {self.negatives} against)"
+        state = "active" if self.active else "learning"
+        return f"{what} ({state}: {self.positives} examples, error < {error_bound(self.positives):.1%} at 95 %)"
+
+
+@dataclass
+class _Fetched:
+    fingerprint: int
+    url: str
+
+
+def _parse_key(key: str) -> tuple[str, str, str, str] | None:
+    """``(kind, host, rule, sign)`` of a counter's name ``kind|host|rule|sign`` (None for another name)."""
+    parts = key.split("|", 2)
+    if len(parts) != 3 or parts[0] not in ("rule", "mirror"):
+        return None
+    rule, _, sign = parts[2].rpartition("|")
+    if sign not in ("+", "-") or not rule:
+        return None
+    return parts[0], parts[1], rule, sign
+
+
+@dataclass
+class RuleBook:
+    """The evidence for every rule and mirror, and the rules it makes active (see the module)."""
+
+    min_examples: int = 5
+    same_distance: int = 3
+    distinct_distance: int = 10
+    #: The pages remembered to compare URL variants with (the oldest are forgotten beyond this many).
+    max_pages: int = 1_000_000
+    _counts: dict[str, int] = field(default_factory=dict)  # "kind|host|rule|+" or "-" -> count
+    _pending: dict[str, int] = field(default_factory=dict)  # counts not handed to the store yet
+    _tally: dict[tuple[str, str, str], list[int]] = field(default_factory=dict)  # (kind, host, rule) -> [+, -]
+    _pages: dict[Url, _Fetched] = field(default_factory=dict)  # URL (no rules applied) -> its page
+    _active: dict[str, frozenset[str]] = field(default_factory=dict)  # host -> active rules
+    _mirrors: dict[str, frozenset[str]] = field(default_factory=dict)  # host -> hosts it mirrors or is mirrored by
+    _partners: dict[str, set[str]] = field(default_factory=dict)  # host -> hosts some example pairs it with
+    _seen_examples: set[tuple[str, str]] = field(default_factory=set)  # (counter, url): each URL counts once
+    _touched: set[tuple[str, str, str]] = field(default_factory=set)  # tallies changed since the last refresh
+
+    # --- evidence ---------------------------------------------------------------------------
+
+    def counts(self) -> dict[str, int]:
+        """Every counter (``kind|host|rule|+`` or ``|-``)."""
+        return dict(self._counts)
+
+    def take_pending(self) -> dict[str, int]:
+        """The counts added since the last call (to add to the shared store)."""
+        pending, self._pending = self._pending, {}
+        return pending
+
+    def merge(self, totals: Mapping[str, int]) -> list[Verdict]:
+        """Take the store's totals as the counts (what every process sharing the index learned; counts not taken
+        yet stay pending); the verdicts whose state changed."""
+        counts = {k: int(n) for k, n in totals.items() if _parse_key(k) is not None}
+        for key, n in self._pending.items():
+            counts[key] = counts.get(key, 0) + n
+        self._counts = counts
+        self._tally = {}
+        self._partners = {}
+        for key, n in counts.items():
+            kind, host, rule, sign = _parse_key(key)  # type: ignore[misc]  # filtered above
+            self._tally.setdefault((kind, host, rule), [0, 0])[sign == "-"] += n
+            if kind == "mirror":
+                self._pair_hosts(host, rule)
+        self._touched = set(self._tally) | {("rule", h, r) for h, rs in self._active.items() for r in rs}
+        self._touched |= {("mirror", h, o) for h, others in self._mirrors.items() for o in others}
+        return self._refresh()
+
+    def _pair_hosts(self, a: str, b: str) -> None:
+        self._partners.setdefault(a, set()).add(b)
+        self._partners.setdefault(b, set()).add(a)
+
+    def _count(self, kind: str, host: str, rule: str, sign: str, url: str) -> None:
+        if kind == "mirror":  # a pair of hosts, in order
+            host, rule = sorted((host, rule))
+        key = f"{kind}|{host}|{rule}|{sign}"
+        if (key, url) in self._seen_examples:
+            return
+        if len(self._seen_examples) > 4 * self.max_pages:
+            self._seen_examples.clear()
+        self._seen_examples.add((key, url))
+        self._counts[key] = self._counts.get(key, 0) + 1
+        self._pending[key] = self._pending.get(key, 0) + 1
+        self._tally.setdefault((kind, host, rule), [0, 0])[sign == "-"] += 1
+        self._touched.add((kind, host, rule))
+        if kind == "mirror":
+            self._pair_hosts(host, rule)
+
+    def observe(self, url: str, fingerprint: int, duplicate_of: str | None) -> list[Verdict]:
+        """A page fetched and fingerprinted (and, when it is a near-duplicate, the URL of the page it duplicates):
+        count what it says of the rules; the verdicts whose state changed."""
+        page = parse_url(url)
+        if page is None:
+            return []
+        if duplicate_of is not None and duplicate_of != url:
+            kept = parse_url(duplicate_of)
+            if kept is not None:
+                self._pair(page, kept, url)
+        self._variants(page, fingerprint, url)
+        if page not in self._pages:
+            if len(self._pages) >= self.max_pages:
+                del self._pages[next(iter(self._pages))]
+            self._pages[page] = _Fetched(fingerprint, url)
+        return self._refresh()
+
+    def validated(
+        self, url: str, fingerprint: int, target: str, rules: Iterable[str], mirror: str | None
+    ) -> list[Verdict]:
+        """A page fetched although the rules would have left it (a validation fetch): compare it with the page
+        it would have been left for (*target*, if that was fingerprinted); the verdicts whose state changed."""
+        page, known = parse_url(url), parse_url(target)
+        fetched = self._pages.get(known) if known is not None else None
+        if page is None or fetched is None:
+            return []
+        sign = self._sign(fingerprint, fetched.fingerprint)
+        if sign is not None:
+            if mirror is not None:
+                self._count("mirror", page.host, mirror, sign, url)
+            for rule in rules:
+                self._count("rule", page.host, rule, sign, url)
+        return self._refresh()
+
+    def _sign(self, a: int, b: int) -> str | None:
+        distance = (a ^ b).bit_count()
+        if distance <= self.same_distance:
+            return "+"
+        if distance > self.distinct_distance:
+            return "-"
+        return None
+
+    def _pair(self, page: Url, kept: Url, url: str) -> None:
+        if page.host == kept.host:
+            for rule in explain(page, kept) or ():
+                self._count("rule", page.host, rule, "+", url)
+            return
+        a, b = self.canonical(page), self.canonical(kept)
+        if (a.path, a.params) == (b.path, b.params):
+            self._count("mirror", page.host, kept.host, "+", url)
+
+    def _variants(self, page: Url, fingerprint: int, url: str) -> None:
+        """Each single rewrite of this URL that names a page fetched before is an example, for or against; so is
+        the page at the same path on a host paired with this one as a mirror."""
+        for rule in self._single_rewrites(page):
+            other = self._pages.get(_apply(page, (rule,)))
+            if other is not None and other.url != url:
+                sign = self._sign(fingerprint, other.fingerprint)
+                if sign is not None:
+                    self._count("rule", page.host, rule, sign, url)
+        for host in sorted(self._partners.get(page.host, ())):
+            other = self._pages.get(Url(page.scheme, host, page.path, page.params))
+            if other is not None:
+                sign = self._sign(fingerprint, other.fingerprint)
+                if sign is not None:
+                    self._count("mirror", page.host, host, sign, url)
+
+    @staticmethod
+    def _single_rewrites(page: Url) -> list[str]:
+        rules = [f"param:{name}" for name, _ in page.params]
+        rules += ["index", "slash", "case"]
+        segments = page.path.split("/")
+        if len(segments) > 2 and segments[1]:
+            rules.append(f"prefix:{segments[1]}")
+        return [r for r in rules if _apply(page, (r,)) != page]
+
+    # --- verdicts -----------------------------------------------------------------------------
+
+    def _verdict(self, kind: str, host: str, rule: str) -> Verdict:
+        pos, neg = self._tally.get((kind, host, rule), (0, 0))
+        return Verdict(kind, host, rule, pos, neg, pos >= self.min_examples and neg == 0)
+
+    def verdicts(self) -> list[Verdict]:
+        """Every rule and mirror with evidence, active ones first."""
+        out = [self._verdict(*key) for key in self._tally]
+        return sorted(out, key=lambda v: (not v.active, v.kind, v.host, v.rule))
+
+    def _refresh(self) -> list[Verdict]:
+        """Apply the tallies touched since the last call; the verdicts whose state changed."""
+        changed: list[Verdict] = []
+        touched, self._touched = self._touched, set()
+        for kind, host, rule in sorted(touched):
+            verdict = self._verdict(kind, host, rule)
+            if kind == "rule":
+                was = rule in self._active.get(host, frozenset())
+                if verdict.active != was:
+                    rules = set(self._active.get(host, frozenset()))
+                    (rules.add if verdict.active else rules.discard)(rule)
+                    self._active[host] = frozenset(rules)
+                    changed.append(verdict)
+            else:
+                was = rule in self._mirrors.get(host, frozenset())
+                if verdict.active != was and not (verdict.active and host == rule):
+                    for a, b in ((host, rule), (rule, host)):
+                        others = set(self._mirrors.get(a, frozenset()))
+                        (others.add if verdict.active else others.discard)(b)
+                        self._mirrors[a] = frozenset(others)
+                    changed.append(verdict)
+        return changed
+
+    def rules(self, host: str) -> frozenset[str]:
+        """The active rules of *host*."""
+        return self._active.get(host, frozenset())
+
+    def mirrors(self, host: str) -> frozenset[str]:
+        """The hosts confirmed as mirrors of *host* (either way)."""
+        return self._mirrors.get(host, frozenset())
+
+    def canonical(self, url: Url) -> Url:
+        """*url* rewritten by its host's active rules."""
+        rules = self._active.get(url.host)
+        return _apply(url, rules) if rules else url
+
+    def rewrites(self, url: Url) -> list[str]:
+        """The active rules that change *url*."""
+        return [r for r in sorted(self._active.get(url.host, ())) if _apply(url, (r,)) != url]
