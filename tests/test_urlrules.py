@@ -73,14 +73,25 @@ def test_one_counterexample_withdraws_a_rule_for_good():
 
 
 def test_ambiguous_distances_are_no_evidence_and_a_url_counts_once():
-    """A variant between same_distance and distinct_distance says nothing; the same URL seen again adds nothing."""
+    """A near-duplicate of another page, between same_distance and distinct_distance from its rewrite's page, says
+    nothing of the rewrite; the same URL seen again adds nothing."""
     book = RuleBook(min_examples=1, same_distance=3, distinct_distance=10)
     book.observe("http://a.test/p", A, None)
-    book.observe("http://a.test/p?x=1", A ^ 0b11111, None)  # 5 bits apart
+    book.observe("http://a.test/o", FAR, None)
+    book.observe("http://a.test/p?x=1", A ^ 0b11111, "http://a.test/o")  # 5 bits from /p
     assert book.verdicts() == []
-    book.observe("http://a.test/p?y=1", A ^ 1, None)
-    book.observe("http://a.test/p?y=1", A ^ 1, None)
+    book.observe("http://a.test/p?y=1", A ^ 1, "http://a.test/o")
+    book.observe("http://a.test/p?y=1", A ^ 1, "http://a.test/o")
     assert [(v.rule, v.positives) for v in book.verdicts()] == [("param:y", 1)]
+
+
+def test_a_page_the_filter_keeps_is_a_counterexample_of_the_rewrites_to_pages_before_it():
+    """A page kept by the filter (not a near-duplicate of anything) whose URL a rule rewrites to a page fetched
+    before: the rule would lose a page the filter stores, whatever the two fingerprints' distance."""
+    book = RuleBook(min_examples=1)
+    book.observe("http://a.test/p", A, None)
+    book.observe("http://a.test/p?lang=fr", A ^ 0b111, None)
+    assert [(v.rule, v.positives, v.negatives) for v in book.verdicts()] == [("param:lang", 0, 1)]
 
 
 def test_mirror_hosts_are_learned_from_pairs_at_the_same_paths_and_withdrawn_by_a_distinct_page():
@@ -105,7 +116,7 @@ def test_validation_fetches_count_for_or_against_the_rules_they_test():
     book.observe("http://a.test/p?sid=1", A, "http://a.test/p")
     assert "param:sid" in book.rules("a.test")
     book.observe("http://a.test/q", near(3), None)
-    changes = book.validated("http://a.test/q?sid=7&v=2", FAR, "http://a.test/q", ["param:sid"], None)
+    changes = book.validated("http://a.test/q?sid=7&v=2", FAR, None, "http://a.test/q", ["param:sid"], None)
     assert [(v.rule, v.active) for v in changes] == [("param:sid", False)]
 
 

@@ -109,6 +109,7 @@ class Avoider:
         self._raw: dict[str, list[tuple[Url, str]]] = {}  # host -> URLs sent, to rebuild its canonical ones
         self._hosts: dict[str, int] = {}  # host -> order first seen (the later of two mirrors is skipped whole)
         self._n_sent = 0
+        self._urls: set[str] = set()  # every URL remembered as sent
         #: Requests left unsent in this crawl.
         self.avoided = 0
         self._avoided: dict[tuple[str, str, str], list[Request]] = {}
@@ -140,7 +141,7 @@ class Avoider:
     def check(self, request: Request) -> Avoidance | None:
         """Whether *request* is left unsent (then counted and remembered), else it is remembered as sent."""
         page = parse_url(request.url)
-        if page is None:
+        if page is None or request.url in self._urls:  # a retry, a redirect back, a page of an earlier crawl
             return None
         if request.meta.get(EXEMPT_KEY) or request.meta.get(VALIDATE_KEY):
             self._remember(page, request.url)
@@ -197,6 +198,7 @@ class Avoider:
         if self._n_sent >= MAX_SENT:
             return
         self._n_sent += 1
+        self._urls.add(url)
         self._raw.setdefault(page.host, []).append((page, url))
         self._sent.setdefault(page.host, {}).setdefault(self.book.canonical(page), url)
 
@@ -210,7 +212,7 @@ class Avoider:
         meta = request.meta.get(VALIDATE_KEY)
         if meta:
             changes += self.book.validated(
-                decision.url, decision.fingerprint, meta["target"], meta["rules"], meta["mirror"]
+                decision.url, decision.fingerprint, decision.duplicate_of, meta["target"], meta["rules"], meta["mirror"]
             )
         self._apply(changes)
         if time.monotonic() - self._last_flush >= FLUSH_SECONDS:
@@ -258,10 +260,13 @@ class Avoider:
             self._sent[host] = sent
 
     def _requeue(self, key: tuple[str, str, str]) -> None:
-        waiting = self._avoided.pop(key, [])
+        waiting = [r for r in self._avoided.pop(key, []) if r.url not in self._urls]  # once, if avoided twice
         if not waiting or self.requeue is None:
             return
         for request in waiting:
+            page = parse_url(request.url)
+            if page is not None:
+                self._remember(page, request.url)
             self.requeue(request.replace(meta={**request.meta, EXEMPT_KEY: True}, dont_filter=True))
         self.stats.inc_value("simhash/avoid/requeued", len(waiting))
 

@@ -17,8 +17,9 @@ Evidence comes from the pages a crawl fetches and fingerprints (:meth:`RuleBook.
 - a near-duplicate pair whose URLs differ only by rewrites (the duplicate's URL and the kept page's) is a
   *positive* example of each of those rewrites (or, across hosts at the same path, of the mirror);
 - a page whose URL, rewritten by one rule, is the URL of a page fetched before is an example of that rule:
-  positive when the two fingerprints are within ``same_distance`` bits, *negative* when they are more than
-  ``distinct_distance`` bits apart (different pages: the rule would lose one);
+  positive when the filter found the page a near-duplicate of that one (or their fingerprints are within
+  ``same_distance`` bits), *negative* when the filter kept the page (the rule would lose a page the filter
+  stores) or found it a near-duplicate of another page more than ``distinct_distance`` bits from that one;
 - the pages a crawl still fetches to validate an active rule (:meth:`RuleBook.validated`) count the same way.
 
 A rule (or a mirror) is **active** once it has ``min_examples`` positive examples and no negative one; one
@@ -252,7 +253,7 @@ class RuleBook:
             kept = parse_url(duplicate_of)
             if kept is not None:
                 self._pair(page, kept, url)
-        self._variants(page, fingerprint, url)
+        self._variants(page, fingerprint, url, duplicate_of)
         if page not in self._pages:
             if len(self._pages) >= self.max_pages:
                 del self._pages[next(iter(self._pages))]
@@ -260,7 +261,13 @@ class RuleBook:
         return self._refresh()
 
     def validated(
-        self, url: str, fingerprint: int, target: str, rules: Iterable[str], mirror: str | None
+        self,
+        url: str,
+        fingerprint: int,
+        duplicate_of: str | None,
+        target: str,
+        rules: Iterable[str],
+        mirror: str | None,
     ) -> list[Verdict]:
         """A page fetched although the rules would have left it (a validation fetch): compare it with the page
         it would have been left for (*target*, if that was fingerprinted); the verdicts whose state changed."""
@@ -268,7 +275,7 @@ class RuleBook:
         fetched = self._pages.get(known) if known is not None else None
         if page is None or fetched is None:
             return []
-        sign = self._sign(fingerprint, fetched.fingerprint)
+        sign = self._sign(fingerprint, duplicate_of, fetched)
         if sign is not None:
             if mirror is not None:
                 self._count("mirror", page.host, mirror, sign, url)
@@ -276,9 +283,14 @@ class RuleBook:
                 self._count("rule", page.host, rule, sign, url)
         return self._refresh()
 
-    def _sign(self, a: int, b: int) -> str | None:
-        distance = (a ^ b).bit_count()
-        if distance <= self.same_distance:
+    def _sign(self, fingerprint: int, duplicate_of: str | None, other: _Fetched) -> str | None:
+        """What a page says of a rewrite that leads from it to *other*: for it when the filter found it a
+        near-duplicate of *other* or their fingerprints are within ``same_distance``; against it when the filter
+        kept it (a page the rewrite would lose) or found it a near-duplicate of another page far from *other*."""
+        distance = (fingerprint ^ other.fingerprint).bit_count()
+        if duplicate_of is None:
+            return "-"
+        if duplicate_of == other.url or distance <= self.same_distance:
             return "+"
         if distance > self.distinct_distance:
             return "-"
@@ -293,19 +305,19 @@ class RuleBook:
         if (a.path, a.params) == (b.path, b.params):
             self._count("mirror", page.host, kept.host, "+", url)
 
-    def _variants(self, page: Url, fingerprint: int, url: str) -> None:
+    def _variants(self, page: Url, fingerprint: int, url: str, duplicate_of: str | None) -> None:
         """Each single rewrite of this URL that names a page fetched before is an example, for or against; so is
         the page at the same path on a host paired with this one as a mirror."""
         for rule in self._single_rewrites(page):
             other = self._pages.get(_apply(page, (rule,)))
             if other is not None and other.url != url:
-                sign = self._sign(fingerprint, other.fingerprint)
+                sign = self._sign(fingerprint, duplicate_of, other)
                 if sign is not None:
                     self._count("rule", page.host, rule, sign, url)
         for host in sorted(self._partners.get(page.host, ())):
             other = self._pages.get(Url(page.scheme, host, page.path, page.params))
             if other is not None:
-                sign = self._sign(fingerprint, other.fingerprint)
+                sign = self._sign(fingerprint, duplicate_of, other)
                 if sign is not None:
                     self._count("mirror", page.host, host, sign, url)
 
