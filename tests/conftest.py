@@ -5,9 +5,12 @@ and pages that cannot be fingerprinted."""
 from __future__ import annotations
 
 import html
+import importlib.util
 import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 from conftest_redis import (  # noqa: F401 - fixtures
@@ -237,3 +240,23 @@ def site_port() -> Iterator[int]:
 
     with local_site() as port:
         yield port
+
+
+BENCH_AVOID = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_avoid.py"
+
+
+@pytest.fixture(scope="module")
+def bench() -> Iterator[ModuleType]:
+    """benchmarks/bench_avoid.py as a module (its changes to sys.path and sys.modules undone afterwards): its
+    crawl of a generated site and the summary of a crawl."""
+    path, name = list(sys.path), "bench_avoid_under_test"
+    spec = importlib.util.spec_from_file_location(name, BENCH_AVOID)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        sys.modules.pop(name, None)
+        sys.path[:] = path

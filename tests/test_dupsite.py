@@ -4,13 +4,10 @@ link served, their ground truth (``content_id``) agreeing with what they serve, 
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
-import sys
 import urllib.error
 import urllib.request
 from collections import defaultdict
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from urllib.parse import urlsplit
@@ -27,25 +24,6 @@ from crawler.dupsite import (
     params_matter_site,
 )
 from crawler.localsite import LocalSite, Page
-
-ROOT = Path(__file__).resolve().parent.parent
-BENCH = ROOT / "benchmarks" / "bench_avoid.py"
-
-
-@pytest.fixture(scope="module")
-def bench() -> Iterator[ModuleType]:
-    """benchmarks/bench_avoid.py as a module (its changes to sys.path and sys.modules undone afterwards)."""
-    path, name = list(sys.path), "bench_avoid_under_test"
-    spec = importlib.util.spec_from_file_location(name, BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-        yield module
-    finally:
-        sys.modules.pop(name, None)
-        sys.path[:] = path
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,194 @@
+"""Saving downloads (``SIMHASH_AVOID``): real Scrapy crawls of the generated sites of ``crawler/dupsite.py`` and of a
+small site made here, with the in-memory, on-disk and Redis indexes: requests left unsent, no distinct page lost,
+parameters that matter never learned, a wrong rule withdrawn and what it avoided fetched after all, a recrawl that
+avoids from its start, and two crawl processes that learn what one learns."""
+
+from __future__ import annotations
+
+import random
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from redis_server import RedisServer
+
+from crawler.dupsite import dup_heavy_site, params_matter_site
+from crawler.localsite import LocalSite, Page
+from simhash_filter.config import DEFAULTS
+from simhash_filter.index.backends import open_backend
+from simhash_filter.index.tables import resolve_design
+from simhash_filter.index.urlrules import RuleBook
+
+pytestmark = pytest.mark.slow
+
+AVOID = {"SIMHASH_AVOID": "True"}
+
+
+def _crawl(bench: ModuleType, site, workdir: Path, settings: dict[str, str], index: Path | None = None):
+    """One crawl of *site* (served already): its summary, its stats and its log."""
+    stats = bench.crawl(site, workdir, settings, index)
+    log = (workdir / "crawl.log").read_text(encoding="utf-8")
+    return bench.summarize(site, stats), stats, log
+
+
+def _rules(notes: dict[str, int]) -> set[tuple[str, str, str]]:
+    """The active rules and mirrors of an index's notes, hosts without their port."""
+    book = RuleBook()
+    book.merge(notes)
+    return {(v.kind, v.host.split(":")[0], v.rule.split(":")[0] if v.kind == "mirror" else v.rule)
+            for v in book.verdicts() if v.active}  # fmt: skip
+
+
+def _file_notes(index: Path) -> dict[str, int]:
+    k = DEFAULTS.max_distance
+    design = resolve_design(DEFAULTS.tables, k, 10**6, candidates=True)
+    with open_backend(f"file://{index}?readonly=1", k=k, design=design) as b:
+        return b.notes()
+
+
+@pytest.mark.parametrize("store", ["memory", "file"])
+def test_the_news_site_is_crawled_with_far_fewer_requests_and_every_distinct_page(
+    bench: ModuleType, tmp_path: Path, store: str
+) -> None:
+    """On the duplicate-heavy site (session ids, tracking parameters, print views, index.html, case and slash
+    variants, a mirror host) the crawl with avoidance sends at most 65 % of the filter alone's requests and
+    stores every distinct page the filter alone stores; each learned rule is logged."""
+    site = dup_heavy_site(articles=40)
+    backend = {"SIMHASH_BACKEND": "memory://"} if store == "memory" else {}
+    with site.serve():
+        alone, _, _ = _crawl(bench, site, tmp_path / "alone", backend)
+        avoiding, stats, log = _crawl(bench, site, tmp_path / "avoid", {**AVOID, **backend})
+    assert avoiding["requests"] <= 0.65 * alone["requests"], (avoiding["requests"], alone["requests"])
+    assert set(avoiding["content_ids"]) == set(alone["content_ids"])
+    assert stats.get("simhash/avoided/url_rule", 0) > 0 and stats.get("simhash/avoided/mirror", 0) > 0
+    assert "learned URL rule" in log and "learned mirror" in log and "Traceback" not in log
+
+
+def test_parameters_that_change_the_page_are_never_learned(bench: ModuleType, tmp_path: Path) -> None:
+    """On the catalogue (``?page=``, ``?id=``, ``&lang=zh`` change the page; ``?page=1`` and ``&lang=en`` do not;
+    ``sid`` never does) every distinct page is stored, and only rules that change no page are active at the end."""
+    site = params_matter_site(articles=30)
+    index = tmp_path / "index"
+    with site.serve():
+        avoiding, stats, _ = _crawl(bench, site, tmp_path / "avoid", AVOID, index)
+    assert avoiding["distinct"] == len(site.distinct)
+    active = {rule for kind, _, rule in _rules(_file_notes(index)) if kind == "rule"}
+    assert not active & {"param:page", "param:id", "param:lang"}, active
+    assert "param:sid" in active
+    assert stats.get("simhash/avoided/url_rule", 0) > 0
+
+
+def _words(rng: random.Random, n: int) -> str:
+    syllables = "ka lo mi re su ta ne vo pi da ru se ko ma li".split()
+    return " ".join("".join(rng.choice(syllables) for _ in range(rng.randint(2, 4))) for _ in range(n))
+
+
+def _article(seed: str) -> Page:
+    rng = random.Random(seed)
+    paras = "".join(f"<p>{_words(rng, 60)}.</p>" for _ in range(5))
+    return Page(f"<html><head><title>{_words(rng, 4)}</title></head><body><main>{paras}</main></body></html>".encode())
+
+
+def _links_page(links: list[str]) -> Page:
+    items = "".join(f'<li><a href="{href}">{href}</a></li>' for href in links)
+    return Page(f"<html><body><h1>Index</h1><ul>{items}</ul></body></html>".encode())
+
+
+def test_a_wrong_rule_is_withdrawn_and_what_it_avoided_is_fetched_after_all(bench: ModuleType, tmp_path: Path) -> None:
+    """``?v=1`` shows the same page on ten articles (the rule ``param:v`` is learned), then ``?v=2`` shows another
+    page on twenty: validation fetches withdraw the rule, the requests it avoided are queued again, and every one
+    of the forty distinct pages is stored."""
+    pages = {"/robots.txt": Page(b"", "text/plain")}
+    first = [f"/a{i}" for i in range(10)]
+    second = [f"/b{j}" for j in range(20)]
+    pages["/"] = _links_page([*first, *(f"{p}?v=1" for p in first), "/hub"])
+    pages["/hub"] = _links_page([*second, *(f"{p}?v=2" for p in second)])
+    for p in first:
+        pages[p] = pages[f"{p}?v=1"] = _article(p)
+    for p in second:
+        pages[p], pages[f"{p}?v=2"] = _article(p), _article(p + "?v=2")
+    settings = {**AVOID, "SIMHASH_AVOID_MIN_EXAMPLES": "3", "SIMHASH_AVOID_VALIDATE": "0.3", "CONCURRENT_REQUESTS": "1"}
+    with LocalSite(pages, hosts=("127.0.0.1",)) as server:
+        stats = bench.crawl(_Site(server.port), tmp_path, settings)
+    stored = {item["url"].split(":", 2)[2].split("/", 1)[1] for item in stats["bench/items"]}
+    expected = {p.lstrip("/") for p in [*first, *second, *(f"{p}?v=2" for p in second), "/", "/hub"]}
+    assert stats.get("simhash/avoid/rules_learned", 0) >= 1
+    assert stats.get("simhash/avoid/rules_withdrawn", 0) >= 1
+    assert stored >= expected - {""}, sorted(expected - stored)
+
+
+class _Site:
+    """The smallest site the benchmark's crawl takes: one host, start page ``/``, no ground truth."""
+
+    hosts = ("127.0.0.1",)
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+
+    def start_urls(self) -> list[str]:
+        return [f"http://127.0.0.1:{self.port}/"]
+
+
+def test_a_recrawl_with_the_on_disk_index_avoids_from_its_start(bench: ModuleType, tmp_path: Path) -> None:
+    """The second crawl over the same on-disk index knows the rules and mirrors at once (logged as known) and
+    sends fewer requests than the first; its start page is fetched (a kept page is never avoided)."""
+    site = dup_heavy_site(articles=30)
+    index = tmp_path / "index"
+    with site.serve():
+        first, _, _ = _crawl(bench, site, tmp_path / "first", AVOID, index)
+        again, stats, log = _crawl(bench, site, tmp_path / "again", AVOID, index)
+    lines = log.splitlines()
+    known = [i for i, line in enumerate(lines) if "known URL rule" in line or "known mirror" in line]
+    crawled = [i for i, line in enumerate(lines) if "Crawled (" in line or "not fetching" in line]
+    assert known and crawled and max(known) < min(crawled), "the rules must be known before the first request"
+    avoided = stats.get("simhash/avoided/url_rule", 0) + stats.get("simhash/avoided/mirror", 0)
+    assert again["requests"] < avoided  # most of what the recrawl met was left unsent
+    assert again["requests"] < 2 * first["requests"]
+
+
+def test_two_crawl_processes_sharing_redis_learn_the_rules_of_one(
+    bench: ModuleType, tmp_path: Path, redis_server: RedisServer
+) -> None:
+    """Two scrapy-redis processes crawling the news site together, with one Redis index, end with the same
+    active rules on the main host and the same mirror verdict as one process alone (their evidence is counted
+    in one Redis hash).  (The mirror host's own rules may differ: once it is a confirmed mirror few of its pages
+    are fetched, and whether a rule of it reaches its examples depends on the order the pages arrive in.)"""
+    site = dup_heavy_site(articles=40)
+    k = DEFAULTS.max_distance
+    design = resolve_design(DEFAULTS.tables, k, 10**6, candidates=True)
+
+    def redis_settings(run: str) -> dict[str, str]:
+        return {
+            **AVOID,
+            "SCHEDULER": "scrapy_redis.scheduler.Scheduler",
+            "DUPEFILTER_CLASS": "scrapy_redis.dupefilter.RFPDupeFilter",
+            "SCHEDULER_PERSIST": "True",
+            "SCHEDULER_QUEUE_KEY": f"{run}:%(spider)s:requests",
+            "SCHEDULER_DUPEFILTER_KEY": f"{run}:%(spider)s:dupefilter",
+            "REDIS_URL": redis_server.url,
+            "SIMHASH_BACKEND": f"{redis_server.url}?prefix={run}",
+            "CONCURRENT_REQUESTS": "4",
+            "DOWNLOAD_DELAY": "0.02",  # a crawl long enough for the second process to take its share
+        }
+
+    def notes(run: str) -> dict[str, int]:
+        with open_backend(f"{redis_server.url}?prefix={run}", k=k, design=design) as backend:
+            return backend.notes()
+
+    one, two = f"one-{uuid.uuid4().hex[:8]}", f"two-{uuid.uuid4().hex[:8]}"
+    with site.serve(), ThreadPoolExecutor(2) as pool, redis_server.client() as client:
+        bench.crawl(site, tmp_path / "one", redis_settings(one))
+        first = pool.submit(bench.crawl, site, tmp_path / "two-a", redis_settings(two))
+        deadline = time.monotonic() + 60
+        while not client.zcard(f"{two}:site:requests") and not first.done():  # work is queued
+            assert time.monotonic() < deadline, "the first crawl queued nothing"
+            time.sleep(0.05)
+        second = pool.submit(bench.crawl, site, tmp_path / "two-b", redis_settings(two))
+        runs = [first.result(), second.result()]
+    assert all(run.get("response_received_count", 0) > 0 for run in runs), "one process fetched nothing"
+    alone, together = ({r for r in _rules(notes(run)) if r[0] == "mirror" or r[1] == "127.0.0.1"} for run in (one, two))
+    assert together == alone
+    assert ("rule", "127.0.0.1", "param:utm_source") in together
