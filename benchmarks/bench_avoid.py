@@ -23,7 +23,8 @@ Reported per site and mode, medians over the repeats: requests sent (``downloade
 included), responses (``response_received_count``), pages stored (items), distinct pages stored (by the site's
 ground truth, ``content_id`` of each item's URL; of all distinct pages), stored copies of a page already
 stored, 404s, distinct pages lost against the filter alone of the same repeat (each listed, with the number of
-repeats that lost it), crawl seconds (``elapsed_time_seconds``) and rate (responses/s), and every
+repeats that lost it), crawl seconds (``elapsed_time_seconds``) and rate (responses/s, distinct pages stored/s),
+CPU milliseconds of the crawl's process tree per response, and every
 ``simhash/avoided`` and ``simhash/avoided/...`` stat.  Output: a table on stdout, and with ``--json PATH`` the
 numbers as JSON.
 
@@ -99,6 +100,7 @@ def crawl(site: GeneratedSite, workdir: Path, settings: dict[str, str], index: P
         raise SystemExit(f"the crawl failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stderr[-3000:]}{text[-3000:]}")
     stats = json.loads(stats_file.read_text(encoding="utf-8"))
     stats["bench/wall_seconds"] = used.wall
+    stats["bench/cpu_seconds"] = used.cpu
     stats["bench/items"] = [json.loads(line) for line in feed.read_text(encoding="utf-8").splitlines() if line]
     return stats
 
@@ -126,6 +128,8 @@ def summarize(site: GeneratedSite, stats: dict[str, Any]) -> dict[str, Any]:
         "dropped": int(stats.get("simhash/dropped", 0)),
         "seconds": seconds,
         "rate": responses / seconds if seconds else 0.0,
+        "distinct_rate": len(distinct) / seconds if seconds else 0.0,
+        "cpu_ms": 1000 * float(stats.get("bench/cpu_seconds", 0.0)) / responses if responses else 0.0,
         "wall": float(stats["bench/wall_seconds"]),
     }
     out |= {k: v for k, v in sorted(stats.items()) if k.startswith(AVOIDED) and isinstance(v, (int, float))}
@@ -186,7 +190,7 @@ def report_site(name: str, r: dict[str, Any], repeat: int) -> Iterator[str]:
     )
     head = (
         f"{'mode':<32}{'requests':>9}{'responses':>10}{'stored':>8}{'distinct':>10}{'lost':>6}{'copies':>8}"
-        f"{'404':>5}{'crawl s':>9}{'resp/s':>8}{'vs filter':>10}"
+        f"{'404':>5}{'crawl s':>9}{'resp/s':>8}{'dist/s':>8}{'CPU ms/resp':>12}{'vs filter':>10}"
     )
     yield head
     base = r["modes"][FILTER]["requests"]
@@ -196,7 +200,7 @@ def report_site(name: str, r: dict[str, Any], repeat: int) -> Iterator[str]:
         yield (
             f"{mode:<32}{c['requests']:>9.0f}{c['responses']:>10.0f}{c['stored']:>8.0f}"
             f"{c['distinct']:>6.0f}/{r['distinct_pages']:<3}{lost:>6}{c['copies']:>8.0f}{c['not_found']:>5.0f}"
-            f"{c['seconds']:>9.1f}{c['rate']:>8.0f}{share:>10}"
+            f"{c['seconds']:>9.1f}{c['rate']:>8.0f}{c['distinct_rate']:>8.1f}{c['cpu_ms']:>12.2f}{share:>10}"
         )
     for mode, c in r["modes"].items():
         avoided = {k: v for k, v in c.items() if k.startswith(AVOIDED)}
@@ -213,7 +217,8 @@ def report_site(name: str, r: dict[str, Any], repeat: int) -> Iterator[str]:
     yield (
         "  (requests: downloader/request_count, robots.txt included; distinct: distinct pages stored, of all; "
         "lost: distinct pages the filter alone stored and this mode did not; copies: stored pages whose distinct "
-        "page was already stored; vs filter: requests / the filter alone's)"
+        "page was already stored; dist/s: distinct pages stored per crawl second; CPU ms/resp: CPU of the crawl's "
+        "process tree per response; vs filter: requests / the filter alone's)"
     )
 
 

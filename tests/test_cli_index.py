@@ -167,3 +167,28 @@ def test_index_query_names_both_readings_of_a_bad_argument(tmp_path: Path, pages
     capsys.readouterr()
     assert main(["index", "query", index, "dfdc1edaff36"]) == 1
     assert capsys.readouterr().err == "simhash-filter: dfdc1edaff36: no such file, and not a 16-hex-digit fingerprint\n"
+
+
+def test_index_rules_prints_what_crawls_learned(tmp_path: Path, pages_file: Path, capsys) -> None:
+    """``index rules`` prints the active URL rules and mirrors of an index's notes with their evidence; ``--all``
+    adds those still learning and the withdrawn ones; ``--json`` gives one object per rule."""
+    from simhash_filter.index.backends.file import FileBackend
+    from simhash_filter.index.tables import resolve_design
+
+    index = tmp_path / "idx"
+    main(["dedup", str(pages_file), "--index", str(index), "--no-progress"])
+    assert main(["index", "rules", str(index)]) == 0
+    assert "no URL rules active" in capsys.readouterr().out
+    k = 10
+    with FileBackend(index, k=k, design=resolve_design("auto", k, 1000, candidates=True)) as backend:
+        backend.add_notes({"rule|a.example|param:sid|+": 40, "rule|a.example|param:page|+": 9,
+                           "rule|a.example|param:page|-": 1, "mirror|a.example|b.example|+": 3})  # fmt: skip
+    assert main(["index", "rules", str(index)]) == 0
+    assert capsys.readouterr().out.splitlines() == ["a.example: param:sid (active: 40 examples, error < 7.0% at 95 %)"]
+    assert main(["index", "rules", str(index), "--all", "--json"]) == 0
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(r["kind"], r["rule"], r["active"], r["against"]) for r in records] == [
+        ("rule", "param:sid", True, 0),
+        ("mirror", "b.example", False, 0),
+        ("rule", "param:page", False, 1),
+    ]

@@ -183,6 +183,28 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_rules(args: argparse.Namespace) -> int:
+    """Print the URL rules and mirrors that crawls learned into the index's notes (``SIMHASH_AVOID``)."""
+    from simhash_filter.index.urlrules import RuleBook
+
+    with _open(args.index, args.max_distance, write=False) as backend:
+        notes = backend.notes()
+    book = RuleBook(min_examples=args.min_examples)
+    book.merge(notes)
+    verdicts = [v for v in book.verdicts() if args.all or v.active]
+    if args.json:
+        for v in verdicts:
+            record = {"kind": v.kind, "host": v.host, "rule": v.rule, "examples": v.positives,
+                      "against": v.negatives, "active": v.active}  # fmt: skip
+            print(json.dumps(record, ensure_ascii=False))
+        return 0
+    if not verdicts:
+        print("no URL rules" + ("" if args.all else " active") + " (crawls learn them with SIMHASH_AVOID=True)")
+    for v in verdicts:
+        print(v.describe())
+    return 0
+
+
 def cmd_delete(args: argparse.Namespace) -> int:
     with _open(args.index, args.max_distance, write=True) as backend:
         deleted = backend.delete(args.urls)
@@ -225,6 +247,8 @@ EXAMPLES = {
     "query": "simhash-filter index query .scrapy/simhash/site page.html\n"
     "simhash-filter index query .scrapy/simhash/site d490dfee0514e20d -k 3 --json",
     "export": "simhash-filter index export .scrapy/simhash/site -o kept.jsonl",
+    "rules": "simhash-filter index rules .scrapy/simhash/site\n"
+    "simhash-filter index rules .scrapy/simhash/site --all --json",
     "delete": "simhash-filter index delete .scrapy/simhash/site https://a.example/x https://a.example/y",
     "compact": "simhash-filter index compact .scrapy/simhash/site\n"
     "simhash-filter index compact .scrapy/simhash/site --max-age 30d   # also drop entries added 30+ days ago",
@@ -245,7 +269,7 @@ def add_index_parser(
     """Add ``index`` and its subcommands to the ``simhash-filter`` parser."""
     p = sub.add_parser(
         "index",
-        help="inspect and maintain a stored index (stats, query, export, delete, compact)",
+        help="inspect and maintain a stored index (stats, query, export, rules, delete, compact)",
         description=(
             "INDEX is a backend URI or a directory (a crawl's default index is .scrapy/simhash/<spider> in the "
             "project, or JOBDIR/simhash). stats, query and export open an on-disk index read-only."
@@ -283,6 +307,18 @@ def add_index_parser(
     c = command("export", "every stored page as JSON Lines: url, fingerprint, added")
     c.add_argument("-o", "--output", metavar="OUT", help="output file (default: stdout)")
     c.set_defaults(func=_guarded(cmd_export))
+
+    c = command("rules", "the URL rules and mirror hosts that crawls learned (SIMHASH_AVOID), with their evidence")
+    c.add_argument("--all", action="store_true", help="also the rules still learning and the withdrawn ones")
+    c.add_argument(
+        "--min-examples",
+        type=int,
+        default=5,
+        metavar="N",
+        help="examples a rule needs to be active, as SIMHASH_AVOID_MIN_EXAMPLES (default: 5)",
+    )
+    c.add_argument("--json", action="store_true", help="one JSON object per rule")
+    c.set_defaults(func=_guarded(cmd_rules))
 
     c = command("delete", "forget the stored fingerprints of these URLs")
     c.add_argument("urls", nargs="+", metavar="URL", help="key (URL) of a stored page")
