@@ -192,3 +192,18 @@ def test_two_crawl_processes_sharing_redis_learn_the_rules_of_one(
     alone, together = ({r for r in _rules(notes(run)) if r[0] == "mirror" or r[1] == "127.0.0.1"} for run in (one, two))
     assert together == alone
     assert ("rule", "127.0.0.1", "param:utm_source") in together
+
+
+def test_the_test_site_keeps_every_group_and_every_distinct_page_with_avoidance(site_port: int, tmp_path: Path) -> None:
+    """The crawl tests' own site (near-duplicate groups across two hosts, a mirror, redirects, odd pages): with
+    avoidance on, still exactly one page of each group is stored and every distinct page."""
+    from crawl_helpers import scrapy_crawl, start_urls
+    from site_server import GROUPS, OTHERS
+
+    crawl = scrapy_crawl("site", tmp_path, args={"start_urls": start_urls(site_port)},
+                         settings={**AVOID, "DOWNLOAD_FAIL_ON_DATALOSS": "False"})  # fmt: skip
+    stored = crawl.by_key()
+    for group, keys in GROUPS.items():
+        assert len([k for k in keys if k in stored]) == 1, (group, sorted(stored))
+    assert set(OTHERS) <= set(stored)
+    assert "Traceback" not in crawl.log
