@@ -207,3 +207,30 @@ def test_the_test_site_keeps_every_group_and_every_distinct_page_with_avoidance(
         assert len([k for k in keys if k in stored]) == 1, (group, sorted(stored))
     assert set(OTHERS) <= set(stored)
     assert "Traceback" not in crawl.log
+
+
+@pytest.mark.parametrize(
+    ("setting", "value"),
+    [("SIMHASH_AVOID_ACTION", "delete"), ("SIMHASH_AVOID_VALIDATE", "2"), ("SIMHASH_AVOID_MIN_EXAMPLES", "many")],
+)
+def test_a_wrong_avoid_setting_stops_the_crawl_at_start_in_one_line(
+    tmp_path: Path, site_port: int, setting: str, value: str
+) -> None:
+    """A wrong SIMHASH_AVOID_* value: one ERROR line naming the setting and the value, no traceback, no request."""
+    from test_errors import crawl_log
+
+    log = crawl_log(tmp_path, site_port, str(tmp_path / "index"), **AVOID, **{setting: value})
+    errors = [line for line in log.splitlines() if " ERROR: " in line]
+    assert len(errors) == 1 and setting in errors[0] and value in errors[0], log
+    assert "Traceback" not in log and "Closing spider (simhash_start_failed)" in log, log
+
+
+def test_deprioritized_requests_are_sent_later_not_dropped(bench: ModuleType, tmp_path: Path) -> None:
+    """``SIMHASH_AVOID_ACTION = "deprioritize"``: the requests the rules would avoid are counted and sent back to
+    the scheduler; none is dropped, and every distinct page is stored."""
+    site = dup_heavy_site(articles=20)
+    with site.serve():
+        run, stats, _ = _crawl(bench, site, tmp_path, {**AVOID, "SIMHASH_AVOID_ACTION": "deprioritize"})
+    assert stats.get("simhash/deprioritized/url_rule", 0) > 0
+    assert not any(key.startswith("simhash/avoided/") for key in stats)
+    assert run["distinct"] == len(site.distinct)

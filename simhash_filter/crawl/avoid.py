@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from simhash_filter.crawl.decision import Decision
     from simhash_filter.index.backends.base import Backend
 
-__all__ = ["AVOID_ACTIONS", "AVOID_MIRRORS", "Avoidance", "Avoider"]
+__all__ = ["AVOID_ACTIONS", "AVOID_MIRRORS", "Avoidance", "Avoider", "check_avoid_options"]
 
 AVOID_ACTIONS = ("drop", "deprioritize")
 AVOID_MIRRORS = ("paths", "all", "off")
@@ -76,6 +76,18 @@ class Avoidance:
         return out
 
 
+def check_avoid_options(*, action: str, validate: float, mirrors: str, min_examples: int) -> None:
+    """Raise ``ValueError`` naming the ``SIMHASH_AVOID_*`` setting whose value is wrong."""
+    if action not in AVOID_ACTIONS:
+        raise ValueError(f"SIMHASH_AVOID_ACTION must be one of {', '.join(AVOID_ACTIONS)}, got {action!r}")
+    if mirrors not in AVOID_MIRRORS:
+        raise ValueError(f"SIMHASH_AVOID_MIRRORS must be one of {', '.join(AVOID_MIRRORS)}, got {mirrors!r}")
+    if not 0.0 <= validate <= 1.0:
+        raise ValueError(f"SIMHASH_AVOID_VALIDATE must be a share in [0, 1], got {validate!r}")
+    if min_examples < 1:
+        raise ValueError(f"SIMHASH_AVOID_MIN_EXAMPLES must be at least 1, got {min_examples!r}")
+
+
 class Avoider:
     """The crawl's URL rules: checks requests before download, learns from the decisions on responses."""
 
@@ -91,14 +103,7 @@ class Avoider:
         same_distance: int = 3,
         distinct_distance: int = 10,
     ) -> None:
-        if action not in AVOID_ACTIONS:
-            raise ValueError(f"SIMHASH_AVOID_ACTION must be one of {', '.join(AVOID_ACTIONS)}, got {action!r}")
-        if mirrors not in AVOID_MIRRORS:
-            raise ValueError(f"SIMHASH_AVOID_MIRRORS must be one of {', '.join(AVOID_MIRRORS)}, got {mirrors!r}")
-        if not 0.0 <= validate <= 1.0:
-            raise ValueError(f"SIMHASH_AVOID_VALIDATE must be a share in [0, 1], got {validate!r}")
-        if min_examples < 1:
-            raise ValueError(f"SIMHASH_AVOID_MIN_EXAMPLES must be at least 1, got {min_examples!r}")
+        check_avoid_options(action=action, validate=validate, mirrors=mirrors, min_examples=min_examples)
         self.backend = backend
         self.stats = stats
         self.action = action

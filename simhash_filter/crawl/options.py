@@ -13,6 +13,7 @@ from scrapy.utils.project import data_path
 
 from simhash_filter.config import FilterConfig
 from simhash_filter.crawl import settings as defaults
+from simhash_filter.crawl.avoid import check_avoid_options
 from simhash_filter.dedup import available_cpus
 from simhash_filter.index.backends import with_uri_option
 from simhash_filter.index.backends.file import parse_age
@@ -117,15 +118,18 @@ def check_options(action: str, threads: int, processes: int | None, index_retry_
 
 def avoid_options(settings: BaseSettings) -> dict[str, Any] | None:
     """The ``SIMHASH_AVOID_*`` settings as :class:`~simhash_filter.crawl.avoid.Avoider` options (None when
-    ``SIMHASH_AVOID`` is off); the avoider checks their values."""
+    ``SIMHASH_AVOID`` is off), checked: a wrong value raises ``ValueError`` naming its setting."""
     if not settings.getbool("SIMHASH_AVOID", defaults.SIMHASH_AVOID):
         return None
-    try:
-        return {
-            "action": settings.get("SIMHASH_AVOID_ACTION", defaults.SIMHASH_AVOID_ACTION),
-            "mirrors": settings.get("SIMHASH_AVOID_MIRRORS", defaults.SIMHASH_AVOID_MIRRORS),
-            "min_examples": settings.getint("SIMHASH_AVOID_MIN_EXAMPLES", defaults.SIMHASH_AVOID_MIN_EXAMPLES),
-            "validate": settings.getfloat("SIMHASH_AVOID_VALIDATE", defaults.SIMHASH_AVOID_VALIDATE),
-        }
-    except ValueError as exc:
-        raise ValueError(f"SIMHASH_AVOID_*: {exc}") from None
+    options: dict[str, Any] = {
+        "action": settings.get("SIMHASH_AVOID_ACTION", defaults.SIMHASH_AVOID_ACTION),
+        "mirrors": settings.get("SIMHASH_AVOID_MIRRORS", defaults.SIMHASH_AVOID_MIRRORS),
+    }
+    for name, key, read in (("min_examples", "SIMHASH_AVOID_MIN_EXAMPLES", settings.getint),
+                            ("validate", "SIMHASH_AVOID_VALIDATE", settings.getfloat)):  # fmt: skip
+        try:
+            options[name] = read(key, getattr(defaults, key))
+        except ValueError:
+            raise ValueError(f"{key} must be a number, got {settings.get(key)!r}") from None
+    check_avoid_options(**options)  # before the index is opened: a wrong value stops the crawl at once
+    return options
