@@ -49,7 +49,7 @@ FLUSH_SECONDS = 2.0
 #: Requests remembered per rule, to be queued again if the rule is withdrawn.
 REQUEUE_LIMIT = 10_000
 #: URLs remembered as sent (a crawl beyond this many avoids by the first ones only).
-MAX_SENT = 2_000_000
+MAX_SENT = 1_000_000
 #: Priority taken off a deprioritised request.
 DEPRIORITIZE_BY = 100
 
@@ -110,8 +110,9 @@ class Avoider:
         self.validate = validate
         self.mirror_mode = mirrors
         self.book = RuleBook(min_examples, same_distance, distinct_distance)
-        self._sent: dict[str, dict[Url, str]] = {}  # host -> canonical URL -> the first URL sent
-        self._raw: dict[str, list[tuple[Url, str]]] = {}  # host -> URLs sent, to rebuild its canonical ones
+        # host -> hash of a canonical URL -> the first URL sent (hashes: about 300 bytes a URL in all)
+        self._sent: dict[str, dict[int, str]] = {}
+        self._raw: dict[str, list[str]] = {}  # host -> URLs sent, to rebuild its canonical ones
         self._hosts: dict[str, int] = {}  # host -> order first seen (the later of two mirrors is skipped whole)
         self._n_sent = 0
         self._urls: set[str] = set()  # every URL remembered as sent
@@ -185,13 +186,14 @@ class Avoider:
 
     def _find(self, page: Url, url: str) -> Avoidance | None:
         canonical = self.book.canonical(page)
-        target = self._sent.get(page.host, {}).get(canonical)
+        target = self._sent.get(page.host, {}).get(hash(canonical))
         if target is not None and target != url:
             return Avoidance("url_rule", target, tuple(self.book.rewrites(page)))
         if self.mirror_mode == "off":
             return None
         for host in sorted(self.book.mirrors(page.host)):
-            target = self._sent.get(host, {}).get(self.book.canonical(Url(page.scheme, host, page.path, page.params)))
+            other = self.book.canonical(Url(page.scheme, host, page.path, page.params))
+            target = self._sent.get(host, {}).get(hash(other))
             if target is not None:
                 return Avoidance("mirror", target, mirror=host)
             if self.mirror_mode == "all" and self._hosts.get(host, 1 << 62) < self._hosts.get(page.host, 1 << 62):
@@ -204,8 +206,8 @@ class Avoider:
             return
         self._n_sent += 1
         self._urls.add(url)
-        self._raw.setdefault(page.host, []).append((page, url))
-        self._sent.setdefault(page.host, {}).setdefault(self.book.canonical(page), url)
+        self._raw.setdefault(page.host, []).append(url)
+        self._sent.setdefault(page.host, {}).setdefault(hash(self.book.canonical(page)), url)
 
     # --- after download: learning ------------------------------------------------------------------
 
@@ -259,9 +261,11 @@ class Avoider:
                 logger.info("simhash: withdrawn %s: %s", what, verdict.describe())
                 self._requeue((verdict.kind, verdict.host, verdict.rule))
         for host in hosts & self._raw.keys():
-            sent: dict[Url, str] = {}
-            for page, url in self._raw[host]:
-                sent.setdefault(self.book.canonical(page), url)
+            sent: dict[int, str] = {}
+            for url in self._raw[host]:
+                page = parse_url(url)
+                if page is not None:
+                    sent.setdefault(hash(self.book.canonical(page)), url)
             self._sent[host] = sent
 
     def _requeue(self, key: tuple[str, str, str]) -> None:

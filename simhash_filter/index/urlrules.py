@@ -37,6 +37,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 __all__ = ["RuleBook", "Url", "Verdict", "error_bound", "parse_url"]
@@ -158,8 +159,7 @@ class Verdict:
         return f"{what} ({state}: {self.positives} examples, error < {error_bound(self.positives):.1%} at 95 %)"
 
 
-@dataclass
-class _Fetched:
+class _Fetched(NamedTuple):
     fingerprint: int
     url: str
 
@@ -183,11 +183,11 @@ class RuleBook:
     same_distance: int = 3
     distinct_distance: int = 10
     #: The pages remembered to compare URL variants with (the oldest are forgotten beyond this many).
-    max_pages: int = 1_000_000
+    max_pages: int = 300_000
     _counts: dict[str, int] = field(default_factory=dict)  # "kind|host|rule|+" or "-" -> count
     _pending: dict[str, int] = field(default_factory=dict)  # counts not handed to the store yet
     _tally: dict[tuple[str, str, str], list[int]] = field(default_factory=dict)  # (kind, host, rule) -> [+, -]
-    _pages: dict[Url, _Fetched] = field(default_factory=dict)  # URL (no rules applied) -> its page
+    _pages: dict[int, _Fetched] = field(default_factory=dict)  # hash of a URL (no rules applied) -> its page
     _active: dict[str, frozenset[str]] = field(default_factory=dict)  # host -> active rules
     _mirrors: dict[str, frozenset[str]] = field(default_factory=dict)  # host -> hosts it mirrors or is mirrored by
     _partners: dict[str, set[str]] = field(default_factory=dict)  # host -> hosts some example pairs it with
@@ -254,10 +254,10 @@ class RuleBook:
             if kept is not None:
                 self._pair(page, kept, url)
         self._variants(page, fingerprint, url, duplicate_of)
-        if page not in self._pages:
+        if hash(page) not in self._pages:
             if len(self._pages) >= self.max_pages:
                 del self._pages[next(iter(self._pages))]
-            self._pages[page] = _Fetched(fingerprint, url)
+            self._pages[hash(page)] = _Fetched(fingerprint, url)
         return self._refresh()
 
     def validated(
@@ -272,7 +272,7 @@ class RuleBook:
         """A page fetched although the rules would have left it (a validation fetch): compare it with the page
         it would have been left for (*target*, if that was fingerprinted); the verdicts whose state changed."""
         page, known = parse_url(url), parse_url(target)
-        fetched = self._pages.get(known) if known is not None else None
+        fetched = self._pages.get(hash(known)) if known is not None else None
         if page is None or fetched is None:
             return []
         sign = self._sign(fingerprint, duplicate_of, fetched)
@@ -309,13 +309,13 @@ class RuleBook:
         """Each single rewrite of this URL that names a page fetched before is an example, for or against; so is
         the page at the same path on a host paired with this one as a mirror."""
         for rule in self._single_rewrites(page):
-            other = self._pages.get(_apply(page, (rule,)))
+            other = self._pages.get(hash(_apply(page, (rule,))))
             if other is not None and other.url != url:
                 sign = self._sign(fingerprint, duplicate_of, other)
                 if sign is not None:
                     self._count("rule", page.host, rule, sign, url)
         for host in sorted(self._partners.get(page.host, ())):
-            other = self._pages.get(Url(page.scheme, host, page.path, page.params))
+            other = self._pages.get(hash(Url(page.scheme, host, page.path, page.params)))
             if other is not None:
                 sign = self._sign(fingerprint, duplicate_of, other)
                 if sign is not None:
