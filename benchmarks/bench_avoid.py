@@ -31,6 +31,7 @@ numbers as JSON.
     python benchmarks/bench_avoid.py [--repeat 3] [--sites dup-heavy,params-matter] [--articles N] [--seed 7]
                                      [--recrawl] [-s NAME=VALUE ...] [--json PATH]
     python benchmarks/bench_avoid.py --repeat 1            # one crawl per mode: about a minute on two CPUs
+    python benchmarks/bench_avoid.py --overhead            # the avoider's own CPU per request and response
 """
 
 from __future__ import annotations
@@ -222,6 +223,55 @@ def report_site(name: str, r: dict[str, Any], repeat: int) -> Iterator[str]:
     )
 
 
+async def _observe_all(avoider: Any, decisions: list[Any], requests: list[Any]) -> None:
+    for decision, request in zip(decisions, requests, strict=True):
+        await avoider.observed(decision, request)
+
+
+def overhead(site: GeneratedSite, rounds: int = 5) -> dict[str, float]:
+    """The avoider's own CPU time, in the process, on the URLs a crawl without a filter reaches on *site* (each
+    URL's page fingerprinted by the model, the decision made by a memory index): microseconds per request checked
+    (``Avoider.check``) and per response observed (``Avoider.observed``), medians over *rounds* passes."""
+    import asyncio
+
+    from scrapy import Request
+    from scrapy.statscollectors import MemoryStatsCollector
+    from scrapy.utils.test import get_crawler
+
+    from simhash_filter.config import DEFAULTS
+    from simhash_filter.crawl.avoid import Avoider
+    from simhash_filter.crawl.decision import Decision
+    from simhash_filter.index.backends.memory import MemoryBackend
+    from simhash_filter.index.nearduplicate import NearDuplicateIndex
+    from simhash_filter.index.tables import resolve_design
+    from simhash_filter.model.fingerprint import Fingerprinter
+
+    fingerprinter, k = Fingerprinter(), DEFAULTS.max_distance
+    pages = [(url, fingerprinter.fingerprint(page.body)) for url, page, _ in site.walk() if page.status == 200]
+    design = resolve_design(DEFAULTS.tables, k, 10**6, candidates=True)
+    times: dict[str, list[float]] = {"check": [], "observed": []}
+    for _ in range(rounds):
+        metadata = DEFAULTS.index_metadata()
+        index = NearDuplicateIndex(k, backend=MemoryBackend(k=k, design=design, metadata=metadata),
+                                   metadata=metadata, min_similarity=DEFAULTS.min_similarity)  # fmt: skip
+        decisions = []
+        for url, fp in pages:
+            if fp.value is not None:
+                match = index.check_and_add(fp.value, url, fp.sketch)
+                decisions.append(Decision(url, "ok", fp.value, match and match.key, match and match.distance))
+        avoider = Avoider(index.backend, MemoryStatsCollector(get_crawler()))
+        requests = [Request(d.url) for d in decisions]
+        start = time.process_time()
+        for request in requests:
+            avoider.check(request)
+        times["check"].append((time.process_time() - start) / len(requests) * 1e6)
+
+        start = time.process_time()
+        asyncio.run(_observe_all(avoider, decisions, requests))
+        times["observed"].append((time.process_time() - start) / len(decisions) * 1e6)
+    return {name: sorted(values)[len(values) // 2] for name, values in times.items()}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = make_parser(__doc__)
     parser.add_argument("--repeat", type=int, default=3, help="crawls of each mode (default: 3)")
@@ -240,7 +290,16 @@ def main(argv: list[str] | None = None) -> int:
         help="a Scrapy setting of every crawl, e.g. -s SIMHASH_MIN_SIMILARITY=0.8 (repeatable)",
     )
     parser.add_argument("--json", type=Path, help="write the results here as JSON")
+    parser.add_argument(
+        "--overhead", action="store_true", help="only the avoider's own CPU per request and response (no crawl)"
+    )
     args = parser.parse_args(argv)
+    if args.overhead:
+        for name in args.sites.split(","):
+            cost = overhead(SITES[name](seed=args.seed))
+            print(f"{name}: {cost['check']:.1f} µs per request checked, {cost['observed']:.1f} µs per response "
+                  "observed (CPU, median of 5 passes)")  # fmt: skip
+        return 0
     for item in args.set:
         name, eq, value = item.partition("=")
         if not eq or not name:

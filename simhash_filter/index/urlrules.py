@@ -106,6 +106,8 @@ def _apply(url: Url, rules: Iterable[str]) -> Url:
 
 def _path_rewrites(a: str, b: str) -> list[str] | None:
     """The fewest path rules that make paths *a* and *b* equal (None when none do)."""
+    if a == b:
+        return []
     candidates = list(PATH_RULES)
     for path in (a, b):
         segments = path.split("/")
