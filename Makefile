@@ -5,13 +5,15 @@ TEST_VENV ?= .venv-test
 BIN := $(VENV)/bin
 OUT ?= out
 
-.PHONY: help install demo demo-dedup test test-venv test-pythons lint docs bench clean
+.PHONY: help install demo demo-dedup test test-venv test-pythons sanitize fuzz lint docs bench clean
 
 help:
 	@echo "make demo     serve a generated site with near-duplicates on 127.0.0.1, crawl it, report"
 	@echo "make demo-dedup  the same kind of sample through simhash-filter dedup"
 	@echo "make test     fresh virtualenv in $(TEST_VENV), lint, full test suite, documentation site (what CI runs)"
 	@echo "make test-pythons  the suite again on Python $(OTHER_PYTHONS), where this machine has them (CI too)"
+	@echo "make sanitize  the compiled core's tests and a short fuzz under ASan and UBSan, built in $(OUT)/sanitize (CI too)"
+	@echo "make fuzz     the compiled core against the pure-Python one on mutated pages, FUZZ_SECONDS=$(FUZZ_SECONDS)"
 	@echo "make install  virtualenv in $(VENV) with the package (editable) and its test tools"
 	@echo "make lint     ruff check"
 	@echo "make docs     build the documentation site (docs/, mkdocs.yml) into $(OUT)/site, strictly"
@@ -68,6 +70,59 @@ test-pythons:
 		$(MAKE) --no-print-directory test-venv PYTHON="$$py" TEST_VENV=$(TEST_VENV)-$$v; \
 		$(TEST_VENV)-$$v/bin/python -m pytest -q; \
 	done
+
+# The compiled core under AddressSanitizer and UndefinedBehaviorSanitizer, away from the in-tree build and $(VENV):
+# a copy of the working tree (the files git tracks or would track) in $(SANITIZE)/src, built there with the
+# sanitizers into a fresh virtualenv, then tests/test_core.py, tests/test_core_hostile.py and
+# $(SANITIZE_FUZZ_SECONDS) s of tests/fuzz/fuzz_core.py with gcc's libasan preloaded and Python allocating with
+# malloc, so that ASan sees Python's objects too.  Leak checks are off: CPython leaves memory behind at exit.  A
+# report stops the process (ASan's are also kept in $(SANITIZE)/logs, UBSan's go to stderr, which pytest leaves
+# alone) and fails the target; a fuzz input that fails is saved in $(OUT)/fuzz.  The fuzzer runs its random engine:
+# atheris' coverage counters do not work beside gcc's libasan.  The dependencies are installed (and the package
+# built once without the sanitizers) before the sanitizer flags are set, so no dependency is built with them.
+SANITIZE := $(abspath $(OUT))/sanitize
+SANITIZE_FUZZ_SECONDS ?= 45
+SANITIZE_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -g -O1
+SANITIZE_ENV = LD_PRELOAD="$$(gcc -print-file-name=libasan.so)" PYTHONMALLOC=malloc \
+	ASAN_OPTIONS=detect_leaks=0:log_path=$(SANITIZE)/logs/asan UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+# make fuzz: atheris where it has a wheel for the Python (else tests/fuzz/fuzz_core.py runs its random engine).
+FUZZ_TOOLS ?= atheris>=2.3
+FUZZ_SECONDS ?= 60
+
+sanitize:
+	$(if $(shell command -v gcc),@true,$(SUDO) apt-get update -qq && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc libc6-dev >/dev/null)
+	rm -rf $(SANITIZE) $(abspath $(OUT))/fuzz/inflight.html
+	mkdir -p $(SANITIZE)/src $(SANITIZE)/logs
+	git ls-files -z --cached --others --exclude-standard | tar --null -T - --ignore-failed-read -cf - 2>/dev/null \
+		| tar -xf - -C $(SANITIZE)/src
+	$(PYTHON) -m venv $(SANITIZE)/venv
+	$(SANITIZE)/venv/bin/python -m pip install --quiet --upgrade pip
+	$(SANITIZE)/venv/bin/python -m pip install --quiet '$(SANITIZE)/src[test]'
+	rm -rf $(SANITIZE)/src/build
+	CFLAGS="$(SANITIZE_FLAGS)" LDFLAGS="$(SANITIZE_FLAGS)" \
+		$(SANITIZE)/venv/bin/python -m pip install --quiet --no-deps --force-reinstall -e $(SANITIZE)/src
+	ldd $(SANITIZE)/src/simhash_filter/model/_core.*.so | grep -q libasan || \
+		{ echo "the compiled core was not built with the sanitizers"; exit 1; }
+	@cd $(SANITIZE)/src && status=0; \
+	echo "== under ASan and UBSan: pytest tests/test_core.py tests/test_core_hostile.py, then the fuzzer"; \
+	$(SANITIZE_ENV) $(SANITIZE)/venv/bin/python -m pytest -q -p no:cacheprovider --capture=sys \
+		tests/test_core.py tests/test_core_hostile.py || status=1; \
+	if [ $$status -eq 0 ]; then \
+		$(SANITIZE_ENV) $(SANITIZE)/venv/bin/python tests/fuzz/fuzz_core.py --engine random \
+			--seconds $(SANITIZE_FUZZ_SECONDS) --out $(abspath $(OUT))/fuzz || status=1; fi; \
+	for log in $(SANITIZE)/logs/*; do [ -e "$$log" ] || continue; echo "== $$log"; cat "$$log"; status=1; done; \
+	if [ -e $(abspath $(OUT))/fuzz/inflight.html ]; then status=1; \
+		echo "the fuzzer stopped while checking $(abspath $(OUT))/fuzz/inflight.html"; fi; \
+	[ $$status -eq 0 ] && echo "sanitize: no sanitizer report" || echo "sanitize: FAILED (reports above)"; \
+	exit $$status
+
+# The fuzzer for FUZZ_SECONDS in $(TEST_VENV) (made as make test makes it, if missing), atheris added to it.
+fuzz:
+	test -x $(TEST_VENV)/bin/python || $(MAKE) --no-print-directory test-venv
+	$(TEST_VENV)/bin/python -m pip install --quiet --only-binary=:all: '$(FUZZ_TOOLS)' || \
+		echo "no atheris wheel for this Python: the random-mutation engine runs"
+	$(TEST_VENV)/bin/python tests/fuzz/fuzz_core.py --seconds $(FUZZ_SECONDS) --out $(OUT)/fuzz
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check .
