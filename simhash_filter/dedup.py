@@ -1,9 +1,10 @@
 """Batch near-duplicate filtering of JSON Lines pages, in input order (the core of ``simhash-filter dedup``).
 
-Each input line is an object with at least ``url`` and ``html`` (strings).  Pages are fingerprinted
-(optionally in worker processes), then checked in input order against every page kept before them
-with :meth:`NearDuplicateIndex.check_and_add`.  Every input line yields exactly one :class:`Outcome`:
-a malformed line or a page that cannot be fingerprinted is reported, never dropped.
+Each input line is an object with at least ``url`` and ``html`` (strings); an input item may also be a
+:class:`Page` already read (from a WARC file, :mod:`simhash_filter.warc`), whose HTML is bytes in its declared
+encoding.  Pages are fingerprinted (optionally in worker processes), then checked in input order against every
+page kept before them with :meth:`NearDuplicateIndex.check_and_add`.  Every input item yields exactly one
+:class:`Outcome`: a malformed line or a page that cannot be fingerprinted is reported, never dropped.
 
 The input is streamed: at most a few chunks of lines per worker are in flight at any time.
 """
@@ -33,6 +34,7 @@ __all__ = [
     "MALFORMED",
     "IndexFailed",
     "Outcome",
+    "Page",
     "Summary",
     "WorkersFailed",
     "auto_workers",
@@ -62,8 +64,22 @@ AUTO_WORKERS_MAX = 8
 
 
 @dataclass(frozen=True, slots=True)
+class Page:
+    """A page already read, as an input item of :func:`dedup` beside JSON lines: ``html`` is bytes in ``encoding``
+    (the charset an HTTP header declared; None: sniffed, as the fingerprinter does) or text."""
+
+    url: str
+    html: bytes | str
+    encoding: str | None = None
+
+    def record_fields(self) -> tuple[tuple[str, Any], ...]:
+        """``(key, value)`` pairs that its output record carries after the contract's keys (none here)."""
+        return ()
+
+
+@dataclass(frozen=True, slots=True)
 class Outcome:
-    """What happened to one input line (``line`` counts from 1)."""
+    """What happened to one input line or :class:`Page` (``line`` counts from 1)."""
 
     line: int
     url: str | None
@@ -75,10 +91,13 @@ class Outcome:
     status: str | None = None
     #: Why a line is malformed or failed (for messages; not part of the output record).
     reason: str | None = None
+    #: The input :class:`Page`'s own record fields (:meth:`Page.record_fields`), after the others.
+    fields: tuple[tuple[str, Any], ...] = ()
 
     def record(self) -> dict[str, Any]:
         """The output JSON object: ``url``, ``fingerprint``, ``duplicate_of``, ``distance``, and
-        ``status`` (plus ``line`` for a malformed line) only when the page has no fingerprint."""
+        ``status`` (plus ``line`` for a malformed line) only when the page has no fingerprint; then a
+        :class:`Page`'s own fields (a WARC record's ``warc_date`` and ``warc_record_id``)."""
         out: dict[str, Any] = {
             "url": self.url,
             "fingerprint": None if self.fingerprint is None else f"{self.fingerprint:016x}",
@@ -89,6 +108,7 @@ class Outcome:
             out["status"] = self.status
             if self.status == MALFORMED:
                 out["line"] = self.line
+        out.update(self.fields)
         return out
 
 
@@ -144,6 +164,8 @@ def parse_line(line: bytes | str) -> tuple[str | None, str | None, str | None]:
     return url, html, None
 
 
+# An input item: a JSON line, or a page already read.
+_Item = bytes | Page
 # A fingerprinted line before the index sees it: (url, fingerprint, status, reason, sketch).
 _Prepared = tuple[str | None, int | None, str | None, str | None, bytes | None]
 
@@ -155,24 +177,28 @@ def _init_worker(config: FingerprintConfig) -> None:
     _worker_fingerprinter = Fingerprinter(config)
 
 
-def _prepare(fingerprinter: Fingerprinter, line: bytes) -> _Prepared:
-    url, html, reason = parse_line(line)
-    if html is None:
-        return url, None, MALFORMED, reason, None
+def _prepare(fingerprinter: Fingerprinter, line: _Item) -> _Prepared:
+    encoding = None
+    if isinstance(line, Page):
+        url, html, encoding = line.url, line.html, line.encoding
+    else:
+        url, html, reason = parse_line(line)
+        if html is None:
+            return url, None, MALFORMED, reason, None
     try:
-        fp = fingerprinter.fingerprint(html)
+        fp = fingerprinter.fingerprint(html, encoding)
     except Exception as exc:  # one bad page must not end a run over millions
         return url, None, ERROR, f"{type(exc).__name__}: {exc}", None
     return url, fp.value, None if fp.ok else str(fp.status), None, fp.sketch
 
 
-def _prepare_chunk(lines: list[bytes]) -> list[_Prepared]:
+def _prepare_chunk(lines: list[_Item]) -> list[_Prepared]:
     assert _worker_fingerprinter is not None, "worker not initialised"
     return [_prepare(_worker_fingerprinter, line) for line in lines]
 
 
-def _chunks(lines: Iterable[bytes], size: int) -> Iterator[list[bytes]]:
-    chunk: list[bytes] = []
+def _chunks(lines: Iterable[_Item], size: int) -> Iterator[list[_Item]]:
+    chunk: list[_Item] = []
     for line in lines:
         chunk.append(line)
         if len(chunk) >= size:
@@ -182,7 +208,7 @@ def _chunks(lines: Iterable[bytes], size: int) -> Iterator[list[bytes]]:
         yield chunk
 
 
-def _prepared(lines: Iterable[bytes], config: FingerprintConfig, workers: int) -> Iterator[_Prepared]:
+def _prepared(lines: Iterable[_Item], config: FingerprintConfig, workers: int) -> Iterator[_Prepared]:
     """Fingerprint lines in order, in this process or in ``workers`` processes."""
     if workers <= 1:
         fingerprinter = Fingerprinter(config)
@@ -202,9 +228,9 @@ class IndexFailed(Exception):
 
 
 def _in_workers(
-    chunks: Iterable[list[bytes]],
+    chunks: Iterable[list[_Item]],
     workers: int,
-    work: Callable[[list[bytes]], list[_Prepared]],
+    work: Callable[[list[_Item]], list[_Prepared]],
     initializer: Callable[..., None],
     initargs: tuple[Any, ...],
 ) -> Iterator[_Prepared]:
@@ -224,7 +250,7 @@ def _in_workers(
 
     pool = start()
 
-    def submit(lines: list[bytes]) -> Future[list[_Prepared]]:
+    def submit(lines: list[_Item]) -> Future[list[_Prepared]]:
         try:
             return pool.submit(work, lines)
         except BrokenProcessPool as exc:  # it broke since the last answer: this chunk fails with the others
@@ -232,8 +258,8 @@ def _in_workers(
             failed.set_exception(exc)
             return failed
 
-    pending: deque[tuple[list[bytes], Future[list[_Prepared]]]] = deque()  # in input order
-    suspects: deque[bytes] = deque()  # lines in flight when a worker died, to redo alone
+    pending: deque[tuple[list[_Item], Future[list[_Prepared]]]] = deque()  # in input order
+    suspects: deque[_Item] = deque()  # lines in flight when a worker died, to redo alone
     source = iter(chunks)
     done_in_pool = fruitless = strikes = 0  # strikes: deaths of the worker with the first suspect alone
     try:
@@ -291,10 +317,13 @@ def _unblock_broken(pool: ProcessPoolExecutor) -> None:
             return
 
 
-def _worker_died(line: bytes) -> _Prepared:
-    url, _, reason = parse_line(line)
-    if reason is not None:
-        return url, None, MALFORMED, reason, None
+def _worker_died(line: _Item) -> _Prepared:
+    if isinstance(line, Page):
+        url: str | None = line.url
+    else:
+        url, _, reason = parse_line(line)
+        if reason is not None:
+            return url, None, MALFORMED, reason, None
     return url, None, ERROR, "its worker process died (killed, or out of memory)", None
 
 
@@ -329,13 +358,13 @@ def open_index(config: FilterConfig, backend: str = "memory://") -> NearDuplicat
 
 
 def dedup(
-    lines: Iterable[bytes],
+    lines: Iterable[bytes | Page],
     *,
     config: FilterConfig,
     workers: int = 1,
     index: NearDuplicateIndex | None = None,
 ) -> Iterator[Outcome]:
-    """One :class:`Outcome` per input line, in input order.
+    """One :class:`Outcome` per input line or :class:`Page`, in input order.
 
     Two-stage detection (the default index, :func:`open_index`): a page is a near-duplicate of the most
     similar page before it (in this run or already in ``index``) among its candidates whose sketch is
@@ -351,21 +380,31 @@ def dedup(
 
 
 def _dedup(
-    lines: Iterable[bytes], config: FilterConfig, workers: int, index: NearDuplicateIndex | None
+    lines: Iterable[_Item], config: FilterConfig, workers: int, index: NearDuplicateIndex | None
 ) -> Iterator[Outcome]:
+    # The pages' own record fields stay in this process, in input order (at most the items in flight).
+    fields: deque[tuple[tuple[str, Any], ...]] = deque()
+
+    def noted(items: Iterable[_Item]) -> Iterator[_Item]:
+        for item in items:
+            fields.append(item.record_fields() if isinstance(item, Page) else ())
+            yield item
+
     with ExitStack() as stack:
         if index is None:
             index = stack.enter_context(open_index(config))
         verify = index.sketch_bytes > 0
-        for n, (url, value, status, reason, sketch) in enumerate(_prepared(lines, config.fingerprint, workers), 1):
+        prepared = _prepared(noted(lines), config.fingerprint, workers)
+        for n, (url, value, status, reason, sketch) in enumerate(prepared, 1):
+            extra = fields.popleft()
             if value is None or url is None:
-                yield Outcome(n, url, status=status, reason=reason)
+                yield Outcome(n, url, status=status, reason=reason, fields=extra)
                 continue
             try:
                 match = index.check_and_add(value, url, sketch if verify else None)
             except store_errors() as exc:
                 raise IndexFailed(str(exc)) from exc
             if match is None:
-                yield Outcome(n, url, value)
+                yield Outcome(n, url, value, fields=extra)
             else:
-                yield Outcome(n, url, value, match.key, match.distance)
+                yield Outcome(n, url, value, match.key, match.distance, fields=extra)

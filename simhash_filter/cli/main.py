@@ -8,8 +8,8 @@ This module only parses arguments, reads and writes files, and prints; the work 
 Exit status (each command's ``--help`` ends with its own): ``fingerprint``, ``dedup`` and ``index``: 0 on
 success; 1 when a page could not be fingerprinted, a file could not be read or written, or an index could
 not be opened or failed (one line on stderr each, no traceback); 2 for a usage error, or when ``dedup`` met
-malformed input lines.  ``compare`` answers a question, like ``cmp``: 0 near-duplicate, 1 distinct, 2 trouble
-(a usage error, an input that cannot be read or fingerprinted).
+malformed input lines or a damaged WARC file.  ``compare`` answers a question, like ``cmp``: 0 near-duplicate,
+1 distinct, 2 trouble (a usage error, an input that cannot be read or fingerprinted).
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ import stat
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack, suppress
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from simhash_filter import __version__
 from simhash_filter.cli.index import add_index_parser
@@ -38,6 +38,7 @@ from simhash_filter.dedup import (
     MALFORMED,
     IndexFailed,
     Outcome,
+    Page,
     Summary,
     WorkersFailed,
     auto_workers,
@@ -50,6 +51,9 @@ from simhash_filter.model import core
 from simhash_filter.model.explain import Explanation, FeatureDifference, explain
 from simhash_filter.model.fingerprint import Fingerprint, Fingerprinter, Status
 from simhash_filter.model.sketch import similarity
+
+if TYPE_CHECKING:
+    from simhash_filter.warc import WarcCounts
 
 PROG = "simhash-filter"
 HEX_FINGERPRINT = re.compile(r"[0-9a-fA-F]{16}")
@@ -298,12 +302,24 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 @dataclass(frozen=True)
 class _Input:
-    """``dedup``'s input: the stream of lines, and for a regular file its size and the bytes read so far (of a
-    .gz, of the compressed file) for the progress bar."""
+    """``dedup``'s input: the stream of lines (or of WARC pages), and for regular files their size and the bytes
+    read so far (of a .gz, of the compressed file) for the progress bar, and about how many bytes of pages they
+    hold (for the default ``--workers``); of WARC input, what its reader counted."""
 
-    stream: IO[bytes]
+    stream: Iterable[bytes] | Iterable[Page]
     size: int | None = None
     position: Callable[[], int] | None = None
+    html_bytes: int | None = None
+    warc: WarcCounts | None = None
+
+
+def _open_warc(path: str, config: FilterConfig) -> _Input:
+    """WARC input (:func:`simhash_filter.warc.is_warc_input`): its files are listed now, opened as read."""
+    from simhash_filter.warc import WarcReader
+
+    reader = WarcReader(path, max_bytes=config.fingerprint.max_bytes + 1)  # the work cap, and a byte to know it
+    html_bytes = reader.size + reader.compressed * (GZIP_RATIO - 1)
+    return _Input(reader, reader.size, reader.position, html_bytes, reader.counts)
 
 
 def _open_input(path: str, stack: ExitStack) -> _Input:
@@ -313,7 +329,9 @@ def _open_input(path: str, stack: ExitStack) -> _Input:
     info = os.fstat(raw.fileno())
     regular = stat.S_ISREG(info.st_mode)
     stream = stack.enter_context(gzip.GzipFile(fileobj=raw, mode="rb")) if path.endswith(".gz") else raw
-    return _Input(stream, info.st_size if regular else None, raw.tell if regular else None)
+    size = info.st_size if regular else None
+    html_bytes = size * GZIP_RATIO if size is not None and path.endswith(".gz") else size
+    return _Input(stream, size, raw.tell if regular else None, html_bytes)
 
 
 class _Output:
@@ -424,24 +442,51 @@ def _progress(outcomes: Iterator[Outcome], enabled: bool, source: _Input) -> Ite
             yield outcome
 
 
-def _summary_line(s: Summary, seconds: float) -> str:
+def _by_reason(counts: dict[str, int]) -> str:
+    by_reason = ", ".join(f"{reason} {n}" for reason, n in sorted(counts.items()))
+    return f" ({by_reason})" if by_reason else ""
+
+
+def _summary_line(s: Summary, seconds: float, warc: WarcCounts | None = None) -> str:
     rate = s.pages / seconds if seconds > 0 else 0.0
-    by_status = ", ".join(f"{status} {n}" for status, n in sorted(s.skipped.items()))
-    return (
-        f"dedup: {s.pages} pages and {s.malformed} malformed lines in {seconds:.1f} s ({rate:.1f} pages/s): "
-        f"{s.kept} kept, {s.duplicates} near-duplicates, {sum(s.skipped.values())} skipped"
-        + (f" ({by_status})" if by_status else "")
+    pages = f"dedup: {s.pages} pages and {s.malformed} malformed lines"
+    if warc is not None:
+        pages = f"dedup: {s.pages} pages of {warc.records} WARC records in {warc.files} files"
+    line = (
+        f"{pages} in {seconds:.1f} s ({rate:.1f} pages/s): "
+        f"{s.kept} kept, {s.duplicates} near-duplicates, {sum(s.skipped.values())} skipped{_by_reason(s.skipped)}"
     )
+    if warc is not None:
+        skipped = sum(warc.skipped.values())
+        line += f"; {skipped} records skipped{_by_reason(warc.skipped)}, {len(warc.damaged)} damaged"
+    return line
+
+
+def _damage_reporter(warc: WarcCounts | None) -> Callable[[], None]:
+    """A function that names on stderr the damage found in WARC files since its last call (the first
+    :data:`MALFORMED_SHOWN`; then one line says more are counted)."""
+    shown = 0
+
+    def report() -> None:
+        nonlocal shown
+        if warc is None:
+            return
+        for damage in warc.damaged[shown:]:
+            shown += 1
+            if shown <= MALFORMED_SHOWN:
+                _warn(str(damage))
+            elif shown == MALFORMED_SHOWN + 1:
+                _warn("more damaged WARC files: counted in the summary, not shown")
+
+    return report
 
 
 def cmd_dedup(args: argparse.Namespace) -> int:
+    from simhash_filter.warc import is_warc_input
+
     config = _filter_config(args)
-    if args.workers is None:
-        size = os.stat(args.input).st_size if args.input != "-" and os.path.isfile(args.input) else None
-        if size is not None and args.input.endswith(".gz"):
-            size *= GZIP_RATIO
-        args.workers = auto_workers(size)
-    if args.workers < 1:
+    warc = is_warc_input(args.input)
+    if args.workers is not None and args.workers < 1:
         raise _UsageError(f"--workers must be >= 1, got {args.workers}")
     if args.input != "-" and args.output not in (None, "-") and _same_file(args.input, args.output):
         raise _UsageError(f"the output {args.output} is the input file {args.input}: write it elsewhere")
@@ -450,10 +495,12 @@ def cmd_dedup(args: argparse.Namespace) -> int:
     # A failure before the first page is read is one line; one after it, one line and the summary so far.
     with ExitStack() as stack:
         try:
-            source = _open_input(args.input, stack)
+            source = _open_warc(args.input, config) if warc else _open_input(args.input, stack)
         except OSError as exc:
             _warn(f"cannot open {exc.filename or args.input}: {exc.strerror or exc}")
             return EXIT_FAILED
+        if args.workers is None:
+            args.workers = auto_workers(source.html_bytes)
         try:
             out = _Output(args.output)
         except OSError as exc:
@@ -466,39 +513,47 @@ def cmd_dedup(args: argparse.Namespace) -> int:
             _warn(f"cannot open index {redact_uri(args.index)!r}: {error_message(exc, args.index)}")
             return EXIT_FAILED
         outcomes = dedup(source.stream, config=config, workers=args.workers, index=index)
+        report_damage = _damage_reporter(source.warc)
+        unit = "pages" if warc else "lines"
         try:
             for outcome in _progress(outcomes, args.progress and sys.stderr.isatty(), source):
                 summary.count(outcome)
+                report_damage()
                 if outcome.status == MALFORMED:
                     if summary.malformed <= MALFORMED_SHOWN:
                         _warn(f"{args.input}:{outcome.line}: malformed line: {outcome.reason}")
                     elif summary.malformed == MALFORMED_SHOWN + 1:
                         _warn(f"{args.input}: more malformed lines: counted in the summary, not shown")
                 elif outcome.status == ERROR:
-                    _warn(f"{args.input}:{outcome.line}: {outcome.url}: fingerprinting failed: {outcome.reason}")
+                    where = f"{args.input}: page {outcome.line}" if warc else f"{args.input}:{outcome.line}"
+                    _warn(f"{where}: {outcome.url}: fingerprinting failed: {outcome.reason}")
                 out.write(json.dumps(outcome.record()) + "\n")
+            report_damage()
             out.commit()
         except BrokenPipeError:
             raise
         except _WriteError as exc:
-            return _failed(out, summary, start, f"{args.output or 'standard output'}: cannot write: {exc}")
+            message = f"{args.output or 'standard output'}: cannot write: {exc}"
+            return _failed(out, summary, start, message, source.warc)
         except WorkersFailed as exc:
-            return _failed(out, summary, start, f"{exc}; try --workers 1")
+            return _failed(out, summary, start, f"{exc}; try --workers 1", source.warc)
         except IndexFailed as failed:  # the index failed part way (a full disk, a Redis server gone)
             exc = failed.__cause__ or failed
-            where = f"index {redact_uri(args.index)!r} failed after {summary.lines} lines"
-            return _failed(out, summary, start, f"{where}: {error_message(exc, args.index)}")
+            where = f"index {redact_uri(args.index)!r} failed after {summary.lines} {unit}"
+            return _failed(out, summary, start, f"{where}: {error_message(exc, args.index)}", source.warc)
         except (OSError, EOFError) as exc:  # a truncated .gz, an unreadable file
-            return _failed(out, summary, start, f"{args.input}: read error after {summary.lines} lines: {exc}")
-    print(_summary_line(summary, time.perf_counter() - start), file=sys.stderr)
-    return EXIT_MALFORMED if summary.malformed else EXIT_OK
+            message = f"{args.input}: read error after {summary.lines} {unit}: {exc}"
+            return _failed(out, summary, start, message, source.warc)
+    print(_summary_line(summary, time.perf_counter() - start, source.warc), file=sys.stderr)
+    damaged = source.warc is not None and source.warc.damaged
+    return EXIT_MALFORMED if summary.malformed or damaged else EXIT_OK
 
 
-def _failed(out: _Output, summary: Summary, start: float, message: str) -> int:
+def _failed(out: _Output, summary: Summary, start: float, message: str, warc: WarcCounts | None = None) -> int:
     """A ``dedup`` run that stopped: the reason and the summary so far on stderr; an output file is not
     written (a file of that name is left as it was)."""
     _warn(message + (f" ({out.path} not written)" if out.is_file else ""))
-    print(_summary_line(summary, time.perf_counter() - start), file=sys.stderr)
+    print(_summary_line(summary, time.perf_counter() - start, warc), file=sys.stderr)
     return EXIT_FAILED
 
 
@@ -548,9 +603,11 @@ DEDUP_EPILOG = """\
 examples:
   simhash-filter dedup pages.jsonl.gz --output result.jsonl
   simhash-filter dedup pages.jsonl --index pages.idx --workers 4   # remember pages across runs
+  simhash-filter dedup crawl/ --output result.jsonl   # WARC: a .warc(.gz) file, a directory, a glob 'crawl/*.warc.gz'
   zcat pages.jsonl.gz | simhash-filter dedup - | grep -v '"duplicate_of": null'
 
-exit status: 0 success, 1 the input, output or index failed, 2 a usage error or malformed input lines"""
+exit status: 0 success, 1 the input, output or index failed, 2 a usage error, malformed input lines or a
+  damaged WARC file"""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -633,16 +690,21 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "dedup",
         parents=[model, threshold],
-        help="flag near-duplicates in a JSON Lines file of pages",
+        help="flag near-duplicates in a JSON Lines file of pages, or in WARC files",
         description=(
-            "Read JSON Lines objects with 'url' and 'html'; write one line per input line, in order: "
-            '{"url", "fingerprint", "duplicate_of", "distance"}. Each page is checked against all '
-            "pages kept before it."
+            "Read JSON Lines objects with 'url' and 'html', or the HTML responses of WARC files; write one line "
+            'per input line or page, in order: {"url", "fingerprint", "duplicate_of", "distance"} (of a WARC '
+            'page, also "warc_date" and "warc_record_id"). Each page is checked against all pages kept before it.'
         ),
         epilog=DEDUP_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("input", metavar="INPUT", help="JSON Lines file, optionally .gz ('-' for standard input)")
+    p.add_argument(
+        "input",
+        metavar="INPUT",
+        help="JSON Lines file, optionally .gz ('-' for standard input); or WARC: a .warc or .warc.gz file, a "
+        "directory of them (at any depth), or a quoted glob ('crawl/*.warc.gz'), read in name order",
+    )
     p.add_argument("-o", "--output", metavar="OUT", help="output file, .gz compressed if so named (default: stdout)")
     p.add_argument(
         "--workers",
