@@ -7,7 +7,8 @@ it (``SIMHASH_ACTION = "drop"``: :class:`NearDuplicateResponse`, an ``IgnoreRequ
 are not followed) or let through flagged (``"flag"``).  A page that duplicates itself (its URL was kept
 by an earlier crawl and it has not changed) always reaches the spider, so that a recrawl still follows
 its links; its items are dropped or flagged by the pipeline.  A request with ``meta["dont_simhash"]`` is
-not checked.
+not checked.  With ``SIMHASH_WARC`` each response is written to the crawl's WARC file right after its decision,
+a near-duplicate as a ``revisit`` record, before it is dropped (:mod:`.warc`).
 
 :class:`SimhashSpiderMiddleware` hands the decision of a response to the items the spider builds from
 it, for :class:`~simhash_filter.crawl.pipelines.SimhashPipeline`.
@@ -15,14 +16,16 @@ it, for :class:`~simhash_filter.crawl.pipelines.SimhashPipeline`.
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
-from scrapy.exceptions import IgnoreRequest
+from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
 
 from simhash_filter.crawl.avoid import Avoidance
-from simhash_filter.crawl.crawlfilter import DONT_META_KEY, META_KEY, CrawlFilter, Decision
+from simhash_filter.crawl.crawlfilter import DONT_META_KEY, META_KEY, CrawlFilter, Decision, _stop_at_start
+from simhash_filter.crawl.warc import WarcOutput
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -65,13 +68,24 @@ class SimhashDownloaderMiddleware:
     (590), meta refresh (580) and retries (550), so that only final, decoded responses are checked.
     """
 
-    def __init__(self, crawl_filter: CrawlFilter, crawler: Crawler | None = None) -> None:
+    def __init__(
+        self, crawl_filter: CrawlFilter, crawler: Crawler | None = None, warc: WarcOutput | None = None
+    ) -> None:
         self.filter = crawl_filter
         self.crawler = crawler
+        #: The crawl's WARC output (``SIMHASH_WARC``; None when off).
+        self.warc = warc
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls(CrawlFilter.for_crawler(crawler), crawler)
+        crawl_filter = CrawlFilter.for_crawler(crawler)
+        try:
+            warc = WarcOutput.for_crawler(crawler, crawl_filter)
+        except ValueError as exc:  # SIMHASH_WARC cannot be written: the crawl stops at start, like a bad index
+            if not crawler.crawling or not _stop_at_start(crawler, exc):
+                raise
+            raise NotConfigured from exc
+        return cls(crawl_filter, crawler, warc)
 
     def _received(self, request: Request, response: Response) -> None:
         """A dropped response was downloaded all the same: say so (``response_received``), as the engine does for
@@ -95,7 +109,10 @@ class SimhashDownloaderMiddleware:
         raise AvoidedRequest(request.url, found)
 
     async def process_response(self, request: Request, response: Response) -> Response:
+        fetched = datetime.now(timezone.utc) if self.warc is not None else None
         decision = await self.filter.check_response(request, response)
+        if self.warc is not None and fetched is not None:
+            self.warc.write(response, decision, fetched)  # never raises: failures are counted and logged once
         if decision is None:
             return response
         if self.filter.avoider is not None:

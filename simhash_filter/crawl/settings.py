@@ -90,6 +90,11 @@ SIMHASH_STRUCTURE_WEIGHT = DEFAULTS.fingerprint.structure_weight
 #: Worker threads that fingerprint pages off the reactor thread (0: fingerprint in the reactor thread).
 SIMHASH_THREADS = 0
 
+#: Write the crawl to this WARC file (``""``: no WARC; ``.warc.gz``: each record a gzip member of its own; an
+#: existing file is appended to): kept pages and HTML pages let through unchecked as ``response`` records,
+#: near-duplicates (dropped or flagged) as ``revisit`` records pointing at the page they duplicate (docs/warc.md).
+SIMHASH_WARC = ""
+
 
 def default_settings() -> dict[str, Any]:
     """Every ``SIMHASH_*`` setting with its default value (fresh copies of mutable values)."""
