@@ -1,0 +1,285 @@
+"""Batch near-duplicate detection of a corpus on Apache Spark: the decisions of ``simhash-filter dedup``, computed
+by stages that shuffle fingerprints, never pages.
+
+The decision rule is one machine's, which does not depend on the order pages are *processed* in, only on the order
+they are *numbered* in: a page is a near-duplicate of the most similar page numbered before it among its
+candidates, the pages before it whose fingerprint is within k bits and agrees with its own on the leading bits of
+one of the index's tables, whose sketches are at least ``min_similarity`` similar (ties: the nearer, then the
+earlier page); with none, it is kept. (One machine stores every page, duplicates too, so no decision waits for
+another.) Pages are numbered by input order: the input files sorted by path, then each file's lines or records in
+order.
+
+The stages:
+
+1. **read and fingerprint** in the executors: every input file is one task (``binaryFiles``: local paths and any
+   path Spark reads: HDFS, S3, ...); JSON Lines (``.jsonl``, ``.jsonl.gz``) and WARC files (``.warc``,
+   ``.warc.gz``) as ``simhash-filter dedup`` reads them, with the same model (the model id is checked);
+2. **block keys**: each fingerprinted page once per table, keyed by ``(table, lead value)``;
+3. **candidate pairs**: a join of the block keys on themselves, earlier page to later page, kept when the Hamming
+   distance is at most k; a pair met in two tables counts once;
+4. **verification and choice**: the sketch similarity of each pair, computed in Spark SQL on 64-bit words (the
+   same floating-point operations as :func:`simhash_filter.model.sketch.similarity`), filtered by
+   ``min_similarity``; a window per later page picks its best earlier page;
+5. **output** in input order: the JSON Lines of ``dedup`` (one file, or a directory of part files whose
+   concatenation in name order is that file) or Parquet.
+
+Nothing is collected to the driver but the list of input files (and, for a single-file output, the output lines,
+streamed in order).  ``pyspark`` is imported here only (``pip install simhash-filter[spark]``).
+
+    python -m simhash_filter.spark INPUT... --output OUT [--master local[2]] [--format jsonl|parquet]
+    spark-submit "$(python -c 'import simhash_filter.spark as m; print(m.__file__)')" INPUT... --output OUT
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import io
+import json
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from simhash_filter.config import DEFAULTS, FilterConfig
+from simhash_filter.dedup import MALFORMED, Outcome, Page, _prepare
+from simhash_filter.index.tables import resolve_design
+from simhash_filter.model.fingerprint import Fingerprinter
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["JSONL_SUFFIXES", "WARC_SUFFIXES", "candidate_pairs", "input_files", "main", "spark_dedup", "write_output"]
+
+JSONL_SUFFIXES = (".jsonl", ".jsonl.gz", ".json.gz", ".ndjson")
+WARC_SUFFIXES = (".warc", ".warc.gz")
+#: A page's number: its file's number shifted by this many bits, plus its place in the file.
+FILE_SHIFT = 40
+#: Expected corpus size the index design is chosen for (one machine's dedup chooses the same).
+EXPECTED_SIZE = 1_000_000
+
+
+def _signed(value: int) -> int:
+    """A 64-bit unsigned value as Spark's signed long (two's complement)."""
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def _unsigned(value: int) -> int:
+    return value + (1 << 64) if value < 0 else value
+
+
+def input_files(spark: SparkSession, paths: list[str]) -> list[str]:
+    """Every input file under *paths* (files, directories searched recursively, globs), as Spark names them, in
+    sorted order; only JSON Lines and WARC files of a directory are taken."""
+    jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
+    conf = spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[attr-defined]
+    found: set[str] = set()
+    for given in paths:
+        path = jvm.org.apache.hadoop.fs.Path(given)
+        fs = path.getFileSystem(conf)
+        statuses = fs.globStatus(path)
+        if statuses is None or len(statuses) == 0:
+            raise FileNotFoundError(f"{given}: no such file or directory")
+        for status in statuses:
+            if not status.isDirectory():
+                found.add(status.getPath().toString())
+                continue
+            listing = fs.listFiles(status.getPath(), True)
+            while listing.hasNext():
+                name = listing.next().getPath().toString()
+                if name.endswith(JSONL_SUFFIXES + WARC_SUFFIXES):
+                    found.add(name)
+    return sorted(found)
+
+
+def _items(name: str, data: bytes) -> Iterator[bytes | Page]:
+    """The input items of one file, as ``dedup`` reads them: its JSON lines, or its WARC records that are pages
+    (the others are skipped and take no number, as on one machine)."""
+    if name.endswith(WARC_SUFFIXES):
+        from simhash_filter.warc import iter_warc_stream
+
+        yield from iter_warc_stream(io.BytesIO(data), name)
+        return
+    if name.endswith(".gz"):
+        data = gzip.decompress(data)
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()  # the newline that ends the last line
+    yield from lines
+
+
+def _numbered(name: str, data: bytes, numbers: dict[str, int]) -> Iterator[tuple[int, bytes | Page]]:
+    base = numbers[name] << FILE_SHIFT
+    for position, item in enumerate(_items(name, data)):
+        yield base + position, item
+
+
+def _fingerprint_partition(items: Iterator[tuple[int, bytes | Page]], config: FilterConfig,
+                           sketch_words: int) -> Iterator[tuple[Any, ...]]:  # fmt: skip
+    """Rows of numbered input items: ``(number, url, fingerprint, sketch words..., status, reason, fields JSON,
+    leads)``."""
+    fingerprinter = Fingerprinter(config.fingerprint)
+    design = resolve_design(config.tables, config.max_distance, EXPECTED_SIZE, candidates=True)
+    for number, item in items:
+        url, value, status, reason, sketch = _prepare(fingerprinter, item)
+        fields = json.dumps(dict(item.record_fields())) if isinstance(item, Page) else None
+        words: list[int | None] = [None] * sketch_words
+        leads: list[int] | None = None
+        if value is not None:
+            padded = (sketch or b"").ljust(8 * sketch_words, b"\0")
+            words = [_signed(int.from_bytes(padded[8 * i : 8 * i + 8], "little")) for i in range(sketch_words)]
+            leads = design.lead_values(value)
+        yield (number, url, None if value is None else _signed(value), *words, status, reason, fields, leads)
+
+
+def candidate_pairs(blocks: DataFrame, k: int, carried: Sequence[str] = ()) -> DataFrame:
+    """The pairs (earlier ``a``, later ``b``) of pages that share a block key ``(t, lead)`` and whose fingerprints
+    ``fp`` are within *k* bits (``distance``), once each however many tables they share: a join of the block keys
+    on themselves.  *blocks* has ``number``, ``fp``, ``t``, ``lead`` and the *carried* columns, which the pairs
+    carry as ``a_<name>`` and ``b_<name>``."""
+    from pyspark.sql import functions as F
+
+    columns = ["number", "fp", *carried, "t", "lead"]
+    a = blocks.select(*(F.col(c).alias(f"a_{c}") for c in columns))
+    b = blocks.select(*(F.col(c).alias(f"b_{c}") for c in columns))
+    same_block = (F.col("a_t") == F.col("b_t")) & (F.col("a_lead") == F.col("b_lead"))
+    return (
+        a.join(b, same_block & (F.col("a_number") < F.col("b_number")))
+        .withColumn("distance", F.expr("bit_count(a_fp ^ b_fp)"))
+        .where(F.col("distance") <= k)
+        .dropDuplicates(["a_number", "b_number"])
+    )
+
+
+def spark_dedup(spark: SparkSession, paths: list[str], config: FilterConfig = DEFAULTS) -> DataFrame:
+    """One row per input line or WARC page, in input order (``number``): ``url``, ``fingerprint`` (16 hex digits),
+    ``duplicate_of``, ``distance``, ``status`` and ``fields`` (a WARC record's own fields, JSON)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    files = input_files(spark, paths)
+    if not files:
+        raise FileNotFoundError(f"no JSON Lines or WARC files in {', '.join(paths)}")
+    numbers = {name: i for i, name in enumerate(files)}
+    sketch_words = -(-config.fingerprint.sketch_bins // 64)
+    k = config.max_distance
+    sc = spark.sparkContext
+    # Uncompressed JSON Lines files are split into line ranges (textFile; its line numbers by zipWithIndex), the
+    # others read whole, one task a file: either way no page crosses the network before it is fingerprinted.
+    plain = [name for name in files if name.endswith(JSONL_SUFFIXES) and not name.endswith(".gz")]
+    whole = [name for name in files if name not in plain]
+    items = sc.emptyRDD()
+    if whole:
+        read = sc.binaryFiles(",".join(whole), minPartitions=len(whole))
+        items = read.flatMap(lambda pair: _numbered(pair[0], pair[1], numbers))
+    for name in plain:
+        base = numbers[name] << FILE_SHIFT
+        lines = sc.textFile(name, minPartitions=sc.defaultParallelism, use_unicode=False).zipWithIndex()
+        items = items.union(lines.map(lambda pair, base=base: (base + pair[1], pair[0])))
+    rows = items.mapPartitions(lambda part: _fingerprint_partition(part, config, sketch_words))
+    words = [f"s{i}" for i in range(sketch_words)]
+    schema = T.StructType(
+        [T.StructField("number", T.LongType(), False), T.StructField("url", T.StringType()),
+         T.StructField("fp", T.LongType()), *(T.StructField(w, T.LongType()) for w in words),
+         T.StructField("status", T.StringType()), T.StructField("reason", T.StringType()),
+         T.StructField("fields", T.StringType()), T.StructField("leads", T.ArrayType(T.LongType()))]
+    )  # fmt: skip
+    pages = spark.createDataFrame(rows, schema).persist()
+
+    blocks = pages.where("fp IS NOT NULL").select("number", "fp", *words, F.posexplode("leads").alias("t", "lead"))
+    pairs = candidate_pairs(blocks, k, words)
+    differ = " + ".join(f"bit_count(a_{w} ^ b_{w})" for w in words)
+    bits = float(64 * sketch_words)
+    # sketch.similarity: agree = 1.0 - differing bits / bits; max(0.0, 2.0 * agree - 1.0)
+    pairs = pairs.withColumn("similarity", F.expr(f"greatest(0.0D, 2.0D * (1.0D - ({differ}) / {bits}D) - 1.0D)"))
+    verified = pairs.where(F.col("similarity") >= F.lit(float(config.min_similarity)))
+    order = Window.partitionBy("b_number").orderBy(F.col("similarity").desc(), "distance", "a_number")
+    best = (
+        verified.withColumn("rank", F.row_number().over(order)).where("rank = 1")
+        .select(F.col("b_number").alias("number"), F.col("a_number").alias("of"), "distance")
+    )  # fmt: skip
+    urls = pages.select(F.col("number").alias("of"), F.col("url").alias("duplicate_of"))
+    decided = best.join(urls, "of").drop("of")
+    return (
+        pages.join(decided, "number", "left")
+        .select("number", "url", "fp", "duplicate_of", "distance", "status", "fields")
+    )
+
+
+def _record(row: Any, line: int) -> dict[str, Any]:
+    """The output object of one row: the same as ``simhash-filter dedup`` writes."""
+    fields = tuple(json.loads(row["fields"]).items()) if row["fields"] else ()
+    value = None if row["fp"] is None else _unsigned(row["fp"])
+    outcome = Outcome(line, row["url"], value, row["duplicate_of"], row["distance"], row["status"], fields=fields)
+    return outcome.record()
+
+
+def write_output(result: DataFrame, output: str, fmt: str) -> dict[str, int]:
+    """Write *result* to *output*: one JSON Lines file (``.jsonl``: the lines streamed to the driver in order),
+    a directory of JSON Lines part files in order, or Parquet; the counts of the summary line."""
+    from pyspark.sql import functions as F
+
+    result = result.persist()  # counted, then written: computed once
+    ordered = result.orderBy("number")
+    counts = {"pages": 0, "kept": 0, "duplicates": 0, "skipped": 0, "malformed": 0}
+    summary = result.agg(
+        F.count("*").alias("lines"),
+        F.sum(F.when(F.col("status") == MALFORMED, 1).otherwise(0)).alias("malformed"),
+        F.sum(F.when(F.col("status").isNotNull() & (F.col("status") != MALFORMED), 1).otherwise(0)).alias("skipped"),
+        F.sum(F.when(F.col("duplicate_of").isNotNull(), 1).otherwise(0)).alias("duplicates"),
+    ).first()
+    counts.update({k: int(summary[k] or 0) for k in ("malformed", "skipped", "duplicates")})
+    counts["pages"] = int(summary["lines"]) - counts["malformed"]
+    counts["kept"] = counts["pages"] - counts["skipped"] - counts["duplicates"]
+    if fmt == "parquet":
+        ordered.write.mode("error").parquet(output)
+    elif output.endswith(".jsonl") and "://" not in output:
+        with open(output, "w", encoding="utf-8") as out:
+            for line, row in enumerate(ordered.toLocalIterator(), 1):
+                out.write(json.dumps(_record(row, line), ensure_ascii=False) + "\n")
+    else:
+        numbered = ordered.rdd.zipWithIndex()
+        numbered.map(lambda pair: json.dumps(_record(pair[0], pair[1] + 1), ensure_ascii=False)).saveAsTextFile(output)
+    return counts
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="simhash-filter spark-dedup",
+        description="Near-duplicate detection of a corpus on Apache Spark: the decisions of simhash-filter dedup.",
+    )
+    parser.add_argument("inputs", nargs="+", metavar="INPUT", help="JSON Lines or WARC files, directories, globs")
+    parser.add_argument("--output", required=True, metavar="OUT",
+                        help="OUT.jsonl: one file; another path: a directory of part files (or Parquet)")  # fmt: skip
+    parser.add_argument("--format", choices=("jsonl", "parquet"), default="jsonl")
+    parser.add_argument("--master", help="Spark master (default: spark-submit's, else local[*])")
+    args = parser.parse_args(argv)
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # local executors run this Python, with this package
+    builder = SparkSession.builder.appName("simhash-filter spark-dedup").config("spark.ui.showConsoleProgress", "false")
+    if args.master:
+        builder = builder.master(args.master)
+        if args.master.startswith("local"):  # 200 shuffle partitions (Spark's default) are a cluster's number
+            cores = args.master.partition("[")[2].rstrip("]")
+            n = (os.cpu_count() or 1) if cores in ("", "*") else int(cores.split(",")[0])
+            builder = builder.config("spark.sql.shuffle.partitions", str(max(2, 2 * n)))
+    spark = builder.getOrCreate()
+    try:
+        counts = write_output(spark_dedup(spark, args.inputs), args.output, args.format)
+    except FileNotFoundError as exc:
+        print(f"simhash-filter spark-dedup: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        spark.stop()
+    print(
+        f"spark-dedup: {counts['pages']} pages and {counts['malformed']} malformed lines: {counts['kept']} kept, "
+        f"{counts['duplicates']} near-duplicates, {counts['skipped']} skipped",
+        file=sys.stderr,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

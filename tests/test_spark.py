@@ -1,0 +1,149 @@
+"""The Spark job (``simhash_filter.spark``) in local mode with a real ``pyspark`` and Java: the same decisions as
+``simhash-filter dedup`` on the same input, input files found as Spark names them, and the pair-finding stage."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from test_cli import page_line, write_jsonl
+
+from simhash_filter.cli.main import main as cli
+
+pyspark = pytest.importorskip("pyspark", reason="pyspark is installed by the test extra")
+pytestmark = pytest.mark.slow
+
+if shutil.which("java") is None:  # make test installs a Java runtime; elsewhere the Spark tests cannot run
+    pytest.skip("no Java runtime for Spark", allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[object]:
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    session = (SparkSession.builder.master("local[2]").appName("simhash-filter tests")
+               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", "4").getOrCreate())  # fmt: skip
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def corpus(tmp_path: Path, pages: dict[str, str]) -> list[Path]:
+    """Two JSON Lines files (one gzipped) of the fixture pages, their near-duplicates, a malformed line and a page
+    without text."""
+    import gzip
+
+    (tmp_path / "in").mkdir()
+    first = write_jsonl(
+        tmp_path / "in" / "a.jsonl",
+        [
+            page_line("https://a.example/garden", pages["en_article"]),
+            page_line("https://a.example/library", pages["zh_article"]),
+            page_line("https://b.example/garden-copy", pages["en_edited"]),
+        ],
+    )
+    with first.open("a", encoding="utf-8") as out:
+        out.write("{not json\n")
+        out.write(json.dumps({"url": "https://a.example/empty", "html": "<html></html>"}) + "\n")
+    second = tmp_path / "in" / "b.jsonl.gz"
+    lines = [page_line("https://c.example/library-copy", pages["zh_edited"]),
+             page_line("https://a.example/garden", pages["en_article"])]  # fmt: skip
+    second.write_bytes(gzip.compress("".join(line + "\n" for line in lines).encode("utf-8")))
+    return [first, second]
+
+
+def _one_machine(tmp_path: Path, files: list[Path]) -> list[dict]:
+    """``simhash-filter dedup`` over the files concatenated in name order."""
+    import gzip
+
+    joined = tmp_path / "joined.jsonl"
+    with joined.open("wb") as out:
+        for path in sorted(files):
+            out.write(gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes())
+    output = tmp_path / "one.jsonl"
+    assert cli(["dedup", str(joined), "--output", str(output), "--no-progress"]) == 2  # 2: a malformed line
+    return [json.loads(line) for line in output.read_text(encoding="utf-8").splitlines()]
+
+
+def test_the_spark_job_decides_as_one_machine_does(spark, tmp_path: Path, corpus: list[Path]) -> None:
+    """Over two files (one gzipped) with near-duplicates across them, a malformed line and an empty page, the Spark
+    job's output lines equal ``simhash-filter dedup``'s over the files concatenated in name order."""
+    from simhash_filter.spark import spark_dedup, write_output
+
+    output = tmp_path / "spark.jsonl"
+    counts = write_output(spark_dedup(spark, [str(tmp_path / "in")]), str(output), "jsonl")
+    got = [json.loads(line) for line in output.read_text(encoding="utf-8").splitlines()]
+    assert got == _one_machine(tmp_path, corpus)
+    assert [r["duplicate_of"] for r in got if r["duplicate_of"]] == [
+        "https://a.example/garden",
+        "https://a.example/library",
+        "https://a.example/garden",
+    ]
+    assert counts == {"pages": 6, "kept": 2, "duplicates": 3, "skipped": 1, "malformed": 1}
+
+
+def test_part_files_concatenated_in_name_order_are_the_single_file(spark, tmp_path: Path, corpus: list[Path]) -> None:
+    """An output directory holds part files whose lines, in name order, are the single-file output's; Parquet
+    holds the same decisions."""
+    from simhash_filter.spark import spark_dedup, write_output
+
+    result = spark_dedup(spark, [str(p) for p in corpus])
+    write_output(result, str(tmp_path / "single.jsonl"), "jsonl")
+    write_output(result, str(tmp_path / "parts"), "jsonl")
+    parts = sorted((tmp_path / "parts").glob("part-*"))
+    assert "".join(p.read_text(encoding="utf-8") for p in parts) == (tmp_path / "single.jsonl").read_text("utf-8")
+    write_output(result, str(tmp_path / "parquet"), "parquet")
+    table = spark.read.parquet(str(tmp_path / "parquet")).orderBy("number").collect()
+    assert [row["duplicate_of"] for row in table] == [
+        json.loads(line)["duplicate_of"] for line in (tmp_path / "single.jsonl").read_text("utf-8").splitlines()
+    ]
+
+
+def test_input_files_are_found_as_spark_names_them(spark, tmp_path: Path, corpus: list[Path]) -> None:
+    """A directory is searched recursively for JSON Lines and WARC files, a glob is expanded, the files are
+    sorted; a path that matches nothing is a FileNotFoundError naming it."""
+    from simhash_filter.spark import input_files
+
+    (tmp_path / "in" / "notes.txt").write_text("not an input", encoding="utf-8")
+    found = input_files(spark, [str(tmp_path / "in")])
+    assert [Path(name.removeprefix("file:")).name for name in found] == ["a.jsonl", "b.jsonl.gz"]
+    assert input_files(spark, [str(tmp_path / "in" / "*.gz")]) == found[1:]
+    with pytest.raises(FileNotFoundError, match="nothing-here"):
+        input_files(spark, [str(tmp_path / "nothing-here")])
+
+
+def test_candidate_pairs_join_block_keys_once_per_pair(spark) -> None:
+    """Pages sharing a block key in two tables give one pair, earlier first, with its distance; pages farther
+    than k or in no common block give none."""
+    from simhash_filter.spark import candidate_pairs
+
+    rows = [(1, 0b1111, 0, 5), (1, 0b1111, 1, 9), (2, 0b0111, 0, 5), (2, 0b0111, 1, 9), (3, -1, 0, 5), (4, 0, 2, 7)]
+    blocks = spark.createDataFrame(rows, "number long, fp long, t int, lead long")
+    pairs = {(r["a_number"], r["b_number"], r["distance"]) for r in candidate_pairs(blocks, 10).collect()}
+    assert pairs == {(1, 2, 1)}
+
+
+def test_the_module_runs_as_a_command(tmp_path: Path, corpus: list[Path]) -> None:
+    """``python -m simhash_filter.spark INPUT --output OUT --master local[1]`` writes the output and a summary line;
+    an input that matches nothing is one line on stderr and exit status 1."""
+    import subprocess
+
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    out = tmp_path / "cmd.jsonl"
+    cmd = [sys.executable, "-m", "simhash_filter.spark", str(tmp_path / "in"), "--output", str(out), "--master",
+           "local[1]"]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "spark-dedup: 6 pages and 1 malformed lines: 2 kept, 3 near-duplicates, 1 skipped" in proc.stderr
+    assert len(out.read_text(encoding="utf-8").splitlines()) == 7
+    cmd[3] = str(tmp_path / "missing")
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 1 and "missing: no such file or directory" in proc.stderr
