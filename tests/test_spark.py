@@ -147,3 +147,29 @@ def test_the_module_runs_as_a_command(tmp_path: Path, corpus: list[Path]) -> Non
     cmd[3] = str(tmp_path / "missing")
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 1 and "missing: no such file or directory" in proc.stderr
+
+
+def test_a_directory_of_warc_files_gives_one_machines_decisions(spark, tmp_path: Path, pages: dict[str, str]) -> None:
+    """Two gzipped WARC files (responses among request records) through the Spark job and through ``simhash-filter
+    dedup`` of the same directory: the same output lines, WARC-Date and WARC-Record-ID included."""
+    from test_warc import request, response, write_warc
+
+    from simhash_filter.spark import spark_dedup, write_output
+
+    files = {
+        "a.warc.gz": [("https://a.example/garden", "en_article"), ("https://a.example/library", "zh_article")],
+        "b.warc.gz": [("https://b.example/garden-copy", "en_edited"), ("https://b.example/library", "zh_edited")],
+    }
+    (tmp_path / "warcs").mkdir()
+    for name, entries in files.items():
+        records = [r for url, page in entries for r in (request(url), response(url, pages[page].encode("utf-8")))]
+        write_warc(tmp_path / "warcs" / name, records)
+    output = tmp_path / "spark.jsonl"
+    write_output(spark_dedup(spark, [str(tmp_path / "warcs")]), str(output), "jsonl")
+    one = tmp_path / "one.jsonl"
+    assert cli(["dedup", str(tmp_path / "warcs"), "--output", str(one), "--no-progress"]) == 0
+    got = output.read_text(encoding="utf-8")
+    assert got == one.read_text(encoding="utf-8")
+    records = [json.loads(line) for line in got.splitlines()]
+    assert [r["duplicate_of"] for r in records] == [None, None, "https://a.example/garden", "https://a.example/library"]
+    assert all(r["warc_record_id"].startswith("<urn:uuid:") and r["warc_date"] for r in records)
