@@ -242,6 +242,19 @@ def site_port() -> Iterator[int]:
         yield port
 
 
+@pytest.fixture
+def corpus(pages) -> list[tuple[str, str]]:
+    """(url, html) in input order: originals first, their near-duplicates later, distinct pages between."""
+    return [
+        ("https://a.example/garden", pages["en_article"]),
+        ("https://a.example/rail", pages["en_other"]),
+        ("https://b.example/garden-copy", pages["en_edited"]),
+        ("https://a.example/library", pages["zh_article"]),
+        ("https://a.example/tea", pages["zh_other"]),
+        ("https://c.example/library", pages["zh_edited"]),
+    ]
+
+
 BENCH_AVOID = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_avoid.py"
 
 

@@ -51,19 +51,6 @@ def read_records(text: str) -> list[dict]:
     return [json.loads(line) for line in text.splitlines()]
 
 
-@pytest.fixture
-def corpus(pages) -> list[tuple[str, str]]:
-    """(url, html) in input order: originals first, their near-duplicates later, distinct pages between."""
-    return [
-        ("https://a.example/garden", pages["en_article"]),
-        ("https://a.example/rail", pages["en_other"]),
-        ("https://b.example/garden-copy", pages["en_edited"]),
-        ("https://a.example/library", pages["zh_article"]),
-        ("https://a.example/tea", pages["zh_other"]),
-        ("https://c.example/library", pages["zh_edited"]),
-    ]
-
-
 # --- fingerprint ---------------------------------------------------------------------------------
 
 

@@ -8,12 +8,11 @@ import os
 import random
 import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import lxml.html
 import pytest
 import xxhash
+from fuzz.fuzz_core import reference_core  # every compiled_* function of the model set aside in this process
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pages import determinism_pages, distinct_pairs, near_duplicate_pairs
@@ -55,25 +54,6 @@ def _hostile_pages() -> list[str | bytes]:
 def _pages() -> list[str | bytes]:
     pairs = [*near_duplicate_pairs().values(), *distinct_pairs().values()]
     return [*determinism_pages(), *(p for pair in pairs for p in pair), *_hostile_pages()]
-
-
-@contextmanager
-def reference_core() -> Iterator[None]:
-    """Run the pure-Python reference in this process: every ``compiled_*`` function of the model set aside."""
-    saved = [
-        (module, name, value)
-        for module_name, module in list(sys.modules.items())
-        if module_name.startswith("simhash_filter.model.") and module_name != core.__name__
-        for name, value in vars(module).items()
-        if name.startswith("compiled_")
-    ]
-    for module, name, _ in saved:
-        setattr(module, name, None)
-    try:
-        yield
-    finally:
-        for module, name, value in saved:
-            setattr(module, name, value)
 
 
 def _extract_both(page: str | bytes, max_elements: int):

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from scrapy.http import HtmlResponse
+from test_cli import read_records
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
@@ -69,23 +70,6 @@ def write_warc(path: Path, records: list, *, compress: bool = True) -> list[int]
 
 def page_responses(pages: list[tuple[str, str]]) -> list:
     return [response(url, html.encode("utf-8")) for url, html in pages]
-
-
-def read_records(text: str) -> list[dict]:
-    return [json.loads(line) for line in text.splitlines()]
-
-
-@pytest.fixture
-def corpus(pages) -> list[tuple[str, str]]:
-    """(url, html) in input order: originals first, their near-duplicates later, distinct pages between."""
-    return [
-        ("https://a.example/garden", pages["en_article"]),
-        ("https://a.example/rail", pages["en_other"]),
-        ("https://b.example/garden-copy", pages["en_edited"]),
-        ("https://a.example/library", pages["zh_article"]),
-        ("https://a.example/tea", pages["zh_other"]),
-        ("https://c.example/library", pages["zh_edited"]),
-    ]
 
 
 @pytest.mark.parametrize("compress", [True, False], ids=["gzip", "plain"])
