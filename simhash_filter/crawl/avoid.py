@@ -238,8 +238,7 @@ class Avoider:
             else:
                 totals = await in_executor(self._executor, self.backend.add_notes, pending)
         except Exception as exc:
-            for key, n in pending.items():  # kept for the next flush
-                self.book._pending[key] = self.book._pending.get(key, 0) + n
+            self.book.restore_pending(pending)  # kept for the next flush
             self._count_once("simhash/avoid/notes_errors", f"cannot write the URL rules' evidence: {exc}")
         else:
             self._apply(self.book.merge(totals))

@@ -207,6 +207,11 @@ class RuleBook:
         pending, self._pending = self._pending, {}
         return pending
 
+    def restore_pending(self, pending: Mapping[str, int]) -> None:
+        """Counts taken by :meth:`take_pending` that did not reach the store: pending again."""
+        for key, n in pending.items():
+            self._pending[key] = self._pending.get(key, 0) + n
+
     def merge(self, totals: Mapping[str, int]) -> list[Verdict]:
         """Take the store's totals as the counts (what every process sharing the index learned; counts not taken
         yet stay pending); the verdicts whose state changed."""
