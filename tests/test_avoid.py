@@ -234,3 +234,34 @@ def test_deprioritized_requests_are_sent_later_not_dropped(bench: ModuleType, tm
     assert stats.get("simhash/deprioritized/url_rule", 0) > 0
     assert not any(key.startswith("simhash/avoided/") for key in stats)
     assert run["distinct"] == len(site.distinct)
+
+
+def test_evidence_that_cannot_be_written_is_kept_for_the_next_write() -> None:
+    """A store that fails a write of the rules' evidence: the failure is counted (and logged once), the counts
+    stay pending, and the next write stores them all."""
+    import asyncio
+
+    from scrapy.statscollectors import MemoryStatsCollector
+    from scrapy.utils.test import get_crawler
+
+    from simhash_filter.crawl.avoid import Avoider
+    from simhash_filter.index.backends.memory import MemoryBackend
+
+    k = DEFAULTS.max_distance
+    backend = MemoryBackend(k=k, design=resolve_design(DEFAULTS.tables, k, 1000, candidates=True))
+    stats = MemoryStatsCollector(get_crawler())
+    avoider = Avoider(backend, stats)
+    avoider.book.observe("http://a.test/p", 1, None)
+    avoider.book.observe("http://a.test/p?sid=1", 1, "http://a.test/p")
+    real, calls = backend.add_notes, []
+
+    def failing(increments):
+        calls.append(dict(increments))
+        raise ConnectionError("store down")
+
+    backend.add_notes = failing  # type: ignore[method-assign]
+    asyncio.run(avoider.flush())
+    assert stats.get_value("simhash/avoid/notes_errors") == 1 and backend.notes() == {}
+    backend.add_notes = real  # type: ignore[method-assign]
+    asyncio.run(avoider.flush())
+    assert backend.notes() == calls[0] == {"rule|a.test|param:sid|+": 1}
