@@ -1,7 +1,9 @@
 """The compiled core against the pure-Python core, side by side in one run: CPU time per page of
 ``Fingerprinter().fingerprint(html)`` over the same public pages, each core in processes of its own
 (``SIMHASH_FILTER_PURE_PYTHON=1`` for the reference), alternated ``--repeat`` times; medians and their ratio.
-Both must give the same fingerprints: each process prints a digest of all of them, and they are compared.
+Both must give the same fingerprints: each process prints a digest of all of them, and they are compared.  Each
+process also times ``lxml.html.document_fromstring(page).text_content()`` over the same pages (the parser's own
+speed, the ceiling the issue measures against) and the report gives each core's speed as a share of it.
 
     python benchmarks/bench_core.py [--pages 1500] [--repeat 5] [--json out/bench_core.json]
 """
@@ -34,7 +36,12 @@ start = time.process_time()
 prints = [fingerprinter.fingerprint(page) for page in pages]
 seconds = time.process_time() - start
 digest = hashlib.sha256(repr([(p.value, p.sketch) for p in prints]).encode()).hexdigest()
-print(json.dumps({"core": core.describe(), "seconds": seconds, "digest": digest}))
+import lxml.html
+start = time.process_time()
+for page in pages:
+    lxml.html.document_fromstring(page).text_content()
+parser = time.process_time() - start
+print(json.dumps({"core": core.describe(), "seconds": seconds, "digest": digest, "parser_seconds": parser}))
 """
 
 
@@ -66,6 +73,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name:12} {rs[0]['core']}: {len(pages) / seconds:7.0f} pages per CPU second (median of {args.repeat})")
     result["ratio"] = result["pure-Python"]["cpu_seconds"] / result["compiled"]["cpu_seconds"]
     print(f"compiled ÷ pure-Python speed: {result['ratio']:.2f}x; fingerprints identical: {len(digests) == 1}")
+    parser = statistics.median(r["parser_seconds"] for rs in runs.values() for r in rs)
+    result["parser_pages_per_cpu_second"] = len(pages) / parser
+    for name in runs:
+        share = parser / result[name]["cpu_seconds"]
+        result[name]["speed_of_parser"] = share
+        ceiling = f"lxml.html.document_fromstring + text_content() ({len(pages) / parser:.0f} pages/s)"
+        print(f"{name:12} {share:.2f}x the speed of {ceiling}")
     if args.json:
         write_json(args.json, result, indent=1)
     return 0 if len(digests) == 1 else 1
