@@ -51,7 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from benchlib import ROOT
 from benchlib.measure import median_of, timed_run
-from benchlib.report import make_parser, write_json
+from benchlib.report import add_settings_option, apply_settings, make_parser, write_json
 
 from crawler.dupsite import SITES, GeneratedSite
 
@@ -281,14 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--articles", type=int, help="articles of each site (default: each site's own: 150, 60)")
     parser.add_argument("--seed", type=int, default=7, help="seed of the generated sites (default: 7)")
     parser.add_argument("--recrawl", action="store_true", help="crawl again over each filter crawl's index")
-    parser.add_argument(
-        "-s",
-        "--set",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="a Scrapy setting of every crawl, e.g. -s SIMHASH_MIN_SIMILARITY=0.8 (repeatable)",
-    )
+    add_settings_option(parser)
     parser.add_argument("--json", type=Path, help="write the results here as JSON")
     parser.add_argument(
         "--overhead", action="store_true", help="only the avoider's own CPU per request and response (no crawl)"
@@ -300,11 +293,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name}: {cost['check']:.1f} µs per request checked, {cost['observed']:.1f} µs per response "
                   "observed (CPU, median of 5 passes)")  # fmt: skip
         return 0
-    for item in args.set:
-        name, eq, value = item.partition("=")
-        if not eq or not name:
-            parser.error(f"--set takes NAME=VALUE, got {item!r}")
-        CRAWL_SETTINGS[name] = value
+    apply_settings(parser, args.set, CRAWL_SETTINGS)
     names = [n.strip() for n in args.sites.split(",") if n.strip()]
     unknown = [n for n in names if n not in SITES]
     if unknown or args.repeat < 1:

@@ -68,7 +68,7 @@ from benchlib.crawl import crawl_site, html_pages
 from benchlib.data import PUBLIC_SET, Corpus, Source, load_public
 from benchlib.measure import median_by
 from benchlib.mirrors import EDIT_KINDS, MIRROR_PAGES, MIRRORS, Twin, TwinMaker
-from benchlib.report import make_parser, pct, write_json
+from benchlib.report import add_settings_option, apply_settings, make_parser, pct, write_json
 from benchlib.site import MAIN, MIRROR, pad, relink, sitemap, title_of
 from benchlib.text import DISTINCT, NEAR_IDENTICAL, jaccard, language, shingles, visible_text
 
@@ -493,21 +493,10 @@ def main(argv: list[str] | None = None) -> int:
         default="auto",
         help=f"pages: the public set ({PUBLIC_SET}), the generated demo, or the first that exists",
     )
-    parser.add_argument(
-        "-s",
-        "--set",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="a Scrapy setting of every crawl, e.g. -s SIMHASH_MIN_SIMILARITY=0.8 (repeatable)",
-    )
+    add_settings_option(parser)
     parser.add_argument("--json", type=Path, help="write the results here as JSON")
     args = parser.parse_args(argv)
-    for item in args.set:
-        name, eq, value = item.partition("=")
-        if not eq or not name:
-            parser.error(f"--set takes NAME=VALUE, got {item!r}")
-        CRAWL_SETTINGS[name] = value
+    apply_settings(parser, args.set, CRAWL_SETTINGS)
     start = time.perf_counter()
     use_public = args.source == "public" or (args.source == "auto" and (PUBLIC_SET / "pages.jsonl.gz").exists())
     corpus = load_public(args.pages) if use_public else load_demo(args.pages)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -11,6 +10,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from conftest import benchmark_module
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "benchmarks" / "bench_crawl.py"
@@ -18,18 +18,9 @@ BENCH = ROOT / "benchmarks" / "bench_crawl.py"
 
 @pytest.fixture(scope="module")
 def bench() -> Iterator[ModuleType]:
-    """benchmarks/bench_crawl.py as a module (its changes to sys.path and sys.modules undone afterwards)."""
-    path, name = list(sys.path), "bench_crawl_under_test"
-    spec = importlib.util.spec_from_file_location(name, BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up by name
-    try:
-        spec.loader.exec_module(module)
+    """benchmarks/bench_crawl.py as a module."""
+    with benchmark_module(BENCH) as module:
         yield module
-    finally:
-        sys.modules.pop(name, None)
-        sys.path[:] = path
 
 
 def test_visible_text_drops_scripts_and_keeps_tails(bench: ModuleType) -> None:

@@ -25,3 +25,24 @@ def write_json(path: Path, data: Any, **options: Any) -> None:
 def pct(x: float | None) -> str:
     """A share as a percentage with one decimal (``-`` for none)."""
     return "-" if x is None else f"{100 * x:.1f} %"
+
+
+def add_settings_option(parser: argparse.ArgumentParser) -> None:
+    """``-s/--set NAME=VALUE`` (repeatable): a Scrapy setting of every crawl of a crawl benchmark."""
+    parser.add_argument(
+        "-s",
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a Scrapy setting of every crawl, e.g. -s SIMHASH_MIN_SIMILARITY=0.8 (repeatable)",
+    )
+
+
+def apply_settings(parser: argparse.ArgumentParser, items: list[str], settings: dict[str, str]) -> None:
+    """Put the ``-s NAME=VALUE`` items into *settings* (a usage error for an item without ``=``)."""
+    for item in items:
+        name, eq, value = item.partition("=")
+        if not eq or not name:
+            parser.error(f"--set takes NAME=VALUE, got {item!r}")
+        settings[name] = value
