@@ -303,7 +303,8 @@ def _in_workers(
 def _unblock_broken(pool: ProcessPoolExecutor) -> None:
     """Python 3.10: a broken pool's manager thread waits for the thread that feeds its work queue, which may
     wait for ever to write into a pipe that no (dead) worker reads.  Read that pipe empty, discarding the
-    work, until the manager thread is done (3.11 and later close the pipe themselves)."""
+    work, until the manager thread is done (3.11 and later close the pipe themselves).  The manager may close
+    the pipe meanwhile: a read then fails with OSError, EOFError, or TypeError (a handle gone mid-read)."""
     thread = getattr(pool, "_executor_manager_thread", None)
     reader = getattr(getattr(pool, "_call_queue", None), "_reader", None)
     if sys.version_info >= (3, 11) or thread is None or reader is None:
@@ -313,7 +314,7 @@ def _unblock_broken(pool: ProcessPoolExecutor) -> None:
         try:
             if reader.poll(0.05):
                 reader.recv_bytes()
-        except (OSError, EOFError):
+        except (OSError, EOFError, TypeError):
             return
 
 
