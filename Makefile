@@ -35,11 +35,11 @@ demo-dedup: $(VENV)/.installed
 	$(BIN)/simhash-filter dedup $(OUT)/sample.jsonl --output $(OUT)/sample.dedup.jsonl
 	$(BIN)/python benchmarks/demo_report.py $(OUT)/sample.jsonl $(OUT)/sample.dedup.jsonl
 
-# The Redis tests start redis-server processes, the compiled core needs a C compiler and the Spark tests a Java
-# runtime: Debian's packages (as root, or with sudo) when they are missing.
+# The Redis tests start redis-server processes, the compiled core needs a C compiler, the Spark tests a Java
+# runtime and the report's tests a browser: Debian's packages (as root, or with sudo) when they are missing.
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 SYSTEM_PACKAGES := $(if $(shell command -v redis-server),,redis-server) $(if $(shell command -v cc),,gcc libc6-dev) \
-	$(if $(shell command -v java),,default-jre-headless)
+	$(if $(shell command -v java),,default-jre-headless) $(if $(shell command -v chromium),,chromium fonts-wqy-zenhei)
 
 test:
 	$(if $(strip $(SYSTEM_PACKAGES)),$(SUDO) apt-get update -qq && \

@@ -140,6 +140,8 @@ def crawl(server: LocalSite, out: Path, action: str) -> tuple[list[dict], str, f
         "-O", f"{feed}:jsonlines", "-s", f"SIMHASH_ACTION={action}", "-s", "SIMHASH_DEBUG=True",
         "-s", f"LOG_FILE={log}", "-s", "LOG_LEVEL=DEBUG", "-s", f"SIMHASH_BACKEND={index}",
     ]  # fmt: skip
+    if action == "flag":  # every page stored with its HTML: the feed the report reads
+        cmd += ["-a", "store=both"]
     print("$ scrapy crawl site -a start_urls=" + starts + f" -O {feed} -s SIMHASH_ACTION={action} ...", flush=True)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     start = time.perf_counter()
@@ -242,6 +244,12 @@ def main(argv: list[str] | None = None) -> int:
         items, log, seconds = crawl(server, args.out, args.action)
     print(f"Crawled in {seconds:.1f} s. Feed: {args.out / 'pages.jsonl'}, log: {args.out / 'crawl.log'}\n")
     print("\n".join(report(items, log, truth, args.action)))
+    if args.action == "flag":
+        html = args.out / "pages.report.html"
+        cmd = [sys.executable, "-m", "simhash_filter", "report", str(args.out / "pages.jsonl"), "--output", str(html)]
+        print(f"\n$ simhash-filter report {args.out / 'pages.jsonl'} --output {html}", flush=True)
+        subprocess.run(cmd, check=True)
+        print(f"Open {html} in a browser: the clusters, each pair's differences, the hosts, the skipped pages.")
     return 0
 
 

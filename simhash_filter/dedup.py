@@ -40,6 +40,7 @@ __all__ = [
     "auto_workers",
     "available_cpus",
     "dedup",
+    "fingerprint_items",
     "open_index",
     "parse_line",
 ]
@@ -216,6 +217,16 @@ def _prepared(lines: Iterable[_Item], config: FingerprintConfig, workers: int) -
             yield _prepare(fingerprinter, line)
         return
     yield from _in_workers(_chunks(lines, CHUNK_LINES), workers, _prepare_chunk, _init_worker, (config,))
+
+
+def fingerprint_items(
+    items: Iterable[bytes | Page], *, config: FingerprintConfig, workers: int = 1
+) -> Iterator[tuple[str | None, int | None, str | None, str | None, bytes | None]]:
+    """Fingerprint JSON lines or :class:`Page` items in input order, in this process or in ``workers`` processes
+    (as :func:`dedup` does, without an index): one ``(url, fingerprint, status, reason, sketch)`` per item, where
+    ``status`` is None for a fingerprinted page, else a :class:`~simhash_filter.model.fingerprint.Status` value,
+    :data:`MALFORMED` or :data:`ERROR` (with the ``reason``).  Raises :class:`WorkersFailed` as :func:`dedup`."""
+    return _prepared(items, config, workers)
 
 
 class WorkersFailed(Exception):

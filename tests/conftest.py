@@ -14,6 +14,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from browser import fixture_browser_page, fixture_chromium  # noqa: F401 - fixtures: browser_page, chromium
 from conftest_redis import (  # noqa: F401 - fixtures
     own_redis_server,
     password_redis_server,

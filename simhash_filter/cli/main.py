@@ -31,7 +31,9 @@ from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
 
 from simhash_filter import __version__
+from simhash_filter.cli.calibrate import add_calibrate_parser
 from simhash_filter.cli.index import add_index_parser
+from simhash_filter.cli.report import add_report_parser
 from simhash_filter.config import DEFAULTS, FilterConfig, FingerprintConfig
 from simhash_filter.dedup import (
     ERROR,
@@ -725,6 +727,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_dedup, parser=p)
 
     add_index_parser(sub, threshold, model, _page_model)
+    add_report_parser(sub, threshold, model, _filter_config)
+    add_calibrate_parser(sub, threshold, model)
     return parser
 
 

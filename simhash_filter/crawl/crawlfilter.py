@@ -47,7 +47,7 @@ from simhash_filter.crawl.options import (
     processes_setting,
 )
 from simhash_filter.crawl.policy import Policy
-from simhash_filter.crawl.report import Report, logger
+from simhash_filter.crawl.report import Report, logger, report_command
 from simhash_filter.crawl.waiting import InOrder
 from simhash_filter.index.backends import error_message, open_errors, redact_uri, uri_scheme
 
@@ -152,6 +152,8 @@ class CrawlFilter:
         self.items = ItemDecisions()
         self._order = InOrder()
         self.closed = False
+        #: The ``simhash-filter report`` command for the crawl's feed, named at the end (set by :meth:`for_crawler`).
+        self.report_command: str | None = None
 
     @property
     def item_fields(self) -> list[str]:
@@ -202,6 +204,7 @@ class CrawlFilter:
                 if not crawler.crawling or not _stop_at_start(crawler, exc):
                     raise
                 raise NotConfigured from exc
+            found.report_command = report_command(crawler.settings.getdict("FEEDS"), spider_name, found.action)
             if found.avoider is not None:
                 found.avoider.requeue = lambda request: crawler.engine.crawl(request)
             crawler.signals.connect(found.spider_opened, signal=signals.spider_opened)
@@ -319,6 +322,8 @@ class CrawlFilter:
         except Exception:
             logger.error("simhash: cannot read the index size", exc_info=True)
         logger.info(self.summary(), extra={"spider": spider})
+        if self.report_command is not None:
+            logger.info("simhash: to see what the filter did: %s", self.report_command, extra={"spider": spider})
         if self.avoider is not None:
             self.avoider.close_sync()
         self.executor.close()

@@ -5,8 +5,9 @@
 an item without a fingerprinted response, fingerprints its ``SIMHASH_ITEM_FIELDS``.  Items of any
 type work (dict, ``scrapy.Item``, dataclass, attrs: through itemadapter).  Every checked item gets
 ``fingerprint`` (16 hex digits); with ``SIMHASH_ACTION = "flag"`` also ``duplicate_of`` (the URL of
-the kept page, or None) and ``distance``; with ``"drop"`` a near-duplicate item is dropped with
-:class:`NearDuplicateItem`.
+the kept page, or None) and ``distance``, and an item of a page let through unchecked gets ``skipped`` (why:
+``too_few_features``, ``empty``, ...) where its type has room for it; with ``"drop"`` a near-duplicate item
+is dropped with :class:`NearDuplicateItem`.
 """
 
 from __future__ import annotations
@@ -68,6 +69,10 @@ class SimhashPipeline:
             crawl_filter.stats.inc_value("simhash/items/unchecked")
             return item
         if decision.fingerprint is None:
+            if crawl_filter.action == "flag":  # why it was let through unchecked, for the report; where it fits
+                adapter = ItemAdapter(item)
+                if "skipped" not in adapter:
+                    self._set(item, {"skipped": decision.status})
             return item
         if decision.near_duplicate and crawl_filter.action == "drop":
             raise NearDuplicateItem(decision)

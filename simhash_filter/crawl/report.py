@@ -5,8 +5,13 @@
 from __future__ import annotations
 
 import logging
+import re
+import shlex
 from collections import Counter
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from pathlib import PurePath
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlsplit
 
 import numpy as np
 import xxhash
@@ -19,7 +24,7 @@ if TYPE_CHECKING:
 
     from simhash_filter.index.tables import Match
 
-__all__ = ["Report", "logger"]
+__all__ = ["Report", "logger", "report_command"]
 
 #: The filter's logger, shared by its parts: its log lines keep the name they had when the filter was one
 #: module (a project may set its level by that name).
@@ -229,3 +234,37 @@ class Report:
             f"{get('simhash/flagged', 0)} flagged{unchanged}); {skipped} skipped{f' ({reasons})' if reasons else ''}; "
             f"index size {index_size}; fingerprinting {per_page} {where} ({seconds:.2f} s in all{inline})"
         )
+
+
+#: Scrapy's names of the JSON Lines feed format, which ``simhash-filter report`` reads.
+JSON_LINES_FORMATS = frozenset({"jsonlines", "jsonl", "jl"})
+_FEED_SUFFIX = re.compile(r"(\.(jsonl|jl|jsonlines|json))?(\.gz)?$")
+
+
+def _local_feed(uri: str, spider_name: str | None) -> str | None:
+    """The path of a feed URI written to a local file (``%(name)s`` filled in), or None."""
+    if spider_name is not None:
+        uri = uri.replace("%(name)s", spider_name)
+    if "%(" in uri:  # a time or a batch number, known to the feed exporter only
+        return None
+    parts = urlsplit(uri)
+    if parts.scheme == "file":
+        return unquote(parts.path)
+    return uri if len(parts.scheme) <= 1 else None  # no scheme (or a drive letter)
+
+
+def report_command(feeds: Mapping[Any, Mapping[str, Any] | None], spider_name: str | None, action: str) -> str | None:
+    """The ``simhash-filter report`` command for the first local JSON Lines feed in ``FEEDS``, or None."""
+    for uri, options in feeds.items():
+        if (options or {}).get("format") not in JSON_LINES_FORMATS:
+            continue
+        path = _local_feed(str(uri), spider_name)
+        if path is None:
+            continue
+        name = PurePath(path).name
+        output = str(PurePath(path).with_name(_FEED_SUFFIX.sub("", name, count=1) + ".report.html"))
+        command = f"simhash-filter report {shlex.quote(path)} --output {shlex.quote(output)}"
+        if action != "flag":
+            command += " (near-duplicates were dropped, not stored: crawl with -s SIMHASH_ACTION=flag to see them)"
+        return command
+    return None

@@ -13,10 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from simhash_filter.model.config import FingerprintConfig
+from simhash_filter.model.features import Features
 from simhash_filter.model.fingerprint import Fingerprint, Fingerprinter
 from simhash_filter.model.sketch import similarity as sketch_similarity
 
-__all__ = ["Explanation", "FeatureDifference", "explain"]
+__all__ = ["Explanation", "FeatureDifference", "explain", "explain_features"]
 
 #: A feature in both pages is listed when one weight is at least this many times the other.
 DEFAULT_RATIO = 2.0
@@ -122,16 +123,27 @@ def explain(
     weight is at least ``ratio`` times the other.  A page that cannot be fingerprinted contributes
     whatever features it has (none if it did not parse); its :class:`Fingerprint` says why.
     """
+    fingerprinter = Fingerprinter(config)
+    (fp_a, feats_a), (fp_b, feats_b) = fingerprinter.analyze(html_a), fingerprinter.analyze(html_b)
+    return explain_features(fp_a, feats_a, fp_b, feats_b, top=top, ratio=ratio)
+
+
+def explain_features(
+    fp_a: Fingerprint,
+    feats_a: Features | None,
+    fp_b: Fingerprint,
+    feats_b: Features | None,
+    *,
+    top: int = DEFAULT_TOP,
+    ratio: float = DEFAULT_RATIO,
+) -> Explanation:
+    """:func:`explain` of two pages already analysed (:meth:`Fingerprinter.analyze` or ``inspect``)."""
     if top < 0:
         raise ValueError(f"top must be >= 0, got {top!r}")
     if ratio < 1.0:
         raise ValueError(f"ratio must be >= 1, got {ratio!r}")
-    fingerprinter = Fingerprinter(config)
-    sides = []
-    for html in (html_a, html_b):
-        fp, feats = fingerprinter.analyze(html)
-        sides.append((fp, feats.text if feats else {}, feats.structure if feats else {}))
-    (fp_a, text_a, struct_a), (fp_b, text_b, struct_b) = sides
+    text_a, struct_a = (feats_a.text, feats_a.structure) if feats_a else ({}, {})
+    text_b, struct_b = (feats_b.text, feats_b.structure) if feats_b else ({}, {})
     text, text_total, text_low, text_high = _compare(text_a, text_b, top, ratio)
     structure, struct_total, struct_low, struct_high = _compare(struct_a, struct_b, top, ratio)
     high = text_high + struct_high

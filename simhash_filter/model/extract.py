@@ -88,6 +88,11 @@ class PageText:
     elements: int = 0
     truncated: bool = False
 
+    def main_text(self) -> str:
+        """The text the page is mostly about: its heaviest-weighted segments (the main content, outside
+        boilerplate, link lists and volatile lines), in document order, one per line."""
+        return self.texts[0][1] if self.texts else ""
+
 
 @lru_cache(maxsize=50_000)
 def _boilerplate_words(value: str) -> bool:

@@ -22,7 +22,7 @@ import xxhash
 
 from simhash_filter.model.config import FingerprintConfig
 from simhash_filter.model.core import compiled_counts, compiled_sketch, compiled_vote
-from simhash_filter.model.extract import extract
+from simhash_filter.model.extract import PageText, extract
 from simhash_filter.model.features import Features, char_grams, gram_size, page_features
 from simhash_filter.model.html import NotHtml, parse
 from simhash_filter.model.sketch import SEED as SKETCH_SEED
@@ -187,8 +187,8 @@ class Fingerprinter:
                 compiled_counts(self.config.seed, False, MAX_CACHED_FEATURES),
             )
 
-    def features(self, html: bytes | str, encoding: str | None = None) -> tuple[Features | None, Status, str | None]:
-        """The page's weighted features, or None with the reason."""
+    def page_text(self, html: bytes | str, encoding: str | None = None) -> tuple[PageText | None, Status, str | None]:
+        """The page's visible text by role and its structure features, or None with the reason."""
         cfg = self.config
         try:
             parsed = parse(html, encoding, cfg.max_bytes)
@@ -205,7 +205,12 @@ class Fingerprinter:
         if page.elements == 0:
             return None, Status.EMPTY, parsed.encoding
         page.truncated = page.truncated or parsed.truncated
-        return page_features(page, cfg), Status.OK, parsed.encoding
+        return page, Status.OK, parsed.encoding
+
+    def features(self, html: bytes | str, encoding: str | None = None) -> tuple[Features | None, Status, str | None]:
+        """The page's weighted features, or None with the reason."""
+        page, status, enc = self.page_text(html, encoding)
+        return (None if page is None else page_features(page, self.config)), status, enc
 
     def fingerprint(self, html: bytes | str, encoding: str | None = None) -> Fingerprint:
         """Fingerprint one page (bytes in any declared or sniffed encoding, or str)."""
@@ -215,6 +220,12 @@ class Fingerprinter:
         """The page's fingerprint and the features it was made from (one parse)."""
         feats, status, enc = self.features(html, encoding)
         return self._decide(feats, status, enc), feats
+
+    def inspect(self, html: bytes | str, encoding: str | None = None) -> tuple[Fingerprint, Features | None, str]:
+        """The page's fingerprint, its features and its main text (:meth:`PageText.main_text`), from one parse."""
+        page, status, enc = self.page_text(html, encoding)
+        feats = None if page is None else page_features(page, self.config)
+        return self._decide(feats, status, enc), feats, "" if page is None else page.main_text()
 
     def _decide(self, feats: Features | None, status: Status, enc: str | None) -> Fingerprint:
         if feats is None:

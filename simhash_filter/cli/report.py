@@ -1,0 +1,140 @@
+"""``simhash-filter report``: one self-contained HTML file of what the filter did, from a crawl's feed or a ``dedup``
+output (with its input for the texts)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import tempfile
+import time
+from typing import Any
+
+from simhash_filter.report import DEFAULT_MAX_PAIRS, DEFAULT_TEXT_CAP
+
+__all__ = ["add_report_parser"]
+
+EPILOG = """\
+examples:
+  scrapy crawl site -a start_urls=https://example.com/ -a store=both -s SIMHASH_ACTION=flag -O pages.jsonl
+  simhash-filter report pages.jsonl                      # writes pages.report.html
+  simhash-filter dedup pages.jsonl.gz -o result.jsonl
+  simhash-filter report result.jsonl --pages pages.jsonl.gz -o report.html --workers 2
+  simhash-filter report result.jsonl --pages crawl/ -o report.html     # the dedup input was WARC
+
+exit status: 0 written, 1 an input could not be read or the report not written, 2 a usage error"""
+
+_SUFFIX = re.compile(r"(\.(jsonl|jl|jsonlines|json))?(\.gz)?$")
+
+
+def _say(message: str) -> None:
+    print(f"simhash-filter: {message}", file=sys.stderr)
+
+
+def default_output(path: str) -> str:
+    """``pages.jsonl`` -> ``pages.report.html`` (beside the input)."""
+    head, name = os.path.split(path)
+    return os.path.join(head, _SUFFIX.sub("", name, count=1) + ".report.html")
+
+
+def cmd_report(args: argparse.Namespace, config: Any) -> int:
+    from simhash_filter.report.build import Options, build
+    from simhash_filter.report.source import MismatchError, Source
+
+    if args.max_pairs < 0 or args.text_cap < 100 or args.workers < 1:
+        args.parser.error("--max-pairs must be >= 0, --text-cap >= 100 and --workers >= 1")
+    output = args.output or default_output(args.input)
+    for name in (args.input, args.pages):
+        if name is not None and os.path.abspath(output) == os.path.abspath(name):
+            args.parser.error(f"the output {output} is an input: write it elsewhere")
+    try:
+        source = Source(args.input, args.pages, max_bytes=config.fingerprint.max_bytes + 1)
+    except ValueError as exc:
+        args.parser.error(str(exc))
+    except OSError as exc:
+        _say(f"cannot read {exc.filename or args.input}: {exc.strerror or exc}")
+        return 1
+    progress = _say if args.verbose else None
+    options = Options(config=config, max_pairs=args.max_pairs, text_cap=args.text_cap, workers=args.workers,
+                      title=args.title, progress=progress)  # fmt: skip
+    started = time.perf_counter()
+    try:
+        built = build(source, options)
+    except MismatchError as exc:
+        _say(f"{args.input} and {args.pages} do not belong together: {exc}")
+        return 1
+    except (OSError, EOFError) as exc:  # a truncated .gz, an unreadable file
+        _say(f"read error: {exc}")
+        return 1
+    document = built.html()
+    try:
+        _write(output, document)
+    except OSError as exc:
+        _say(f"cannot write {output}: {exc.strerror or exc}")
+        return 1
+    print(
+        f"report: {built.pages} pages, {built.clusters} clusters of near-duplicates ({built.pairs} pairs), "
+        f"{built.near_misses} near misses, {built.detailed} pairs with texts; {output} "
+        f"({len(document.encode('utf-8')) / 1e6:.1f} MB) in {time.perf_counter() - started:.1f} s",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _write(path: str, document: str) -> None:
+    """Write beside ``path`` and rename over it: a failed run leaves no half report."""
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, partial = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".partial", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(document)
+        os.chmod(partial, 0o644)
+        os.replace(partial, path)
+    except BaseException:
+        os.unlink(partial)
+        raise
+
+
+def add_report_parser(
+    sub: Any, threshold: argparse.ArgumentParser, model: argparse.ArgumentParser, filter_config: Any
+) -> None:
+    """Add ``report`` to the ``simhash-filter`` parser (``filter_config`` turns the arguments into a FilterConfig)."""
+    p = sub.add_parser(
+        "report",
+        parents=[model, threshold],
+        help="write an HTML report of what the filter did: clusters, pair differences, hosts, skipped pages",
+        description=(
+            "Read a crawl's JSON Lines feed (best in flag mode, with HTML: -a store=both -s SIMHASH_ACTION=flag) or "
+            "a dedup output with --pages (its input), and write one self-contained HTML file. -k and -t set the "
+            "near misses shown (kept pages within k+3 bits of an earlier page) and the plots' marks; they do not "
+            "change the decisions read."
+        ),
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("input", metavar="INPUT", help="a crawl's feed or a dedup output: JSON Lines, optionally .gz")
+    p.add_argument(
+        "--pages",
+        metavar="PAGES",
+        help="the dedup input that INPUT was made from (JSON Lines of url and html, or WARC), for the texts",
+    )
+    p.add_argument("-o", "--output", metavar="OUT", help="the HTML file (default: INPUT's name + .report.html)")
+    p.add_argument(
+        "--max-pairs",
+        type=int,
+        default=DEFAULT_MAX_PAIRS,
+        metavar="N",
+        help=f"pairs shown with texts and features, largest clusters first (default: {DEFAULT_MAX_PAIRS})",
+    )
+    p.add_argument(
+        "--text-cap",
+        type=int,
+        default=DEFAULT_TEXT_CAP,
+        metavar="C",
+        help=f"a page's main text is cut at C characters (default: {DEFAULT_TEXT_CAP})",
+    )
+    p.add_argument("--workers", type=int, default=1, metavar="N", help="work out the pairs in N processes")
+    p.add_argument("--title", help="the report's title (default: from INPUT)")
+    p.add_argument("-v", "--verbose", action="store_true", help="progress lines on stderr")
+    p.set_defaults(func=lambda args: cmd_report(args, filter_config(args)), parser=p)
