@@ -3,6 +3,7 @@ skipped pages, and the pairs' texts and explanations (the HTML and the browser: 
 
 from __future__ import annotations
 
+import base64
 import gzip
 import json
 from pathlib import Path
@@ -12,9 +13,14 @@ import pytest
 from simhash_filter.cli.main import main
 from simhash_filter.config import FilterConfig
 from simhash_filter.dedup import dedup
-from simhash_filter.report.build import ABSENT, Options, build, read_decisions
+from simhash_filter.report.build import ABSENT, Options, Report, build, read_decisions
 from simhash_filter.report.detail import display_text
 from simhash_filter.report.source import UNCHECKED, MismatchError, Source
+
+
+def details(report: Report) -> list[dict]:
+    """The report's chunks of pair details, decoded as the browser decodes them."""
+    return [json.loads(gzip.decompress(base64.b64decode(chunk))) for chunk in report.chunks]
 
 
 def write_lines(path: Path, objects: list[object]) -> Path:
@@ -78,7 +84,7 @@ def test_a_report_counts_pages_hosts_and_what_was_saved(tmp_path):
     assert [m[:3] for m in report.summary["near_misses"]] == [[9, 7, 12]]  # within k + 3 of a near-duplicate
     assert {tuple(s) for s in report.summary["skipped"]} == {(4, "too_few_features"), (5, "malformed"),
                                                             (8, UNCHECKED)}  # fmt: skip
-    texts = {k: v for chunk in report.chunks for k, v in chunk["texts"].items()}
+    texts = {k: v for chunk in details(report) for k, v in chunk["texts"].items()}
     assert texts["1"] == "text of https://b.example/1"
     assert any("no HTML" in note for note in meta["notes"])
 
@@ -100,8 +106,8 @@ def test_a_dedup_output_with_its_input_explains_each_pair(dedup_run):
     assert one.chunks == two.chunks and one.summary["clusters"] == two.summary["clusters"]
     meta = one.summary["meta"]
     assert meta["explained"] and meta["bytes_kind"] == "HTML" and meta["near_duplicates"] == 2
-    pairs = {int(k): v for chunk in one.chunks for k, v in chunk["pairs"].items()}
-    texts = {int(k): v for chunk in one.chunks for k, v in chunk["texts"].items()}
+    pairs = {int(k): v for chunk in details(one) for k, v in chunk["pairs"].items()}
+    texts = {int(k): v for chunk in details(one) for k, v in chunk["texts"].items()}
     for _, members in one.summary["clusters"]:
         for member, target, distance, similarity, pair_id in members:
             pair = pairs[pair_id]

@@ -5,6 +5,7 @@ the histogram, the skipped pages and a pair's differences, without a console err
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -85,3 +86,27 @@ def test_a_pair_of_the_crawl_shows_both_texts_and_their_differences(report: Path
     assert pair.locator(".side-a del, .side-b ins").count() > 0
     assert pair.locator("table").count() >= 2  # text and structure features
     browser_page.screenshot("report-crawl-pair")
+
+
+def test_pairs_labelled_in_the_report_calibrate_the_filter(
+    report: Path, crawled: tuple[Crawl, Path], browser_page: BrowserPage, tmp_path: Path, capsys
+):
+    """The user's loop: label pairs in the report (keys 1 and 2), export labels.jsonl, and ``calibrate`` it against
+    the crawl's feed: every label is used and a recommendation is printed."""
+    _, feed = crawled
+    page = browser_page.open(report, fragment="pair-0")
+    page.wait_for_selector("#pair .side-a")
+    answers = ["1", "1", "2"]  # the first two pairs are near-duplicates of the rainwater group; a third said distinct
+    for n, key in enumerate(answers):
+        page.keyboard.press(key)
+        if n + 1 < len(answers):
+            page.click("#pair-next")
+            page.wait_for_function(f"() => location.hash === '#pair-{n + 1}'")
+    with page.expect_download() as info:
+        page.click("#pair-labels-export")  # the pair view's own export button
+    labels = tmp_path / "labels.jsonl"
+    labels.write_bytes(Path(info.value.path()).read_bytes())
+    assert [json.loads(line)["duplicate"] for line in labels.read_text().splitlines()] == [True, True, False]
+    assert main(["calibrate", str(labels), "--pages", str(feed)]) == 0
+    out = capsys.readouterr().out
+    assert "pairs: 3 used (2 duplicates, 1 distinct)" in out and "Recommendation" in out

@@ -77,7 +77,8 @@ class Report:
     """A report's data (:func:`simhash_filter.report.html.render` makes the HTML of it) and its numbers."""
 
     summary: dict[str, Any]
-    chunks: list[dict[str, Any]]
+    #: The pairs' details, :data:`PAIRS_PER_CHUNK` a chunk, encoded for the HTML (:func:`html.encode`).
+    chunks: list[html.Encoded]
     charts: dict[str, str]
     clusters: int
     pairs: int
@@ -313,12 +314,12 @@ def build(source: Source, options: Options) -> Report:
         miss_rows.append([page, nearest, distance, None, pair_id])
     say(f"{len(clusters)} clusters, {len(misses)} near misses; {len(pairs)} pairs to show")
 
-    chunks: list[dict[str, Any]] = []
+    chunks: list[html.Encoded] = []
     similarity: dict[int, float] = {}
     with tempfile.TemporaryFile() as store:
         where = _spill(source, {p for _, a, b in pairs for p in (a, b)}, store)
         for result in _worked(_jobs(pairs, where, store, options.text_cap), options):
-            chunks.append(result)
+            chunks.append(html.encode(result))  # only the compressed text is kept
             for pair_id, pair in result["pairs"].items():
                 if pair["similarity"] is not None:
                     similarity[int(pair_id)] = pair["similarity"]

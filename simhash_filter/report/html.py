@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from importlib.resources import files
 from typing import Any
 
-__all__ = ["CSP", "render"]
+__all__ = ["CSP", "Encoded", "encode", "render"]
 
 #: Nothing may be fetched: inline style and script only, images only as data: URLs (the favicon below).
 #: The labels' export is a download of a blob: URL, which no fetch directive governs.
@@ -34,15 +34,21 @@ def _asset(name: str) -> str:
     return (files("simhash_filter.report") / "assets" / name).read_text(encoding="utf-8")
 
 
-def _encode(value: Any) -> str:
+class Encoded(str):
+    """A value already encoded by :func:`encode` (a report's chunks are encoded as they are made, so that only
+    their compressed text is kept)."""
+
+
+def encode(value: Any) -> Encoded:
     """Compact JSON of ``value``, gzip-compressed without a timestamp, as base64 text."""
     raw = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
-    return base64.b64encode(gzip.compress(raw, compresslevel=9, mtime=0)).decode("ascii")
+    return Encoded(base64.b64encode(gzip.compress(raw, compresslevel=9, mtime=0)).decode("ascii"))
 
 
 def _data_block(element_id: str, value: Any) -> str:
     """An inert script element carrying ``value`` encoded (never run: its type is not JavaScript)."""
-    return f'<script type="application/octet-stream" id="{element_id}">{_encode(value)}</script>\n'
+    text = value if isinstance(value, Encoded) else encode(value)
+    return f'<script type="application/octet-stream" id="{element_id}">{text}</script>\n'
 
 
 def _checked(text: str, pattern: re.Pattern[str], what: str) -> str:
@@ -70,8 +76,11 @@ def _charts(charts: Mapping[str, str]) -> str:
     return "\n".join(parts)
 
 
-def render(summary: dict[str, Any], chunks: Sequence[dict[str, Any]], charts: Mapping[str, str], *, title: str) -> str:
-    """The whole report page for ``summary`` and its pair ``chunks``, with the SVG ``charts`` inlined."""
+def render(
+    summary: dict[str, Any], chunks: Sequence[dict[str, Any] | Encoded], charts: Mapping[str, str], *, title: str
+) -> str:
+    """The whole report page for ``summary`` and its pair ``chunks`` (dicts, or :class:`Encoded` already), with
+    the SVG ``charts`` inlined."""
     script = _checked(_asset("report.js"), _SCRIPT_END, "report.js")
     style = _checked(_asset("report.css"), _STYLE_END, "report.css")
     heading = html.escape(title)

@@ -1009,7 +1009,8 @@
     const frag = document.createDocumentFragment();
     frag.appendChild(el("div", {class: "stats"},
       stat("distance", fmtInt(pair.distance), "bits that differ between the two fingerprints"),
-      stat("similarity", fmtFloat(pair.similarity), "similarity of the two pages' features"),
+      stat("similarity", fmtFloat(pair.similarity),
+        "the sketches' similarity (estimated weighted Jaccard of the words): a candidate needs at least t"),
       stat("weighted Jaccard", fmtFloat(pair.weighted_jaccard), "weighted Jaccard similarity of the features"),
       stat("text share of the difference", fmtShare(pair.text_share),
         "how much of the difference comes from text features (the rest from the page structure)"),
