@@ -49,7 +49,7 @@ def open_in_browser(report: Path) -> dict[str, float]:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=args)
         page = browser.new_page(viewport={"width": 1400, "height": 900})
         start = time.perf_counter()
-        page.goto(report.as_uri())
+        page.goto(report.resolve().as_uri())
         page.wait_for_selector("body[data-ready='1']", timeout=120_000)
         ready = time.perf_counter() - start
         start = time.perf_counter()

@@ -161,3 +161,19 @@ def scrapy_crawl(
         raise AssertionError(f"crawl failed ({proc.returncode}):\n{text[-6000:]}")
     items = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines() if line.strip()]
     return Crawl(items, json.loads(stats.read_text(encoding="utf-8")), text, proc.returncode)
+
+
+def flag_crawl_into_default_feed(port: int, tmp: Path, settings: Mapping[str, Any] | None = None) -> tuple[Crawl, Path]:
+    """A flag-mode crawl of the test site storing text and HTML, run in ``tmp`` so that the project's default feed
+    lands in ``tmp/out/pages.jsonl``; the crawl and the feed's path."""
+    feed = tmp / "out" / "pages.jsonl"
+    crawl = scrapy_crawl(
+        "site",
+        tmp,
+        cwd=tmp,
+        args={"start_urls": start_urls(port), "store": "both"},
+        settings={"SIMHASH_ACTION": "flag", **(settings or {})},
+        feed=feed,
+        extra_env={"SCRAPY_SETTINGS_MODULE": "crawler.settings"},
+    )
+    return crawl, feed

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
-from crawl_helpers import Crawl, scrapy_crawl, start_urls
+from crawl_helpers import Crawl, flag_crawl_into_default_feed, scrapy_crawl, start_urls
 from scrapy.http import HtmlResponse
 from scrapy.settings import Settings
 from site_server import GROUPS, OTHERS, SKIPPED
@@ -37,22 +37,8 @@ def drop_crawl(site_port: int, tmp_path_factory: pytest.TempPathFactory) -> Craw
 def flag_crawl(site_port: int, tmp_path_factory: pytest.TempPathFactory) -> tuple[Crawl, Path]:
     """A flag-mode crawl with worker threads and a non-asyncio reactor, run outside the repository so
     that the project's default feed lands in a temporary out/pages.jsonl."""
-    tmp = tmp_path_factory.mktemp("flag")
-    feed = tmp / "out" / "pages.jsonl"
-    crawl = scrapy_crawl(
-        "site",
-        tmp,
-        cwd=tmp,
-        args={"start_urls": start_urls(site_port), "store": "both"},
-        settings={
-            "SIMHASH_ACTION": "flag",
-            "SIMHASH_THREADS": 2,
-            "TWISTED_REACTOR": "twisted.internet.selectreactor.SelectReactor",
-        },
-        feed=feed,
-        extra_env={"SCRAPY_SETTINGS_MODULE": "crawler.settings"},
-    )
-    return crawl, feed
+    settings = {"SIMHASH_THREADS": 2, "TWISTED_REACTOR": "twisted.internet.selectreactor.SelectReactor"}
+    return flag_crawl_into_default_feed(site_port, tmp_path_factory.mktemp("flag"), settings)
 
 
 WHERE = {

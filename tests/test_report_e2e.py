@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from browser import BrowserPage
-from crawl_helpers import Crawl, scrapy_crawl, start_urls
+from crawl_helpers import Crawl, flag_crawl_into_default_feed
 from site_server import GROUPS
 
 from simhash_filter.cli.main import main
@@ -22,18 +22,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def crawled(site_port: int, tmp_path_factory: pytest.TempPathFactory) -> tuple[Crawl, Path]:
     """A flag-mode crawl storing text and HTML into the project's default feed, out/pages.jsonl."""
-    tmp = tmp_path_factory.mktemp("report")
-    feed = tmp / "out" / "pages.jsonl"
-    crawl = scrapy_crawl(
-        "site",
-        tmp,
-        cwd=tmp,
-        args={"start_urls": start_urls(site_port), "store": "both"},
-        settings={"SIMHASH_ACTION": "flag"},
-        feed=feed,
-        extra_env={"SCRAPY_SETTINGS_MODULE": "crawler.settings"},
-    )
-    return crawl, feed
+    return flag_crawl_into_default_feed(site_port, tmp_path_factory.mktemp("report"))
 
 
 @pytest.fixture(scope="module")

@@ -469,14 +469,9 @@
       const toggle = list.querySelector('.cluster[data-cluster="' + ci + '"] .toggle');
       if (toggle && target.closest(".toggle")) toggle.focus();
     });
-    let timer = 0;
-    $("clusters-filter").addEventListener("input", (event) => {
-      clearTimeout(timer);
-      const value = event.target.value.trim().toLowerCase();
-      timer = setTimeout(() => {
-        clusterQuery = value;
-        filterClusters();
-      }, FILTER_DELAY);
+    onFilterInput("clusters-filter", (value) => {
+      clusterQuery = value;
+      filterClusters();
     });
     filterClusters();
   }
@@ -594,14 +589,9 @@
       filterClusters();
       $("clusters").scrollIntoView();
     });
-    let timer = 0;
-    $("hosts-filter").addEventListener("input", (event) => {
-      clearTimeout(timer);
-      const value = event.target.value.trim().toLowerCase();
-      timer = setTimeout(() => {
-        hostQuery = value;
-        sortHosts();
-      }, FILTER_DELAY);
+    onFilterInput("hosts-filter", (value) => {
+      hostQuery = value;
+      sortHosts();
     });
     $("hosts").hidden = S.hostStats.length === 0;
     sortHosts();
@@ -991,6 +981,16 @@
     $("pair-label-state").textContent = label ? (label.duplicate ? "labelled near-duplicate" : "labelled distinct")
       : "not labelled";
     $("pair-label-state").className = "label-state" + (label ? (label.duplicate ? " dup" : " distinct") : "");
+  }
+
+  // Calls apply(text) with a filter box's lower-cased text once typing pauses for FILTER_DELAY ms.
+  function onFilterInput(id, apply) {
+    let timer = 0;
+    $(id).addEventListener("input", (event) => {
+      clearTimeout(timer);
+      const value = event.target.value.trim().toLowerCase();
+      timer = setTimeout(() => apply(value), FILTER_DELAY);
+    });
   }
 
   function stat(name, value, title) {
