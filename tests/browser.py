@@ -2,7 +2,7 @@
 (never a downloaded browser), a page that records console errors and uncaught exceptions, and screenshots kept
 as test artefacts in ``out/artifacts/``.
 
-``conftest.py`` registers the fixtures (``chromium`` once per session, ``browser_page`` per test)::
+``conftest.py`` registers the fixtures (``chromium`` once per test module, ``browser_page`` per test)::
 
     from browser import BrowserPage
 
@@ -98,10 +98,11 @@ def _launch_failure(error: Exception | None = None) -> str:
     return f"{hint}\nCause: {error}" if error else hint
 
 
-@pytest.fixture(scope="session", name="chromium")
+@pytest.fixture(scope="module", name="chromium")
 def fixture_chromium() -> Iterator[Browser]:
-    """Fixture ``chromium``: headless Debian chromium for the session, started by Playwright (skipped with
-    SIMHASH_NO_BROWSER=1)."""
+    """Fixture ``chromium``: headless Debian chromium for a test module, started by Playwright (skipped with
+    SIMHASH_NO_BROWSER=1).  Not for the session: Playwright's sync API holds an asyncio loop in the main thread
+    while it runs, and the tests after it that call ``asyncio.run()`` would fail."""
     if os.environ.get("SIMHASH_NO_BROWSER") == "1":
         pytest.skip("SIMHASH_NO_BROWSER=1: browser tests skipped")
     if not (Path(CHROMIUM).is_file() and os.access(CHROMIUM, os.X_OK)):
