@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 import tempfile
 import time
 from typing import Any
 
-from simhash_filter.report import DEFAULT_MAX_PAIRS, DEFAULT_TEXT_CAP
+from simhash_filter.report import DEFAULT_MAX_PAIRS, DEFAULT_TEXT_CAP, report_path
 
 __all__ = ["add_report_parser"]
 
@@ -25,17 +24,9 @@ examples:
 
 exit status: 0 written, 1 an input could not be read or the report not written, 2 a usage error"""
 
-_SUFFIX = re.compile(r"(\.(jsonl|jl|jsonlines|json))?(\.gz)?$")
-
 
 def _say(message: str) -> None:
     print(f"simhash-filter: {message}", file=sys.stderr)
-
-
-def default_output(path: str) -> str:
-    """``pages.jsonl`` -> ``pages.report.html`` (beside the input)."""
-    head, name = os.path.split(path)
-    return os.path.join(head, _SUFFIX.sub("", name, count=1) + ".report.html")
 
 
 def cmd_report(args: argparse.Namespace, config: Any) -> int:
@@ -44,7 +35,7 @@ def cmd_report(args: argparse.Namespace, config: Any) -> int:
 
     if args.max_pairs < 0 or args.text_cap < 100 or args.workers < 1:
         args.parser.error("--max-pairs must be >= 0, --text-cap >= 100 and --workers >= 1")
-    output = args.output or default_output(args.input)
+    output = args.output or report_path(args.input)
     for name in (args.input, args.pages):
         if name is not None and os.path.abspath(output) == os.path.abspath(name):
             args.parser.error(f"the output {output} is an input: write it elsewhere")

@@ -5,11 +5,9 @@
 from __future__ import annotations
 
 import logging
-import re
 import shlex
 from collections import Counter
 from collections.abc import Mapping
-from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
@@ -18,6 +16,7 @@ import xxhash
 
 from simhash_filter.crawl.decision import DONT_META_KEY, ERROR, INDEX_ERROR, Decision
 from simhash_filter.model.fingerprint import Status
+from simhash_filter.report import report_path
 
 if TYPE_CHECKING:
     from scrapy.statscollectors import StatsCollector
@@ -238,7 +237,6 @@ class Report:
 
 #: Scrapy's names of the JSON Lines feed format, which ``simhash-filter report`` reads.
 JSON_LINES_FORMATS = frozenset({"jsonlines", "jsonl", "jl"})
-_FEED_SUFFIX = re.compile(r"(\.(jsonl|jl|jsonlines|json))?(\.gz)?$")
 
 
 def _local_feed(uri: str, spider_name: str | None) -> str | None:
@@ -261,9 +259,7 @@ def report_command(feeds: Mapping[Any, Mapping[str, Any] | None], spider_name: s
         path = _local_feed(str(uri), spider_name)
         if path is None:
             continue
-        name = PurePath(path).name
-        output = str(PurePath(path).with_name(_FEED_SUFFIX.sub("", name, count=1) + ".report.html"))
-        command = f"simhash-filter report {shlex.quote(path)} --output {shlex.quote(output)}"
+        command = f"simhash-filter report {shlex.quote(path)} --output {shlex.quote(report_path(path))}"
         if action != "flag":
             command += " (near-duplicates were dropped, not stored: crawl with -s SIMHASH_ACTION=flag to see them)"
         return command

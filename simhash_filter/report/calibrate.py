@@ -29,7 +29,6 @@ is JSON-serialisable; :func:`charts` draws it as SVG.  No printing.
 
 from __future__ import annotations
 
-import gzip
 import json
 import math
 import os
@@ -48,6 +47,7 @@ from simhash_filter.dedup import Page, auto_workers, fingerprint_items, parse_li
 from simhash_filter.index.tables import TableDesign
 from simhash_filter.model.html import NotHtml, parse
 from simhash_filter.model.sketch import similarity
+from simhash_filter.report.source import open_lines
 from simhash_filter.report.svg import bar_chart, line_chart
 from simhash_filter.warc import WarcCounts, WarcReader, is_warc_input
 
@@ -190,8 +190,7 @@ def read_labels(source: str | os.PathLike[str] | IO[bytes]) -> Labels:
             name = str(getattr(source, "name", "<stream>"))
         else:
             name = os.fspath(source)  # type: ignore[arg-type]
-            raw = stack.enter_context(open(name, "rb"))
-            stream = stack.enter_context(gzip.GzipFile(fileobj=raw, mode="rb")) if name.endswith(".gz") else raw
+            stream = stack.enter_context(open_lines(name))
         return _read_labels(stream, name)
 
 
@@ -316,9 +315,7 @@ def _input_size(path: str) -> int:
 
 
 def _json_pages(path: str, counts: PageCounts) -> Iterator[Page]:
-    with ExitStack() as stack:
-        raw = stack.enter_context(open(path, "rb"))
-        stream = stack.enter_context(gzip.GzipFile(fileobj=raw, mode="rb")) if path.endswith(".gz") else raw
+    with open_lines(path) as stream:
         for n, line in enumerate(stream, 1):
             if not line.strip():
                 continue

@@ -19,7 +19,7 @@ from typing import IO, Any
 
 from simhash_filter.dedup import MALFORMED, parse_line
 
-__all__ = ["UNCHECKED", "Entry", "MismatchError", "Source"]
+__all__ = ["UNCHECKED", "Entry", "MismatchError", "Source", "open_lines"]
 
 #: Status of a feed item that carries no fingerprint and no ``skipped`` reason (an item the filter never saw).
 UNCHECKED = "unchecked"
@@ -75,7 +75,8 @@ def _utf8_len(value: str) -> int:
 
 
 @contextmanager
-def _lines(path: str) -> Iterator[IO[bytes]]:
+def open_lines(path: str) -> Iterator[IO[bytes]]:
+    """A JSON Lines file to read as bytes, decompressed when its name ends in ``.gz``."""
     with open(path, "rb") as raw:
         if path.endswith(".gz"):
             with gzip.GzipFile(fileobj=raw, mode="rb") as stream:
@@ -106,7 +107,7 @@ class Source:
             yield from self._with_pages(content)
 
     def _feed(self, content: bool) -> Iterator[Entry]:
-        with _lines(self.path) as stream:
+        with open_lines(self.path) as stream:
             for line in stream:
                 if not line.strip():
                     continue
@@ -116,12 +117,12 @@ class Source:
         from simhash_filter.warc import WarcReader, is_warc_input
 
         assert self.pages is not None
-        with _lines(self.path) as out:
+        with open_lines(self.path) as out:
             if is_warc_input(self.pages):
                 items: Iterator[Any] = iter(WarcReader(self.pages, max_bytes=self.max_bytes))
                 yield from _aligned(out, items, content, self.pages)
             else:
-                with _lines(self.pages) as pages:
+                with open_lines(self.pages) as pages:
                     yield from _aligned(out, (line for line in pages if line.strip()), content, self.pages)
 
 
