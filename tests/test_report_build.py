@@ -9,10 +9,12 @@ import json
 from pathlib import Path
 
 import pytest
+import worker_helpers
 
 from simhash_filter.cli.main import main
 from simhash_filter.config import FilterConfig
 from simhash_filter.dedup import dedup
+from simhash_filter.report import detail
 from simhash_filter.report.build import ABSENT, Options, Report, build, read_decisions
 from simhash_filter.report.detail import display_text
 from simhash_filter.report.source import UNCHECKED, MismatchError, Source
@@ -166,3 +168,13 @@ def test_the_command_refuses_bad_inputs_with_one_line(tmp_path, capsys, dedup_ru
             main(argv)
         assert exc.value.code == 2
         assert capsys.readouterr().err.strip().splitlines()[-1].startswith("simhash-filter report: error:")
+
+
+def test_workers_that_die_end_the_command_with_one_line(dedup_run, tmp_path, capsys, monkeypatch):
+    """A worker process that dies while the pairs are worked out: one line, exit status 1, no report written."""
+    out, pages = dedup_run
+    monkeypatch.setattr(detail, "init", worker_helpers.fail_to_start)
+    report = tmp_path / "r.html"
+    assert main(["report", str(out), "--pages", str(pages), "-o", str(report), "--workers", "2"]) == 1
+    err = capsys.readouterr().err
+    assert "a worker process died" in err and err.strip().count("\n") == 0 and not report.exists()

@@ -8,6 +8,7 @@ import os
 import sys
 import tempfile
 import time
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from simhash_filter.report import DEFAULT_MAX_PAIRS, DEFAULT_TEXT_CAP, report_path
@@ -57,6 +58,9 @@ def cmd_report(args: argparse.Namespace, config: Any) -> int:
         return 1
     except (OSError, EOFError) as exc:  # a truncated .gz, an unreadable file
         _say(f"read error: {exc}")
+        return 1
+    except BrokenProcessPool:  # a worker killed (out of memory, say)
+        _say("a worker process died while working out the pairs; try --workers 1 or a lower --max-pairs")
         return 1
     document = built.html()
     try:
