@@ -30,6 +30,7 @@ from simhash_filter.index.backends import (
     open_backend,
 )
 from simhash_filter.index.backends.memory import MemoryBackend
+from simhash_filter.index.bound import CheckBound
 from simhash_filter.index.nearduplicate import NearDuplicateIndex
 from simhash_filter.index.tables import Match, TableDesign, hamming
 
@@ -307,16 +308,6 @@ def a_sketch(i: int) -> bytes:
     return random.Random(i).randbytes(SKETCH)
 
 
-def brute_candidates(stored: list[tuple[int, str, bytes]], query: int, k: int) -> list[Candidate]:
-    """Stored pages within k that agree with the query on some table's lead; nearest first, then oldest."""
-    found = sorted(
-        ((fp ^ query).bit_count(), i)
-        for i, (fp, _, _) in enumerate(stored)
-        if (fp ^ query).bit_count() <= k and TWO_STAGE.agree_on_a_lead(fp, query)
-    )
-    return [Candidate(stored[i][1], d, stored[i][0], stored[i][2]) for d, i in found]
-
-
 def flip(value: int, bits: list[int]) -> int:
     for b in bits:
         value ^= 1 << b
@@ -324,24 +315,33 @@ def flip(value: int, bits: list[int]) -> int:
 
 
 def test_two_stage_add_and_candidates_matches_brute_force(make_backend: Factory) -> None:
-    """Candidates are exactly the stored pages within k that agree on a table's lead (all of them up to the
-    design's k), with their sketches, nearest first and oldest first on ties, whatever the runs and buffers."""
+    """Candidates are the stored pages within k in the page's block of each table, at most per_table of each
+    table, the nearest (oldest first on ties), with their sketches; tables whose block holds `duplicates`
+    verified near-duplicates do not store the page: exactly as a brute-force reference, whatever the runs and
+    buffers, through floods of verifying pages and crowds of unrelated ones."""
     backend = make_backend(k=K, design=TWO_STAGE, metadata=META)
+    bound = CheckBound(per_table=5, duplicates=3, min_similarity=0.75)
+    reference = BoundedReference(TWO_STAGE, K, bound)
     rng = random.Random(3)
     base = [rng.getrandbits(64) for _ in range(6)]
-    stored: list[tuple[int, str, bytes]] = []
-    for i in range(300):
-        b = base[i % len(base)]
-        fp = flip(b, rng.sample(range(64), rng.randint(0, 14)))
-        key, sk = f"p{i}", a_sketch(i)
-        expected = brute_candidates(stored, fp, K)
-        assert backend.add_and_candidates(fp, key, sk, K) == expected
-        stored.append((fp, key, sk))
-    assert len(backend) == len(stored)
+    for i in range(400):
+        b = i % len(base)
+        fp = flip(base[b], rng.sample(range(64), rng.randint(0, 14)))
+        # pages of the first bases are floods (sketches within a few bits of their base's); the others unrelated
+        sk = near_sketch(a_sketch(b), rng.randint(0, 40)) if b < 3 else a_sketch(1000 + i)
+        key = f"p{i % 350}"  # some keys come again
+        assert backend.add_and_candidates(fp, key, sk, K, bound) == reference.add(fp, key, sk), i
+    assert len(backend) == len(reference) < 400
     for i in range(40):
         q = flip(base[i % len(base)], rng.sample(range(64), rng.randint(0, 12)))
-        assert backend.candidates(q, K) == brute_candidates(stored, q, K)
-        assert backend.candidates(q, 3) == brute_candidates(stored, q, 3)
+        assert backend.candidates(q, K, bound) == reference.candidates(q)
+        assert backend.candidates(q, 3, bound) == reference.candidates(q, 3)
+
+
+def near_sketch(sketch: bytes, bits: int) -> bytes:
+    """*sketch* with its first *bits* bits flipped."""
+    value = int.from_bytes(sketch, "little") ^ ((1 << bits) - 1)
+    return value.to_bytes(len(sketch), "little")
 
 
 def test_two_stage_adding_the_same_page_again_stores_it_once(make_backend: Factory) -> None:
@@ -414,17 +414,17 @@ def test_two_stage_the_index_picks_the_most_similar_verified_candidate(make_back
     assert len(index) == 5
 
 
-def test_memory_footprint_of_two_stage_pages_is_116_bytes() -> None:
-    """With sketches and k = 10 the tables hold whole fingerprints: per page 8 (fingerprint) + 64 (sketch) +
-    5 * 8 (tables) + 4 (row ids of the first table) bytes, plus at most 2 of offsets; and candidates stay exact
-    against brute force in a run of 100,000 pages."""
+def test_memory_footprint_of_two_stage_pages_is_133_bytes() -> None:
+    """With sketches and k = 10 the tables hold whole fingerprints and row ids: per page 8 (fingerprint) + 64
+    (sketch) + 5 * 12 (tables) + 1 (refusals) bytes, plus at most 2 of offsets; and candidates stay exact
+    against brute force in a run of 100,000 pages (each block holds at most two pages near a query)."""
     backend = MemoryBackend(k=K, design=TWO_STAGE, metadata=META)
     n = 100_000
     rng = np.random.default_rng(1)
     fps = rng.integers(0, 2**64, size=n, dtype=np.uint64)
     fps[1::2] = fps[::2] ^ (np.uint64(1) << rng.integers(0, 64, size=n // 2).astype(np.uint64))
     backend.add_many(fps, [str(i) for i in range(n)], [bytes(SKETCH)] * n)
-    assert 116 * n <= backend.nbytes <= 118 * n
+    assert 133 * n <= backend.nbytes <= 135 * n
     stored = fps.tolist()
     for q in [*stored[:8], *rng.integers(0, 2**64, size=4, dtype=np.uint64).tolist()]:
         q ^= 1 << 5

@@ -457,14 +457,14 @@ def test_tables_hold_folds_up_to_k3_and_fingerprints_beyond() -> None:
     assert [filters_on_folds(k) for k in range(6)] == [True] * 4 + [False] * 2
     two_stage = TableDesign.parse("13+13+13+13+12/k4")
     assert estimated_bytes_per_fingerprint(two_stage, 3) == 8 + 5 * 6
-    assert estimated_bytes_per_fingerprint(two_stage) == estimated_bytes_per_fingerprint(two_stage, 10) == 8 + 5 * 8 + 4
+    assert estimated_bytes_per_fingerprint(two_stage) == estimated_bytes_per_fingerprint(two_stage, 10) == 8 + 5 * 12 + 1
     # no fold filter to pass: the cost of a candidate does not grow with k
     assert estimated_query_cost(two_stage, 10**7, 10) == estimated_query_cost(two_stage, 10**7, 5)
     assert estimated_query_cost(two_stage, 10**7, 10) < estimated_query_cost(two_stage, 10**7, 3)
     rng = np.random.default_rng(2)
     n = 100_000
     fps = rng.integers(0, 2**64, size=n, dtype=np.uint64)
-    for k, per_fp in ((3, 8 + 5 * 6), (4, 8 + 5 * 8 + 4)):
+    for k, per_fp in ((3, 8 + 5 * 6), (4, 8 + 5 * 12 + 1)):
         backend = MemoryBackend(k=k, design=two_stage)
         backend.add_many(fps, [""] * n)
         assert per_fp * n <= backend.nbytes <= (per_fp + 2) * n  # and the bucket offsets

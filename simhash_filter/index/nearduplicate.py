@@ -12,6 +12,7 @@ import numpy as np
 
 from simhash_filter.index.backends import open_backend
 from simhash_filter.index.backends.base import Backend, Candidate
+from simhash_filter.index.bound import DEFAULT_DUPLICATES, DEFAULT_PER_TABLE, CheckBound
 from simhash_filter.index.tables import F, Match, TableDesign, as_fingerprint_array, check_fingerprint, resolve_design
 from simhash_filter.model.sketch import similarity
 
@@ -52,8 +53,10 @@ class NearDuplicateIndex:
     (:mod:`simhash_filter.model.sketch`) beside its fingerprint.  k may then exceed the design's k: the stored
     fingerprints within k that agree with a page on the leading bits of a table are its *candidates*, each is
     verified by the similarity of the two sketches (at least *min_similarity*), and the page is a
-    near-duplicate of the most similar verified candidate (ties: the nearer, then the earlier).  Every page is
-    stored, near-duplicate or not, so that a later variant finds the page it is closest to.
+    near-duplicate of the most similar verified candidate (ties: the nearer, then the earlier).  A page is
+    stored, near-duplicate or not, so that a later variant finds the page it is closest to; but the work of a
+    check is bounded (:mod:`simhash_filter.index.bound`): at most *per_table* candidates per table, the
+    nearest, and a table whose block holds *duplicates* verified near-duplicates of a page does not store it.
     """
 
     def __init__(
@@ -65,11 +68,16 @@ class NearDuplicateIndex:
         backend: Backend | str = "memory://",
         metadata: Mapping[str, Any] | None = None,
         min_similarity: float = 0.0,
+        per_table: int = DEFAULT_PER_TABLE,
+        duplicates: int = DEFAULT_DUPLICATES,
     ) -> None:
         self._k = _check_k(k)
         if not 0.0 <= min_similarity <= 1.0:
             raise ValueError(f"min_similarity must be in [0, 1], got {min_similarity!r}")
         self._min_similarity = float(min_similarity)
+        self._bound = CheckBound(per_table, duplicates, self._min_similarity)
+        #: The most candidates one check of this index verified so far (``simhash/candidates/max``).
+        self.candidates_max = 0
         candidates = bool((backend.metadata if isinstance(backend, Backend) else metadata or {}).get("sketch_bytes"))
         if isinstance(backend, Backend):
             if not (isinstance(design, str) and design == "auto"):
@@ -117,6 +125,11 @@ class NearDuplicateIndex:
             if s >= self._min_similarity and (best is None or s > best.similarity):  # type: ignore[operator]
                 best = Match(c.key, c.distance, c.fingerprint, s)
         return best
+
+    @property
+    def bound(self) -> CheckBound:
+        """The bound on the work of a check (two-stage detection)."""
+        return self._bound
 
     @property
     def k(self) -> int:
@@ -189,7 +202,15 @@ class NearDuplicateIndex:
         checked = self._check_sketch(sketch)
         if checked is None:
             return self._backend.check_and_add(fingerprint, key, self._k)
-        return self.best(self._backend.add_and_candidates(fingerprint, key, checked, self._k), checked)
+        return self.best(self.add_and_candidates(fingerprint, key, checked), checked)
+
+    def add_and_candidates(self, fingerprint: int, key: str, sketch: bytes) -> list[Candidate]:
+        """The candidates of a page under :attr:`bound`, then the page stored where the tables take it (see
+        :meth:`Backend.add_and_candidates`); for a caller that verifies them itself."""
+        found = self._backend.add_and_candidates(fingerprint, key, sketch, self._k, self._bound)
+        if len(found) > self.candidates_max:
+            self.candidates_max = len(found)
+        return found
 
     def check_and_add_many(self, fingerprints: Iterable[int] | np.ndarray, keys: Sequence[str]) -> list[Match | None]:
         """:meth:`check_and_add` for each pair in order (each one sees those kept before it)."""

@@ -332,11 +332,12 @@ def estimated_query_cost(design: TableDesign, size: int, k: int | None = None) -
 def estimated_bytes_per_fingerprint(design: TableDesign, k: int | None = None) -> int:
     """Memory of the memory backend per fingerprint (built for queries up to distance *k*, default the
     design's; a sketch kept beside each fingerprint not counted): 8 bytes, plus 4 (row id) + 2 (fold) per
-    table up to k = 3 (:data:`FOLD_MAX_K`), else 8 (the fingerprint) per table + 4 (row id, first table)."""
+    table up to k = 3 (:data:`FOLD_MAX_K`), else 12 per table (the fingerprint and the row id) + 1 (the tables that
+    refused the row: :mod:`simhash_filter.index.bound`)."""
     k = design.k if k is None else k
     if filters_on_folds(k):
         return 8 + 6 * design.n_tables
-    return 8 + 8 * design.n_tables + 4
+    return 8 + 12 * design.n_tables + 1
 
 
 def choose_design(k: int, expected_size: int) -> TableDesign:
@@ -346,7 +347,7 @@ def choose_design(k: int, expected_size: int) -> TableDesign:
     one with the lowest product of :func:`estimated_query_cost` (a model fitted to the memory
     backend: 4 µs + 1.4 µs per table + 0.002 µs per candidate + 0.08 µs per candidate fetched, or
     0.0016 µs per candidate and nothing fetched for k > 3) and :func:`estimated_bytes_per_fingerprint`
-    (8 + 6 per table, or 12 + 8 per table for k > 3); ties go to fewer tables.
+    (8 + 6 per table, or 9 + 12 per table for k > 3); ties go to fewer tables.
     More blocks mean longer leading bits, so fewer candidates, but more tables to probe and
     store.  For k = 3: 4 tables of 16 bits (32 B/fp) up to about 180 million fingerprints, then
     10 tables (13+13+13+13+12, 68 B/fp), then 20 tables (11+11+11+11+10+10, 128 B/fp) from about

@@ -17,6 +17,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
+from simhash_filter.index.bound import DEFAULT_BOUND, CheckBound
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -80,7 +82,12 @@ class Backend(abc.ABC):
     An index that keeps sketches (``metadata["sketch_bytes"] > 0``: two-stage detection) stores a sketch of
     that size beside every fingerprint and answers :meth:`add_and_candidates`, whose distance may exceed
     ``design.k``: its candidates are the stored fingerprints within that distance that agree with the query on
-    the leading bits of at least one table (all of them within ``design.k``, by the pigeonhole).
+    the leading bits of a table (all of them within ``design.k``, by the pigeonhole), at most
+    ``bound.per_table`` of them per table, the nearest; and a table stores the page only when its block holds
+    fewer than ``bound.duplicates`` verified near-duplicates of it (:mod:`simhash_filter.index.bound`: the
+    work of a check is bounded by a constant).  Every engine decides exactly as :func:`~simhash_filter.index.
+    bound.take` over the pages the tables hold (``tests/test_backends.py`` checks it against a brute-force
+    reference).
     """
 
     #: True for a backend that waits on the network (Redis): the crawl then calls it off the reactor thread.
@@ -133,14 +140,18 @@ class Backend(abc.ABC):
 
         self.add_many(np.array([fingerprint], dtype=np.uint64), [key], None if sketch is None else [sketch])
 
-    def add_and_candidates(self, fingerprint: int, key: str, sketch: bytes, k: int) -> list[Candidate]:
-        """Atomically: the candidates within *k* (see the class), nearest first, ties in insertion order; then
-        store this page, unless *key* is stored with this *fingerprint* already (a page seen again, a call
-        tried again after a timeout): adding is idempotent."""
+    def add_and_candidates(
+        self, fingerprint: int, key: str, sketch: bytes, k: int, bound: CheckBound = DEFAULT_BOUND
+    ) -> list[Candidate]:
+        """Atomically: the candidates within *k* under *bound* (see the class), nearest first, ties in insertion
+        order; then store this page in the tables that take it (none: it is not stored).  A table whose block
+        holds *key* with this *fingerprint* already (a page seen again, a call tried again after a timeout)
+        does not take it again: adding is idempotent."""
         raise NotImplementedError(f"{type(self).__name__} keeps no sketches (two-stage detection)")
 
-    def candidates(self, fingerprint: int, k: int) -> list[Candidate]:
-        """The candidates within *k* (see the class), nearest first, ties in insertion order; nothing stored."""
+    def candidates(self, fingerprint: int, k: int, bound: CheckBound = DEFAULT_BOUND) -> list[Candidate]:
+        """The candidates within *k* under *bound* (see the class), nearest first, ties in insertion order;
+        nothing stored."""
         raise NotImplementedError(f"{type(self).__name__} keeps no sketches (two-stage detection)")
 
     @abc.abstractmethod

@@ -4,20 +4,10 @@ Layout (per stored fingerprint, keys excluded):
 
 * the fingerprints once, in insertion order, as a ``uint64`` array (8 bytes); the row number is the
   key id, and the keys live in a plain list beside it (the sketches, in an index that keeps them, in a
-  ``(rows, sketch_bytes)`` array);
-* per table and per *run* (a contiguous range of rows): the run's entries sorted by the table's bucket
-  (the top bits of its lead value, its leading blocks), and a bucket -> offset array addressed directly
-  by the bucket (at most 1/4 as many buckets as rows, and at most 2**lead_bits: under 1 byte, 0.03
-  bytes for 4x16 at 10M).  An entry is one of two layouts, chosen by the backend's k
-  (:func:`~simhash_filter.index.tables.filters_on_folds`):
-
-  - *folds*, for k <= 3 (the classic index): the row id (``uint32``, 4 bytes) and the row's 16-bit
-    fold (:func:`~simhash_filter.index.tables.fold16`, ``uint16``, 2 bytes), rows in order within a bucket;
-  - *fingerprints*, for k >= 4 (two-stage detection queries k = 10): the row's whole fingerprint
-    (``uint64``, 8 bytes), and in the first table only also its row id (``uint32``, 4 bytes).  The first
-    table's lead is the fingerprint's top bits; it is sorted by the top ``64 - row_bits`` bits, then by
-    row, so it also finds the rows holding a given fingerprint by binary search.
-
+  ``(rows, sketch_bytes)`` array, and the tables that refused the row, one byte);
+* per table and per *run* (a contiguous range of rows): the run's entries in bucket order
+  (:mod:`~simhash_filter.index.backends.memory.runs`): 16-bit folds and row ids for k <= 3 (the classic
+  index), whole fingerprints and row ids for k >= 4 (two-stage detection queries k = 10);
 * the newest rows (fewer than ``buffer_size``) are in no run: queries scan them with one XOR and
   popcount.  A full buffer becomes a run; a run is rebuilt together with the newer run after it
   while it is at most ``merge_factor`` times larger, so there are few runs (about
@@ -26,19 +16,22 @@ Layout (per stored fingerprint, keys excluded):
   here), so the insert that triggers a large merge waits for it.
 
 With 4 tables of folds that is 8 + 4 * 6 = 32 bytes per fingerprint; with 5 tables of fingerprints
-8 + 5 * 8 + 4 = 52 (116 with a 64-byte sketch).  A query reads one bucket per table and run.  With
+8 + 5 * 12 + 1 = 69 (133 with a 64-byte sketch).  A query reads one bucket per table and run.  With
 folds it drops the entries whose fold is more than k bits from the query's (the fold distance never
 exceeds the true distance), fetches the rest from the fingerprint array and verifies them on the full
 64 bits: cheap while few folds pass (1.1 % of random ones at k = 3), but at k = 10 about 90 % pass
 (and 2.5 % of 32-bit folds), and each costs a random fetch.  With fingerprints the buckets and the
-buffer are verified exactly in one pass (XOR and popcount over contiguous memory), and only the
-matches, a few per query, are looked up in their run's first table for their rows.
+buffer are verified exactly in one pass (XOR and popcount over contiguous memory).
+
+A two-stage check (:meth:`MemoryBackend.add_and_candidates`) is bounded (:mod:`simhash_filter.index.bound`):
+the hits of each table are its block's (the same whole lead), the nearest ``per_table`` of them are the
+candidates, and a table whose block holds ``duplicates`` verified near-duplicates of the page does not take it.
 """
+
 
 from __future__ import annotations
 
 import threading
-from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -46,7 +39,10 @@ from urllib.parse import parse_qsl, urlsplit
 import numpy as np
 
 from simhash_filter.index.backends.base import Backend, Candidate, Entry
-from simhash_filter.index.tables import F, Match, TableDesign, bucket_bits, filters_on_folds, fold16, fold16_array
+from simhash_filter.index.backends.memory.runs import Run, build_run
+from simhash_filter.index.bound import DEFAULT_BOUND, CheckBound, take
+from simhash_filter.index.tables import Match, TableDesign, filters_on_folds, fold16, fold16_array
+from simhash_filter.model.sketch import similarity
 
 __all__ = ["MemoryBackend"]
 
@@ -56,105 +52,6 @@ _FOLD_FILTER_MIN = 48
 _PY_VERIFY_MAX = 24
 #: Queries per step of :meth:`MemoryBackend.query_many` (bounds its temporary memory).
 _BATCH = 2048
-
-
-#: (bucket offsets, the same as a memoryview (its items are Python ints: faster to index one by one),
-#: the entries' 16-bit folds or whole fingerprints in bucket order, their row ids in bucket order (None in
-#: every table of fingerprints but the first), lead bits below the bucket)
-_Table = tuple[np.ndarray, memoryview, np.ndarray, np.ndarray | None, int]
-
-
-class _Run:
-    """Bucketed tables over rows ``start..end-1``.
-
-    In a run of fingerprint tables (``shift`` > 0), ``fps`` and ``rows`` view the first table: its fingerprints,
-    sorted by their top ``F - row_bits`` bits (``low`` masks the other bits) and then by row, and their rows;
-    ``shift`` brings a fingerprint's top bits down to its bucket in that table.
-    """
-
-    __slots__ = ("end", "fps", "low", "rows", "shift", "start", "tables")
-
-    def __init__(self, start: int, end: int, tables: list[_Table], low: int = 0, shift: int = 0) -> None:
-        self.start = start
-        self.end = end
-        self.tables = tables
-        self.low = low
-        self.shift = shift
-        if shift:
-            _, _, first, rows, _ = tables[0]
-            self.fps = memoryview(first)
-            self.rows = memoryview(rows)  # type: ignore[arg-type]
-
-    @property
-    def size(self) -> int:
-        return self.end - self.start
-
-    @property
-    def nbytes(self) -> int:
-        return sum(
-            off.nbytes + keys.nbytes + (0 if rows is None else rows.nbytes) for off, _, keys, rows, _ in self.tables
-        )
-
-    def rows_of(self, fingerprint: int) -> list[int]:
-        """The rows of this run (of fingerprint tables) that hold *fingerprint*."""
-        off = self.tables[0][1]
-        b = fingerprint >> self.shift
-        fps, low = self.fps, self.low
-        lo = bisect_left(fps, fingerprint & ~low, off[b], off[b + 1])
-        hi = bisect_right(fps, fingerprint | low, lo, off[b + 1])
-        rows = self.rows
-        return [rows[i] for i in range(lo, hi) if fps[i] == fingerprint]
-
-
-def _build_run(fps: np.ndarray, start: int, design: TableDesign, folds: bool = True) -> _Run:
-    """Sort the rows ``start..start+len(fps)-1`` into one bucketed table per design table, of 16-bit folds and
-    row ids (*folds*) or of whole fingerprints (and row ids in the first table)."""
-    size = len(fps)
-    end = start + size
-    row_dtype = np.uint32 if end <= 2**32 else np.uint64
-    off_dtype = np.uint32 if size < 2**32 else np.uint64
-    row_bits = max(1, (size - 1).bit_length())
-    local_ids = np.arange(size, dtype=np.uint64)
-    values = fold16_array(fps) if folds else fps
-    tables = []
-    low = shift = 0
-    for t, lead in enumerate(design.lead_bits):
-        b = bucket_bits(lead, size)
-        drop = lead - b
-        key = design.lead_array(fps, t)
-        if drop:
-            key >>= np.uint64(drop)
-        offsets = np.zeros((1 << b) + 1, dtype=off_dtype)
-        np.cumsum(np.bincount(key.astype(np.intp), minlength=1 << b), out=offsets[1:])
-        if not folds and t == 0:
-            # the first table's lead is the fingerprint's top bits: sort by the top F - row_bits bits (so by
-            # bucket), then by row, and the table also finds the rows of a fingerprint by binary search
-            shift = F - b
-            if b + row_bits <= F:
-                key = fps >> np.uint64(row_bits)
-                key <<= np.uint64(row_bits)
-                key |= local_ids
-                key.sort()
-                key &= np.uint64((1 << row_bits) - 1)
-                local = key
-                low = (1 << row_bits) - 1
-            else:  # pragma: no cover - needs more than 2**32 rows in one run
-                local = np.argsort(fps, kind="stable")
-        elif b + row_bits <= F:  # one sort of (bucket, local row) packed in 64 bits
-            key <<= np.uint64(row_bits)
-            key |= local_ids
-            key.sort()
-            key &= np.uint64((1 << row_bits) - 1)
-            local = key
-        else:  # pragma: no cover - needs more than 2**38 rows in one run
-            local = np.argsort(key, kind="stable")
-        rows = None
-        if folds or t == 0:
-            rows = local.astype(row_dtype)
-            if start:
-                rows += row_dtype(start)
-        tables.append((offsets, memoryview(offsets), values[local], rows, drop))
-    return _Run(start, end, tables, low, shift)
 
 
 class MemoryBackend(Backend):
@@ -183,11 +80,14 @@ class MemoryBackend(Backend):
         moves = design.lead_moves
         #: (shift, mask) of each table's lead, when every lead is one span of adjacent blocks (else None)
         self._spans = [(s, m) for ((s, m, _),) in moves] if all(len(mv) == 1 for mv in moves) else None
+        self._lead_masks = np.array(design.lead_masks, dtype=np.uint64)
+        self._all_tables = (1 << design.n_tables) - 1  # a page every table refused is not stored
         self._fps = np.empty(0, dtype=np.uint64)
         self._sketches = np.empty((0, self._sketch_bytes), dtype=np.uint8)  # row -> sketch (two-stage)
+        self._refused = np.empty(0, dtype=np.uint8)  # row -> the tables that refused it (bit t: table t)
         self._n = 0
         self._sealed = 0  # rows below this are in runs, the rest is the buffer
-        self._runs: list[_Run] = []
+        self._runs: list[Run] = []
         self._keys: list[str] = []
         self._dead: set[int] = set()  # deleted rows: still in the tables, never returned
         self._lock = threading.Lock()
@@ -215,8 +115,10 @@ class MemoryBackend(Backend):
 
     @property
     def nbytes(self) -> int:
-        """Bytes held in numpy arrays (fingerprints, sketches, tables, offsets); the key list is not counted."""
-        return self._fps.nbytes + self._sketches.nbytes + sum(run.nbytes for run in self._runs)
+        """Bytes held in numpy arrays (fingerprints, sketches, refusals, tables, offsets); the key list is not
+        counted."""
+        arrays = self._fps.nbytes + self._sketches.nbytes + self._refused.nbytes
+        return arrays + sum(run.nbytes for run in self._runs)
 
     @property
     def run_sizes(self) -> list[int]:
@@ -232,6 +134,7 @@ class MemoryBackend(Backend):
             self._closed = True
             self._fps = np.empty(0, dtype=np.uint64)
             self._sketches = np.empty((0, self._sketch_bytes), dtype=np.uint8)
+            self._refused = np.empty(0, dtype=np.uint8)
             self._runs = []
             self._keys = []
             self._dead = set()
@@ -243,9 +146,11 @@ class MemoryBackend(Backend):
 
     # -- hooks for a backend that keeps its keys elsewhere or hides rows ------------------------
 
-    def _store_keys(self, fingerprints: np.ndarray, keys: Sequence[str], sketches: np.ndarray) -> None:
+    def _store_keys(
+        self, fingerprints: np.ndarray, keys: Sequence[str], sketches: np.ndarray, refused: np.ndarray
+    ) -> None:
         """Keep the *keys* of the rows about to be appended (the on-disk backend writes them, and the rows'
-        *sketches*, an ``(m, sketch_bytes)`` array, first)."""
+        *sketches*, an ``(m, sketch_bytes)`` array, and the tables that *refused* them, first)."""
         self._keys.extend(keys)
 
     def _sketch_rows(self, sketches: Sequence[bytes] | None, m: int) -> np.ndarray:
@@ -285,17 +190,25 @@ class MemoryBackend(Backend):
             sketches = np.empty((capacity, self._sketch_bytes), dtype=np.uint8)
             sketches[: self._n] = self._sketches[: self._n]
             self._sketches = sketches
+            refused = np.zeros(capacity, dtype=np.uint8)
+            refused[: self._n] = self._refused[: self._n]
+            self._refused = refused
 
     def _seal(self) -> None:
         """Turn the buffer into a run, then merge runs that have become of similar size."""
         runs = self._runs
-        runs.append(_build_run(self._fps[self._sealed : self._n], self._sealed, self._design, self._folds))
+        runs.append(self._run(self._sealed, self._n))
         self._sealed = self._n
         while len(runs) >= 2 and runs[-2].size <= self._merge_factor * runs[-1].size:
             older, newer = runs[-2:]
-            runs[-2:] = [_build_run(self._fps[older.start : newer.end], older.start, self._design, self._folds)]
+            runs[-2:] = [self._run(older.start, newer.end)]
 
-    def _add_one(self, fingerprint: int, key: str, sketch: np.ndarray | None = None) -> None:
+    def _run(self, start: int, end: int) -> Run:
+        """The tables of rows ``start..end-1``."""
+        refused = self._refused[start:end]
+        return build_run(self._fps[start:end], start, self._design, self._folds, refused)
+
+    def _add_one(self, fingerprint: int, key: str, sketch: np.ndarray | None = None, refused: int = 0) -> None:
         if sketch is None and self._sketch_bytes:
             raise ValueError("this index keeps a sketch beside each fingerprint: use add_and_candidates")
         n = self._n
@@ -304,7 +217,8 @@ class MemoryBackend(Backend):
         self._fps[n] = fingerprint
         if sketch is not None:
             self._sketches[n] = sketch
-        self._store_keys(self._fps[n : n + 1], [key], self._sketches[n : n + 1])
+        self._refused[n] = refused
+        self._store_keys(self._fps[n : n + 1], [key], self._sketches[n : n + 1], self._refused[n : n + 1])
         self._n = n + 1
         if self._n - self._sealed >= self._buffer_size:
             self._seal()
@@ -327,7 +241,8 @@ class MemoryBackend(Backend):
             self._reserve(self._n + m)
             self._fps[self._n : self._n + m] = fingerprints
             self._sketches[self._n : self._n + m] = rows
-            self._store_keys(fingerprints, keys, rows)
+            self._refused[self._n : self._n + m] = 0
+            self._store_keys(fingerprints, keys, rows, self._refused[self._n : self._n + m])
             self._n += m
             if self._n - self._sealed >= self._buffer_size:
                 self._seal()
@@ -406,84 +321,120 @@ class MemoryBackend(Backend):
             hits = sorted(set(hits))  # a match can be found through several tables
         return hits
 
-    def _hits_exact(self, fingerprint: int, k: int) -> list[tuple[int, int, int]]:
-        """:meth:`_hits` over tables of fingerprints: the buckets and the buffer verified in one pass, then the
-        rows of the matches looked up in their run's first table."""
+    def _buckets(self, fingerprint: int) -> list[tuple[np.ndarray, np.ndarray, int]]:
+        """The query's bucket in every table of every run, when not empty: ``(values, rows, table)``."""
         parts = []
-        bounds = []  # (end of a run's entries in the concatenation, the run)
-        total = 0
         if self._runs:
             leads = self._leads(fingerprint)
             for run in self._runs:
-                for (_, off, values, _, drop), lead in zip(run.tables, leads, strict=True):
+                for t, ((_, off, values, rows, drop), lead) in enumerate(zip(run.tables, leads, strict=True)):
                     b = lead >> drop
                     lo = off[b]
                     hi = off[b + 1]
                     if hi != lo:
-                        parts.append(values[lo:hi])
-                        total += hi - lo
-                bounds.append((total, run))
+                        parts.append((values[lo:hi], rows[lo:hi], t))
+        return parts
+
+    def _hits_exact(self, fingerprint: int, k: int) -> list[tuple[int, int, int]]:
+        """:meth:`_hits` over tables of fingerprints: the buckets and the buffer verified in one pass."""
+        parts = self._buckets(fingerprint)
         sealed = self._sealed
+        values = [v for v, _, _ in parts]
         if self._n > sealed:  # the buffer, scanned whole
-            parts.append(self._fps[sealed : self._n])
-        if not parts:
+            values.append(self._fps[sealed : self._n])
+        if not values:
             return []
-        if len(parts) > 1:
-            x = np.concatenate(parts)
-            x ^= np.uint64(fingerprint)
-        else:
-            x = parts[0] ^ np.uint64(fingerprint)  # never in place: a view of a table
+        x = _xor(values, fingerprint)
         dist = np.bitwise_count(x)
-        sel = (dist <= k).nonzero()[0]
+        sel = np.flatnonzero(dist <= k)
         if not len(sel):
             return []
-        hits: list[tuple[int, int, int]] = []
-        seen: set[tuple[int, int]] = set()
-        for pos, d, xv in zip(sel.tolist(), dist[sel].tolist(), x[sel].tolist(), strict=True):
-            f = xv ^ fingerprint
-            if pos >= total:
-                hits.append((d, sealed + pos - total, f))
-                continue
-            i = 0
-            while bounds[i][0] <= pos:
-                i += 1
-            if (i, f) not in seen:  # found through several tables, or stored more than once
-                seen.add((i, f))
-                hits.extend((d, r, f) for r in bounds[i][1].rows_of(f))
+        rows = np.concatenate([r for _, r, _ in parts]) if parts else np.empty(0, dtype=np.uint32)
+        total = len(rows)
+        hits = {
+            (d, int(rows[pos]) if pos < total else sealed + pos - total, xv ^ fingerprint)
+            for pos, d, xv in zip(sel.tolist(), dist[sel].tolist(), x[sel].tolist(), strict=True)
+        }  # a match is found through several tables
         if self._hides_rows():
-            hits = [hit for hit in hits if not self._hidden(hit[1])]
-        if len(hits) > 1:
-            hits.sort()
+            return sorted(hit for hit in hits if not self._hidden(hit[1]))
+        return sorted(hits)
+
+    def _block_hits(self, fingerprint: int, k: int) -> list[list[tuple[int, int]]]:
+        """For each table, ``(distance, row)`` of the rows it holds in the page's block (the same lead) within
+        *k* (hidden rows left out)."""
+        hits: list[list[tuple[int, int]]] = [[] for _ in range(self._design.n_tables)]
+        parts = self._buckets(fingerprint)
+        if parts:
+            lengths = [len(v) for v, _, _ in parts]
+            x = _xor([v for v, _, _ in parts], fingerprint)
+            lead = np.repeat(self._lead_masks[[t for _, _, t in parts]], lengths)
+            lead &= x  # the bits of the leads in which an entry differs from the page
+            dist = np.bitwise_count(x)
+            sel = np.flatnonzero((dist <= k) & (lead == 0))
+            if len(sel):
+                ends = np.cumsum(lengths)
+                rows = np.concatenate([r for _, r, _ in parts])
+                for pos, part, d in zip(
+                    sel.tolist(), np.searchsorted(ends, sel, side="right").tolist(), dist[sel].tolist(), strict=True
+                ):
+                    hits[parts[part][2]].append((d, int(rows[pos])))
+        sealed, n = self._sealed, self._n
+        if n > sealed:  # the buffer: its rows within k, in the tables that took them and whose lead they share
+            x = self._fps[sealed:n] ^ np.uint64(fingerprint)
+            dist = np.bitwise_count(x)
+            sel = np.flatnonzero(dist <= k)
+            masks = self._design.lead_masks
+            for i, d, xv in zip(sel.tolist(), dist[sel].tolist(), x[sel].tolist(), strict=True):
+                refused = int(self._refused[sealed + i])
+                for t, mask in enumerate(masks):
+                    if not (refused >> t) & 1 and not xv & mask:
+                        hits[t].append((d, sealed + i))
+        if self._hides_rows():
+            hits = [[hit for hit in table if not self._hidden(hit[1])] for table in hits]
         return hits
 
-    def _candidates(self, fingerprint: int, k: int) -> list[tuple[Candidate, int]]:
-        """The candidates within *k* (see :class:`Backend`) and their rows."""
-        hits = self._hits(fingerprint, k)
-        if k > self._design.k:  # found through a bucket, or in the buffer: it must agree on some table's lead
-            agree = self._design.agree_on_a_lead
-            hits = [hit for hit in hits if agree(hit[2], fingerprint)]
-        return [(Candidate(self._key(r), d, f, self._sketches[r].tobytes()), r) for d, r, f in hits]
+    def _bounded(
+        self, fingerprint: int, key: str | None, sketch: bytes, k: int, bound: CheckBound
+    ) -> tuple[list[Candidate], int]:
+        """The bounded check (:func:`~simhash_filter.index.bound.take`): the candidates, and the tables that
+        refuse the page (*key* None: a query that stores nothing, and so refuses nothing)."""
+        verdicts: dict[int, bool] = {}
+        sketches, fps, t = self._sketches, self._fps, bound.min_similarity
 
-    def candidates(self, fingerprint: int, k: int) -> list[Candidate]:
-        """The candidates within *k*, nearest first, ties in insertion order; nothing stored."""
+        def verified(row: int) -> bool:
+            if row not in verdicts:
+                verdicts[row] = similarity(sketch, sketches[row].tobytes()) >= t
+            return verdicts[row]
+
+        def own(row: int) -> bool:
+            return key is not None and int(fps[row]) == fingerprint and self._key(row) == key
+
+        chosen, refused = take(self._block_hits(fingerprint, k), bound, verified, own)
+        found = [Candidate(self._key(r), d, int(fps[r]), sketches[r].tobytes()) for d, r in chosen]
+        return found, refused
+
+    def candidates(self, fingerprint: int, k: int, bound: CheckBound = DEFAULT_BOUND) -> list[Candidate]:
+        """The candidates within *k* under *bound*, nearest first, ties in insertion order; nothing stored."""
         if not self._sketch_bytes:
             self._no_sketches()
         with self._lock:
             self._check_open()
-            return [c for c, _ in self._candidates(fingerprint, k)]
+            return self._bounded(fingerprint, None, bytes(self._sketch_bytes), k, bound)[0]
 
-    def add_and_candidates(self, fingerprint: int, key: str, sketch: bytes, k: int) -> list[Candidate]:
-        """Atomically: the candidates within *k*, then this page stored unless its key is stored with this
-        fingerprint already."""
+    def add_and_candidates(
+        self, fingerprint: int, key: str, sketch: bytes, k: int, bound: CheckBound = DEFAULT_BOUND
+    ) -> list[Candidate]:
+        """Atomically: the candidates within *k* under *bound*, then this page stored in the tables that take
+        it (none: not stored)."""
         if not self._sketch_bytes:
             self._no_sketches()
         row = self._sketch_rows([sketch], 1)[0]
         with self._lock:
             self._check_open()
-            found = self._candidates(fingerprint, k)
-            if not any(c.distance == 0 and c.key == key for c, _ in found):
-                self._add_one(fingerprint, key, row)
-            return [c for c, _ in found]
+            found, refused = self._bounded(fingerprint, key, sketch, k, bound)
+            if refused != self._all_tables:
+                self._add_one(fingerprint, key, row, refused)
+            return found
 
     def _no_sketches(self) -> None:
         raise NotImplementedError("this index keeps no sketches (its metadata has no sketch_bytes)")
@@ -545,7 +496,7 @@ class MemoryBackend(Backend):
                 return out
             runs = list(self._runs)
             if self._n > self._sealed:  # a throwaway run over the buffer
-                runs.append(_build_run(self._fps[self._sealed : self._n], self._sealed, self._design, self._folds))
+                runs.append(self._run(self._sealed, self._n))
             fps = self._fps
             hiding = self._hides_rows()
             for lo in range(0, len(fingerprints), _BATCH):
@@ -565,7 +516,7 @@ class MemoryBackend(Backend):
                         out[qi].append(Match(self._key(r), d, f))
             return out
 
-    def _probe_batch(self, runs: list[_Run], qs: np.ndarray, k: int) -> tuple[np.ndarray, ...]:
+    def _probe_batch(self, runs: list[Run], qs: np.ndarray, k: int) -> tuple[np.ndarray, ...]:
         """(query index, row, distance) of every match of the queries *qs* in *runs*, unsorted (a match found
         through several tables more than once)."""
         fps = self._fps
@@ -575,7 +526,6 @@ class MemoryBackend(Backend):
         qkeys = fold16_array(qs) if folds else qs
         found_q, found_r, found_d = [], [], []
         for run in runs:
-            run_q, run_v, run_d = [], [], []
             for (off, _, values, rows, drop), lead in zip(run.tables, leads, strict=True):
                 b = (lead >> np.uint64(drop) if drop else lead).astype(np.intp)
                 start = off[b].astype(np.intp)
@@ -588,25 +538,18 @@ class MemoryBackend(Backend):
                 # candidate j of query i sits at start[i] + j: one arange shifted per query
                 pos = np.repeat(start - ends + lens, lens)
                 pos += np.arange(total, dtype=np.intp)
-                keys = values[pos]
-                dist = np.bitwise_count(keys ^ np.repeat(qkeys, lens))
+                dist = np.bitwise_count(values[pos] ^ np.repeat(qkeys, lens))
                 hit = np.flatnonzero(dist <= k)
                 qidx = np.searchsorted(ends, hit, side="right")
+                cand = rows[pos[hit]].astype(np.int64)
                 if folds:  # fetch and verify the candidates that pass the fold filter
-                    cand = rows[pos[hit]]  # type: ignore[index]
                     dist = np.bitwise_count(fps[cand] ^ qs[qidx])
                     sel = dist <= k
-                    found_q.append(qidx[sel])
-                    found_r.append(cand[sel].astype(np.int64))
-                    found_d.append(dist[sel])
-                elif len(hit):  # exact already: the rows come from the run's first table
-                    run_q.append(qidx)
-                    run_v.append(keys[hit])
-                    run_d.append(dist[hit])
-            if run_q:
-                qidx, rows, dist = _rows_of_matches(run, *map(np.concatenate, (run_q, run_v, run_d)))
+                    qidx, cand, dist = qidx[sel], cand[sel], dist[sel]
+                else:  # exact already
+                    dist = dist[hit]
                 found_q.append(qidx)
-                found_r.append(rows)
+                found_r.append(cand)
                 found_d.append(dist)
         if not found_q:
             empty = np.empty(0, dtype=np.int64)
@@ -614,19 +557,10 @@ class MemoryBackend(Backend):
         return np.concatenate(found_q), np.concatenate(found_r), np.concatenate(found_d)
 
 
-def _rows_of_matches(
-    run: _Run, qidx: np.ndarray, values: np.ndarray, dist: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(query index, row, distance) of matches given as fingerprint *values* in a run of fingerprint tables, each
-    looked up in the run's first table (every row holding that fingerprint)."""
-    _, _, first, rows, _ = run.tables[0]
-    low = np.uint64(run.low)
-    lo = np.searchsorted(first, values & ~low, side="left")  # the entries with the same top bits
-    hi = np.searchsorted(first, values | low, side="right")
-    lens = hi - lo
-    ends = np.cumsum(lens)
-    pos = np.repeat(lo - ends + lens, lens)
-    pos += np.arange(int(ends[-1]), dtype=pos.dtype)
-    same = np.flatnonzero(first[pos] == np.repeat(values, lens))
-    owner = np.searchsorted(ends, same, side="right")
-    return qidx[owner], rows[pos[same]].astype(np.int64), dist[owner]  # type: ignore[index]
+def _xor(values: list[np.ndarray], fingerprint: int) -> np.ndarray:
+    """The *values* side by side, each XOR *fingerprint* (a new array: the values are views of the tables)."""
+    if len(values) == 1:
+        return values[0] ^ np.uint64(fingerprint)
+    x = np.concatenate(values)
+    x ^= np.uint64(fingerprint)
+    return x
