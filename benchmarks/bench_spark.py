@@ -1,4 +1,4 @@
-"""The Spark job (``simhash_filter.spark``) in local mode: its scaling from one core to two, beside one machine's
+"""The Spark job (``simhash_filter.batch.spark``) in local mode: its scaling from one core to two, beside one machine's
 ``dedup``, and its pair-finding stage alone on synthetic fingerprints with planted neighbours.
 
 ``scaling``: the public stream (``--copies`` copies of it, each copy's URLs suffixed ``#copy-N``, so that the
@@ -9,7 +9,7 @@ seconds (the Spark session's start included) and pages/s; the outputs must be id
 ``pairs``: ``--fingerprints`` random fingerprints (``xxhash64`` of a row number, made in the executors) and
 ``--planted`` pairs planted among them at distances 1 to 4 (which the index's tables must find: the pigeonhole
 over five 13-bit leads) and 5 to 10 (found when they share a lead, as on one machine); the candidate pairs found
-by :func:`simhash_filter.spark.candidate_pairs` (the block keys joined on themselves, filtered to k = 10); time,
+by :func:`simhash_filter.batch.spark.candidate_pairs` (the block keys joined on themselves, filtered to k = 10); time,
 the pairs compared, every planted pair within 4 found or not.
 
     python benchmarks/bench_spark.py scaling [--copies 4] [--repeat 3]
@@ -66,7 +66,7 @@ def scaling(copies: int, repeat: int) -> dict:
                 out = outputs[name]
                 out.unlink(missing_ok=True)
                 if name.startswith("local"):
-                    cmd = [sys.executable, "-m", "simhash_filter.spark", str(corpus), "--output", str(out),
+                    cmd = [sys.executable, "-m", "simhash_filter.batch.spark", str(corpus), "--output", str(out),
                            "--master", name]  # fmt: skip
                 else:
                     cmd = [sys.executable, "-m", "simhash_filter", "dedup", str(corpus), "--output", str(out),
@@ -90,7 +90,7 @@ def pairs(fingerprints: int, planted: int, master: str) -> dict:
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
-    from simhash_filter.spark import candidate_pairs
+    from simhash_filter.batch.spark import candidate_pairs
 
     k = DEFAULTS.max_distance
     design = resolve_design(DEFAULTS.tables, k, 1_000_000, candidates=True)

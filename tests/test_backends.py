@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from bounded_reference import BoundedReference
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -15,7 +15,7 @@ import pytest
 import worker_helpers
 
 from simhash_filter import DEFAULTS, fingerprint, hamming
-from simhash_filter import dedup as dedup_module
+from simhash_filter.batch import dedup as dedup_module
 from simhash_filter.cli.main import build_parser, main
 
 LINE = re.compile(r"^[0-9a-f]{16}  (.+)$")

@@ -1,4 +1,4 @@
-"""Tests of simhash_filter.dedup: line parsing, order, streaming and the output record."""
+"""Tests of simhash_filter.batch.dedup: line parsing, order, streaming and the output record."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import time
 import pytest
 import worker_helpers
 
-from simhash_filter import dedup as dedup_module
+from simhash_filter.batch import dedup as dedup_module
+from simhash_filter.batch.dedup import ERROR, MALFORMED, Outcome, Summary, dedup, parse_line
 from simhash_filter.config import DEFAULTS
-from simhash_filter.dedup import ERROR, MALFORMED, Outcome, Summary, dedup, parse_line
 
 
 @pytest.mark.parametrize(
@@ -107,7 +107,7 @@ def test_available_cpus_prefers_what_this_process_may_use(monkeypatch):
     """available_cpus() uses os.process_cpu_count (3.13+), else the affinity mask, else os.cpu_count."""
     import os
 
-    from simhash_filter import dedup as dedup_mod
+    from simhash_filter.batch import dedup as dedup_mod
 
     monkeypatch.setattr(os, "process_cpu_count", lambda: 3, raising=False)
     assert dedup_mod.available_cpus() == 3
@@ -125,7 +125,7 @@ def test_available_cpus_prefers_what_this_process_may_use(monkeypatch):
 )
 def test_auto_workers(monkeypatch, size, cpus, expected):
     """One process for small or unknown inputs and single CPUs; else a worker per CPU, at most 8."""
-    from simhash_filter import dedup as dedup_mod
+    from simhash_filter.batch import dedup as dedup_mod
 
     monkeypatch.setattr(dedup_mod, "available_cpus", lambda: cpus)
     assert dedup_mod.auto_workers(size) == expected

@@ -47,9 +47,9 @@ from fault_helpers import (
 )
 from redis_server import RedisServer
 
+from simhash_filter.batch.dedup import open_index
 from simhash_filter.cli.main import main
 from simhash_filter.config import DEFAULTS
-from simhash_filter.dedup import open_index
 from simhash_filter.index.backends import MetadataMismatchError
 from simhash_filter.index.backends.file import HEADER_SIZE, CorruptIndexError, FileBackend
 from simhash_filter.index.backends.uri import error_message

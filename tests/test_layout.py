@@ -69,7 +69,7 @@ def test_the_package_has_the_four_parts():
     for part in ("model", "index", "index.backends", "crawl", "cli"):
         assert f"{NAME}.{part}" in MODULES, part
     flat = {name for name in MODULES if name.count(".") == 1}
-    flat_modules = ("__main__", "config", "dedup", "warc", "spark", "report", "cli", "crawl", "index", "model")
+    flat_modules = ("__main__", "config", "batch", "report", "cli", "crawl", "index", "model")
     parts = {f"{NAME}.{p}" for p in flat_modules}
     assert flat == parts
 

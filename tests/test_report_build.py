@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import worker_helpers
 
+from simhash_filter.batch.dedup import dedup
 from simhash_filter.cli.main import main
 from simhash_filter.config import FilterConfig
-from simhash_filter.dedup import dedup
 from simhash_filter.report import detail
 from simhash_filter.report.build import ABSENT, Options, Report, build, read_decisions
 from simhash_filter.report.detail import display_text

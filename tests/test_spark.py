@@ -1,4 +1,4 @@
-"""The Spark job (``simhash_filter.spark``) in local mode with a real ``pyspark`` and Java: the same decisions as
+"""The Spark job (``simhash_filter.batch.spark``) in local mode with a real ``pyspark`` and Java: the same decisions as
 ``simhash-filter dedup`` on the same input, input files found as Spark names them, and the pair-finding stage."""
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def _one_machine(tmp_path: Path, files: list[Path]) -> list[dict]:
 def test_the_spark_job_decides_as_one_machine_does(spark, tmp_path: Path, corpus: list[Path]) -> None:
     """Over two files (one gzipped) with near-duplicates across them, a malformed line and an empty page, the Spark
     job's output lines equal ``simhash-filter dedup``'s over the files concatenated in name order."""
-    from simhash_filter.spark import spark_dedup, write_output
+    from simhash_filter.batch.spark import spark_dedup, write_output
 
     output = tmp_path / "spark.jsonl"
     counts = write_output(spark_dedup(spark, [str(tmp_path / "in")]), str(output), "jsonl")
@@ -93,7 +93,7 @@ def test_the_spark_job_decides_as_one_machine_does(spark, tmp_path: Path, corpus
 def test_part_files_concatenated_in_name_order_are_the_single_file(spark, tmp_path: Path, corpus: list[Path]) -> None:
     """An output directory holds part files whose lines, in name order, are the single-file output's; Parquet
     holds the same decisions."""
-    from simhash_filter.spark import spark_dedup, write_output
+    from simhash_filter.batch.spark import spark_dedup, write_output
 
     result = spark_dedup(spark, [str(p) for p in corpus])
     write_output(result, str(tmp_path / "single.jsonl"), "jsonl")
@@ -110,7 +110,7 @@ def test_part_files_concatenated_in_name_order_are_the_single_file(spark, tmp_pa
 def test_input_files_are_found_as_spark_names_them(spark, tmp_path: Path, corpus: list[Path]) -> None:
     """A directory is searched recursively for JSON Lines and WARC files, a glob is expanded, the files are
     sorted; a path that matches nothing is a FileNotFoundError naming it."""
-    from simhash_filter.spark import input_files
+    from simhash_filter.batch.spark import input_files
 
     (tmp_path / "in" / "notes.txt").write_text("not an input", encoding="utf-8")
     found = input_files(spark, [str(tmp_path / "in")])
@@ -123,7 +123,7 @@ def test_input_files_are_found_as_spark_names_them(spark, tmp_path: Path, corpus
 def test_candidate_pairs_join_block_keys_once_per_pair(spark) -> None:
     """Pages sharing a block key in two tables give one pair, earlier first, with its distance; pages farther
     than k or in no common block give none."""
-    from simhash_filter.spark import candidate_pairs
+    from simhash_filter.batch.spark import candidate_pairs
 
     rows = [(1, 0b1111, 0, 5), (1, 0b1111, 1, 9), (2, 0b0111, 0, 5), (2, 0b0111, 1, 9), (3, -1, 0, 5), (4, 0, 2, 7)]
     blocks = spark.createDataFrame(rows, "number long, fp long, t int, lead long")
@@ -132,13 +132,13 @@ def test_candidate_pairs_join_block_keys_once_per_pair(spark) -> None:
 
 
 def test_the_module_runs_as_a_command(tmp_path: Path, corpus: list[Path]) -> None:
-    """``python -m simhash_filter.spark INPUT --output OUT --master local[1]`` writes the output and a summary line;
-    an input that matches nothing is one line on stderr and exit status 1."""
+    """``python -m simhash_filter.batch.spark INPUT --output OUT --master local[1]`` writes the output and a summary
+    line; an input that matches nothing is one line on stderr and exit status 1."""
     import subprocess
 
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
     out = tmp_path / "cmd.jsonl"
-    cmd = [sys.executable, "-m", "simhash_filter.spark", str(tmp_path / "in"), "--output", str(out), "--master",
+    cmd = [sys.executable, "-m", "simhash_filter.batch.spark", str(tmp_path / "in"), "--output", str(out), "--master",
            "local[1]"]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -154,7 +154,7 @@ def test_a_directory_of_warc_files_gives_one_machines_decisions(spark, tmp_path:
     dedup`` of the same directory: the same output lines, WARC-Date and WARC-Record-ID included."""
     from test_warc import request, response, write_warc
 
-    from simhash_filter.spark import spark_dedup, write_output
+    from simhash_filter.batch.spark import spark_dedup, write_output
 
     files = {
         "a.warc.gz": [("https://a.example/garden", "en_article"), ("https://a.example/library", "zh_article")],

@@ -1,4 +1,4 @@
-"""Tests of WARC input (simhash_filter.warc, ``simhash-filter dedup`` of WARC files), on WARC files written here
+"""Tests of WARC input (simhash_filter.batch.warc, ``simhash-filter dedup`` of WARC files), on WARC files written here
 with warcio's own writer."""
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from simhash_filter import fingerprint
+from simhash_filter.batch.dedup import Outcome
+from simhash_filter.batch.warc import WarcCounts, WarcPage, is_warc_input, iter_warc_pages, iter_warc_stream, warc_files
 from simhash_filter.cli.main import main
 from simhash_filter.crawl.policy import Policy
-from simhash_filter.dedup import Outcome
-from simhash_filter.warc import WarcCounts, WarcPage, is_warc_input, iter_warc_pages, iter_warc_stream, warc_files
 
 #: Makes records (each is written once: its payload is a stream).
 BUILDER = WARCWriter(None)

@@ -32,7 +32,7 @@ if __name__ == "__main__":
 
 def prepare_or_die(lines: list[bytes]) -> Any:
     """``dedup``'s chunk work in a worker process, but the process dies on lines containing ``POISON``."""
-    from simhash_filter import dedup
+    from simhash_filter.batch import dedup
 
     if any(POISON in line for line in lines):
         os._exit(70)

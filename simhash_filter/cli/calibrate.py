@@ -136,7 +136,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         _warn(MATPLOTLIB_MISSING.format(path=args.plot))
         return EXIT_MALFORMED
 
-    from simhash_filter.dedup import WorkersFailed
+    from simhash_filter.batch.dedup import WorkersFailed
     from simhash_filter.report.calibrate import PagesUnreadable, calibrate, read_labels
 
     try:

@@ -3,7 +3,7 @@
 
 Every default comes from :data:`simhash_filter.config.DEFAULTS`, the same object the crawler reads.
 This module only parses arguments, reads and writes files, and prints; the work is done by
-:mod:`~simhash_filter.model.fingerprint`, :mod:`~simhash_filter.model.explain` and :mod:`~simhash_filter.dedup`.
+:mod:`~simhash_filter.model.fingerprint`, :mod:`~simhash_filter.model.explain` and :mod:`~simhash_filter.batch.dedup`.
 
 Exit status (each command's ``--help`` ends with its own): ``fingerprint``, ``dedup`` and ``index``: 0 on
 success; 1 when a page could not be fingerprinted, a file could not be read or written, or an index could
@@ -31,11 +31,7 @@ from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
 
 from simhash_filter import __version__
-from simhash_filter.cli.calibrate import add_calibrate_parser
-from simhash_filter.cli.index import add_index_parser
-from simhash_filter.cli.report import add_report_parser
-from simhash_filter.config import DEFAULTS, FilterConfig, FingerprintConfig
-from simhash_filter.dedup import (
+from simhash_filter.batch.dedup import (
     ERROR,
     MALFORMED,
     IndexFailed,
@@ -47,6 +43,10 @@ from simhash_filter.dedup import (
     dedup,
     open_index,
 )
+from simhash_filter.cli.calibrate import add_calibrate_parser
+from simhash_filter.cli.index import add_index_parser
+from simhash_filter.cli.report import add_report_parser
+from simhash_filter.config import DEFAULTS, FilterConfig, FingerprintConfig
 from simhash_filter.index.backends import error_message, open_errors, redact_uri
 from simhash_filter.index.tables import TableDesign, hamming
 from simhash_filter.model import core
@@ -55,7 +55,7 @@ from simhash_filter.model.fingerprint import Fingerprint, Fingerprinter, Status
 from simhash_filter.model.sketch import similarity
 
 if TYPE_CHECKING:
-    from simhash_filter.warc import WarcCounts
+    from simhash_filter.batch.warc import WarcCounts
 
 PROG = "simhash-filter"
 HEX_FINGERPRINT = re.compile(r"[0-9a-fA-F]{16}")
@@ -316,8 +316,8 @@ class _Input:
 
 
 def _open_warc(path: str, config: FilterConfig) -> _Input:
-    """WARC input (:func:`simhash_filter.warc.is_warc_input`): its files are listed now, opened as read."""
-    from simhash_filter.warc import WarcReader
+    """WARC input (:func:`simhash_filter.batch.warc.is_warc_input`): its files are listed now, opened as read."""
+    from simhash_filter.batch.warc import WarcReader
 
     reader = WarcReader(path, max_bytes=config.fingerprint.max_bytes + 1)  # the work cap, and a byte to know it
     html_bytes = reader.size + reader.compressed * (GZIP_RATIO - 1)
@@ -484,7 +484,7 @@ def _damage_reporter(warc: WarcCounts | None) -> Callable[[], None]:
 
 
 def cmd_dedup(args: argparse.Namespace) -> int:
-    from simhash_filter.warc import is_warc_input
+    from simhash_filter.batch.warc import is_warc_input
 
     config = _filter_config(args)
     warc = is_warc_input(args.input)

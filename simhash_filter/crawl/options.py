@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Any
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.project import data_path
 
+from simhash_filter.batch.dedup import available_cpus
 from simhash_filter.config import FilterConfig
 from simhash_filter.crawl import settings as defaults
 from simhash_filter.crawl.avoid import check_avoid_options
-from simhash_filter.dedup import available_cpus
 from simhash_filter.index.backends import with_uri_option
 from simhash_filter.index.backends.file import parse_age
 

@@ -22,8 +22,8 @@ from typing import IO, Any
 from urllib.parse import urlsplit
 
 from simhash_filter import __version__
+from simhash_filter.batch.dedup import MALFORMED
 from simhash_filter.config import FilterConfig
-from simhash_filter.dedup import MALFORMED
 from simhash_filter.index.nearduplicate import NearDuplicateIndex
 from simhash_filter.report import DEFAULT_MAX_PAIRS, DEFAULT_TEXT_CAP, detail, html, svg
 from simhash_filter.report.source import Source

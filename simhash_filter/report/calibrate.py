@@ -9,7 +9,7 @@ The input is two things:
   answers it is *conflicting* and left out; a URL paired with itself is skipped.
 - **pages**: JSON Lines of objects with ``url`` and ``html`` (what ``simhash-filter dedup`` reads, e.g. a crawl's
   feed written with ``-a store=html``), or WARC (a ``.warc``/``.warc.gz`` file, a directory, a glob), read by
-  :mod:`simhash_filter.warc`.  Only the pages whose URL is in a pair are fingerprinted; the first page of a URL
+  :mod:`simhash_filter.batch.warc`.  Only the pages whose URL is in a pair are fingerprinted; the first page of a URL
   wins.  A pair whose page is missing or cannot be fingerprinted is skipped and counted by reason.
 
 Each pair gets its Hamming distance d, its sketch similarity s, and whether the index's tables can find it at all
@@ -42,14 +42,14 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
+from simhash_filter.batch.dedup import Page, auto_workers, fingerprint_items, parse_line
+from simhash_filter.batch.warc import WarcCounts, WarcReader, is_warc_input
 from simhash_filter.config import DEFAULTS, FilterConfig
-from simhash_filter.dedup import Page, auto_workers, fingerprint_items, parse_line
 from simhash_filter.index.tables import TableDesign
 from simhash_filter.model.html import NotHtml, parse
 from simhash_filter.model.sketch import similarity
 from simhash_filter.report.source import open_lines
 from simhash_filter.report.svg import bar_chart, line_chart
-from simhash_filter.warc import WarcCounts, WarcReader, is_warc_input
 
 __all__ = [
     "K_VALUES",
@@ -791,7 +791,7 @@ def calibrate(
     from ``pages`` (JSON Lines or WARC inputs) with ``config``'s model in ``workers`` processes, measure the pairs
     and analyse them at ``config``'s k and t.  Raises ``OSError``/``EOFError`` when the labels cannot be read,
     ``FileNotFoundError`` for a pages input that does not exist, :class:`PagesUnreadable` when one fails part way,
-    and :class:`~simhash_filter.dedup.WorkersFailed` as ``dedup`` does."""
+    and :class:`~simhash_filter.batch.dedup.WorkersFailed` as ``dedup`` does."""
     read = labels if isinstance(labels, Labels) else read_labels(labels)
     urls = {u for p in read.pairs for u in (p.url_a, p.url_b)}
     infos, counts = load_pages(pages, urls, config=config, workers=workers, lang_urls={p.url_a for p in read.pairs})

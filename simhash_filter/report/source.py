@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import IO, Any
 
-from simhash_filter.dedup import MALFORMED, parse_line
+from simhash_filter.batch.dedup import MALFORMED, parse_line
 
 __all__ = ["UNCHECKED", "Entry", "MismatchError", "Source", "open_lines"]
 
@@ -114,7 +114,7 @@ class Source:
                 yield _feed_entry(line, content)
 
     def _with_pages(self, content: bool) -> Iterator[Entry]:
-        from simhash_filter.warc import WarcReader, is_warc_input
+        from simhash_filter.batch.warc import WarcReader, is_warc_input
 
         assert self.pages is not None
         with open_lines(self.path) as out:
@@ -127,7 +127,7 @@ class Source:
 
 
 def _check_readable(path: str) -> None:
-    from simhash_filter.warc import is_warc_input, warc_files
+    from simhash_filter.batch.warc import is_warc_input, warc_files
 
     if is_warc_input(path):
         warc_files(path)  # FileNotFoundError when there are none

@@ -39,7 +39,7 @@ from warcio.limitreader import LimitReader
 from warcio.recordloader import ArcWarcRecord
 from warcio.statusandheaders import StatusAndHeadersParserException
 
-from simhash_filter.dedup import MAX_URL_CHARS, Page
+from simhash_filter.batch.dedup import MAX_URL_CHARS, Page
 
 __all__ = [
     "HTML_TYPES",

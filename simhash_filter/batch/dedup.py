@@ -1,7 +1,7 @@
 """Batch near-duplicate filtering of JSON Lines pages, in input order (the core of ``simhash-filter dedup``).
 
 Each input line is an object with at least ``url`` and ``html`` (strings); an input item may also be a
-:class:`Page` already read (from a WARC file, :mod:`simhash_filter.warc`), whose HTML is bytes in its declared
+:class:`Page` already read (from a WARC file, :mod:`simhash_filter.batch.warc`), whose HTML is bytes in its declared
 encoding.  Pages are fingerprinted (optionally in worker processes), then checked in input order against every
 page kept before them with :meth:`NearDuplicateIndex.check_and_add`.  Every input item yields exactly one
 :class:`Outcome`: a malformed line or a page that cannot be fingerprinted is reported, never dropped.

@@ -26,8 +26,8 @@ The stages:
 Nothing is collected to the driver but the list of input files (and, for a single-file output, the output lines,
 streamed in order).  ``pyspark`` is imported here only (``pip install simhash-filter[spark]``).
 
-    python -m simhash_filter.spark INPUT... --output OUT [--master local[2]] [--format jsonl|parquet]
-    spark-submit "$(python -c 'import simhash_filter.spark as m; print(m.__file__)')" INPUT... --output OUT
+    python -m simhash_filter.batch.spark INPUT... --output OUT [--master local[2]] [--format jsonl|parquet]
+    spark-submit "$(python -c 'import simhash_filter.batch.spark as m; print(m.__file__)')" INPUT... --output OUT
 """
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from simhash_filter.batch.dedup import MALFORMED, Outcome, Page, _prepare
 from simhash_filter.config import DEFAULTS, FilterConfig
-from simhash_filter.dedup import MALFORMED, Outcome, Page, _prepare
 from simhash_filter.index.tables import resolve_design
 from simhash_filter.model.fingerprint import Fingerprinter
 
@@ -96,7 +96,7 @@ def _items(name: str, data: bytes) -> Iterator[bytes | Page]:
     """The input items of one file, as ``dedup`` reads them: its JSON lines, or its WARC records that are pages
     (the others are skipped and take no number, as on one machine)."""
     if name.endswith(WARC_SUFFIXES):
-        from simhash_filter.warc import iter_warc_stream
+        from simhash_filter.batch.warc import iter_warc_stream
 
         yield from iter_warc_stream(io.BytesIO(data), name)
         return
