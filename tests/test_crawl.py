@@ -125,6 +125,8 @@ def test_drop_crawl_stats(drop_crawl: Crawl):
     assert s["simhash/checked"] == s["simhash/kept"] + s["simhash/near_duplicates"]
     # every checked page is stored, and the index_error page once the index answered again
     assert s["simhash/index_size"] == s["simhash/checked"] + s["simhash/index_added_late"]
+    # the bound on a check's work: a near-duplicate had candidates, and never more than five tables' worth
+    assert 1 <= s["simhash/candidates/max"] <= 5 * DEFAULTS.candidates_per_table
     distances = {int(k.rsplit("/", 1)[1]): v for k, v in s.items() if k.startswith("simhash/distance/")}
     assert sum(distances.values()) == NEAR_DUPLICATES and max(distances) <= DEFAULTS.max_distance
     for reason in ("empty", "too_few_features", "index_error"):

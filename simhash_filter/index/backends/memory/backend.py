@@ -40,7 +40,7 @@ import numpy as np
 
 from simhash_filter.index.backends.base import Backend, Candidate, Entry
 from simhash_filter.index.backends.memory.runs import Run, build_run
-from simhash_filter.index.bound import DEFAULT_BOUND, CheckBound, take
+from simhash_filter.index.bound import DEFAULT_BOUND, CheckBound, refusal_dtype, take
 from simhash_filter.index.tables import Match, TableDesign, filters_on_folds, fold16, fold16_array
 from simhash_filter.model.sketch import similarity
 
@@ -84,7 +84,9 @@ class MemoryBackend(Backend):
         self._all_tables = (1 << design.n_tables) - 1  # a page every table refused is not stored
         self._fps = np.empty(0, dtype=np.uint64)
         self._sketches = np.empty((0, self._sketch_bytes), dtype=np.uint8)  # row -> sketch (two-stage)
-        self._refused = np.empty(0, dtype=np.uint8)  # row -> the tables that refused it (bit t: table t)
+        # row -> the tables that refused it (bit t: table t), in the smallest unsigned type that has a bit a table
+        self._refused_dtype = refusal_dtype(design.n_tables)
+        self._refused = np.empty(0, dtype=self._refused_dtype)
         self._n = 0
         self._sealed = 0  # rows below this are in runs, the rest is the buffer
         self._runs: list[Run] = []
@@ -134,7 +136,7 @@ class MemoryBackend(Backend):
             self._closed = True
             self._fps = np.empty(0, dtype=np.uint64)
             self._sketches = np.empty((0, self._sketch_bytes), dtype=np.uint8)
-            self._refused = np.empty(0, dtype=np.uint8)
+            self._refused = np.empty(0, dtype=self._refused_dtype)
             self._runs = []
             self._keys = []
             self._dead = set()
@@ -190,7 +192,7 @@ class MemoryBackend(Backend):
             sketches = np.empty((capacity, self._sketch_bytes), dtype=np.uint8)
             sketches[: self._n] = self._sketches[: self._n]
             self._sketches = sketches
-            refused = np.zeros(capacity, dtype=np.uint8)
+            refused = np.zeros(capacity, dtype=self._refused_dtype)
             refused[: self._n] = self._refused[: self._n]
             self._refused = refused
 
