@@ -128,6 +128,8 @@ def take(
     the page."""
     chosen: set[tuple[int, int]] = set()
     refused = 0
+    if not any(hits):  # the common case: no stored page near
+        return [], 0
     for t, table_hits in enumerate(hits):
         nearest = sorted(table_hits)[: bound.per_table]
         chosen.update(nearest)

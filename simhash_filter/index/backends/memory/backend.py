@@ -32,7 +32,9 @@ candidates, and a table whose block holds ``duplicates`` verified near-duplicate
 from __future__ import annotations
 
 import threading
+from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import accumulate
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -80,7 +82,6 @@ class MemoryBackend(Backend):
         moves = design.lead_moves
         #: (shift, mask) of each table's lead, when every lead is one span of adjacent blocks (else None)
         self._spans = [(s, m) for ((s, m, _),) in moves] if all(len(mv) == 1 for mv in moves) else None
-        self._lead_masks = np.array(design.lead_masks, dtype=np.uint64)
         self._all_tables = (1 << design.n_tables) - 1  # a page every table refused is not stored
         self._fps = np.empty(0, dtype=np.uint64)
         self._sketches = np.empty((0, self._sketch_bytes), dtype=np.uint8)  # row -> sketch (two-stage)
@@ -363,34 +364,36 @@ class MemoryBackend(Backend):
 
     def _block_hits(self, fingerprint: int, k: int) -> list[list[tuple[int, int]]]:
         """For each table, ``(distance, row)`` of the rows it holds in the page's block (the same lead) within
-        *k* (hidden rows left out)."""
-        hits: list[list[tuple[int, int]]] = [[] for _ in range(self._design.n_tables)]
+        *k* (hidden rows left out): the buckets and the buffer verified in one pass, then the few rows within k
+        sorted into the tables whose whole lead they share (a bucket may name only the lead's top bits)."""
+        masks = self._design.lead_masks
+        hits: list[list[tuple[int, int]]] = [[] for _ in masks]
         parts = self._buckets(fingerprint)
-        if parts:
-            lengths = [len(v) for v, _, _ in parts]
-            x = _xor([v for v, _, _ in parts], fingerprint)
-            lead = np.repeat(self._lead_masks[[t for _, _, t in parts]], lengths)
-            lead &= x  # the bits of the leads in which an entry differs from the page
-            dist = np.bitwise_count(x)
-            sel = np.flatnonzero((dist <= k) & (lead == 0))
-            if len(sel):
-                ends = np.cumsum(lengths)
-                rows = np.concatenate([r for _, r, _ in parts])
-                for pos, part, d in zip(
-                    sel.tolist(), np.searchsorted(ends, sel, side="right").tolist(), dist[sel].tolist(), strict=True
-                ):
-                    hits[parts[part][2]].append((d, int(rows[pos])))
         sealed, n = self._sealed, self._n
-        if n > sealed:  # the buffer: its rows within k, in the tables that took them and whose lead they share
-            x = self._fps[sealed:n] ^ np.uint64(fingerprint)
-            dist = np.bitwise_count(x)
-            sel = np.flatnonzero(dist <= k)
-            masks = self._design.lead_masks
-            for i, d, xv in zip(sel.tolist(), dist[sel].tolist(), x[sel].tolist(), strict=True):
-                refused = int(self._refused[sealed + i])
-                for t, mask in enumerate(masks):
-                    if not (refused >> t) & 1 and not xv & mask:
-                        hits[t].append((d, sealed + i))
+        values = [v for v, _, _ in parts]
+        if n > sealed:  # the buffer, scanned whole
+            values.append(self._fps[sealed:n])
+        if not values:
+            return hits
+        x = _xor(values, fingerprint)
+        dist = np.bitwise_count(x)
+        sel = np.flatnonzero(dist <= k)
+        if not len(sel):
+            return hits
+        ends = list(accumulate(len(v) for v, _, _ in parts))
+        total = ends[-1] if ends else 0
+        for pos, d, xv in zip(sel.tolist(), dist[sel].tolist(), x[sel].tolist(), strict=True):
+            if pos < total:
+                part = bisect_right(ends, pos)
+                _, rows, t = parts[part]
+                if not xv & masks[t]:
+                    hits[t].append((d, int(rows[pos - (ends[part - 1] if part else 0)])))
+                continue
+            row = sealed + pos - total  # in the buffer: in the tables that took it and whose lead it shares
+            refused = int(self._refused[row])
+            for t, mask in enumerate(masks):
+                if not (refused >> t) & 1 and not xv & mask:
+                    hits[t].append((d, row))
         if self._hides_rows():
             hits = [[hit for hit in table if not self._hidden(hit[1])] for table in hits]
         return hits
