@@ -369,6 +369,8 @@ class MemoryBackend(Backend):
         masks = self._design.lead_masks
         hits: list[list[tuple[int, int]]] = [[] for _ in masks]
         parts = self._buckets(fingerprint)
+        if self._folds:  # tables of 16-bit folds (k <= 3): compare the rows' whole fingerprints
+            parts = [(self._fps[rows], rows, t) for _, rows, t in parts]
         sealed, n = self._sealed, self._n
         values = [v for v, _, _ in parts]
         if n > sealed:  # the buffer, scanned whole
