@@ -324,18 +324,31 @@ class MemoryBackend(Backend):
             hits = sorted(set(hits))  # a match can be found through several tables
         return hits
 
-    def _buckets(self, fingerprint: int) -> list[tuple[np.ndarray, np.ndarray, int]]:
-        """The query's bucket in every table of every run, when not empty: ``(values, rows, table)``."""
+    def _buckets(self, fingerprint: int, blocks: bool = False) -> list[tuple[np.ndarray, np.ndarray, int]]:
+        """The query's bucket in every table of every run, when not empty: ``(values, rows, table)``; with
+        *blocks*, only the entries of the page's block (a bucket names only a lead's top bits in a small run:
+        there the entries of other leads are left out, so that a flood in one block never costs a page of
+        another block more than a numpy pass)."""
         parts = []
         if self._runs:
             leads = self._leads(fingerprint)
+            masks = self._design.lead_masks
+            folds = self._folds
             for run in self._runs:
                 for t, ((_, off, values, rows, drop), lead) in enumerate(zip(run.tables, leads, strict=True)):
                     b = lead >> drop
                     lo = off[b]
                     hi = off[b + 1]
-                    if hi != lo:
-                        parts.append((values[lo:hi], rows[lo:hi], t))
+                    if hi == lo:
+                        continue
+                    part_values, part_rows = values[lo:hi], rows[lo:hi]
+                    if blocks and (drop or folds):
+                        if folds:  # tables of 16-bit folds (k <= 3): the rows' whole fingerprints
+                            part_values = self._fps[part_rows]
+                        if drop:
+                            same = ((part_values ^ np.uint64(fingerprint)) & np.uint64(masks[t])) == 0
+                            part_values, part_rows = part_values[same], part_rows[same]
+                    parts.append((part_values, part_rows, t))
         return parts
 
     def _hits_exact(self, fingerprint: int, k: int) -> list[tuple[int, int, int]]:
@@ -364,13 +377,11 @@ class MemoryBackend(Backend):
 
     def _block_hits(self, fingerprint: int, k: int) -> list[list[tuple[int, int]]]:
         """For each table, ``(distance, row)`` of the rows it holds in the page's block (the same lead) within
-        *k* (hidden rows left out): the buckets and the buffer verified in one pass, then the few rows within k
-        sorted into the tables whose whole lead they share (a bucket may name only the lead's top bits)."""
+        *k* (hidden rows left out): the blocks and the buffer verified in one pass; the buffer's rows within k
+        then sorted into the tables that took them and whose lead they share."""
         masks = self._design.lead_masks
         hits: list[list[tuple[int, int]]] = [[] for _ in masks]
-        parts = self._buckets(fingerprint)
-        if self._folds:  # tables of 16-bit folds (k <= 3): compare the rows' whole fingerprints
-            parts = [(self._fps[rows], rows, t) for _, rows, t in parts]
+        parts = self._buckets(fingerprint, blocks=True)
         sealed, n = self._sealed, self._n
         values = [v for v, _, _ in parts]
         if n > sealed:  # the buffer, scanned whole
@@ -384,18 +395,19 @@ class MemoryBackend(Backend):
             return hits
         ends = list(accumulate(len(v) for v, _, _ in parts))
         total = ends[-1] if ends else 0
-        for pos, d, xv in zip(sel.tolist(), dist[sel].tolist(), x[sel].tolist(), strict=True):
-            if pos < total:
-                part = bisect_right(ends, pos)
-                _, rows, t = parts[part]
-                if not xv & masks[t]:
-                    hits[t].append((d, int(rows[pos - (ends[part - 1] if part else 0)])))
-                continue
-            row = sealed + pos - total  # in the buffer: in the tables that took it and whose lead it shares
-            refused = int(self._refused[row])
+        in_runs = sel[sel < total]
+        for pos, d in zip(in_runs.tolist(), dist[in_runs].tolist(), strict=True):
+            part = bisect_right(ends, pos)
+            _, rows, t = parts[part]
+            hits[t].append((d, int(rows[pos - (ends[part - 1] if part else 0)])))
+        in_buffer = sel[sel >= total]
+        if len(in_buffer):
+            xb = x[in_buffer]
+            refused = self._refused[in_buffer - total + sealed]
             for t, mask in enumerate(masks):
-                if not (refused >> t) & 1 and not xv & mask:
-                    hits[t].append((d, row))
+                ok = np.flatnonzero(((xb & np.uint64(mask)) == 0) & ((refused >> t) & 1 == 0))
+                rows_t = (in_buffer[ok] - total + sealed).tolist()
+                hits[t].extend(zip(dist[in_buffer[ok]].tolist(), rows_t, strict=True))
         if self._hides_rows():
             hits = [[hit for hit in table if not self._hidden(hit[1])] for table in hits]
         return hits
