@@ -364,6 +364,8 @@ class MemoryBackend(Backend):
         *k* (hidden rows left out)."""
         hits: list[list[tuple[int, int]]] = [[] for _ in range(self._design.n_tables)]
         parts = self._buckets(fingerprint)
+        if self._folds:  # tables of 16-bit folds (k <= 3): compare the rows' whole fingerprints
+            parts = [(self._fps[rows], rows, t) for _, rows, t in parts]
         if parts:
             lengths = [len(v) for v, _, _ in parts]
             x = _xor([v for v, _, _ in parts], fingerprint)
