@@ -87,9 +87,11 @@ def test_record_check_scalar_matches_vectorised() -> None:
     records["fp"] = [0, 2**64 - 1, 0x0123456789ABCDEF]
     records["offset"] = [HEADER_SIZE, 2**40, 99]
     records["added"] = [0, 2**32 - 1, 1_700_000_000]
-    records["length"] = [0, 7, 2**20]
+    records["length_refused"] = [0, 7, 2**20]
     salt = 0x5A17
-    expected = [record_check(int(r["fp"]), int(r["offset"]), int(r["added"]), int(r["length"]), salt) for r in records]
+    expected = [
+        record_check(int(r["fp"]), int(r["offset"]), int(r["added"]), int(r["length_refused"]), salt) for r in records
+    ]
     assert record_checks(records, salt).tolist() == expected
 
 
@@ -359,11 +361,13 @@ def test_record_check_with_sketch_scalar_matches_vectorised() -> None:
         records["fp"] = [0, 2**64 - 1, 0x0123456789ABCDEF]
         records["offset"] = [HEADER_SIZE, 2**40, 99]
         records["added"] = [0, 2**32 - 1, 1_700_000_000]
-        records["length"] = [0, 7, 2**20]
+        records["length_refused"] = [0, 7, 2**20]
         records["sketch"] = np.random.default_rng(size).integers(0, 256, size=(3, size), dtype=np.uint8)
         salt = 0x5A17
         expected = [
-            record_check(int(r["fp"]), int(r["offset"]), int(r["added"]), int(r["length"]), salt, r["sketch"].tobytes())
+            record_check(
+                int(r["fp"]), int(r["offset"]), int(r["added"]), int(r["length_refused"]), salt, r["sketch"].tobytes()
+            )
             for r in records
         ]
         assert record_checks(records, salt).tolist() == expected
@@ -451,7 +455,7 @@ def test_an_index_of_another_format_is_refused_with_the_way_out(tmp_path: Path) 
     for readonly in (False, True):
         with pytest.raises(
             MetadataMismatchError,
-            match=rf"index format 1, written by an older version.*reads format {FORMAT} only.*new index location",
+            match=rf"index format 1, written by an older version.*reads formats 3 and {FORMAT} only.*new index",
         ):
             open_index(tmp_path / "old", readonly=readonly)
     assert {p.name: p.read_bytes() for p in (tmp_path / "old").iterdir() if p.name != "LOCK"} == before

@@ -11,21 +11,34 @@ An index is a directory::
     CURRENT.tmp          only while CURRENT is being replaced (a stale one is ignored, and removed by
                          the next writer)
 
-A record is ``fingerprint u64 | URL offset u64 | added (Unix seconds) u32 | URL length u32 |
+A record is ``fingerprint u64 | URL offset u64 | added (Unix seconds) u32 | URL length and refusals u32 |
 key check u32 | check u32`` (32 bytes), then, in an index that keeps sketches (metadata
 ``sketch_bytes`` > 0: two-stage detection), the page's sketch (``sketch_bytes`` bytes, 64 in
 practice), little-endian: a page's fingerprint and sketch are one record, written by one ``write(2)``.
+The URL length is the low 24 bits of its field (a key is at most 1 MiB); the top 8 bits are the tables
+that refused the page (bit 24 + t: table t, :mod:`simhash_filter.index.bound`), so a reopened index holds
+the same tables: a row stays out of the tables that refused it, after a reopen and after a compaction (a
+page every table refused has no record at all).  The refusals are those of the tables of the design the
+records header names; an index opened with another design is read with none (every table holding every
+row), and is refused for writing if it has some.
 The key check is the CRC-32 of the key's UTF-8 bytes.  The check mixes the other fields (the key
-check among them) and a hash of the sketch with the file's random salt, so a torn, zeroed or foreign
-record, or a changed byte of its sketch, fails it; the URL offsets must also follow each other.  A key
-is verified against its key check whenever it is read (a query's result, an export, a delete, a
-compaction): a changed byte of ``urls.<gen>`` is a :class:`CorruptIndexError` naming the file and the
-key's offset, never a wrong URL.
+check and the refusals among them) and a hash of the sketch with the file's random salt, so a torn, zeroed
+or foreign record, or a changed byte of its sketch or refusals, fails it; the URL offsets must also follow
+each other.  A key is verified against its key check whenever it is read (a query's result, an export, a
+delete, a compaction): a changed byte of ``urls.<gen>`` is a :class:`CorruptIndexError` naming the file
+and the key's offset, never a wrong URL.
 
-This is index format 3 (the ``format`` of every header).  Formats 1 (records without sketches) and 2
-(records without key checks), written by earlier versions, are not read: such an index is refused
-(:class:`~simhash_filter.index.backends.base.MetadataMismatchError`) with the way out - start a new index
-(another location, or delete this one), or keep using the version that wrote it.
+This is index format 4 (the ``format`` of every header), written by every new index.  Format 3 is format 4
+without refusals (its URL lengths' top bits are 0: every table holds every row, which is what format 3
+meant), so its records are read as they are; a format-3 index stays format 3 (and readable by the versions
+that wrote it) until it stores a page that a table refused: then its headers are rewritten to say format 4
+(the one digit that changes, the records file's first and synced) before that record is written.  An
+older version (format 3 only) refuses a format-4 index with a
+:class:`~simhash_filter.index.backends.base.MetadataMismatchError` that says a newer version wrote it
+(upgrade, or start a new index); it never reads a refusal as part of a URL length.  Formats 1 (records
+without sketches) and 2 (records without key checks), written by earlier versions, are not read: such an
+index is refused (:class:`~simhash_filter.index.backends.base.MetadataMismatchError`) with the way out -
+start a new index (another location, or delete this one), or keep using the version that wrote it.
 
 On open the records are read and verified with numpy and the fingerprints are sorted into
 :class:`~simhash_filter.index.backends.memory.MemoryBackend`'s tables (about 2 s for 10 million); only
@@ -65,6 +78,7 @@ from simhash_filter.index.backends.file.errors import CorruptIndexError, IndexLo
 from simhash_filter.index.backends.file.records import (
     FORMAT,
     HEADER_SIZE,
+    LENGTH_BITS,
     MAX_KEY_BYTES,
     RECORD,
     key_check,
@@ -78,6 +92,7 @@ from simhash_filter.index.backends.file.records import (
 __all__ = [
     "FORMAT",
     "HEADER_SIZE",
+    "LENGTH_BITS",
     "MAX_KEY_BYTES",
     "RECORD",
     "CorruptIndexError",

@@ -24,11 +24,14 @@ from simhash_filter.index.backends.file.osfiles import close_all, pread, write_a
 from simhash_filter.index.backends.file.records import (
     CHUNK,
     HEADER_SIZE,
+    LENGTH_BITS,
     MAX_KEY_BYTES,
     RECORD,
     RECORD_STRUCT,
     TOMBSTONE,
     key_check,
+    key_lengths,
+    length_refused,
     record_check,
     record_checks,
     record_chunks,
@@ -134,9 +137,13 @@ class FileBackend(GenerationLoader, NotesFile, MemoryBackend):
     def _store_keys(
         self, fingerprints: np.ndarray, keys: Sequence[str], sketches: np.ndarray, refused: np.ndarray
     ) -> None:
-        """Write the keys and then the records of rows about to be appended; durable when it returns."""
+        """Write the keys and then the records of rows about to be appended (with the tables that *refused*
+        them); durable when it returns."""
         if self._readonly:
             raise PermissionError(f"the index {self.path} is open read-only")
+        if self._headers_stale and refused.any():  # a format-3 generation takes its first refused row
+            self._rewrite_headers(self._generation_number, self._fds)
+            self._headers_stale = False
         now = int(self._clock())
         encoded = [key.encode("utf-8", "surrogatepass") for key in keys]
         for data in encoded:
@@ -147,14 +154,16 @@ class FileBackend(GenerationLoader, NotesFile, MemoryBackend):
             fp = int(fingerprints[0])
             sketch = sketches[0].tobytes() if self._sketch_bytes else None
             crc = key_check(data)
-            check = record_check(fp, self._url_end, now, len(data), self._salt, sketch, crc)
-            records = RECORD_STRUCT.pack(fp, self._url_end, now, len(data), crc, check) + (sketch or b"")
+            mask = int(refused[0])
+            check = record_check(fp, self._url_end, now, len(data), self._salt, sketch, crc, mask)
+            packed = length_refused(len(data), mask)
+            records = RECORD_STRUCT.pack(fp, self._url_end, now, packed, crc, check) + (sketch or b"")
             urls = data
         else:
             records_array = np.zeros(len(encoded), dtype=self._record)
             lengths = np.fromiter(map(len, encoded), dtype=np.uint64, count=len(encoded))
             records_array["fp"] = fingerprints
-            records_array["length"] = lengths
+            records_array["length_refused"] = lengths | refused.astype(np.uint64) << np.uint64(LENGTH_BITS)
             records_array["offset"] = np.cumsum(lengths) - lengths + np.uint64(self._url_end)
             records_array["added"] = now
             records_array["key_check"] = np.fromiter(map(key_check, encoded), dtype=np.uint32, count=len(encoded))
@@ -182,7 +191,8 @@ class FileBackend(GenerationLoader, NotesFile, MemoryBackend):
 
     def _key(self, row: int) -> str:
         record = pread(self._fds["records"], RECORD.itemsize, HEADER_SIZE + row * self._record.itemsize)
-        _, offset, _, length, crc, _ = RECORD_STRUCT.unpack(record)
+        _, offset, _, packed, crc, _ = RECORD_STRUCT.unpack(record)
+        length = packed & ((1 << LENGTH_BITS) - 1)
         key = pread(self._fds["urls"], length, offset)
         if key_check(key) == crc:
             with contextlib.suppress(UnicodeDecodeError):  # else its key check matched by chance
@@ -250,13 +260,14 @@ class FileBackend(GenerationLoader, NotesFile, MemoryBackend):
         crc32 = zlib.crc32
         for start, chunk in record_chunks(records_fd, path, 0, n, self._record, CHUNK // 16):
             first = int(chunk["offset"][0])
-            blob = pread(urls_fd, int(chunk["offset"][-1] + chunk["length"][-1]) - first, first)
+            lengths = key_lengths(chunk)
+            blob = pread(urls_fd, int(chunk["offset"][-1] + lengths[-1]) - first, first)
             sketches = np.ascontiguousarray(chunk["sketch"]).tobytes() if size else b""
             for i, (fp, offset, length, added, crc) in enumerate(
                 zip(
                     chunk["fp"].tolist(),
                     chunk["offset"].tolist(),
-                    chunk["length"].tolist(),
+                    lengths.tolist(),
                     chunk["added"].tolist(),
                     chunk["key_check"].tolist(),
                     strict=True,
@@ -317,9 +328,10 @@ class FileBackend(GenerationLoader, NotesFile, MemoryBackend):
             self._use_generation(new, remove_old=True)
 
     def _write_generation(self, new: int) -> None:
-        """Write generation *new*: the live rows of this one, their keys verified, under a new salt."""
+        """Write generation *new*: the live rows of this one, their keys verified, with the tables that refused
+        them, under a new salt, in this one's format (a format-3 generation holds no refusals)."""
         salt = secrets.randbits(63)
-        self._create(new, salt, self._created, self._metadata)
+        self._create(new, salt, self._created, self._metadata, self._format)
         live = self._live_mask()
         old_urls = self._file("urls", self._generation_number)
         fds: dict[str, int] = {}
@@ -330,19 +342,23 @@ class FileBackend(GenerationLoader, NotesFile, MemoryBackend):
             path = self._file("records", self._generation_number)
             for start, chunk in record_chunks(self._fds["records"], path, 0, self._n, self._record):
                 first = int(chunk["offset"][0])
-                data = pread(self._fds["urls"], int(chunk["offset"][-1] + chunk["length"][-1]) - first, first)
+                sizes = key_lengths(chunk)
+                data = pread(self._fds["urls"], int(chunk["offset"][-1] + sizes[-1]) - first, first)
                 keep = live[start : start + len(chunk)]
                 view = memoryview(data)
-                offsets, lengths, crcs = (chunk[name].tolist() for name in ("offset", "length", "key_check"))
+                offsets, lengths, crcs = chunk["offset"].tolist(), sizes.tolist(), chunk["key_check"].tolist()
                 for i in np.flatnonzero(keep).tolist():  # the kept keys are verified (never copied damaged)
                     o = offsets[i] - first
                     if key_check(view[o : o + lengths[i]]) != crcs[i]:
                         raise damaged_key(old_urls, start + i, offsets[i], lengths[i])
                 blob = np.frombuffer(data, dtype=np.uint8)
                 kept = chunk[keep]
-                write_all(fds["urls"], blob[np.repeat(keep, chunk["length"].astype(np.intp))].tobytes())
-                kept["offset"] = np.cumsum(kept["length"], dtype=np.uint64) - kept["length"] + np.uint64(url_end)
-                url_end += int(kept["length"].sum())
+                kept_sizes = sizes[keep]
+                write_all(fds["urls"], blob[np.repeat(keep, sizes.astype(np.intp))].tobytes())
+                kept["offset"] = np.cumsum(kept_sizes, dtype=np.uint64) - kept_sizes + np.uint64(url_end)
+                url_end += int(kept_sizes.sum())
+                refused = self._refused[start : start + len(chunk)][keep]  # the refusals in force
+                kept["length_refused"] = kept_sizes | refused.astype(np.uint64) << np.uint64(LENGTH_BITS)
                 kept["check"] = record_checks(kept, salt)
                 write_all(fds["records"], kept.tobytes())
             for fd in fds.values():
@@ -364,6 +380,7 @@ class FileBackend(GenerationLoader, NotesFile, MemoryBackend):
     def _reset(self) -> None:
         self._fps = np.empty(0, dtype=np.uint64)
         self._sketches = np.empty((0, self._sketch_bytes), dtype=np.uint8)
+        self._refused = np.empty(0, dtype=np.uint8)
         self._times = np.empty(0, dtype=np.uint32)
         self._runs = []
         self._dead = set()

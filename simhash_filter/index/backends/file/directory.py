@@ -13,8 +13,17 @@ from pathlib import Path
 from typing import Any
 
 from simhash_filter.index.backends.file.errors import CorruptIndexError, IndexLockedError
-from simhash_filter.index.backends.file.osfiles import close_all, fsync_dir, write_all
-from simhash_filter.index.backends.file.records import DELETED_MAGIC, FORMAT, MAGIC, URLS_MAGIC, header, record_dtype
+from simhash_filter.index.backends.file.osfiles import close_all, fsync_dir, pread, write_all
+from simhash_filter.index.backends.file.records import (
+    DELETED_MAGIC,
+    FORMAT,
+    HEADER_SIZE,
+    MAGIC,
+    URLS_MAGIC,
+    header,
+    read_header,
+    record_dtype,
+)
 from simhash_filter.index.tables import TableDesign
 
 __all__ = ["KINDS", "IndexDirectory"]
@@ -70,10 +79,12 @@ class IndexDirectory:
             raise CorruptIndexError(f"{self.path / 'CURRENT'} is damaged (expected a generation number)")
         return int(text)
 
-    def _create(self, generation: int, salt: int, created: float, metadata: Mapping[str, Any]) -> None:
-        """Write the empty files of a generation (not yet current)."""
+    def _create(
+        self, generation: int, salt: int, created: float, metadata: Mapping[str, Any], fmt: int = FORMAT
+    ) -> None:
+        """Write the empty files of a generation (not yet current), in format *fmt*."""
         fields = {
-            "format": FORMAT,
+            "format": fmt,
             "salt": salt,
             "created": created,
             "record_bytes": record_dtype(self._sketch_bytes).itemsize,
@@ -84,7 +95,34 @@ class IndexDirectory:
         for kind, magic in (("records", MAGIC), ("urls", URLS_MAGIC), ("deleted", DELETED_MAGIC)):
             fd = os.open(self._file(kind, generation), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             try:
-                write_all(fd, header(magic, fields if kind == "records" else {"format": FORMAT, "salt": salt}))
+                write_all(fd, header(magic, fields if kind == "records" else {"format": fmt, "salt": salt}))
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+    def _rewrite_headers(self, generation: int, fds: Mapping[str, int]) -> None:
+        """Make the headers of *generation* (open as *fds*) say format :data:`FORMAT` and this backend's design,
+        the records file's first, each synced before the next: an older version refuses the records file
+        before any record it cannot read is written.  Only the bytes that change are written (one digit of the
+        format, when the design is the same), so a write cut short leaves a header of one version or the
+        other."""
+        for kind, magic in (("records", MAGIC), ("urls", URLS_MAGIC), ("deleted", DELETED_MAGIC)):
+            path = self._file(kind, generation)
+            old = pread(fds[kind], HEADER_SIZE, 0)
+            fields = read_header(fds[kind], path, magic)
+            fields["format"] = FORMAT
+            if kind == "records":
+                fields["design"] = self.design.name
+            new = header(magic, fields)
+            changed = [i for i, (a, b) in enumerate(zip(old, new, strict=True)) if a != b]
+            if not changed:
+                continue
+            fd = os.open(path, os.O_WRONLY)  # not the O_APPEND descriptor: Linux appends a pwrite there
+            try:
+                if os.fstat(fd).st_ino != os.fstat(fds[kind]).st_ino:
+                    raise CorruptIndexError(f"{path} was replaced while the index was open for writing")
+                start, end = changed[0], changed[-1] + 1
+                os.pwrite(fd, new[start:end], start)
                 os.fsync(fd)
             finally:
                 os.close(fd)

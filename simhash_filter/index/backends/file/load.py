@@ -17,14 +17,17 @@ from simhash_filter.index.backends.file.osfiles import pread, release_freed_memo
 from simhash_filter.index.backends.file.records import (
     CHUNK,
     DELETED_MAGIC,
+    FORMAT,
     HEADER_SIZE,
     MAGIC,
     TOMBSTONE,
     URLS_MAGIC,
+    key_lengths,
     read_header,
     record_checks,
     record_chunks,
     record_dtype,
+    refusals,
     tombstone_check,
     unwritten,
 )
@@ -52,6 +55,12 @@ class GenerationLoader(IndexDirectory):
     _url_end: int
     _buffer_size: int
     _dead: set[int]
+    _refused: np.ndarray
+    #: The format and the design the records file's header names.
+    _format: int
+    _stored_design: Any
+    #: Whether the headers must be rewritten (:meth:`_rewrite_headers`) before a row with refusals is written.
+    _headers_stale: bool
 
     def _load(self) -> None:
         """Open the current generation (creating the index if there is none), verify it, build the tables."""
@@ -72,6 +81,8 @@ class GenerationLoader(IndexDirectory):
         self._salt = int(fields.get("salt", -1))
         self._created = float(fields.get("created", 0.0))
         self._stored_k = fields.get("k")
+        self._format = fields["format"]
+        self._stored_design = fields.get("design")
         stored = fields.get("metadata") or {}
         try:
             check_metadata(stored, self._requested)
@@ -122,18 +133,20 @@ class GenerationLoader(IndexDirectory):
             ok = record_checks(chunk, self._salt) == chunk["check"]
             expected = np.empty(len(chunk), dtype=np.uint64)
             expected[0] = end
-            np.add(chunk["offset"][:-1], chunk["length"][:-1], out=expected[1:])
+            lengths = key_lengths(chunk)
+            np.add(chunk["offset"][:-1], lengths[:-1], out=expected[1:])
             ok &= chunk["offset"] == expected
-            ok &= chunk["offset"] + chunk["length"] <= np.uint64(urls_size)
+            ok &= chunk["offset"] + lengths <= np.uint64(urls_size)
             bad = np.flatnonzero(~ok)
             intact = len(chunk) if len(bad) == 0 else int(bad[0])
             self._fps[start : start + intact] = chunk["fp"][:intact]
             self._times[start : start + intact] = chunk["added"][:intact]
+            self._refused[start : start + intact] = refusals(chunk[:intact])
             if self._sketch_bytes:
                 self._sketches[start : start + intact] = chunk["sketch"][:intact]
             good += intact
             if intact:
-                end = int(chunk["offset"][intact - 1] + chunk["length"][intact - 1])
+                end = int(chunk["offset"][intact - 1] + lengths[intact - 1])
             if intact < len(chunk):
                 self._check_tail_is_torn(path, start + intact, total, urls_size)
                 break
@@ -153,8 +166,26 @@ class GenerationLoader(IndexDirectory):
                 os.ftruncate(self._fds["urls"], end)
         self._url_end = end
         self._n = good
+        self._check_refusals(path)
         if good >= self._buffer_size:
             self._seal()
+
+    def _check_refusals(self, path: Path) -> None:
+        """Keep the refusals of the rows loaded if they are of this backend's tables (the design the header names);
+        else a reader drops them (every table holds every row, as in format 3: its candidates are still bounded)
+        and a writer is refused, for the rows it would add could not say which tables refused them."""
+        self._headers_stale = self._format != FORMAT or self._stored_design != self.design.name
+        if self._stored_design == self.design.name or not self._refused[: self._n].any():
+            return
+        if not self._readonly:
+            raise MetadataMismatchError(
+                f"{path}: the index was built with the table design {self._stored_design}, and its pages record "
+                f"which of those tables refused them, so it cannot take pages with the design {self.design.name}: "
+                f"open it with the design {self._stored_design} (the tables setting), or read it read-only"
+            )
+        logger.debug("simhash index %s: design %s, not %s: the refusals of its pages are ignored",
+                     self.path, self.design.name, self._stored_design)  # fmt: skip
+        self._refused[: self._n] = 0
 
     def _check_tail_is_torn(self, path: Path, first_bad: int, total: int, urls_size: int) -> None:
         """Return if the records from *first_bad* on are a torn write (each cut short, never written - a sector
@@ -164,7 +195,7 @@ class GenerationLoader(IndexDirectory):
         damaged: int | None = None
         for start, chunk in record_chunks(self._fds["records"], path, first_bad, total, self._record, CHUNK // 16):
             intact = record_checks(chunk, self._salt) == chunk["check"]
-            keyed = chunk["offset"] + chunk["length"] <= np.uint64(urls_size)
+            keyed = chunk["offset"] + key_lengths(chunk) <= np.uint64(urls_size)
             later = intact & keyed
             if start == first_bad:
                 if later[0] and damaged is None:

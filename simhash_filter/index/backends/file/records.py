@@ -21,39 +21,57 @@ __all__ = [
     "DELETED_MAGIC",
     "FORMAT",
     "HEADER_SIZE",
+    "LENGTH_BITS",
     "MAGIC",
     "MAX_KEY_BYTES",
+    "READ_FORMATS",
     "RECORD",
     "RECORD_STRUCT",
     "TOMBSTONE",
     "URLS_MAGIC",
     "header",
     "key_check",
+    "key_lengths",
+    "length_refused",
     "read_header",
     "record_check",
     "record_checks",
     "record_chunks",
     "record_dtype",
+    "refusals",
     "sketch_hash",
     "sketch_hashes",
     "tombstone_check",
     "unwritten",
 ]
 
-#: The index format written and read (1: records without sketches; 2: records without key checks).
-FORMAT = 3
+#: The index format written (1: records without sketches; 2: records without key checks; 3: without refusals).
+FORMAT = 4
+#: The formats read: a format-3 record is a format-4 record that no table refused.
+READ_FORMATS = (3, 4)
 HEADER_SIZE = 4096
 MAGIC = b"simhash-filter index\n"
 URLS_MAGIC = b"simhash-filter urls\n"
 DELETED_MAGIC = b"simhash-filter deleted\n"
 RECORD = np.dtype(
-    [("fp", "<u8"), ("offset", "<u8"), ("added", "<u4"), ("length", "<u4"), ("key_check", "<u4"), ("check", "<u4")]
+    [
+        ("fp", "<u8"),
+        ("offset", "<u8"),
+        ("added", "<u4"),
+        ("length_refused", "<u4"),
+        ("key_check", "<u4"),
+        ("check", "<u4"),
+    ]
 )
 RECORD_STRUCT = struct.Struct("<QQIIII")
 TOMBSTONE = struct.Struct("<QQ")
 assert RECORD.itemsize == RECORD_STRUCT.size == 32
 #: Longest key (URL) in bytes, UTF-8.
 MAX_KEY_BYTES = 1 << 20
+#: The URL length is the low 24 bits of a record's ``length_refused``; the top 8 are the tables that refused the
+#: row (bit 24 + t: table t; always 0 in format 3, whose keys were as short).
+LENGTH_BITS = 24
+assert MAX_KEY_BYTES < 1 << LENGTH_BITS
 #: Records verified per step on open (bounds the temporary memory: 32 MiB).
 CHUNK = 1 << 20
 _M64 = (1 << 64) - 1
@@ -104,13 +122,20 @@ def key_check(key: bytes) -> int:
 
 
 def record_check(
-    fp: int, offset: int, added: int, length: int, salt: int, sketch: bytes | None = None, key_check: int = 0
+    fp: int,
+    offset: int,
+    added: int,
+    length: int,
+    salt: int,
+    sketch: bytes | None = None,
+    key_check: int = 0,
+    refused: int = 0,
 ) -> int:
     """The 32-bit check of one record (same as :func:`record_checks`), with its *sketch* if the index keeps
-    sketches, and its *key_check*."""
+    sketches, its *key_check* and the tables that *refused* it (the ``length_refused`` field as stored)."""
     h = (fp * _P[0]) & _M64
     h ^= (offset * _P[1]) & _M64
-    h ^= ((added | length << 32) * _P[2]) & _M64
+    h ^= ((added | length_refused(length, refused) << 32) * _P[2]) & _M64
     h ^= (salt * _P[3]) & _M64
     h ^= (key_check * _PK) & _M64
     if sketch is not None:
@@ -126,7 +151,7 @@ def record_checks(records: np.ndarray, salt: int) -> np.ndarray:
     u64 = np.uint64
     h = records["fp"] * u64(_P[0])
     h ^= records["offset"] * u64(_P[1])
-    h ^= (records["added"].astype(u64) | records["length"].astype(u64) << u64(32)) * u64(_P[2])
+    h ^= (records["added"].astype(u64) | records["length_refused"].astype(u64) << u64(32)) * u64(_P[2])
     h ^= u64((salt * _P[3]) & _M64)
     h ^= records["key_check"].astype(u64) * u64(_PK)
     if "sketch" in (records.dtype.names or ()):
@@ -135,6 +160,21 @@ def record_checks(records: np.ndarray, salt: int) -> np.ndarray:
     h *= u64(_P[4])
     h ^= h >> u64(29)
     return (h & u64(0xFFFFFFFF)).astype(np.uint32)
+
+
+def length_refused(length: int, refused: int) -> int:
+    """The ``length_refused`` field of a record: the key's *length* and the tables that *refused* the row."""
+    return length | refused << LENGTH_BITS
+
+
+def key_lengths(records: np.ndarray) -> np.ndarray:
+    """The key length of each of *records* (``uint64``, to add to offsets)."""
+    return (records["length_refused"] & np.uint32((1 << LENGTH_BITS) - 1)).astype(np.uint64)
+
+
+def refusals(records: np.ndarray) -> np.ndarray:
+    """The tables that refused each of *records* (``uint8``, bit t: table t)."""
+    return (records["length_refused"] >> np.uint32(LENGTH_BITS)).astype(np.uint8)
 
 
 def tombstone_check(row: int, salt: int) -> int:
@@ -160,12 +200,13 @@ def read_header(fd: int, path: Path, magic: bytes) -> dict[str, Any]:
     if len(head) < HEADER_SIZE or not isinstance(fields, dict):
         raise CorruptIndexError(f"{path}: the header is damaged")
     stored = fields.get("format")
-    if stored != FORMAT:
+    if stored not in READ_FORMATS or isinstance(stored, bool):
         newer = isinstance(stored, int) and not isinstance(stored, bool) and stored > FORMAT
         raise MetadataMismatchError(
             f"{path} is in index format {stored!r}, written by "
-            f"{'a newer' if newer else 'an older'} version of simhash-filter; this version reads format {FORMAT} "
-            "only (format 3 keeps each page's sketch beside its fingerprint, and a check of its URL): "
+            f"{'a newer' if newer else 'an older'} version of simhash-filter; this version reads formats 3 and "
+            f"{FORMAT} only (format 3 keeps each page's sketch beside its fingerprint, and a check of its URL; "
+            "format 4 also the tables that refused the page): "
             + (
                 "upgrade simhash-filter, or use a new index location to start afresh"
                 if newer
