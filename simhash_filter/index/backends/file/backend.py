@@ -71,6 +71,11 @@ class FileBackend(GenerationLoader, NotesFile, MemoryBackend):
         merge_factor: int = 8,
     ) -> None:
         super().__init__(k=k, design=design, metadata=metadata, buffer_size=buffer_size, merge_factor=merge_factor)
+        if design.n_tables > 32 - LENGTH_BITS and not readonly and (metadata or {}).get("sketch_bytes"):
+            raise ValueError(
+                f"the on-disk index keeps the refusals of at most {32 - LENGTH_BITS} tables (a byte of each record); "
+                f"design {design.name} has {design.n_tables}: choose one with fewer tables"
+            )
         if sync not in ("none", "always"):
             raise ValueError(f"sync must be 'none' or 'always', got {sync!r}")
         self.path = Path(path)
@@ -380,7 +385,7 @@ class FileBackend(GenerationLoader, NotesFile, MemoryBackend):
     def _reset(self) -> None:
         self._fps = np.empty(0, dtype=np.uint64)
         self._sketches = np.empty((0, self._sketch_bytes), dtype=np.uint8)
-        self._refused = np.empty(0, dtype=np.uint8)
+        self._refused = np.empty(0, dtype=self._refused_dtype)
         self._times = np.empty(0, dtype=np.uint32)
         self._runs = []
         self._dead = set()
