@@ -186,7 +186,7 @@ def spark_dedup(spark: SparkSession, paths: list[str], config: FilterConfig = DE
         raise FileNotFoundError(f"no JSON Lines or WARC files in {', '.join(paths)}")
     numbers = {name: i for i, name in enumerate(files)}
     sketch_bytes = config.fingerprint.sketch_bins // 8
-    bound = CheckBound(min_similarity=config.min_similarity)  # the bound of dedup's index (open_index)
+    bound = config.bound  # the bound of dedup's index (open_index)
     sc = spark.sparkContext
     # Uncompressed JSON Lines files are split into line ranges (textFile; its line numbers by zipWithIndex), the
     # others read whole, one task a file: either way no page crosses the network before it is fingerprinted.
