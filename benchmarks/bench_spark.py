@@ -1,19 +1,20 @@
 """The Spark job (``simhash_filter.batch.spark``) in local mode: its scaling from one core to two, beside one machine's
-``dedup``, and its pair-finding stage alone on synthetic fingerprints with planted neighbours.
+``dedup``, and its time on floods of near-duplicates beside the same number of distinct pages.
 
 ``scaling``: the public stream (``--copies`` copies of it, each copy's URLs suffixed ``#copy-N``, so that the
 corpus is larger; a copy's pages are near-duplicates of the first copy's) through ``spark-dedup`` with
 ``local[1]`` and ``local[2]``, alternated ``--repeat`` times, and through ``simhash-filter dedup --workers 1``; wall
 seconds (the Spark session's start included) and pages/s; the outputs must be identical.
 
-``pairs``: ``--fingerprints`` random fingerprints (``xxhash64`` of a row number, made in the executors) and
-``--planted`` pairs planted among them at distances 1 to 4 (which the index's tables must find: the pigeonhole
-over five 13-bit leads) and 5 to 10 (found when they share a lead, as on one machine); the candidate pairs found
-by :func:`simhash_filter.batch.spark.candidate_pairs` (the block keys joined on themselves, filtered to k = 10); time,
-the pairs compared, every planted pair within 4 found or not.
+``flood``: ``--pages`` pages of each kind through ``spark-dedup`` on ``--master``, the kinds alternated
+``--repeat`` times (with ``--baseline TREE``, also another checkout's job, e.g. the self-join of an earlier
+version, alternated with them): ``counter``, one fixture article of tests/pages.py whose view counter, date and
+session id change on every page; ``words``, 300 words drawn from 19 (every page a near-duplicate of every other);
+``distinct``, the same template with a different random 40-word text (wordfreq's 5,000 most frequent English words).
+Each output is compared with ``simhash-filter dedup``'s of the same corpus (not timed, once).
 
     python benchmarks/bench_spark.py scaling [--copies 4] [--repeat 3]
-    python benchmarks/bench_spark.py pairs [--fingerprints 1000000] [--planted 10000] [--master local[2]]
+    python benchmarks/bench_spark.py flood [--pages 20000] [--repeat 3] [--master local[2]] [--baseline TREE]
 """
 
 from __future__ import annotations
@@ -31,8 +32,7 @@ from benchlib import ROOT
 from benchlib.data import PUBLIC_PAGES, read_jsonl
 from benchlib.report import make_parser, write_json
 
-from simhash_filter.config import DEFAULTS
-from simhash_filter.index.tables import resolve_design
+sys.path.insert(0, str(ROOT / "tests"))  # the fixture pages (tests/pages.py)
 
 
 def _corpus(path: Path, copies: int) -> int:
@@ -45,10 +45,12 @@ def _corpus(path: Path, copies: int) -> int:
     return copies * len(rows)
 
 
-def _run(cmd: list[str]) -> float:
+def _run(cmd: list[str], tree: Path = ROOT) -> float:
     start = time.perf_counter()
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+    if tree != ROOT:  # `python -m` puts the working directory first on sys.path; the executors get PYTHONPATH
+        env["PYTHONPATH"] = str(tree)
+    proc = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True)
     if proc.returncode:
         raise SystemExit(f"failed: {' '.join(cmd)}\n{proc.stderr[-3000:]}")
     return time.perf_counter() - start
@@ -85,74 +87,90 @@ def scaling(copies: int, repeat: int) -> dict:
     return {"pages": pages, "median_s": med, "runs_s": runs, "identical": identical}
 
 
-def pairs(fingerprints: int, planted: int, master: str) -> dict:
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-    from pyspark.sql import functions as F
+#: The 19 words of the ``words`` flood.
+FLOOD_WORDS = (
+    "river stone lantern copper meadow harbor violet ember cedar falcon orbit quartz willow tundra saddle beacon "
+    "marble pepper thistle"
+).split()
 
-    from simhash_filter.batch.spark import candidate_pairs
 
-    k = DEFAULTS.max_distance
-    design = resolve_design(DEFAULTS.tables, k, 1_000_000, candidates=True)
-    spark = (SparkSession.builder.master(master).config("spark.ui.showConsoleProgress", "false")
-             .config("spark.driver.memory", "8g").getOrCreate())  # fmt: skip
-    spark.sparkContext.setLogLevel("ERROR")
-    try:
-        start = time.perf_counter()
-        base = spark.range(fingerprints).select(F.col("id").alias("number"), F.xxhash64("id").alias("fp"))
-        # a planted neighbour of row i (i < planted): its fingerprint with d = 1 + i % 10 bits flipped
-        flips = " | ".join(f"IF({d} <= 1 + pmod(number, 10), shiftleft(1L, pmod(number * {7 + 6 * d}, 64)), 0L)"
-                           for d in range(1, 11))  # fmt: skip
-        twin = [(F.col("number") + fingerprints).alias("number"), F.expr(f"fp ^ ({flips})").alias("fp")]
-        twins = base.where(F.col("number") < planted).select(*twin)
-        pages = base.unionByName(twins)
-        leads = []
-        for moves in design.lead_moves:
-            parts = [f"shiftleft(shiftrightunsigned(fp, {s}) & {mask}L, {t})" for s, mask, t in moves]
-            leads.append(" | ".join(parts))
-        blocks = pages.select("number", "fp", F.posexplode(F.array(*(F.expr(x) for x in leads))).alias("t", "lead"))
-        found = candidate_pairs(blocks, k).select("a_number", "b_number", "distance").persist()
-        total = found.count()
-        mine = found.where(F.col("a_number") == F.col("b_number") - fingerprints)
-        counted = mine.groupBy("distance").agg(F.count("*").alias("n")).collect()
-        by_distance = {int(r["distance"]): int(r["n"]) for r in counted}
-        within4 = mine.where("1 + pmod(a_number, 10) <= 4").count()  # planted at 1 to 4 bits (or fewer)
-        seconds = time.perf_counter() - start
-    finally:
-        spark.stop()
-    planted_by_distance = {d: sum(1 for i in range(planted) if 1 + i % 10 == d) for d in range(1, 11)}
-    # flipped bits may coincide (a shift repeats): then a pair is nearer than planted, never farther
-    planted4 = sum(n for d, n in planted_by_distance.items() if d <= 4)
-    print(f"# pair finding: {fingerprints:,} fingerprints + {planted:,} planted neighbours, {master}, {seconds:.1f} s")
-    print(f"candidate pairs within k={k} found: {total:,}")
-    print(f"planted pairs found by distance: {dict(sorted(by_distance.items()))}")
-    print(f"planted within 4 bits: {within4:,} found of {planted4:,} planted (the tables guarantee them)")
-    return {
-        "fingerprints": fingerprints,
-        "planted": planted,
-        "master": master,
-        "seconds": seconds,
-        "pairs": total,
-        "found_by_distance": by_distance,
-        "within4_found": within4,
-        "within4_planted": planted4,
-    }
+def _flood_corpus(path: Path, kind: str, n: int) -> None:
+    """*n* pages of one kind (see the module) as JSON Lines."""
+    import random
+
+    from pages import RAINWATER, Article, Counter, gazette
+
+    rng = random.Random(7)
+    vocabulary: list[str] = []
+    if kind == "distinct":
+        import wordfreq
+
+        vocabulary = wordfreq.top_n_list("en", 5000)
+    with path.open("w", encoding="utf-8") as out:
+        for i in range(n):
+            if kind == "counter":
+                stamp = f"2024-05-{1 + i % 28:02d} 08:{i % 60:02d}:07"
+                page = gazette(RAINWATER, counter=Counter(1000 + i, stamp, f"{rng.getrandbits(64):016x}"))
+            elif kind == "words":
+                page = f"<html><body><p>{' '.join(rng.choice(FLOOD_WORDS) for _ in range(300))}</p></body></html>"
+            else:
+                text = " ".join(rng.choice(vocabulary) for _ in range(40))
+                page = gazette(Article(f"Notes {i}", "Ada Field", "3 May 2024", (text,)))
+            out.write(json.dumps({"url": f"https://{kind}.example/{i}", "html": page}) + "\n")
+
+
+def flood(n: int, repeat: int, master: str, baseline: Path | None) -> dict:
+    kinds = ["counter", "words", "distinct"]
+    trees = {"": ROOT, **({" (baseline)": baseline.resolve()} if baseline else {})}
+    runs: dict[str, list[float]] = {f"{kind}{tag}": [] for tag in trees for kind in kinds}
+    load = [os.getloadavg()[0]]
+    with tempfile.TemporaryDirectory(prefix="bench-spark-flood-") as tmp:
+        corpora = {kind: Path(tmp) / f"{kind}.jsonl" for kind in kinds}
+        identical: dict[str, bool] = {}
+        for kind, path in corpora.items():
+            _flood_corpus(path, kind, n)
+        names = list(runs)
+        for r in range(repeat):
+            for name in names[r % len(names) :] + names[: r % len(names)]:
+                kind, _, tag = name.partition(" ")
+                out = Path(tmp) / f"{name}.out.jsonl"
+                out.unlink(missing_ok=True)
+                cmd = [sys.executable, "-m", "simhash_filter.batch.spark", str(corpora[kind]), "--output", str(out),
+                       "--master", master]  # fmt: skip
+                runs[name].append(_run(cmd, trees[f" {tag}" if tag else ""]))
+                load.append(os.getloadavg()[0])
+                print(f"  {name}: {runs[name][-1]:.1f} s (load {load[-1]:.1f})", file=sys.stderr, flush=True)
+        for kind, path in corpora.items():
+            one = Path(tmp) / f"{kind}.dedup.jsonl"
+            _run([sys.executable, "-m", "simhash_filter", "dedup", str(path), "--output", str(one), "--no-progress"])
+            outputs = [Path(tmp) / f"{name}.out.jsonl" for name in names if name.split(" ")[0] == kind]
+            identical[kind] = all(p.read_bytes() == one.read_bytes() for p in outputs)
+    med = {name: statistics.median(v) for name, v in runs.items()}
+    print(f"# spark-dedup on floods: {n:,} pages of each kind, {master}, median of {repeat} (alternated)")
+    print("| corpus | wall s | ÷ distinct | identical to dedup |")
+    print("| --- | ---: | ---: | --- |")
+    for name, seconds in med.items():
+        kind, _, tag = name.partition(" ")
+        ratio = seconds / med[f"distinct{' ' + tag if tag else ''}"]
+        print(f"| {name} | {seconds:.1f} | {ratio:.2f} | {identical[kind]} |")
+    print(f"\nload average (1 min) during the runs: {min(load):.1f} to {max(load):.1f}")
+    return {"pages": n, "master": master, "median_s": med, "runs_s": runs, "identical": identical, "load": load}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = make_parser(__doc__)
-    parser.add_argument("what", choices=("scaling", "pairs"))
+    parser.add_argument("what", choices=("scaling", "flood"))
     parser.add_argument("--copies", type=int, default=4)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--fingerprints", type=int, default=1_000_000)
-    parser.add_argument("--planted", type=int, default=10_000)
+    parser.add_argument("--pages", type=int, default=20_000)
     parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--baseline", type=Path, help="another checkout whose job runs alternated with this one's")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     if args.what == "scaling":
         result = scaling(args.copies, args.repeat)
     else:
-        result = pairs(args.fingerprints, args.planted, args.master)
+        result = flood(args.pages, args.repeat, args.master, args.baseline)
     if args.json:
         write_json(args.json, result, indent=1)
     return 0

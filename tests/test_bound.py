@@ -1,15 +1,21 @@
 """The bound on a check's work (``simhash_filter.index.bound``): its constants, the bit-count form of the
-threshold, and the per-table rule, on its own and through the index facade."""
+threshold, and the per-table rule, on its own and through the index facade; the per-block rule (``block_pass``, which
+the Spark job runs on each block apart) against the brute-force reference (tests/bounded_reference.py) on random
+floods."""
 
 from __future__ import annotations
 
 import random
+from collections import defaultdict
 
 import pytest
+from bounded_reference import BoundedReference
 
-from simhash_filter.config import FilterConfig
-from simhash_filter.index.bound import CheckBound, most_differing_bits, take
+from simhash_filter.config import DEFAULTS, FilterConfig
+from simhash_filter.index.backends.base import Candidate
+from simhash_filter.index.bound import CheckBound, block_pass, most_differing_bits, take
 from simhash_filter.index.nearduplicate import NearDuplicateIndex
+from simhash_filter.index.tables import resolve_design
 from simhash_filter.model.sketch import similarity
 
 
@@ -72,3 +78,81 @@ def test_a_flood_stops_filling_the_index_and_its_checks_stay_small() -> None:
             sizes.append(len(index))
     assert sizes[1] == sizes[-1] < 500
     assert index.candidates_max <= 5 * index.bound.per_table
+
+
+SKETCH_BYTES = 8
+DESIGN = resolve_design(DEFAULTS.tables, DEFAULTS.max_distance, 1_000_000, candidates=True)
+
+
+def _flood(seed: int, n: int) -> list[tuple[int, int, str, bytes]]:
+    """*n* pages ``(order, fingerprint, key, sketch)``: a few fingerprints with up to 7 bits flipped (most pages
+    within k = 10 of most others, in the same blocks of some tables), sketches near one of two (verified) or
+    random, and some pages seen again (the same key and fingerprint)."""
+    rng = random.Random(seed)
+    bases = [rng.getrandbits(64) for _ in range(rng.randint(1, 3))]
+    sketches = [rng.randbytes(SKETCH_BYTES) for _ in range(2)]
+    pages: list[tuple[int, int, str, bytes]] = []
+    for order in range(n):
+        if pages and rng.random() < 0.1:
+            _, fp, key, sketch = rng.choice(pages)
+            pages.append((order, fp, key, sketch))
+            continue
+        fp = rng.choice(bases)
+        for _ in range(rng.randint(0, 7)):
+            fp ^= 1 << rng.randrange(64)
+        if rng.random() < 0.7:
+            sketch = int.from_bytes(rng.choice(sketches), "little")
+            for _ in range(rng.randint(0, 10)):
+                sketch ^= 1 << rng.randrange(8 * SKETCH_BYTES)
+            sketch_bytes = sketch.to_bytes(SKETCH_BYTES, "little")
+        else:
+            sketch_bytes = rng.randbytes(SKETCH_BYTES)
+        pages.append((order, fp, f"https://flood.example/{order}", sketch_bytes))
+    return pages
+
+
+@pytest.mark.parametrize("bound", [CheckBound(), CheckBound(3, 2, 0.5), CheckBound(1, 1, 0.8), CheckBound(8, 8, 0.6)])
+@pytest.mark.parametrize("seed", range(4))
+def test_the_blocks_decided_apart_give_the_bounded_checks(seed: int, bound: CheckBound) -> None:
+    """Each block (table, lead value) of a random flood run through ``block_pass`` alone, in page order: the union
+    of a page's candidates over its blocks (nearest, then earliest, each once) and the blocks that take it are the
+    reference's, page by page."""
+    k = DEFAULTS.max_distance
+    pages = _flood(seed, 160 if seed % 2 else 500)  # 500: blocks large enough for the numpy scan
+    reference = BoundedReference(DESIGN, k, bound)
+    expected = []
+    for _, fp, key, sketch in pages:
+        before = len(reference.stored)
+        found = reference.add(fp, key, sketch)
+        tables = reference.stored[-1][3] if len(reference.stored) > before else frozenset()
+        expected.append((found, tables))
+
+    blocks: dict[tuple[int, int], list[tuple[int, int, str, int]]] = defaultdict(list)
+    for order, fp, key, sketch in pages:
+        for t, lead in enumerate(DESIGN.lead_values(fp)):
+            blocks[t, lead].append((order, fp, key, int.from_bytes(sketch, "little")))
+    chosen: list[set[tuple[int, int]]] = [set() for _ in pages]
+    taken: list[set[int]] = [set() for _ in pages]
+    bits = most_differing_bits(bound.min_similarity, SKETCH_BYTES)
+    for (t, _), block in blocks.items():
+        for page, candidates, took in block_pass(block, k, bound, bits):
+            chosen[page[0]].update((d, earlier[0]) for d, earlier, _ in candidates)
+            if took:
+                taken[page[0]].add(t)
+            for _, earlier, differ in candidates:
+                assert differ == (page[3] ^ earlier[3]).bit_count()
+    got = []
+    for order in range(len(pages)):
+        found = [Candidate(pages[i][2], d, pages[i][1], pages[i][3]) for d, i in sorted(chosen[order])]
+        got.append((found, frozenset(taken[order])))
+    assert got == expected
+    assert any(len(c) > 1 for c, _ in expected) and any(not t for _, t in expected)  # a flood: blocks fill
+
+
+def test_a_block_takes_a_page_seen_again_once() -> None:
+    """The same key and fingerprint again is a candidate at distance 0 of itself and is not taken; another key
+    with that fingerprint is taken."""
+    bound = CheckBound(8, 4, 0.75)
+    pages = [(0, 5, "a", 0), (1, 5, "a", 0), (2, 5, "b", 0)]
+    out = [(page[0], [(d, e[0], x) for d, e, x in c], took) for page, c, took in block_pass(pages, 10, bound, 16)]
+    assert out == [(0, [], True), (1, [(0, 0, 0)], False), (2, [(0, 0, 0)], True)]

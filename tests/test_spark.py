@@ -120,15 +120,64 @@ def test_input_files_are_found_as_spark_names_them(spark, tmp_path: Path, corpus
         input_files(spark, [str(tmp_path / "nothing-here")])
 
 
-def test_candidate_pairs_join_block_keys_once_per_pair(spark) -> None:
-    """Pages sharing a block key in two tables give one pair, earlier first, with its distance; pages farther
-    than k or in no common block give none."""
+def test_candidate_pairs_are_each_blocks_bounded_pass(spark) -> None:
+    """Six copies of one page in a block: the block takes four (``duplicates``), then holds four verified
+    near-duplicates of the others, which see those four; a page farther than k or in another block sees none of
+    them, a page whose sketch differs in too many bits is a candidate that does not verify."""
     from simhash_filter.batch.spark import candidate_pairs
+    from simhash_filter.index.bound import CheckBound
 
-    rows = [(1, 0b1111, 0, 5), (1, 0b1111, 1, 9), (2, 0b0111, 0, 5), (2, 0b0111, 1, 9), (3, -1, 0, 5), (4, 0, 2, 7)]
-    blocks = spark.createDataFrame(rows, "number long, fp long, t int, lead long")
-    pairs = {(r["a_number"], r["b_number"], r["distance"]) for r in candidate_pairs(blocks, 10).collect()}
-    assert pairs == {(1, 2, 1)}
+    same, other = bytes(8), b"\xff" * 8
+    rows = [(n, 0b1111, f"u{n}", same, 0, 5) for n in range(6)]
+    rows += [(6, -1, "far", same, 0, 5), (7, 0b1111, "elsewhere", same, 1, 9), (8, 0b0111, "unlike", other, 1, 9)]
+    blocks = spark.createDataFrame(rows, "number long, fp long, url string, sketch binary, t int, lead long")
+    found = candidate_pairs(blocks, 10, CheckBound(8, 4, 0.75), 8).collect()
+    pairs = sorted((r["number"], r["of"], r["of_url"], r["distance"], r["differ"]) for r in found)
+    copies = [(n, a, f"u{a}", 0, 0) for n in range(1, 6) for a in range(min(n, 4))]
+    assert pairs == [*copies, (8, 7, "elsewhere", 1, 64)]
+
+
+def _flood_lines(kind: str, n: int) -> list[str]:
+    """*n* pages of one flood: ``counter``, one fixture article whose view counter, date and session id change
+    on every page; ``words``, 300 words drawn from 19 (every page a near-duplicate of every other)."""
+    import random
+
+    from pages import RAINWATER, Counter, gazette
+
+    rng = random.Random(7)
+    lines = []
+    for i in range(n):
+        if kind == "counter":
+            counter = Counter(1000 + i, f"2024-05-{1 + i % 28:02d} 08:{i % 60:02d}:07", f"{rng.getrandbits(64):016x}")
+            lines.append(page_line(f"https://trap.example/story?sid={i}", gazette(RAINWATER, counter=counter)))
+        else:
+            text = " ".join(rng.choice(FLOOD_WORDS) for _ in range(300))
+            lines.append(page_line(f"https://words.example/{i}", f"<html><body><p>{text}</p></body></html>"))
+    return lines
+
+
+#: The 19 words of the ``words`` flood.
+FLOOD_WORDS = (
+    "river stone lantern copper meadow harbor violet ember cedar falcon orbit quartz willow tundra saddle beacon "
+    "marble pepper thistle"
+).split()
+
+
+@pytest.mark.parametrize("kind", ["counter", "words"])
+def test_a_flood_of_near_duplicates_gives_one_machines_decisions(spark, tmp_path: Path, kind: str) -> None:
+    """3,000 near-duplicates of each other (the blocks stop taking them after a few): the Spark job's output is
+    ``simhash-filter dedup``'s, byte for byte, and all but the first page are near-duplicates."""
+    from simhash_filter.batch.spark import spark_dedup, write_output
+
+    lines = _flood_lines(kind, 3000)
+    assert len(FLOOD_WORDS) == 19
+    source = write_jsonl(tmp_path / "flood.jsonl", lines)
+    output = tmp_path / "spark.jsonl"
+    counts = write_output(spark_dedup(spark, [str(source)]), str(output), "jsonl")
+    one = tmp_path / "one.jsonl"
+    assert cli(["dedup", str(source), "--output", str(one), "--no-progress"]) == 0
+    assert output.read_text(encoding="utf-8") == one.read_text(encoding="utf-8")
+    assert counts == {"pages": 3000, "kept": 1, "duplicates": 2999, "skipped": 0, "malformed": 0}
 
 
 def test_the_module_runs_as_a_command(tmp_path: Path, corpus: list[Path]) -> None:

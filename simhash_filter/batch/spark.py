@@ -1,12 +1,14 @@
 """Batch near-duplicate detection of a corpus on Apache Spark: the decisions of ``simhash-filter dedup``, computed
 by stages that shuffle fingerprints, never pages.
 
-The decision rule is one machine's, which does not depend on the order pages are *processed* in, only on the order
-they are *numbered* in: a page is a near-duplicate of the most similar page numbered before it among its
-candidates, the pages before it whose fingerprint is within k bits and agrees with its own on the leading bits of
-one of the index's tables, whose sketches are at least ``min_similarity`` similar (ties: the nearer, then the
-earlier page); with none, it is kept. (One machine stores every page, duplicates too, so no decision waits for
-another.) Pages are numbered by input order: the input files sorted by path, then each file's lines or records in
+The decision rule is one machine's bounded two-stage check (:mod:`simhash_filter.index.bound`), which does not
+depend on the order pages are *processed* in, only on the order they are *numbered* in: a page's candidates in a
+table are the ``per_table`` nearest (then earliest) pages within k that its block of that table (the table's lead
+value of the page) took before it; a page is a near-duplicate of the most similar candidate whose sketch is at
+least ``min_similarity`` similar (ties: the nearer, then the earlier page); with none, it is kept.  A block takes a
+page unless ``duplicates`` of the page's candidates from that block verify or it holds an earlier page with the
+same URL and fingerprint: that depends on the block's own earlier pages alone, so every block is decided on its
+own.  Pages are numbered by input order: the input files sorted by path, then each file's lines or records in
 order.
 
 The stages:
@@ -14,12 +16,15 @@ The stages:
 1. **read and fingerprint** in the executors: every input file is one task (``binaryFiles``: local paths and any
    path Spark reads: HDFS, S3, ...); JSON Lines (``.jsonl``, ``.jsonl.gz``) and WARC files (``.warc``,
    ``.warc.gz``) as ``simhash-filter dedup`` reads them, with the same model (the model id is checked);
-2. **block keys**: each fingerprinted page once per table, keyed by ``(table, lead value)``;
-3. **candidate pairs**: a join of the block keys on themselves, earlier page to later page, kept when the Hamming
-   distance is at most k; a pair met in two tables counts once;
-4. **verification and choice**: the sketch similarity of each pair, computed in Spark SQL on 64-bit words (the
-   same floating-point operations as :func:`simhash_filter.model.sketch.similarity`), filtered by
-   ``min_similarity``; a window per later page picks its best earlier page;
+2. **block rows**: each fingerprinted page once per table, keyed by ``(table, lead value)``, shuffled so that a
+   block is in one partition, sorted by block then page number;
+3. **one pass per block** (:func:`simhash_filter.index.bound.block_pass`): the pages the block took so far, each
+   page's nearest of them within k, their differing sketch bits, whether the block takes the page; out come the
+   candidate pairs (later page, earlier page, distance, differing bits);
+4. **verification and choice**: the sketch similarity of each pair in Spark SQL from its differing bits (the same
+   floating-point operations as :func:`simhash_filter.model.sketch.similarity`), filtered by ``min_similarity``;
+   a window per later page picks its best earlier page (a pair found in several tables is the same row each
+   time);
 5. **output** in input order: the JSON Lines of ``dedup`` (one file, or a directory of part files whose
    concatenation in name order is that file) or Parquet.
 
@@ -38,18 +43,30 @@ import io
 import json
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator
+from itertools import groupby
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from simhash_filter.batch.dedup import MALFORMED, Outcome, Page, _prepare
 from simhash_filter.config import DEFAULTS, FilterConfig
+from simhash_filter.index.bound import CheckBound, block_pass
 from simhash_filter.index.tables import resolve_design
 from simhash_filter.model.fingerprint import Fingerprinter
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["JSONL_SUFFIXES", "WARC_SUFFIXES", "candidate_pairs", "input_files", "main", "spark_dedup", "write_output"]
+__all__ = [
+    "JSONL_SUFFIXES",
+    "WARC_SUFFIXES",
+    "block_pairs",
+    "candidate_pairs",
+    "input_files",
+    "main",
+    "spark_dedup",
+    "write_output",
+]
 
 JSONL_SUFFIXES = (".jsonl", ".jsonl.gz", ".json.gz", ".ndjson")
 WARC_SUFFIXES = (".warc", ".warc.gz")
@@ -114,41 +131,47 @@ def _numbered(name: str, data: bytes, numbers: dict[str, int]) -> Iterator[tuple
         yield base + position, item
 
 
-def _fingerprint_partition(items: Iterator[tuple[int, bytes | Page]], config: FilterConfig,
-                           sketch_words: int) -> Iterator[tuple[Any, ...]]:  # fmt: skip
-    """Rows of numbered input items: ``(number, url, fingerprint, sketch words..., status, reason, fields JSON,
-    leads)``."""
+def _fingerprint_partition(
+    items: Iterator[tuple[int, bytes | Page]], config: FilterConfig
+) -> Iterator[tuple[Any, ...]]:
+    """Rows of numbered input items: ``(number, url, fingerprint, sketch, status, reason, fields JSON, leads)``."""
     fingerprinter = Fingerprinter(config.fingerprint)
     design = resolve_design(config.tables, config.max_distance, EXPECTED_SIZE, candidates=True)
     for number, item in items:
         url, value, status, reason, sketch = _prepare(fingerprinter, item)
         fields = json.dumps(dict(item.record_fields())) if isinstance(item, Page) else None
-        words: list[int | None] = [None] * sketch_words
-        leads: list[int] | None = None
-        if value is not None:
-            padded = (sketch or b"").ljust(8 * sketch_words, b"\0")
-            words = [_signed(int.from_bytes(padded[8 * i : 8 * i + 8], "little")) for i in range(sketch_words)]
-            leads = design.lead_values(value)
-        yield (number, url, None if value is None else _signed(value), *words, status, reason, fields, leads)
+        leads = None if value is None else design.lead_values(value)
+        fp = None if value is None else _signed(value)
+        yield (number, url, fp, None if value is None else bytes(sketch or b""), status, reason, fields, leads)
 
 
-def candidate_pairs(blocks: DataFrame, k: int, carried: Sequence[str] = ()) -> DataFrame:
-    """The pairs (earlier ``a``, later ``b``) of pages that share a block key ``(t, lead)`` and whose fingerprints
-    ``fp`` are within *k* bits (``distance``), once each however many tables they share: a join of the block keys
-    on themselves.  *blocks* has ``number``, ``fp``, ``t``, ``lead`` and the *carried* columns, which the pairs
-    carry as ``a_<name>`` and ``b_<name>``."""
-    from pyspark.sql import functions as F
+def block_pairs(rows: Iterable[Any], k: int, bound: CheckBound, differing_bits: int) -> Iterator[tuple[Any, ...]]:
+    """The candidate pairs ``(number, of, of_url, distance, differ)`` of block rows ``(t, lead, number, fp, url,
+    sketch)`` sorted by block, then number: :func:`~simhash_filter.index.bound.block_pass` over each block."""
+    for _, block in groupby(rows, itemgetter(0, 1)):
+        pages = ((r[2], _unsigned(r[3]), r[4], int.from_bytes(r[5], "little")) for r in block)
+        for page, candidates, _ in block_pass(pages, k, bound, differing_bits):
+            for distance, earlier, differ in candidates:
+                yield page[0], earlier[0], earlier[2], distance, differ
 
-    columns = ["number", "fp", *carried, "t", "lead"]
-    a = blocks.select(*(F.col(c).alias(f"a_{c}") for c in columns))
-    b = blocks.select(*(F.col(c).alias(f"b_{c}") for c in columns))
-    same_block = (F.col("a_t") == F.col("b_t")) & (F.col("a_lead") == F.col("b_lead"))
-    return (
-        a.join(b, same_block & (F.col("a_number") < F.col("b_number")))
-        .withColumn("distance", F.expr("bit_count(a_fp ^ b_fp)"))
-        .where(F.col("distance") <= k)
-        .dropDuplicates(["a_number", "b_number"])
-    )
+
+def candidate_pairs(blocks: DataFrame, k: int, bound: CheckBound, sketch_bytes: int) -> DataFrame:
+    """The candidate pairs of the bounded check, ``number`` (the later page), ``of`` and ``of_url`` (the earlier),
+    ``distance`` and ``differ`` (differing sketch bits), a pair once per table that finds it: the rows of *blocks*
+    (``t``, ``lead``, ``number``, ``fp``, ``url``, ``sketch``) shuffled by block, sorted, and each block passed
+    through on its own (:func:`block_pairs`)."""
+    from pyspark.sql import types as T
+
+    bits = bound.differing_bits(sketch_bytes)
+    ordered = blocks.select("t", "lead", "number", "fp", "url", "sketch").repartition("t", "lead")
+    rows = ordered.sortWithinPartitions("t", "lead", "number").rdd
+    pairs = rows.mapPartitions(lambda part: block_pairs(part, k, bound, bits))
+    schema = T.StructType(
+        [T.StructField("number", T.LongType(), False), T.StructField("of", T.LongType(), False),
+         T.StructField("of_url", T.StringType()), T.StructField("distance", T.IntegerType(), False),
+         T.StructField("differ", T.IntegerType(), False)]
+    )  # fmt: skip
+    return blocks.sparkSession.createDataFrame(pairs, schema)
 
 
 def spark_dedup(spark: SparkSession, paths: list[str], config: FilterConfig = DEFAULTS) -> DataFrame:
@@ -162,8 +185,8 @@ def spark_dedup(spark: SparkSession, paths: list[str], config: FilterConfig = DE
     if not files:
         raise FileNotFoundError(f"no JSON Lines or WARC files in {', '.join(paths)}")
     numbers = {name: i for i, name in enumerate(files)}
-    sketch_words = -(-config.fingerprint.sketch_bins // 64)
-    k = config.max_distance
+    sketch_bytes = config.fingerprint.sketch_bins // 8
+    bound = config.bound  # the bound of dedup's index (open_index)
     sc = spark.sparkContext
     # Uncompressed JSON Lines files are split into line ranges (textFile; its line numbers by zipWithIndex), the
     # others read whole, one task a file: either way no page crosses the network before it is fingerprinted.
@@ -177,33 +200,30 @@ def spark_dedup(spark: SparkSession, paths: list[str], config: FilterConfig = DE
         base = numbers[name] << FILE_SHIFT
         lines = sc.textFile(name, minPartitions=sc.defaultParallelism, use_unicode=False).zipWithIndex()
         items = items.union(lines.map(lambda pair, base=base: (base + pair[1], pair[0])))
-    rows = items.mapPartitions(lambda part: _fingerprint_partition(part, config, sketch_words))
-    words = [f"s{i}" for i in range(sketch_words)]
+    rows = items.mapPartitions(lambda part: _fingerprint_partition(part, config))
     schema = T.StructType(
         [T.StructField("number", T.LongType(), False), T.StructField("url", T.StringType()),
-         T.StructField("fp", T.LongType()), *(T.StructField(w, T.LongType()) for w in words),
+         T.StructField("fp", T.LongType()), T.StructField("sketch", T.BinaryType()),
          T.StructField("status", T.StringType()), T.StructField("reason", T.StringType()),
          T.StructField("fields", T.StringType()), T.StructField("leads", T.ArrayType(T.LongType()))]
     )  # fmt: skip
     pages = spark.createDataFrame(rows, schema).persist()
 
-    blocks = pages.where("fp IS NOT NULL").select("number", "fp", *words, F.posexplode("leads").alias("t", "lead"))
-    pairs = candidate_pairs(blocks, k, words)
-    differ = " + ".join(f"bit_count(a_{w} ^ b_{w})" for w in words)
-    bits = float(64 * sketch_words)
+    blocks = pages.where("fp IS NOT NULL").select(
+        "number", "fp", "url", "sketch", F.posexplode("leads").alias("t", "lead")
+    )
+    pairs = candidate_pairs(blocks, config.max_distance, bound, sketch_bytes)
     # sketch.similarity: agree = 1.0 - differing bits / bits; max(0.0, 2.0 * agree - 1.0)
-    pairs = pairs.withColumn("similarity", F.expr(f"greatest(0.0D, 2.0D * (1.0D - ({differ}) / {bits}D) - 1.0D)"))
+    bits = float(8 * sketch_bytes)
+    pairs = pairs.withColumn("similarity", F.expr(f"greatest(0.0D, 2.0D * (1.0D - differ / {bits}D) - 1.0D)"))
     verified = pairs.where(F.col("similarity") >= F.lit(float(config.min_similarity)))
-    order = Window.partitionBy("b_number").orderBy(F.col("similarity").desc(), "distance", "a_number")
-    best = (
+    order = Window.partitionBy("number").orderBy(F.col("similarity").desc(), "distance", "of")
+    decided = (
         verified.withColumn("rank", F.row_number().over(order)).where("rank = 1")
-        .select(F.col("b_number").alias("number"), F.col("a_number").alias("of"), "distance")
+        .select("number", F.col("of_url").alias("duplicate_of"), "distance")
     )  # fmt: skip
-    urls = pages.select(F.col("number").alias("of"), F.col("url").alias("duplicate_of"))
-    decided = best.join(urls, "of").drop("of")
-    return (
-        pages.join(decided, "number", "left")
-        .select("number", "url", "fp", "duplicate_of", "distance", "status", "fields")
+    return pages.join(decided, "number", "left").select(
+        "number", "url", "fp", "duplicate_of", "distance", "status", "fields"
     )
 
 

@@ -28,8 +28,10 @@ need ``duplicates`` verified near-duplicates of one page in one block first: ord
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import heapq
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
@@ -37,7 +39,9 @@ __all__ = [
     "DEFAULT_BOUND",
     "DEFAULT_DUPLICATES",
     "DEFAULT_PER_TABLE",
+    "BlockPage",
     "CheckBound",
+    "block_pass",
     "most_differing_bits",
     "refusal_dtype",
     "take",
@@ -137,3 +141,52 @@ def take(
         if full or any(own(o) for d, o in table_hits if d == 0):
             refused |= 1 << t
     return sorted(chosen), refused
+
+
+#: One page of a block, for :func:`block_pass`: ``(order, fingerprint, key, sketch)``, the fingerprint and the
+#: sketch (its bytes read little-endian) as non-negative ints; more fields may follow, carried along.
+BlockPage = TypeVar("BlockPage", bound=tuple)
+#: A block holding more pages than this is scanned with numpy, fewer in Python.
+_NUMPY_SCAN_MIN = 48
+
+
+def block_pass(
+    pages: Iterable[BlockPage], k: int, bound: CheckBound, differing_bits: int
+) -> Iterator[tuple[BlockPage, list[tuple[int, BlockPage, int]], bool]]:
+    """One block (one table, one lead value) decided on its own: for each of its *pages*, given in order,
+    ``(page, candidates, taken)``; *candidates* are ``(distance, earlier page, differing sketch bits)`` of the
+    ``per_table`` nearest pages the block took within *k* (nearest, then earliest, first), *taken* whether the
+    block takes the page: fewer than ``duplicates`` candidates differ in at most *differing_bits* bits
+    (:func:`most_differing_bits`) and the block holds no earlier page with its key and fingerprint."""
+    taken: list[BlockPage] = []
+    fps: list[int] = []
+    array = np.empty(0, dtype=np.uint64)  # fps, once the block holds _NUMPY_SCAN_MIN pages
+    held: set[tuple[int, str]] = set()
+    per_table, duplicates = bound.per_table, bound.duplicates
+    for page in pages:
+        fingerprint, key, sketch = page[1], page[2], page[3]
+        n = len(taken)
+        if n < _NUMPY_SCAN_MIN:
+            near = [(d, i) for i, fp in enumerate(fps) if (d := (fp ^ fingerprint).bit_count()) <= k]
+        else:
+            dist = np.bitwise_count(array[:n] ^ np.uint64(fingerprint))
+            sel = np.flatnonzero(dist <= k)
+            near = list(zip(dist[sel].tolist(), sel.tolist(), strict=True))
+        if len(near) > per_table:
+            near = heapq.nsmallest(per_table, near)
+        else:
+            near.sort()
+        candidates = [(d, taken[i], (sketch ^ taken[i][3]).bit_count()) for d, i in near]
+        verified = sum(1 for c in candidates if c[2] <= differing_bits)
+        took = verified < duplicates and (fingerprint, key) not in held
+        yield page, candidates, took
+        if took:
+            taken.append(page)
+            fps.append(fingerprint)
+            held.add((fingerprint, key))
+            if n + 1 >= _NUMPY_SCAN_MIN:  # numpy scans the next pages: the array holds every page taken
+                if n < len(array):
+                    array[n] = fingerprint
+                else:
+                    array = np.empty(max(2 * n, 2 * _NUMPY_SCAN_MIN), dtype=np.uint64)
+                    array[: n + 1] = fps
