@@ -229,6 +229,12 @@ def test_a_bug_in_an_index_command_still_shows_its_traceback(monkeypatch: pytest
 
 def crawl_log(tmp_path: Path, port: int, backend: str, **settings: str) -> str:
     """The log of ``scrapy crawl site`` of the local site with ``SIMHASH_BACKEND=backend`` (and its stderr)."""
+    return crawl_run(tmp_path, port, backend, **settings)[0]
+
+
+def crawl_run(tmp_path: Path, port: int, backend: str, **settings: str) -> tuple[str, int]:
+    """The log (and stderr) and exit status of ``scrapy crawl site`` of the local site with
+    ``SIMHASH_BACKEND=backend``."""
     log = tmp_path / "crawl.log"
     merged = {"LOG_FILE": str(log), "LOG_LEVEL": "INFO", "SIMHASH_BACKEND": backend, **settings}
     cmd = [sys.executable, "-m", "scrapy.cmdline", "crawl", "site", "-a", f"start_urls={start_urls(port)}"]
@@ -236,7 +242,7 @@ def crawl_log(tmp_path: Path, port: int, backend: str, **settings: str) -> str:
     for name, value in merged.items():
         cmd += ["-s", f"{name}={value}"]
     proc = subprocess.run(cmd, cwd=ROOT, env=env(), capture_output=True, text=True, timeout=CRAWL_TIMEOUT)
-    return (log.read_text(encoding="utf-8") if log.exists() else "") + proc.stderr
+    return (log.read_text(encoding="utf-8") if log.exists() else "") + proc.stderr, proc.returncode
 
 
 def assert_stopped_at_start(log: str, *needles: str) -> None:
@@ -286,3 +292,19 @@ def test_crawl_with_a_wrong_redis_password_stops_at_start(
     log = crawl_log(tmp_path, site_port, uri)
     assert_stopped_at_start(log, f"redis://default:***@127.0.0.1:{password_redis_server.port}/0")
     assert PASSWORD not in log
+
+
+def test_crawl_whose_filter_cannot_start_exits_1(
+    tmp_path: Path, site_port: int, password_redis_server: RedisServer
+) -> None:
+    """``scrapy crawl`` whose filter cannot start (a wrong Redis password) exits with status 1, as for a crawl
+    that fails to start, so that scripts and cron jobs see the failure."""
+    uri = f"redis://default:wrong-{PASSWORD}@127.0.0.1:{password_redis_server.port}/0"
+    log, status = crawl_run(tmp_path, site_port, uri)
+    assert "Closing spider (simhash_start_failed)" in log and status == 1, (status, log)
+
+
+def test_a_crawl_that_starts_exits_0(tmp_path: Path, site_port: int) -> None:
+    """A crawl whose filter starts and runs to its end exits with status 0 (the exit status tells them apart)."""
+    log, status = crawl_run(tmp_path, site_port, str(tmp_path / "index"), SIMHASH_PROCESSES="0")
+    assert "Closing spider (finished)" in log and status == 0, (status, log)

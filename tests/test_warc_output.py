@@ -413,12 +413,14 @@ def test_crawl_warc_has_one_revisit_per_near_duplicate(warc_crawl: WarcCrawl):
 
 @pytest.mark.slow
 def test_unwritable_warc_stops_the_crawl_at_start_in_one_line(tmp_path: Path, site_port: int):
-    """A SIMHASH_WARC that cannot be written: one ERROR line naming it, no traceback, closed before any request."""
-    from test_errors import crawl_log
+    """A SIMHASH_WARC that cannot be written: one ERROR line naming it, no traceback, closed before any request,
+    exit status 1."""
+    from test_errors import crawl_run
 
     (tmp_path / "a-file").write_text("not a directory")
     warc = tmp_path / "a-file" / "crawl.warc.gz"
-    log = crawl_log(tmp_path, site_port, str(tmp_path / "index"), SIMHASH_WARC=str(warc), SIMHASH_PROCESSES="0")
+    log, status = crawl_run(tmp_path, site_port, str(tmp_path / "index"), SIMHASH_WARC=str(warc), SIMHASH_PROCESSES="0")
+    assert status == 1, (status, log)  # scripts see the failure
     errors = [line for line in log.splitlines() if " ERROR: " in line]
     assert len(errors) == 1 and f"SIMHASH_WARC={str(warc)!r}: cannot write the WARC file" in errors[0], log
     assert "Traceback" not in log and "Closing spider (simhash_start_failed)" in log, log

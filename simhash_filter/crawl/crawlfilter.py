@@ -93,7 +93,20 @@ def _start_error(exc: BaseException) -> str:
 def _close_at_start(spider: Any) -> None:
     """``spider_opened`` handler of a crawl whose filter could not start: close the spider before it crawls
     (a crawl must not run unfiltered when a filter was configured)."""
+    # Connected now, after every component's own handlers: the last one to run when the spider closes.
+    spider.crawler.signals.connect(_mark_failed, signal=signals.spider_closed)
     raise CloseSpider(START_FAILED)
+
+
+def _mark_failed(spider: Any, reason: str) -> None:
+    """``spider_closed`` handler of a crawl whose filter could not start: the crawl counts as one that failed
+    to start, so ``scrapy crawl`` (and ``runspider``, and a script that reads ``bootstrap_failed``) exits 1.
+
+    Scrapy's crawler runners judge a crawl by its crawler's spider (``bootstrap_failed`` is set when the
+    crawler has none once the crawl is over); the spider is closed by now and nothing after this handler
+    uses it."""
+    if reason == START_FAILED:
+        spider.crawler.spider = None
 
 
 def _stop_at_start(crawler: Crawler, exc: BaseException) -> bool:
