@@ -210,3 +210,24 @@ def test_decisions_of_items_dropped_earlier_are_forgotten():
 def test_process_item_takes_no_spider_argument():
     """process_item(self, item): the Scrapy 2.13+ signature."""
     assert list(inspect.signature(SimhashPipeline.process_item).parameters) == ["self", "item"]
+
+
+def test_the_summary_says_what_became_of_unchanged_pages_items_in_each_mode():
+    """The summary's clause on pages unchanged since an earlier crawl says their items were dropped (drop mode) or
+    flagged (flag mode: they are exported, flagged as their own duplicates), never "not stored again"."""
+    from simhash_filter.crawl.report import Report
+
+    for action, words in (("drop", "(their items dropped)"), ("flag", "(their items flagged as their own duplicates)")):
+        crawler = get_crawler(Spider)
+        crawler.stats.set_value("simhash/unchanged", 3)
+        line = Report(crawler.stats, action=action, debug=False).summary(3, "in the reactor thread")
+        assert f"3 unchanged since an earlier crawl {words}" in line and "not stored again" not in line, line
+
+
+def test_a_wrong_on_index_error_value_names_the_setting():
+    """SIMHASH_ON_INDEX_ERROR other than 'pass' or 'stop' is a ValueError naming the setting."""
+    from simhash_filter.crawl.crawlfilter import CrawlFilter
+
+    crawler = get_crawler(Spider, settings_dict={"SIMHASH_ON_INDEX_ERROR": "halt"})
+    with pytest.raises(ValueError, match="SIMHASH_ON_INDEX_ERROR must be 'pass' or 'stop', got 'halt'"):
+        CrawlFilter.from_settings(crawler.settings, crawler.stats)
