@@ -308,3 +308,15 @@ def test_a_crawl_that_starts_exits_0(tmp_path: Path, site_port: int) -> None:
     """A crawl whose filter starts and runs to its end exits with status 0 (the exit status tells them apart)."""
     log, status = crawl_run(tmp_path, site_port, str(tmp_path / "index"), SIMHASH_PROCESSES="0")
     assert "Closing spider (finished)" in log and status == 0, (status, log)
+
+
+def test_a_redis_uri_without_the_password_redis_asks_for_is_said_plainly(
+    password_redis_server: RedisServer, pages_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Redis URI without a password, to a Redis that asks for one: one plain line saying where the password
+    goes, not redis-py's "HELLO must be called ..."."""
+    uri = f"redis://127.0.0.1:{password_redis_server.port}/0"
+    assert main(["dedup", str(pages_file), "--no-progress", "--index", uri]) == 1
+    err = capsys.readouterr().err
+    assert f"cannot open index '{uri}': Redis asks for a password and the URI gives none" in err, err
+    assert "HELLO" not in err and len(err.splitlines()) == 1
