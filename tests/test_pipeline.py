@@ -231,3 +231,17 @@ def test_a_wrong_on_index_error_value_names_the_setting():
     crawler = get_crawler(Spider, settings_dict={"SIMHASH_ON_INDEX_ERROR": "halt"})
     with pytest.raises(ValueError, match="SIMHASH_ON_INDEX_ERROR must be 'pass' or 'stop', got 'halt'"):
         CrawlFilter.from_settings(crawler.settings, crawler.stats)
+
+
+def test_flagged_items_carry_the_similarity_that_verified_them():
+    """In flag mode a near-duplicate item carries ``similarity`` (0..1, 3 decimals) beside duplicate_of and
+    distance, a kept one None; an item type without the field passes without a warning about it."""
+    c = Components(SIMHASH_ACTION="flag")
+    kept = c.crawl_page("http://a.test/rain", ARTICLE, ITEM_TYPES["dict"])
+    flagged = c.crawl_page("http://b.test/copy", COPY, ITEM_TYPES["dict"])
+    assert field(kept, "similarity") is None
+    assert 0.75 <= field(flagged, "similarity") <= 1 and round(field(flagged, "similarity"), 3) == field(
+        flagged, "similarity"
+    )
+    item = c.crawl_page("http://c.test/copy", COPY, ITEM_TYPES["Item"])
+    assert field(item, "duplicate_of") is not None and "similarity" not in ItemAdapter(item)
