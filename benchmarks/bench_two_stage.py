@@ -12,9 +12,10 @@ the mean number of candidates per check, and the share of planted variants found
 model's (``simhash_filter.config``: k = 10, tables 13+13+13+13+12, similarity 0.75).
 
 Before and after, side by side: ``--compare OLD.py`` builds a second index on the same pages with the
-``MemoryBackend`` of another copy of ``simhash_filter/index/backends/memory.py``, e.g. the last commit's::
+``MemoryBackend`` of another copy of ``simhash_filter/index/backends/memory/backend.py`` (the same interface,
+e.g. the last commit's, when it changed only that module)::
 
-    git show HEAD:simhash_filter/index/backends/memory.py > /tmp/memory_before.py
+    git show HEAD:simhash_filter/index/backends/memory/backend.py > /tmp/memory_before.py
     python benchmarks/bench_two_stage.py --sizes 1000000,10000000 --queries 20000 --compare /tmp/memory_before.py
 
 and runs each page's check-and-add on both, alternating which goes first, so that both see the same load of

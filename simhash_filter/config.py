@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from simhash_filter.index.bound import DEFAULT_DUPLICATES, DEFAULT_PER_TABLE, CheckBound
 from simhash_filter.model.config import MODEL_VERSION, FingerprintConfig
 
 __all__ = [
@@ -38,6 +39,15 @@ class FilterConfig:
     max_distance: int = DEFAULT_MAX_DISTANCE
     #: A candidate whose sketch is at least this similar is a near-duplicate; the most similar one wins.
     min_similarity: float = DEFAULT_MIN_SIMILARITY
+    #: The bound on a check's work (:mod:`simhash_filter.index.bound`): candidates per table, the nearest ...
+    candidates_per_table: int = DEFAULT_PER_TABLE
+    #: ... and a table's block takes no more pages that this many of its candidates verify.
+    block_duplicates: int = DEFAULT_DUPLICATES
+
+    @property
+    def bound(self) -> CheckBound:
+        """The bound on the work of a check."""
+        return CheckBound(self.candidates_per_table, self.block_duplicates, self.min_similarity)
 
     @property
     def tables(self) -> str:
@@ -53,6 +63,7 @@ class FilterConfig:
             raise ValueError(f"max_distance must be in [0, 16], got {self.max_distance!r}")
         if not 0.0 <= self.min_similarity <= 1.0:
             raise ValueError(f"min_similarity must be in [0, 1], got {self.min_similarity!r}")
+        self.bound  # noqa: B018 - checks candidates_per_table and block_duplicates
 
 
 DEFAULTS = FilterConfig()

@@ -17,6 +17,7 @@ from scrapy import signals
 
 from simhash_filter.index.backends import Candidate
 from simhash_filter.index.backends.memory import MemoryBackend
+from simhash_filter.index.bound import DEFAULT_BOUND, CheckBound
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
@@ -29,13 +30,15 @@ class FlakyBackend(MemoryBackend):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self._refused: set[str] = set()
+        self._failed_once: set[str] = set()
 
-    def add_and_candidates(self, fingerprint: int, key: str, sketch: bytes, k: int) -> list[Candidate]:
-        if "index-error" in key and key not in self._refused:
-            self._refused.add(key)
+    def add_and_candidates(
+        self, fingerprint: int, key: str, sketch: bytes, k: int, bound: CheckBound = DEFAULT_BOUND
+    ) -> list[Candidate]:
+        if "index-error" in key and key not in self._failed_once:
+            self._failed_once.add(key)
             raise ConnectionError(f"the test backend refuses {key}")
-        return super().add_and_candidates(fingerprint, key, sketch, k)
+        return super().add_and_candidates(fingerprint, key, sketch, k, bound)
 
 
 class StatsToJson:

@@ -7,19 +7,24 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import random
 import signal
+import struct
 import subprocess
 import sys
 import time
+import zlib
 from pathlib import Path
 
 import numpy as np
 import pytest
+from bounded_reference import BoundedReference
 
 from simhash_filter.index.backends import Candidate, MetadataMismatchError, open_backend
 from simhash_filter.index.backends.file import (
     FORMAT,
     HEADER_SIZE,
+    LENGTH_BITS,
     RECORD,
     CorruptIndexError,
     FileBackend,
@@ -29,6 +34,8 @@ from simhash_filter.index.backends.file import (
     record_checks,
     record_dtype,
 )
+from simhash_filter.index.bound import CheckBound
+from simhash_filter.index.nearduplicate import NearDuplicateIndex
 from simhash_filter.index.tables import Match, TableDesign
 
 DESIGN = TableDesign.parse("4x16/k3")
@@ -87,9 +94,11 @@ def test_record_check_scalar_matches_vectorised() -> None:
     records["fp"] = [0, 2**64 - 1, 0x0123456789ABCDEF]
     records["offset"] = [HEADER_SIZE, 2**40, 99]
     records["added"] = [0, 2**32 - 1, 1_700_000_000]
-    records["length"] = [0, 7, 2**20]
+    records["length_refused"] = [0, 7, 2**20]
     salt = 0x5A17
-    expected = [record_check(int(r["fp"]), int(r["offset"]), int(r["added"]), int(r["length"]), salt) for r in records]
+    expected = [
+        record_check(int(r["fp"]), int(r["offset"]), int(r["added"]), int(r["length_refused"]), salt) for r in records
+    ]
     assert record_checks(records, salt).tolist() == expected
 
 
@@ -359,11 +368,13 @@ def test_record_check_with_sketch_scalar_matches_vectorised() -> None:
         records["fp"] = [0, 2**64 - 1, 0x0123456789ABCDEF]
         records["offset"] = [HEADER_SIZE, 2**40, 99]
         records["added"] = [0, 2**32 - 1, 1_700_000_000]
-        records["length"] = [0, 7, 2**20]
+        records["length_refused"] = [0, 7, 2**20]
         records["sketch"] = np.random.default_rng(size).integers(0, 256, size=(3, size), dtype=np.uint8)
         salt = 0x5A17
         expected = [
-            record_check(int(r["fp"]), int(r["offset"]), int(r["added"]), int(r["length"]), salt, r["sketch"].tobytes())
+            record_check(
+                int(r["fp"]), int(r["offset"]), int(r["added"]), int(r["length_refused"]), salt, r["sketch"].tobytes()
+            )
             for r in records
         ]
         assert record_checks(records, salt).tolist() == expected
@@ -451,7 +462,7 @@ def test_an_index_of_another_format_is_refused_with_the_way_out(tmp_path: Path) 
     for readonly in (False, True):
         with pytest.raises(
             MetadataMismatchError,
-            match=rf"index format 1, written by an older version.*reads format {FORMAT} only.*new index location",
+            match=rf"index format 1, written by an older version.*reads formats 3 and {FORMAT} only.*new index",
         ):
             open_index(tmp_path / "old", readonly=readonly)
     assert {p.name: p.read_bytes() for p in (tmp_path / "old").iterdir() if p.name != "LOCK"} == before
@@ -529,3 +540,196 @@ def test_notes_survive_a_reopen_and_a_damaged_notes_file_counts_as_none(tmp_path
         assert index.notes() == {"mirror|a.test|b.test|+": 1}
         with pytest.raises(ValueError, match="read-only"):
             index.add_notes({"x": 1})
+
+
+# --- refusals (index format 4): the tables that refused a row stay out of it after a reopen ---------------
+
+TWO_STAGE = TableDesign.parse("13+13+13+13+12/k4")
+BOUND = CheckBound(per_table=5, duplicates=3, min_similarity=0.75)
+
+
+def open_two_stage(path: Path, design: TableDesign = TWO_STAGE, **options: object) -> FileBackend:
+    return FileBackend(path, k=10, design=design, metadata=SKETCH_META, **options)  # type: ignore[arg-type]
+
+
+def flip_bits(value: int, bits: list[int]) -> int:
+    return value ^ sum(1 << b for b in bits)
+
+
+def near_sketch(sketch: bytes, bits: int) -> bytes:
+    """*sketch* with its first *bits* bits flipped."""
+    return (int.from_bytes(sketch, "little") ^ ((1 << bits) - 1)).to_bytes(len(sketch), "little")
+
+
+def flood(seed: int, n: int) -> list[tuple[int, str, bytes]]:
+    """*n* pages of three floods (near fingerprints, sketches within a few bits) among unrelated pages."""
+    rng = random.Random(seed)
+    base = [rng.getrandbits(64) for _ in range(6)]
+    pages = []
+    for i in range(n):
+        b = i % len(base)
+        fp = flip_bits(base[b], rng.sample(range(64), rng.randint(0, 12)))
+        sketch = near_sketch(sketch_of(f"base{b}"), rng.randint(0, 40)) if b < 3 else sketch_of(f"page{seed}-{i}")
+        pages.append((fp, f"p{seed}-{i % (n - 20)}", sketch))  # some keys come again
+    return pages
+
+
+def queries(seed: int) -> list[int]:
+    rng = random.Random(seed)
+    base = [rng.getrandbits(64) for _ in range(6)]
+    return [flip_bits(base[i % 6], rng.sample(range(64), rng.randint(0, 10))) for i in range(30)]
+
+
+def test_refusals_survive_reopen_and_compaction(tmp_path: Path) -> None:
+    """Rows refused by some tables stay out of them after a reopen and a compaction: candidates and decisions
+    are the brute-force reference's before and after, and the index is in format 4."""
+    reference = BoundedReference(TWO_STAGE, 10, BOUND)
+    with open_two_stage(tmp_path / "idx", buffer_size=16) as index:
+        for fp, key, sketch in flood(1, 300):
+            assert index.add_and_candidates(fp, key, sketch, 10, BOUND) == reference.add(fp, key, sketch)
+        assert index._refused[: index._n].any()  # the floods' blocks refused some pages
+        before = [index.candidates(q, 10, BOUND) for q in queries(1)]
+    assert before == [reference.candidates(q) for q in queries(1)]
+    for options in ({}, {"buffer_size": 7, "merge_factor": 2}, {"readonly": True}):
+        with open_two_stage(tmp_path / "idx", **options) as index:
+            assert len(index) == len(reference)
+            assert [index.candidates(q, 10, BOUND) for q in queries(1)] == before
+    with open_two_stage(tmp_path / "idx") as index:
+        index.compact()
+        assert index.info()["generation"] == 2
+        assert [index.candidates(q, 10, BOUND) for q in queries(1)] == before
+        for fp, key, sketch in flood(2, 100):  # decisions after a reopen and a compaction are the reference's
+            assert index.add_and_candidates(fp, key, sketch, 10, BOUND) == reference.add(fp, key, sketch)
+    with open_two_stage(tmp_path / "idx", buffer_size=5) as index:
+        assert [index.candidates(q, 10, BOUND) for q in queries(2)] == [reference.candidates(q) for q in queries(2)]
+    assert json.loads((tmp_path / "idx" / "records.2").read_bytes()[21:HEADER_SIZE])["format"] == FORMAT == 4
+
+
+def test_a_changed_refusal_byte_is_an_error(tmp_path: Path) -> None:
+    """A flipped bit in the refusals of a record (the top byte of its URL length) is a CorruptIndexError, never
+    a row in other tables."""
+    with open_two_stage(tmp_path / "idx") as index:
+        for fp, key, sketch in flood(3, 120):
+            index.add_and_candidates(fp, key, sketch, 10, BOUND)
+    records = tmp_path / "idx" / "records.1"
+    data = bytearray(records.read_bytes())
+    field = RECORD.fields["length_refused"][1]
+    data[HEADER_SIZE + 10 * SKETCH_RECORD.itemsize + field + LENGTH_BITS // 8] ^= 0x02  # table 1 of record 10
+    records.write_bytes(bytes(data))
+    for readonly in (False, True):
+        with pytest.raises(CorruptIndexError, match="record 10 is damaged but later records are intact"):
+            open_two_stage(tmp_path / "idx", readonly=readonly)
+
+
+def write_format_3(path: Path, pages: list[tuple[int, str, bytes]], design: TableDesign = TWO_STAGE) -> None:
+    """An index as format 3 wrote it: records ``fp | offset | added | length | key check | check`` and sketch,
+    with no refusals, the same checks."""
+    path.mkdir()
+    salt = 0x3C0FFEE
+    fields = {"format": 3, "salt": salt, "created": 1_700_000_000.0, "record_bytes": 32 + 64,
+              "metadata": SKETCH_META, "k": 10, "design": design.name}  # fmt: skip
+
+    def head(magic: bytes, values: dict[str, object]) -> bytes:
+        return (magic + json.dumps(values, sort_keys=True).encode() + b"\n").ljust(HEADER_SIZE, b" ")
+
+    records = [head(b"simhash-filter index\n", fields)]
+    urls = [head(b"simhash-filter urls\n", {"format": 3, "salt": salt})]
+    offset = HEADER_SIZE
+    for fp, key, sketch in pages:
+        data = key.encode()
+        crc = zlib.crc32(data)
+        check = record_check(fp, offset, 1_700_000_000, len(data), salt, sketch, crc)
+        records.append(struct.pack("<QQIIII", fp, offset, 1_700_000_000, len(data), crc, check) + sketch)
+        urls.append(data)
+        offset += len(data)
+    (path / "records.1").write_bytes(b"".join(records))
+    (path / "urls.1").write_bytes(b"".join(urls))
+    (path / "deleted.1").write_bytes(head(b"simhash-filter deleted\n", {"format": 3, "salt": salt}))
+    (path / "CURRENT").write_text("1\n")
+
+
+def formats(path: Path) -> list[int]:
+    """The format of each header of generation 1."""
+    return [json.loads((path / f"{kind}.1").read_bytes()[: HEADER_SIZE].split(b"\n", 1)[1])["format"]
+            for kind in ("records", "urls", "deleted")]  # fmt: skip
+
+
+def test_a_format_3_index_opens_answers_and_becomes_format_4_when_a_table_refuses(tmp_path: Path) -> None:
+    """A format-3 index (every table holds every row) opens and answers as the reference with those rows in
+    every table; it stays format 3 until a table refuses a page, then its headers say format 4 and it reopens."""
+    reference = BoundedReference(TWO_STAGE, 10, BOUND)
+    old = [(fp, f"old{i}", sketch) for i, (fp, _, sketch) in enumerate(flood(4, 40))]
+    for fp, key, sketch in old:
+        reference.stored.append((fp, key, sketch, frozenset(range(TWO_STAGE.n_tables))))
+    write_format_3(tmp_path / "idx", old)
+    with open_two_stage(tmp_path / "idx") as index:
+        assert [(e.fingerprint, e.key, e.sketch) for e in index.entries()] == old
+        assert [index.candidates(q, 10, BOUND) for q in queries(4)] == [reference.candidates(q) for q in queries(4)]
+    with open_two_stage(tmp_path / "idx") as index:
+        fp, key, sketch = flood(5, 30)[3]  # unrelated: every table takes it
+        assert index.add_and_candidates(fp, key, sketch, 10, BOUND) == reference.add(fp, key, sketch)
+    assert formats(tmp_path / "idx") == [3, 3, 3]  # nothing it cannot say was stored
+    with open_two_stage(tmp_path / "idx") as index:
+        for fp, key, sketch in flood(4, 200)[40:]:
+            assert index.add_and_candidates(fp, key, sketch, 10, BOUND) == reference.add(fp, key, sketch)
+        assert index._refused[: index._n].any()
+    assert formats(tmp_path / "idx") == [4, 4, 4]
+    with open_two_stage(tmp_path / "idx", readonly=True) as index:
+        assert len(index) == len(reference)
+        assert [index.candidates(q, 10, BOUND) for q in queries(4)] == [reference.candidates(q) for q in queries(4)]
+
+
+def test_refusals_belong_to_the_design_they_were_made_with(tmp_path: Path) -> None:
+    """An index with refusals opened with another table design is read with none (every table holds every row)
+    and refused for writing with the way out; without refusals, another design opens for writing."""
+    with open_two_stage(tmp_path / "idx") as index:
+        for fp, key, sketch in flood(6, 200):
+            index.add_and_candidates(fp, key, sketch, 10, BOUND)
+        stored = len(index)
+    other = TableDesign.parse("4x16/k3")
+    with pytest.raises(MetadataMismatchError, match=r"design 13\+13\+13\+13\+12/k4.*open it with the design"):
+        open_two_stage(tmp_path / "idx", other)
+    with open_two_stage(tmp_path / "idx", other, readonly=True) as index:
+        assert len(index) == stored and not index._refused.any()
+        fp = flood(6, 200)[0][0]
+        assert index.candidates(fp, 10, BOUND)[0].distance == 0
+    with open_two_stage(tmp_path / "plain") as index:
+        index.add(1, "one", sketch_of("one"))
+    with open_two_stage(tmp_path / "plain", other) as index:
+        assert index.candidates(1, 10) == [Candidate("one", 0, 1, sketch_of("one"))]
+
+
+@pytest.mark.slow
+def test_a_flood_of_near_identical_pages_stays_small_and_fast(tmp_path: Path) -> None:
+    """20,000 near-identical pages through a two-stage index on disk take seconds, store few rows (most pages
+    no table takes), and no check reads more than 5 * per_table candidates (unbounded, the checks grow with the
+    pages stored: 20,000 took ten minutes and more)."""
+    rng = random.Random(8)
+    centre = rng.getrandbits(64)
+    sketch = sketch_of("the page")
+    started = time.monotonic()
+    with NearDuplicateIndex(
+        10,
+        design=TWO_STAGE,
+        backend=f"file://{tmp_path}/idx",
+        metadata={"model": "m", "sketch_bytes": 64},
+        min_similarity=0.75,
+    ) as index:
+        for i in range(20_000):
+            fp = flip_bits(centre, rng.sample(range(64), rng.randint(0, 4)))
+            index.check_and_add(fp, f"https://trap.example/{i}", near_sketch(sketch, rng.randint(0, 6)))
+        assert index.candidates_max <= 5 * index.bound.per_table
+        stored = len(index)
+    elapsed = time.monotonic() - started
+    size = sum(p.stat().st_size for p in (tmp_path / "idx").iterdir())
+    assert stored < 2500 and size < 3 * HEADER_SIZE + stored * (SKETCH_RECORD.itemsize + 40)
+    assert elapsed < 120, f"20,000 pages took {elapsed:.0f} s"
+
+
+def test_a_two_stage_design_of_more_than_8_tables_is_refused_in_one_line(tmp_path: Path) -> None:
+    """The records keep a byte of refusals: a two-stage index on disk with 11 tables is a ValueError that names
+    the design and the way out, and nothing is written."""
+    design = TableDesign.parse("6+6+6+6+6+6+6+6+6+5+5/k10")
+    with pytest.raises(ValueError, match=r"at most 8 tables.*6\+6.*has 11: choose one with fewer tables"):
+        open_two_stage(tmp_path / "wide", design)
+    assert not (tmp_path / "wide").exists()

@@ -353,6 +353,22 @@ def test_dedup_max_distance_zero_flags_only_exact_matches(corpus, pages, tmp_pat
     assert records[-1]["duplicate_of"] == "https://a.example/garden" and records[-1]["distance"] == 0
 
 
+def test_dedup_bound_options_reach_the_index_and_the_summary_names_the_bound(corpus, pages, tmp_path, capsys):
+    """``--candidates-per-table``/``--block-duplicates`` bound the candidates a page verifies, and the summary
+    line says the most one page had; a bound that cannot work is a one-line usage error."""
+    rows = [*corpus, *((f"https://copy.example/{i}", pages["en_article"]) for i in range(12))]
+    src = write_jsonl(tmp_path / "in.jsonl", [page_line(u, h) for u, h in rows])
+    assert main(["dedup", str(src), "--candidates-per-table", "2", "--block-duplicates", "1"]) == 0
+    out, err = capsys.readouterr()
+    assert all(r["duplicate_of"] for r in read_records(out)[-12:])
+    most = int(re.search(r"at most (\d+) candidates verified per page", err)[1])  # type: ignore[index]
+    assert 1 <= most <= 5 * 2
+    with pytest.raises(SystemExit) as exit_info:
+        main(["dedup", str(src), "--block-duplicates", "9"])
+    assert exit_info.value.code == 2
+    assert "block_duplicates (9) must not exceed candidates_per_table (8)" in capsys.readouterr().err
+
+
 def test_dedup_fingerprint_options_change_fingerprints(corpus, tmp_path, capsys):
     """``--structure-weight`` and ``--dom-decay`` reach the fingerprinter."""
     src = write_jsonl(tmp_path / "in.jsonl", [page_line(u, h) for u, h in corpus[:1]])

@@ -28,6 +28,7 @@ from simhash_filter.crawl.crawlfilter import CrawlFilter
 from simhash_filter.crawl.middlewares import NearDuplicateResponse
 from simhash_filter.index.backends import Candidate
 from simhash_filter.index.backends.memory import MemoryBackend
+from simhash_filter.index.bound import DEFAULT_BOUND, CheckBound
 from simhash_filter.index.nearduplicate import NearDuplicateIndex
 
 pytestmark = pytest.mark.usefixtures("memory_index")
@@ -162,7 +163,9 @@ def test_dont_simhash_meta_exempts_a_request():
 
 
 class BrokenBackend(MemoryBackend):
-    def add_and_candidates(self, fingerprint: int, key: str, sketch: bytes, k: int) -> list[Candidate]:
+    def add_and_candidates(
+        self, fingerprint: int, key: str, sketch: bytes, k: int, bound: CheckBound = DEFAULT_BOUND
+    ) -> list[Candidate]:
         raise ConnectionError("the index server went away")
 
 
@@ -187,12 +190,14 @@ class RecoveringRemoteBackend(MemoryBackend):
     failures = 0
     calls: ClassVar[list[str]] = []  # the threads that called check_and_add, in order
 
-    def add_and_candidates(self, fingerprint: int, key: str, sketch: bytes, k: int) -> list[Candidate]:
+    def add_and_candidates(
+        self, fingerprint: int, key: str, sketch: bytes, k: int, bound: CheckBound = DEFAULT_BOUND
+    ) -> list[Candidate]:
         RecoveringRemoteBackend.calls.append(threading.current_thread().name)
         if RecoveringRemoteBackend.failures < 2:
             RecoveringRemoteBackend.failures += 1
             raise ConnectionError("the index server is restarting")
-        return super().add_and_candidates(fingerprint, key, sketch, k)
+        return super().add_and_candidates(fingerprint, key, sketch, k, bound)
 
 
 def test_remote_index_is_called_off_the_reactor_thread_and_retried(monkeypatch, caplog):

@@ -123,6 +123,8 @@ class Summary:
     duplicates: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
     malformed: int = 0
+    #: The most candidates one page's check verified (the bound on a check's work), when known.
+    candidates_max: int = 0
 
     def count(self, outcome: Outcome) -> None:
         self.lines += 1
@@ -366,7 +368,8 @@ def open_index(config: FilterConfig, backend: str = "memory://") -> NearDuplicat
     """A two-stage index for ``config`` (k = ``config.max_distance``, its tables, its sketches and similarity
     threshold), tagged with the fingerprint model's id."""
     return NearDuplicateIndex(config.max_distance, design=config.tables, backend=backend,
-                              metadata=config.index_metadata(), min_similarity=config.min_similarity)  # fmt: skip
+                              metadata=config.index_metadata(), min_similarity=config.min_similarity,
+                              per_table=config.candidates_per_table, duplicates=config.block_duplicates)  # fmt: skip
 
 
 def dedup(

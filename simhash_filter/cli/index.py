@@ -158,7 +158,7 @@ def _found(
     if not index.sketch_bytes:
         return [(m.key, m.distance, m.fingerprint, None, None) for m in index.query(value)]
     out: list[tuple[str, int, int, float | None, bool | None]] = []
-    for c in index.backend.candidates(value, index.k):
+    for c in index.backend.candidates(value, index.k, index.bound):
         sim = None if sketch is None else similarity(sketch, c.sketch)
         out.append((c.key, c.distance, c.fingerprint, sim, None if sim is None else sim >= index.min_similarity))
     return out

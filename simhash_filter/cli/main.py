@@ -102,8 +102,13 @@ def _fingerprint_config(args: argparse.Namespace) -> FingerprintConfig:
 
 def _filter_config(args: argparse.Namespace) -> FilterConfig:
     try:
-        return FilterConfig(fingerprint=_fingerprint_config(args), max_distance=args.max_distance,
-                            min_similarity=getattr(args, "min_similarity", DEFAULTS.min_similarity))  # fmt: skip
+        return FilterConfig(
+            fingerprint=_fingerprint_config(args),
+            max_distance=args.max_distance,
+            min_similarity=getattr(args, "min_similarity", DEFAULTS.min_similarity),
+            candidates_per_table=getattr(args, "candidates_per_table", DEFAULTS.candidates_per_table),
+            block_duplicates=getattr(args, "block_duplicates", DEFAULTS.block_duplicates),
+        )
     except ValueError as exc:
         raise _UsageError(str(exc)) from None
 
@@ -459,6 +464,8 @@ def _summary_line(s: Summary, seconds: float, warc: WarcCounts | None = None) ->
     if warc is not None:
         skipped = sum(warc.skipped.values())
         line += f"; {skipped} records skipped{_by_reason(warc.skipped)}, {len(warc.damaged)} damaged"
+    if s.candidates_max:
+        line += f"; at most {s.candidates_max} candidates verified per page"
     return line
 
 
@@ -542,6 +549,7 @@ def cmd_dedup(args: argparse.Namespace) -> int:
             name = reader.current or " ".join(args.inputs)
             message = f"{name}: read error after {summary.lines} {_unit(source)}: {exc}"
             return _failed(out, summary, start, message, source.warc)
+    summary.candidates_max = index.candidates_max
     print(_summary_line(summary, time.perf_counter() - start, source.warc), file=sys.stderr)
     damaged = source.warc is not None and source.warc.damaged
     return EXIT_MALFORMED if summary.malformed or damaged else EXIT_OK
@@ -722,6 +730,22 @@ def build_parser() -> argparse.ArgumentParser:
         "files of 16 MB or more, else 1)",
     )
     p.add_argument("--index", default="memory://", metavar="URI", help="index backend (default: memory://)")
+    p.add_argument(
+        "--candidates-per-table",
+        type=int,
+        default=DEFAULTS.candidates_per_table,
+        metavar="N",
+        help="the bound on a check's work: at most N candidates of each table are verified, the nearest "
+        f"(default: {DEFAULTS.candidates_per_table})",
+    )
+    p.add_argument(
+        "--block-duplicates",
+        type=int,
+        default=DEFAULTS.block_duplicates,
+        metavar="N",
+        help="a table's block of the index takes no more pages when N of their candidates there verify: a flood "
+        f"stops filling the index (default: {DEFAULTS.block_duplicates})",
+    )
     p.add_argument(
         "--no-progress",
         dest="progress",

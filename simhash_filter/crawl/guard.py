@@ -62,7 +62,8 @@ def open_index(config: FilterConfig, backend: str, backends: dict[str, Any] | No
     except Exception as exc:
         exc.simhash_backend = backend  # type: ignore[attr-defined] - for the start error line (_start_error)
         raise
-    return NearDuplicateIndex(k, backend=store, metadata=metadata, min_similarity=config.min_similarity)
+    return NearDuplicateIndex(k, backend=store, metadata=metadata, min_similarity=config.min_similarity,
+                              per_table=config.candidates_per_table, duplicates=config.block_duplicates)  # fmt: skip
 
 
 class IndexGuard:
@@ -88,6 +89,7 @@ class IndexGuard:
             self.report.index_time(time.perf_counter() - start)
             return self._unchecked(url, value, sketch, exc)
         self.report.index_time(time.perf_counter() - start)
+        self.report.candidates(self.index.candidates_max)
         return self.report.decided(url, value, match, added_late)
 
     async def check(self, url: str, value: int, sketch: bytes | None = None) -> Decision:
@@ -127,6 +129,7 @@ class IndexGuard:
                     if error is not None and _own_entry(match, value, url):
                         self.report.own_entry_found()
                         match = None  # this page's timed-out write landed: kept
+                    self.report.candidates(self.index.candidates_max)
                     return self.report.decided(url, value, match, added_late)
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -162,9 +165,8 @@ class IndexGuard:
         stored by it all the same (the call ran on the server, its reply was lost), and so may a late add
         that timed out: a page is never stored twice."""
         if self.index.sketch_bytes:  # adding is idempotent: a page stored already is among its candidates
-            backend, k = self.index.backend, self.index.k
             return sum(
-                not any(c.key == url and c.distance == 0 for c in backend.add_and_candidates(value, url, sketch, k))
+                not any(c.key == url and c.distance == 0 for c in self.index.add_and_candidates(value, url, sketch))
                 for value, url, sketch in pages
                 if sketch is not None
             )

@@ -35,7 +35,9 @@ ACTIONS = ("drop", "flag")
 
 
 def _setting_name(message: str) -> str:
-    for name in ("structure_weight", "dom_decay", "max_distance", "min_similarity"):
+    names = ("structure_weight", "dom_decay", "max_distance", "min_similarity", "candidates_per_table",
+             "block_duplicates")  # fmt: skip
+    for name in names:
         message = message.replace(name, f"SIMHASH_{name.upper()}")
     return message
 
@@ -51,6 +53,8 @@ def filter_config(settings: BaseSettings) -> FilterConfig:
             fingerprint,
             settings.getint("SIMHASH_MAX_DISTANCE", defaults.SIMHASH_MAX_DISTANCE),
             settings.getfloat("SIMHASH_MIN_SIMILARITY", defaults.SIMHASH_MIN_SIMILARITY),
+            settings.getint("SIMHASH_CANDIDATES_PER_TABLE", defaults.SIMHASH_CANDIDATES_PER_TABLE),
+            settings.getint("SIMHASH_BLOCK_DUPLICATES", defaults.SIMHASH_BLOCK_DUPLICATES),
         )
     except ValueError as exc:
         raise ValueError(_setting_name(str(exc))) from None

@@ -189,6 +189,11 @@ class Report:
             url,
         )
 
+    def candidates(self, most: int) -> None:
+        """The most candidates one check has verified so far (``simhash/candidates/max``: the bound on a check's
+        work, at most five times ``SIMHASH_CANDIDATES_PER_TABLE``)."""
+        self.stats.max_value("simhash/candidates/max", most)
+
     def own_entry_found(self) -> None:
         """A retried index check found the page's own entry (its timed-out write landed)."""
         self.stats.inc_value("simhash/index_retry_own_entry")

@@ -49,6 +49,15 @@ SIMHASH_BACKEND = ""
 #: merged over ``simhash_filter.index.backends.BACKENDS_BASE``; ``None`` disables a scheme.
 SIMHASH_BACKENDS: dict[str, str | None] = {}
 
+#: The bound on a check's work (docs/how-it-works.md): a table's block of the index takes no more pages that
+#: this many of the page's candidates from that table verify (a flood's pages, a crawler trap's, are still
+#: decided, but stop filling the index); at most ``SIMHASH_CANDIDATES_PER_TABLE``.
+SIMHASH_BLOCK_DUPLICATES = DEFAULTS.block_duplicates
+
+#: The bound on a check's work: at most this many candidates of each of the index's tables are verified, the
+#: nearest (so at most five times as many a page); the stat ``simhash/candidates/max`` is the most one page had.
+SIMHASH_CANDIDATES_PER_TABLE = DEFAULTS.candidates_per_table
+
 #: Log every decision (kept, near-duplicate, skipped) at DEBUG level, not only the first of each kind.
 SIMHASH_DEBUG = False
 

@@ -31,7 +31,17 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["DEFAULT_BOUND", "DEFAULT_DUPLICATES", "DEFAULT_PER_TABLE", "CheckBound", "most_differing_bits", "take"]
+import numpy as np
+
+__all__ = [
+    "DEFAULT_BOUND",
+    "DEFAULT_DUPLICATES",
+    "DEFAULT_PER_TABLE",
+    "CheckBound",
+    "most_differing_bits",
+    "refusal_dtype",
+    "take",
+]
 
 #: Candidates per table, at most (the nearest).
 DEFAULT_PER_TABLE = 8
@@ -55,11 +65,11 @@ class CheckBound:
         for name in ("per_table", "duplicates"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+                raise ValueError(f"{_NAMES[name]} must be an int >= 1, got {value!r}")
         if self.duplicates > self.per_table:
             raise ValueError(
-                f"duplicates ({self.duplicates}) must not exceed per_table ({self.per_table}): a block could never "
-                "count enough near-duplicates among its candidates to stop growing"
+                f"block_duplicates ({self.duplicates}) must not exceed candidates_per_table ({self.per_table}): a "
+                "block could never count enough near-duplicates among its candidates to stop growing"
             )
         if not 0.0 <= self.min_similarity <= 1.0:
             raise ValueError(f"min_similarity must be in [0, 1], got {self.min_similarity!r}")
@@ -68,6 +78,9 @@ class CheckBound:
         """:func:`most_differing_bits` at this bound's ``min_similarity``."""
         return most_differing_bits(self.min_similarity, sketch_bytes)
 
+
+#: The names by which users set the two constants (``FilterConfig``, ``SIMHASH_*`` settings, ``dedup`` options).
+_NAMES = {"per_table": "candidates_per_table", "duplicates": "block_duplicates"}
 
 #: The bound of a backend call that names none.
 DEFAULT_BOUND = CheckBound()
@@ -90,6 +103,15 @@ def most_differing_bits(min_similarity: float, sketch_bytes: int) -> int:
     return best
 
 
+def refusal_dtype(n_tables: int) -> np.dtype:
+    """The smallest unsigned integer type with a bit per table, for a page's refusals (bit *t*: table *t*); a
+    design of more than 64 tables is refused (the bounded check keeps one bit a table)."""
+    for dtype in (np.uint8, np.uint16, np.uint32, np.uint64):
+        if n_tables <= 8 * np.dtype(dtype).itemsize:
+            return np.dtype(dtype)
+    raise ValueError(f"a design of {n_tables} tables: a bounded check keeps a bit per table, 64 at most")
+
+
 def take(
     hits: Sequence[Sequence[tuple[int, int]]],
     bound: CheckBound,
@@ -106,6 +128,8 @@ def take(
     the page."""
     chosen: set[tuple[int, int]] = set()
     refused = 0
+    if not any(hits):  # the common case: no stored page near
+        return [], 0
     for t, table_hits in enumerate(hits):
         nearest = sorted(table_hits)[: bound.per_table]
         chosen.update(nearest)

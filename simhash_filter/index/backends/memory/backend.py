@@ -32,7 +32,9 @@ candidates, and a table whose block holds ``duplicates`` verified near-duplicate
 from __future__ import annotations
 
 import threading
+from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import accumulate
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -40,7 +42,7 @@ import numpy as np
 
 from simhash_filter.index.backends.base import Backend, Candidate, Entry
 from simhash_filter.index.backends.memory.runs import Run, build_run
-from simhash_filter.index.bound import DEFAULT_BOUND, CheckBound, take
+from simhash_filter.index.bound import DEFAULT_BOUND, CheckBound, refusal_dtype, take
 from simhash_filter.index.tables import Match, TableDesign, filters_on_folds, fold16, fold16_array
 from simhash_filter.model.sketch import similarity
 
@@ -80,11 +82,12 @@ class MemoryBackend(Backend):
         moves = design.lead_moves
         #: (shift, mask) of each table's lead, when every lead is one span of adjacent blocks (else None)
         self._spans = [(s, m) for ((s, m, _),) in moves] if all(len(mv) == 1 for mv in moves) else None
-        self._lead_masks = np.array(design.lead_masks, dtype=np.uint64)
         self._all_tables = (1 << design.n_tables) - 1  # a page every table refused is not stored
         self._fps = np.empty(0, dtype=np.uint64)
         self._sketches = np.empty((0, self._sketch_bytes), dtype=np.uint8)  # row -> sketch (two-stage)
-        self._refused = np.empty(0, dtype=np.uint8)  # row -> the tables that refused it (bit t: table t)
+        # row -> the tables that refused it (bit t: table t), in the smallest unsigned type that has a bit a table
+        self._refused_dtype = refusal_dtype(design.n_tables)
+        self._refused = np.empty(0, dtype=self._refused_dtype)
         self._n = 0
         self._sealed = 0  # rows below this are in runs, the rest is the buffer
         self._runs: list[Run] = []
@@ -134,7 +137,7 @@ class MemoryBackend(Backend):
             self._closed = True
             self._fps = np.empty(0, dtype=np.uint64)
             self._sketches = np.empty((0, self._sketch_bytes), dtype=np.uint8)
-            self._refused = np.empty(0, dtype=np.uint8)
+            self._refused = np.empty(0, dtype=self._refused_dtype)
             self._runs = []
             self._keys = []
             self._dead = set()
@@ -190,7 +193,7 @@ class MemoryBackend(Backend):
             sketches = np.empty((capacity, self._sketch_bytes), dtype=np.uint8)
             sketches[: self._n] = self._sketches[: self._n]
             self._sketches = sketches
-            refused = np.zeros(capacity, dtype=np.uint8)
+            refused = np.zeros(capacity, dtype=self._refused_dtype)
             refused[: self._n] = self._refused[: self._n]
             self._refused = refused
 
@@ -321,18 +324,31 @@ class MemoryBackend(Backend):
             hits = sorted(set(hits))  # a match can be found through several tables
         return hits
 
-    def _buckets(self, fingerprint: int) -> list[tuple[np.ndarray, np.ndarray, int]]:
-        """The query's bucket in every table of every run, when not empty: ``(values, rows, table)``."""
+    def _buckets(self, fingerprint: int, blocks: bool = False) -> list[tuple[np.ndarray, np.ndarray, int]]:
+        """The query's bucket in every table of every run, when not empty: ``(values, rows, table)``; with
+        *blocks*, only the entries of the page's block (a bucket names only a lead's top bits in a small run:
+        there the entries of other leads are left out, so that a flood in one block never costs a page of
+        another block more than a numpy pass)."""
         parts = []
         if self._runs:
             leads = self._leads(fingerprint)
+            masks = self._design.lead_masks
+            folds = self._folds
             for run in self._runs:
                 for t, ((_, off, values, rows, drop), lead) in enumerate(zip(run.tables, leads, strict=True)):
                     b = lead >> drop
                     lo = off[b]
                     hi = off[b + 1]
-                    if hi != lo:
-                        parts.append((values[lo:hi], rows[lo:hi], t))
+                    if hi == lo:
+                        continue
+                    part_values, part_rows = values[lo:hi], rows[lo:hi]
+                    if blocks and (drop or folds):
+                        if folds:  # tables of 16-bit folds (k <= 3): the rows' whole fingerprints
+                            part_values = self._fps[part_rows]
+                        if drop:
+                            same = ((part_values ^ np.uint64(fingerprint)) & np.uint64(masks[t])) == 0
+                            part_values, part_rows = part_values[same], part_rows[same]
+                    parts.append((part_values, part_rows, t))
         return parts
 
     def _hits_exact(self, fingerprint: int, k: int) -> list[tuple[int, int, int]]:
@@ -361,34 +377,37 @@ class MemoryBackend(Backend):
 
     def _block_hits(self, fingerprint: int, k: int) -> list[list[tuple[int, int]]]:
         """For each table, ``(distance, row)`` of the rows it holds in the page's block (the same lead) within
-        *k* (hidden rows left out)."""
-        hits: list[list[tuple[int, int]]] = [[] for _ in range(self._design.n_tables)]
-        parts = self._buckets(fingerprint)
-        if parts:
-            lengths = [len(v) for v, _, _ in parts]
-            x = _xor([v for v, _, _ in parts], fingerprint)
-            lead = np.repeat(self._lead_masks[[t for _, _, t in parts]], lengths)
-            lead &= x  # the bits of the leads in which an entry differs from the page
-            dist = np.bitwise_count(x)
-            sel = np.flatnonzero((dist <= k) & (lead == 0))
-            if len(sel):
-                ends = np.cumsum(lengths)
-                rows = np.concatenate([r for _, r, _ in parts])
-                for pos, part, d in zip(
-                    sel.tolist(), np.searchsorted(ends, sel, side="right").tolist(), dist[sel].tolist(), strict=True
-                ):
-                    hits[parts[part][2]].append((d, int(rows[pos])))
+        *k* (hidden rows left out): the blocks and the buffer verified in one pass; the buffer's rows within k
+        then sorted into the tables that took them and whose lead they share."""
+        masks = self._design.lead_masks
+        hits: list[list[tuple[int, int]]] = [[] for _ in masks]
+        parts = self._buckets(fingerprint, blocks=True)
         sealed, n = self._sealed, self._n
-        if n > sealed:  # the buffer: its rows within k, in the tables that took them and whose lead they share
-            x = self._fps[sealed:n] ^ np.uint64(fingerprint)
-            dist = np.bitwise_count(x)
-            sel = np.flatnonzero(dist <= k)
-            masks = self._design.lead_masks
-            for i, d, xv in zip(sel.tolist(), dist[sel].tolist(), x[sel].tolist(), strict=True):
-                refused = int(self._refused[sealed + i])
-                for t, mask in enumerate(masks):
-                    if not (refused >> t) & 1 and not xv & mask:
-                        hits[t].append((d, sealed + i))
+        values = [v for v, _, _ in parts]
+        if n > sealed:  # the buffer, scanned whole
+            values.append(self._fps[sealed:n])
+        if not values:
+            return hits
+        x = _xor(values, fingerprint)
+        dist = np.bitwise_count(x)
+        sel = np.flatnonzero(dist <= k)
+        if not len(sel):
+            return hits
+        ends = list(accumulate(len(v) for v, _, _ in parts))
+        total = ends[-1] if ends else 0
+        in_runs = sel[sel < total]
+        for pos, d in zip(in_runs.tolist(), dist[in_runs].tolist(), strict=True):
+            part = bisect_right(ends, pos)
+            _, rows, t = parts[part]
+            hits[t].append((d, int(rows[pos - (ends[part - 1] if part else 0)])))
+        in_buffer = sel[sel >= total]
+        if len(in_buffer):
+            xb = x[in_buffer]
+            refused = self._refused[in_buffer - total + sealed]
+            for t, mask in enumerate(masks):
+                ok = np.flatnonzero(((xb & np.uint64(mask)) == 0) & ((refused >> t) & 1 == 0))
+                rows_t = (in_buffer[ok] - total + sealed).tolist()
+                hits[t].extend(zip(dist[in_buffer[ok]].tolist(), rows_t, strict=True))
         if self._hides_rows():
             hits = [[hit for hit in table if not self._hidden(hit[1])] for table in hits]
         return hits

@@ -51,7 +51,7 @@ def build_run(
 ) -> Run:
     """Sort the rows ``start..start+len(fps)-1`` into one bucketed table per design table, of 16-bit folds
     (*folds*) or whole fingerprints, with their row ids.  *refused* (one ``uint8`` per row, bit *t* for table
-    *t*) leaves out of each table the rows it refused."""
+    *t*, an unsigned type) leaves out of each table the rows it refused."""
     size = len(fps)
     end = start + size
     row_dtype = np.uint32 if end <= 2**32 else np.uint64
@@ -65,7 +65,7 @@ def build_run(
         drop = lead - b
         ids = all_ids
         if refused is not None and refused.any():
-            ids = all_ids[(refused & np.uint8(1 << t)) == 0]
+            ids = all_ids[(refused & refused.dtype.type(1 << t)) == 0]
         key = design.lead_array(fps[ids] if ids is not all_ids else fps, t)
         if drop:
             key >>= np.uint64(drop)

@@ -1,0 +1,213 @@
+"""The index's directory: the writer's lock, ``CURRENT`` and the generations of files it names (creating one,
+switching to it, opening it whole while a compaction may switch, removing what a failed one left)."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import secrets
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from simhash_filter.index.backends.file.errors import CorruptIndexError, IndexLockedError
+from simhash_filter.index.backends.file.osfiles import close_all, fsync_dir, pread, write_all
+from simhash_filter.index.backends.file.records import (
+    DELETED_MAGIC,
+    FORMAT,
+    HEADER_SIZE,
+    MAGIC,
+    URLS_MAGIC,
+    header,
+    read_header,
+    record_dtype,
+)
+from simhash_filter.index.tables import TableDesign
+
+__all__ = ["KINDS", "IndexDirectory"]
+
+#: The files of a generation.
+KINDS = ("records", "urls", "deleted")
+#: Times an open tries again when a compaction switched CURRENT between reading it and opening the files.
+_OPEN_ATTEMPTS = 100
+
+
+class IndexDirectory:
+    """The directory's files, for :class:`~simhash_filter.index.backends.file.FileBackend` (a mixin: it uses the
+    backend's path, options and design)."""
+
+    path: Path
+    _readonly: bool
+    _lock_fd: int | None
+    _requested: dict[str, Any] | None
+    _clock: Callable[[], float]
+    _sketch_bytes: int
+    #: The backend's (properties of :class:`~simhash_filter.index.backends.base.Backend`).
+    k: int
+    design: TableDesign
+
+    def _file(self, kind: str, generation: int) -> Path:
+        return self.path / f"{kind}.{generation}"
+
+    def _take_lock(self) -> None:
+        self.path.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path / "LOCK", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+            os.close(fd)
+            raise IndexLockedError(
+                f"the index {self.path} is open for writing in another process (pid {holder}); one process writes "
+                "an index at a time: give each crawl its own index, or share one through redis://"
+            ) from None
+        with contextlib.suppress(OSError):  # the pid is for the error message only: a full disk opens too
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+        self._lock_fd = fd
+
+    def _generation(self) -> int | None:
+        try:
+            text = (self.path / "CURRENT").read_text("ascii").strip()
+        except FileNotFoundError:
+            return None
+        except UnicodeDecodeError:
+            text = ""
+        if not text.isdigit():
+            raise CorruptIndexError(f"{self.path / 'CURRENT'} is damaged (expected a generation number)")
+        return int(text)
+
+    def _create(
+        self, generation: int, salt: int, created: float, metadata: Mapping[str, Any], fmt: int = FORMAT
+    ) -> None:
+        """Write the empty files of a generation (not yet current), in format *fmt*."""
+        fields = {
+            "format": fmt,
+            "salt": salt,
+            "created": created,
+            "record_bytes": record_dtype(self._sketch_bytes).itemsize,
+            "metadata": dict(metadata),
+            "k": self.k,
+            "design": self.design.name,
+        }
+        for kind, magic in (("records", MAGIC), ("urls", URLS_MAGIC), ("deleted", DELETED_MAGIC)):
+            fd = os.open(self._file(kind, generation), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                write_all(fd, header(magic, fields if kind == "records" else {"format": fmt, "salt": salt}))
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+    def _rewrite_headers(self, generation: int, fds: Mapping[str, int]) -> None:
+        """Make the headers of *generation* (open as *fds*) say format :data:`FORMAT` and this backend's design,
+        the records file's first, each synced before the next: an older version refuses the records file
+        before any record it cannot read is written.  Only the bytes that change are written (one digit of the
+        format, when the design is the same), so a write cut short leaves a header of one version or the
+        other."""
+        for kind, magic in (("records", MAGIC), ("urls", URLS_MAGIC), ("deleted", DELETED_MAGIC)):
+            path = self._file(kind, generation)
+            old = pread(fds[kind], HEADER_SIZE, 0)
+            fields = read_header(fds[kind], path, magic)
+            fields["format"] = FORMAT
+            if kind == "records":
+                fields["design"] = self.design.name
+            new = header(magic, fields)
+            changed = [i for i, (a, b) in enumerate(zip(old, new, strict=True)) if a != b]
+            if not changed:
+                continue
+            fd = os.open(path, os.O_WRONLY)  # not the O_APPEND descriptor: Linux appends a pwrite there
+            try:
+                if os.fstat(fd).st_ino != os.fstat(fds[kind]).st_ino:
+                    raise CorruptIndexError(f"{path} was replaced while the index was open for writing")
+                start, end = changed[0], changed[-1] + 1
+                os.pwrite(fd, new[start:end], start)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+    def _write_current(self, generation: int) -> None:
+        """Make *generation* current: write ``CURRENT.tmp``, then rename it to ``CURRENT`` (atomically)."""
+        tmp = self.path / "CURRENT.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            write_all(fd, f"{generation}\n".encode("ascii"))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, self.path / "CURRENT")
+        fsync_dir(self.path)
+
+    def _current_is(self, generation: int) -> bool:
+        """Whether CURRENT names *generation* (False if it cannot be read)."""
+        try:
+            return self._generation() == generation
+        except (OSError, CorruptIndexError):
+            return False
+
+    def _discard(self, generation: int) -> None:
+        """Remove what a creation or compaction of *generation* that failed wrote (best effort)."""
+        for path in (*(self._file(kind, generation) for kind in KINDS), self.path / "CURRENT.tmp"):
+            with contextlib.suppress(OSError):
+                path.unlink()
+
+    def _remove_stale(self, generation: int) -> None:
+        """Remove the files of generations other than *generation* (a compaction's old one, or what one that
+        died left) and a stale ``CURRENT.tmp``.  Readers that hold them open go on reading them."""
+        for stale in self.path.iterdir():
+            kind, _, number = stale.name.partition(".")
+            if stale.name == "CURRENT.tmp" or (kind in KINDS and number.isdigit() and int(number) != generation):
+                with contextlib.suppress(FileNotFoundError):
+                    stale.unlink()
+
+    def _create_index(self) -> None:
+        """Create generation 1 and make it current; if that fails (a full disk), remove what was written."""
+        try:
+            self._create(1, secrets.randbits(63), self._clock(), self._requested or {})
+            self._write_current(1)
+        except BaseException:
+            if not self._current_is(1):
+                self._discard(1)
+            raise
+
+    def _open_generation(self) -> tuple[int, dict[str, int]] | None:
+        """Read CURRENT and open the files of its generation, all at once: ``(generation, fds)``, or None if
+        there is no CURRENT.  If a compaction switched CURRENT in between (and removed the files it named), try
+        again with the new one."""
+        flags = os.O_RDONLY if self._readonly else os.O_RDWR | os.O_APPEND
+        for attempt in range(_OPEN_ATTEMPTS):
+            generation = self._generation()
+            if generation is None:
+                return None
+            fds: dict[str, int] = {}
+            try:
+                for kind in KINDS:
+                    fds[kind] = os.open(self._file(kind, generation), flags)
+            except FileNotFoundError:
+                close_all(fds)
+                if self._generation() != generation:
+                    continue  # a compaction switched to its new generation and removed this one
+                missing = next(self._file(k, generation) for k in KINDS if k not in fds)
+                raise CorruptIndexError(
+                    f"{missing} is missing: the index {self.path} is incomplete, or its CURRENT is damaged "
+                    f"({self.path / 'CURRENT'} names generation {generation})"
+                ) from None
+            except BaseException:
+                close_all(fds)
+                raise
+            if attempt + 1 < _OPEN_ATTEMPTS and self._generation() != generation:
+                close_all(fds)  # CURRENT moved on meanwhile: open the newer generation
+                continue
+            return generation, fds
+        raise FileNotFoundError(
+            errno.ENOENT, f"the index {self.path} was compacted {_OPEN_ATTEMPTS} times while being opened; try again"
+        )
+
+    def _no_index(self) -> Exception:
+        """The error of a read-only open where there is no CURRENT."""
+        if not self.path.exists():
+            return FileNotFoundError(f"no index at {self.path}")
+        if self.path.is_dir() and {p.name for p in self.path.iterdir()} <= {"LOCK", "CURRENT.tmp"}:
+            return FileNotFoundError(f"no index at {self.path} (none was created there, or its creation failed)")
+        return CorruptIndexError(f"{self.path} is not a simhash-filter index (no CURRENT file)")

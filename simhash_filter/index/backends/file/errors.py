@@ -1,0 +1,24 @@
+"""The errors of the on-disk backend: a damaged index, a locked one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = ["CorruptIndexError", "IndexLockedError", "damaged_key"]
+
+
+class CorruptIndexError(ValueError):
+    """An index file is damaged or is not an index file."""
+
+
+class IndexLockedError(RuntimeError):
+    """Another process has the index open for writing."""
+
+
+def damaged_key(path: Path, row: int, offset: int, length: int) -> CorruptIndexError:
+    """The error for the key of record *row* (*length* bytes at *offset* of the keys file *path*) that does not
+    match its key check."""
+    return CorruptIndexError(
+        f"{path}: the key of record {row} at offset {offset} ({length} bytes) is damaged (it does not match its "
+        "check) - the file was changed or damaged; it cannot be trusted (restore a copy, or start a new index)"
+    )

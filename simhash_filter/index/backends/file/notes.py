@@ -1,0 +1,64 @@
+"""Notes (:meth:`~simhash_filter.index.backends.base.Backend.notes`): counters kept in ``notes.json`` in the
+index's directory, replaced atomically on each change."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+
+from simhash_filter.index.backends.file.osfiles import fsync_dir, write_all
+
+__all__ = ["NotesFile"]
+
+
+class NotesFile:
+    """``notes.json`` beside the index's files, for :class:`~simhash_filter.index.backends.file.FileBackend`
+    (a mixin)."""
+
+    path: Path
+    _lock: threading.Lock
+    _readonly: bool
+    _sync: bool
+
+    NOTES_FILE = "notes.json"
+
+    def notes(self) -> dict[str, int]:
+        """The counters of ``notes.json`` (none when it is missing; a damaged file counts as none, with its
+        name in the log of the caller's next write, which replaces it)."""
+        try:
+            data = json.loads((self.path / self.NOTES_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(data, dict):
+            return {}
+        return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool)}
+
+    def add_notes(self, increments: Mapping[str, int]) -> dict[str, int]:
+        """Add to the counters and write ``notes.json`` anew (a temporary file renamed over it: a crash leaves
+        the old file or the new one)."""
+        with self._lock:
+            self._check_open()
+            notes = self.notes()
+            if not increments:
+                return notes
+            if self._readonly:
+                raise ValueError("the index was opened read-only: its notes cannot change")
+            for key, n in increments.items():
+                notes[key] = notes.get(key, 0) + int(n)
+            target = self.path / self.NOTES_FILE
+            tmp = target.with_name(f".{self.NOTES_FILE}.{os.getpid()}.tmp")
+            data = json.dumps(notes, sort_keys=True, separators=(",", ":")).encode("utf-8")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                write_all(fd, data)
+                if self._sync:
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, target)
+            if self._sync:
+                fsync_dir(self.path)
+            return notes

@@ -1,0 +1,254 @@
+"""The files' format: headers, records and tombstones, their checks, and reading records back in chunks."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import struct
+import zlib
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from simhash_filter.index.backends.base import MetadataMismatchError
+from simhash_filter.index.backends.file.errors import CorruptIndexError
+from simhash_filter.index.backends.file.osfiles import pread
+
+__all__ = [
+    "CHUNK",
+    "DELETED_MAGIC",
+    "FORMAT",
+    "HEADER_SIZE",
+    "LENGTH_BITS",
+    "MAGIC",
+    "MAX_KEY_BYTES",
+    "READ_FORMATS",
+    "RECORD",
+    "RECORD_STRUCT",
+    "TOMBSTONE",
+    "URLS_MAGIC",
+    "header",
+    "key_check",
+    "key_lengths",
+    "length_refused",
+    "read_header",
+    "record_check",
+    "record_checks",
+    "record_chunks",
+    "record_dtype",
+    "refusals",
+    "sketch_hash",
+    "sketch_hashes",
+    "tombstone_check",
+    "unwritten",
+]
+
+#: The index format written (1: records without sketches; 2: records without key checks; 3: without refusals).
+FORMAT = 4
+#: The formats read: a format-3 record is a format-4 record that no table refused.
+READ_FORMATS = (3, 4)
+HEADER_SIZE = 4096
+MAGIC = b"simhash-filter index\n"
+URLS_MAGIC = b"simhash-filter urls\n"
+DELETED_MAGIC = b"simhash-filter deleted\n"
+RECORD = np.dtype(
+    [
+        ("fp", "<u8"),
+        ("offset", "<u8"),
+        ("added", "<u4"),
+        ("length_refused", "<u4"),
+        ("key_check", "<u4"),
+        ("check", "<u4"),
+    ]
+)
+RECORD_STRUCT = struct.Struct("<QQIIII")
+TOMBSTONE = struct.Struct("<QQ")
+assert RECORD.itemsize == RECORD_STRUCT.size == 32
+#: Longest key (URL) in bytes, UTF-8.
+MAX_KEY_BYTES = 1 << 20
+#: The URL length is the low 24 bits of a record's ``length_refused``; the top 8 are the tables that refused the
+#: row (bit 24 + t: table t; always 0 in format 3, whose keys were as short).
+LENGTH_BITS = 24
+assert MAX_KEY_BYTES < 1 << LENGTH_BITS
+#: Records verified per step on open (bounds the temporary memory: 32 MiB).
+CHUNK = 1 << 20
+_M64 = (1 << 64) - 1
+_P = (0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93, 0xFF51AFD7ED558CCD)
+#: Multipliers of the sketch hash (a step per 8 bytes of sketch) and of its share of the check.
+_PS = (0xBF58476D1CE4E5B9, 0x94D049BB133111EB)
+#: Multiplier of the key check's share of the check.
+_PK = 0x2545F4914F6CDD1D
+#: A write that never reached the disk leaves whole sectors of zeros (a record may straddle two).
+SECTOR = 512
+
+
+def record_dtype(sketch_bytes: int) -> np.dtype:
+    """The record of an index keeping sketches of *sketch_bytes* (``RECORD`` when 0; else ``RECORD``'s fields
+    and a ``sketch`` field of that many bytes)."""
+    if not sketch_bytes:
+        return RECORD
+    return np.dtype([*((name, RECORD.fields[name][0]) for name in RECORD.names), ("sketch", "u1", (sketch_bytes,))])
+
+
+def sketch_hash(sketch: bytes) -> int:
+    """A 64-bit hash of a sketch (same as :func:`sketch_hashes`): a change within any 8 bytes changes it."""
+    padded = sketch + bytes(-len(sketch) % 8)
+    s = len(sketch)
+    for word in struct.unpack(f"<{len(padded) // 8}Q", padded):
+        s = ((s ^ word) * _PS[0]) & _M64
+        s ^= s >> 31
+    return s
+
+
+def sketch_hashes(sketches: np.ndarray) -> np.ndarray:
+    """:func:`sketch_hash` of each row of an ``(m, sketch_bytes)`` ``uint8`` array."""
+    m, size = sketches.shape
+    padded = np.zeros((m, size + -size % 8), dtype=np.uint8)
+    padded[:, :size] = sketches
+    words = padded.view("<u8")
+    s = np.full(m, size, dtype=np.uint64)
+    for j in range(words.shape[1]):
+        s ^= words[:, j]
+        s *= np.uint64(_PS[0])
+        s ^= s >> np.uint64(31)
+    return s
+
+
+def key_check(key: bytes) -> int:
+    """The key check of a record: the CRC-32 of the key's UTF-8 bytes."""
+    return zlib.crc32(key)
+
+
+def record_check(
+    fp: int,
+    offset: int,
+    added: int,
+    length: int,
+    salt: int,
+    sketch: bytes | None = None,
+    key_check: int = 0,
+    refused: int = 0,
+) -> int:
+    """The 32-bit check of one record (same as :func:`record_checks`), with its *sketch* if the index keeps
+    sketches, its *key_check* and the tables that *refused* it (the ``length_refused`` field as stored)."""
+    h = (fp * _P[0]) & _M64
+    h ^= (offset * _P[1]) & _M64
+    h ^= ((added | length_refused(length, refused) << 32) * _P[2]) & _M64
+    h ^= (salt * _P[3]) & _M64
+    h ^= (key_check * _PK) & _M64
+    if sketch is not None:
+        h ^= (sketch_hash(sketch) * _PS[1]) & _M64
+    h ^= h >> 33
+    h = (h * _P[4]) & _M64
+    h ^= h >> 29
+    return h & 0xFFFFFFFF
+
+
+def record_checks(records: np.ndarray, salt: int) -> np.ndarray:
+    """The check of each record of a :func:`record_dtype` array (numpy wraps the products modulo 2**64)."""
+    u64 = np.uint64
+    h = records["fp"] * u64(_P[0])
+    h ^= records["offset"] * u64(_P[1])
+    h ^= (records["added"].astype(u64) | records["length_refused"].astype(u64) << u64(32)) * u64(_P[2])
+    h ^= u64((salt * _P[3]) & _M64)
+    h ^= records["key_check"].astype(u64) * u64(_PK)
+    if "sketch" in (records.dtype.names or ()):
+        h ^= sketch_hashes(records["sketch"]) * u64(_PS[1])
+    h ^= h >> u64(33)
+    h *= u64(_P[4])
+    h ^= h >> u64(29)
+    return (h & u64(0xFFFFFFFF)).astype(np.uint32)
+
+
+def length_refused(length: int, refused: int) -> int:
+    """The ``length_refused`` field of a record: the key's *length* and the tables that *refused* the row."""
+    return length | refused << LENGTH_BITS
+
+
+def key_lengths(records: np.ndarray) -> np.ndarray:
+    """The key length of each of *records* (``uint64``, to add to offsets)."""
+    return (records["length_refused"] & np.uint32((1 << LENGTH_BITS) - 1)).astype(np.uint64)
+
+
+def refusals(records: np.ndarray) -> np.ndarray:
+    """The tables that refused each of *records* (``uint8``, bit t: table t)."""
+    return (records["length_refused"] >> np.uint32(LENGTH_BITS)).astype(np.uint8)
+
+
+def tombstone_check(row: int, salt: int) -> int:
+    return record_check(row, 0, 0, 0, salt ^ 0x7F4A7C15)
+
+
+def header(magic: bytes, fields: Mapping[str, Any]) -> bytes:
+    body = magic + json.dumps(fields, sort_keys=True, ensure_ascii=True).encode("ascii") + b"\n"
+    if len(body) > HEADER_SIZE:
+        raise ValueError(f"index metadata too large for the {HEADER_SIZE}-byte header")
+    return body.ljust(HEADER_SIZE, b" ")
+
+
+def read_header(fd: int, path: Path, magic: bytes) -> dict[str, Any]:
+    """The header fields of the open file *fd* (*path* names it in errors)."""
+    head = pread(fd, HEADER_SIZE, 0)
+    if not head.startswith(magic):
+        raise CorruptIndexError(f"{path} is not a simhash-filter index file (no {magic.strip().decode()!r} header)")
+    try:
+        fields = json.loads(head[len(magic) :].decode("ascii"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise CorruptIndexError(f"{path}: the header is damaged") from None
+    if len(head) < HEADER_SIZE or not isinstance(fields, dict):
+        raise CorruptIndexError(f"{path}: the header is damaged")
+    stored = fields.get("format")
+    if stored not in READ_FORMATS or isinstance(stored, bool):
+        newer = isinstance(stored, int) and not isinstance(stored, bool) and stored > FORMAT
+        raise MetadataMismatchError(
+            f"{path} is in index format {stored!r}, written by "
+            f"{'a newer' if newer else 'an older'} version of simhash-filter; this version reads formats 3 and "
+            f"{FORMAT} only (format 3 keeps each page's sketch beside its fingerprint, and a check of its URL; "
+            "format 4 also the tables that refused the page): "
+            + (
+                "upgrade simhash-filter, or use a new index location to start afresh"
+                if newer
+                else f"use a new index location (or delete {path.parent}) to start afresh, or keep using the "
+                "version that wrote it (its 'simhash-filter index export' lists the stored URLs and fingerprints)"
+            )
+        )
+    return fields
+
+
+def record_chunks(
+    fd: int, path: Path, start: int, end: int, record: np.dtype = RECORD, size: int = CHUNK
+) -> Iterator[tuple[int, np.ndarray]]:
+    """``(first row, records)`` (read-only arrays) of rows ``start..end-1`` of the open records file *fd*
+    (records of dtype *record*; *path* names it in errors), *size* records of 32 bytes' worth at a time (fewer
+    of a longer record)."""
+    size = max(1, size * RECORD.itemsize // record.itemsize)
+    for first in range(start, end, size):
+        count = min(size, end - first)
+        data = pread(fd, count * record.itemsize, HEADER_SIZE + first * record.itemsize)
+        if len(data) != count * record.itemsize:
+            raise CorruptIndexError(f"{path} ends before record {end - 1}: the file was cut while in use")
+        yield first, np.frombuffer(data, dtype=record)
+
+
+def unwritten(records: np.ndarray, first_row: int) -> np.ndarray:
+    """Whether each of *records* (rows ``first_row...`` of a records file) has bytes that never reached the disk:
+    all zeros from one 512-byte sector boundary of the file (or the record's start) to the next (or its end).
+    Such a record is a torn write; a complete record whose check fails without that was changed afterwards."""
+    m = len(records)
+    itemsize = records.dtype.itemsize
+    raw = records.view(np.uint8).reshape(m, itemsize)
+    seen = np.zeros((m, itemsize + 1), dtype=np.int32)  # nonzero bytes before each position of the record
+    np.cumsum(raw != 0, axis=1, out=seen[:, 1:])
+    phase = -(HEADER_SIZE + (first_row + np.arange(m, dtype=np.int64)) * itemsize) % SECTOR
+    out = np.zeros(m, dtype=bool)
+    for p in np.unique(phase).tolist():  # the records whose sector boundaries fall at the same places
+        which = phase == p
+        cuts = sorted({0, itemsize, *range(p, itemsize, SECTOR)})
+        part = seen[which]
+        zeros = np.zeros(len(part), dtype=bool)
+        for a, b in itertools.pairwise(cuts):
+            zeros |= part[:, b] == part[:, a]
+        out[which] = zeros
+    return out
