@@ -54,6 +54,14 @@ def other_model_index(tmp_path: Path) -> Path:
     return path
 
 
+def empty_directory(tmp_path: Path) -> Path:
+    """A directory holding a file that is no input (a directory's JSON Lines and WARC files are read)."""
+    path = tmp_path / "empty"
+    path.mkdir(exist_ok=True)
+    (path / "notes.txt").write_text("not an input\n")
+    return path
+
+
 def damaged_index(tmp_path: Path) -> Path:
     path = tmp_path / "damaged-idx"
     if not path.exists():
@@ -147,9 +155,9 @@ CASES: dict[str, Callable[[Path, Path], tuple[list[str], list[str], bool]]] = {
         [str(tmp / "missing.jsonl"), "No such file"],
         False,
     ),
-    "dedup-input-is-a-directory": lambda tmp, pages: (
-        ["dedup", str(tmp), "--no-progress"],
-        [str(tmp)],
+    "dedup-input-is-a-directory-without-inputs": lambda tmp, pages: (
+        ["dedup", str(empty_directory(tmp)), "--no-progress"],
+        [str(tmp / "empty"), "no .jsonl or .warc files in this directory"],
         False,
     ),
     "dedup-truncated-gzip": lambda tmp, pages: (
