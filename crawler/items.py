@@ -24,5 +24,7 @@ class PageItem(scrapy.Item):
     duplicate_of = scrapy.Field()
     #: With ``SIMHASH_ACTION = "flag"``: the Hamming distance to that page, or None.
     distance = scrapy.Field()
+    #: With ``SIMHASH_ACTION = "flag"``: the sketch similarity to that page (0..1, 3 decimals), or None.
+    similarity = scrapy.Field()
     #: With ``SIMHASH_ACTION = "flag"``: why the filter let the page through unchecked (``too_few_features``, ...).
     skipped = scrapy.Field()

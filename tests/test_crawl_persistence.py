@@ -46,7 +46,7 @@ def test_second_crawl_remembers_the_first(site_port: int, tmp_path: Path) -> Non
     assert f"simhash: the index at {index} holds {size} pages from earlier crawls" in second.log
     assert "(to start empty: delete it or set SIMHASH_BACKEND)" in second.log
     unchanged = second.stats["simhash/unchanged"]
-    assert f", {unchanged} unchanged since an earlier crawl (their items not stored again)" in second.log
+    assert f", {unchanged} unchanged since an earlier crawl (their items dropped)" in second.log
 
 
 def test_jobdir_stop_and_resume_stores_no_near_duplicate_twice(site_port: int, tmp_path: Path) -> None:

@@ -204,3 +204,13 @@ def test_facade_exports():
         assert name in simhash_filter.__all__
         assert hasattr(simhash_filter, name)
     assert isinstance(simhash_filter.__version__, str) and simhash_filter.__version__
+
+
+def test_the_defaults_quoted_beside_their_names_are_the_defaults():
+    """A page that quotes ``min_similarity`` (x) or ``k = x`` beside the name gives the default of the config."""
+    from simhash_filter.config import DEFAULTS
+
+    for page in sorted(DOCS.glob("*.md")):
+        text = page.read_text(encoding="utf-8")
+        for value in re.findall(r"`min_similarity` \((\d\.\d+)\)", text):
+            assert float(value) == DEFAULTS.min_similarity, (page.name, value)

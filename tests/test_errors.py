@@ -54,6 +54,14 @@ def other_model_index(tmp_path: Path) -> Path:
     return path
 
 
+def empty_directory(tmp_path: Path) -> Path:
+    """A directory holding a file that is no input (a directory's JSON Lines and WARC files are read)."""
+    path = tmp_path / "empty"
+    path.mkdir(exist_ok=True)
+    (path / "notes.txt").write_text("not an input\n")
+    return path
+
+
 def damaged_index(tmp_path: Path) -> Path:
     path = tmp_path / "damaged-idx"
     if not path.exists():
@@ -147,9 +155,9 @@ CASES: dict[str, Callable[[Path, Path], tuple[list[str], list[str], bool]]] = {
         [str(tmp / "missing.jsonl"), "No such file"],
         False,
     ),
-    "dedup-input-is-a-directory": lambda tmp, pages: (
-        ["dedup", str(tmp), "--no-progress"],
-        [str(tmp)],
+    "dedup-input-is-a-directory-without-inputs": lambda tmp, pages: (
+        ["dedup", str(empty_directory(tmp)), "--no-progress"],
+        [str(tmp / "empty"), "no .jsonl or .warc files in this directory"],
         False,
     ),
     "dedup-truncated-gzip": lambda tmp, pages: (
@@ -229,6 +237,12 @@ def test_a_bug_in_an_index_command_still_shows_its_traceback(monkeypatch: pytest
 
 def crawl_log(tmp_path: Path, port: int, backend: str, **settings: str) -> str:
     """The log of ``scrapy crawl site`` of the local site with ``SIMHASH_BACKEND=backend`` (and its stderr)."""
+    return crawl_run(tmp_path, port, backend, **settings)[0]
+
+
+def crawl_run(tmp_path: Path, port: int, backend: str, **settings: str) -> tuple[str, int]:
+    """The log (and stderr) and exit status of ``scrapy crawl site`` of the local site with
+    ``SIMHASH_BACKEND=backend``."""
     log = tmp_path / "crawl.log"
     merged = {"LOG_FILE": str(log), "LOG_LEVEL": "INFO", "SIMHASH_BACKEND": backend, **settings}
     cmd = [sys.executable, "-m", "scrapy.cmdline", "crawl", "site", "-a", f"start_urls={start_urls(port)}"]
@@ -236,7 +250,7 @@ def crawl_log(tmp_path: Path, port: int, backend: str, **settings: str) -> str:
     for name, value in merged.items():
         cmd += ["-s", f"{name}={value}"]
     proc = subprocess.run(cmd, cwd=ROOT, env=env(), capture_output=True, text=True, timeout=CRAWL_TIMEOUT)
-    return (log.read_text(encoding="utf-8") if log.exists() else "") + proc.stderr
+    return (log.read_text(encoding="utf-8") if log.exists() else "") + proc.stderr, proc.returncode
 
 
 def assert_stopped_at_start(log: str, *needles: str) -> None:
@@ -286,3 +300,31 @@ def test_crawl_with_a_wrong_redis_password_stops_at_start(
     log = crawl_log(tmp_path, site_port, uri)
     assert_stopped_at_start(log, f"redis://default:***@127.0.0.1:{password_redis_server.port}/0")
     assert PASSWORD not in log
+
+
+def test_crawl_whose_filter_cannot_start_exits_1(
+    tmp_path: Path, site_port: int, password_redis_server: RedisServer
+) -> None:
+    """``scrapy crawl`` whose filter cannot start (a wrong Redis password) exits with status 1, as for a crawl
+    that fails to start, so that scripts and cron jobs see the failure."""
+    uri = f"redis://default:wrong-{PASSWORD}@127.0.0.1:{password_redis_server.port}/0"
+    log, status = crawl_run(tmp_path, site_port, uri)
+    assert "Closing spider (simhash_start_failed)" in log and status == 1, (status, log)
+
+
+def test_a_crawl_that_starts_exits_0(tmp_path: Path, site_port: int) -> None:
+    """A crawl whose filter starts and runs to its end exits with status 0 (the exit status tells them apart)."""
+    log, status = crawl_run(tmp_path, site_port, str(tmp_path / "index"), SIMHASH_PROCESSES="0")
+    assert "Closing spider (finished)" in log and status == 0, (status, log)
+
+
+def test_a_redis_uri_without_the_password_redis_asks_for_is_said_plainly(
+    password_redis_server: RedisServer, pages_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Redis URI without a password, to a Redis that asks for one: one plain line saying where the password
+    goes, not redis-py's "HELLO must be called ..."."""
+    uri = f"redis://127.0.0.1:{password_redis_server.port}/0"
+    assert main(["dedup", str(pages_file), "--no-progress", "--index", uri]) == 1
+    err = capsys.readouterr().err
+    assert f"cannot open index '{uri}': Redis asks for a password and the URI gives none" in err, err
+    assert "HELLO" not in err and len(err.splitlines()) == 1

@@ -210,3 +210,38 @@ def test_decisions_of_items_dropped_earlier_are_forgotten():
 def test_process_item_takes_no_spider_argument():
     """process_item(self, item): the Scrapy 2.13+ signature."""
     assert list(inspect.signature(SimhashPipeline.process_item).parameters) == ["self", "item"]
+
+
+def test_the_summary_says_what_became_of_unchanged_pages_items_in_each_mode():
+    """The summary's clause on pages unchanged since an earlier crawl says their items were dropped (drop mode) or
+    flagged (flag mode: they are exported, flagged as their own duplicates), never "not stored again"."""
+    from simhash_filter.crawl.report import Report
+
+    for action, words in (("drop", "(their items dropped)"), ("flag", "(their items flagged as their own duplicates)")):
+        crawler = get_crawler(Spider)
+        crawler.stats.set_value("simhash/unchanged", 3)
+        line = Report(crawler.stats, action=action, debug=False).summary(3, "in the reactor thread")
+        assert f"3 unchanged since an earlier crawl {words}" in line and "not stored again" not in line, line
+
+
+def test_a_wrong_on_index_error_value_names_the_setting():
+    """SIMHASH_ON_INDEX_ERROR other than 'pass' or 'stop' is a ValueError naming the setting."""
+    from simhash_filter.crawl.crawlfilter import CrawlFilter
+
+    crawler = get_crawler(Spider, settings_dict={"SIMHASH_ON_INDEX_ERROR": "halt"})
+    with pytest.raises(ValueError, match="SIMHASH_ON_INDEX_ERROR must be 'pass' or 'stop', got 'halt'"):
+        CrawlFilter.from_settings(crawler.settings, crawler.stats)
+
+
+def test_flagged_items_carry_the_similarity_that_verified_them():
+    """In flag mode a near-duplicate item carries ``similarity`` (0..1, 3 decimals) beside duplicate_of and
+    distance, a kept one None; an item type without the field passes without a warning about it."""
+    c = Components(SIMHASH_ACTION="flag")
+    kept = c.crawl_page("http://a.test/rain", ARTICLE, ITEM_TYPES["dict"])
+    flagged = c.crawl_page("http://b.test/copy", COPY, ITEM_TYPES["dict"])
+    assert field(kept, "similarity") is None
+    assert 0.75 <= field(flagged, "similarity") <= 1 and round(field(flagged, "similarity"), 3) == field(
+        flagged, "similarity"
+    )
+    item = c.crawl_page("http://c.test/copy", COPY, ITEM_TYPES["Item"])
+    assert field(item, "duplicate_of") is not None and "similarity" not in ItemAdapter(item)

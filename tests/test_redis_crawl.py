@@ -9,6 +9,7 @@ import time
 import uuid
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 from crawl_helpers import Crawl, local_site, scrapy_crawl, url_key
@@ -145,3 +146,45 @@ def test_filter_lets_pages_through_while_redis_is_down(own_redis_server: RedisSe
         assert crawler.stats.get_value(f"simhash/skipped/{INDEX_ERROR}") == 1
     finally:
         crawl_filter.index.close()
+
+
+def _full_redis_crawl(tmp_path: Path, on_index_error: str) -> Crawl:
+    """A crawl of the test site whose index is in a Redis at its ``maxmemory`` (``noeviction``)."""
+    from redis_server import temporary_server
+
+    args = ["--maxmemory-policy", "noeviction"]
+    with temporary_server(tmp_path / "redis", args=args) as server, local_site() as port:
+        uri = f"{server.url}?prefix=full"
+        k = DEFAULTS.max_distance
+        design = resolve_design(DEFAULTS.tables, k, 1_000_000, candidates=True)
+        open_backend(uri, k=k, design=design, metadata=DEFAULTS.index_metadata()).close()  # its metadata fits
+        client = server.client()
+        client.config_set("maxmemory", client.info("memory")["used_memory"] + 30_000)
+        settings = {"SIMHASH_BACKEND": uri, "SIMHASH_PROCESSES": "0", "SIMHASH_ON_INDEX_ERROR": on_index_error}
+        return scrapy_crawl("site", tmp_path, args={"start_urls": f"http://127.0.0.1:{port}/"}, settings=settings)
+
+
+@pytest.mark.slow
+def test_a_full_redis_is_said_plainly_at_the_first_page_and_in_the_summary(tmp_path: Path) -> None:
+    """Redis at maxmemory (noeviction): one ERROR line says "Redis is full" and what to do, without a
+    traceback; the summary says how many pages went unchecked; the crawl goes on (SIMHASH_ON_INDEX_ERROR
+    'pass')."""
+    crawl = _full_redis_crawl(tmp_path, "pass")
+    unchecked = crawl.stats["simhash/index_full"]
+    assert unchecked > 1 and crawl.stats["finish_reason"] == "finished"
+    errors = [line for line in crawl.log.splitlines() if "simhash" in line and " ERROR: " in line]
+    assert len(errors) == 1 and "Redis is full (command not allowed when used memory" in errors[0], errors
+    assert "raise maxmemory" in errors[0] and "SIMHASH_ON_INDEX_ERROR = 'stop'" in errors[0]
+    assert "OutOfMemoryError" not in crawl.log and "simhash_filter/" not in crawl.log, crawl.log[-4000:]  # no traceback
+    assert f"; Redis is full: {unchecked} pages went unchecked; raise maxmemory" in crawl.log
+
+
+@pytest.mark.slow
+def test_on_index_error_stop_closes_the_crawl_when_redis_is_full(tmp_path: Path) -> None:
+    """SIMHASH_ON_INDEX_ERROR = 'stop': the first page the full Redis cannot check closes the spider (finish
+    reason simhash_index_error), so the crawl does not run on unfiltered."""
+    passed = _full_redis_crawl(tmp_path / "pass", "pass")
+    stopped = _full_redis_crawl(tmp_path / "stop", "stop")
+    assert stopped.stats["finish_reason"] == "simhash_index_error"
+    assert "SIMHASH_ON_INDEX_ERROR is 'stop': the crawl stops" in stopped.log
+    assert stopped.stats["response_received_count"] < passed.stats["response_received_count"]

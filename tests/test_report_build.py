@@ -178,3 +178,14 @@ def test_workers_that_die_end_the_command_with_one_line(dedup_run, tmp_path, cap
     assert main(["report", str(out), "--pages", str(pages), "-o", str(report), "--workers", "2"]) == 1
     err = capsys.readouterr().err
     assert "a worker process died" in err and err.strip().count("\n") == 0 and not report.exists()
+
+
+def test_a_text_feed_gives_the_similarity_its_items_carry(tmp_path):
+    """A flag-mode feed of text whose near-duplicates carry ``similarity``: the report's cluster rows show it
+    (no HTML to recompute it from)."""
+    feed = [item("https://a.example/1", "0000000000000000"),
+            item("https://b.example/1", "0000000000000003", "https://a.example/1", 2, similarity=0.912),
+            item("https://c.example/1", "0000000000000001", "https://a.example/1", 1)]  # fmt: skip
+    report = build(Source(str(write_lines(tmp_path / "feed.jsonl", feed))), Options())
+    rows = {m[0]: m for _, members in report.summary["clusters"] for m in members}
+    assert rows[1][3] == 0.912 and rows[2][3] is None

@@ -108,12 +108,17 @@ def test_part_files_concatenated_in_name_order_are_the_single_file(spark, tmp_pa
 
 
 def test_input_files_are_found_as_spark_names_them(spark, tmp_path: Path, corpus: list[Path]) -> None:
-    """A directory is searched recursively for JSON Lines and WARC files, a glob is expanded, the files are
-    sorted; a path that matches nothing is a FileNotFoundError naming it."""
+    """A directory is searched recursively for JSON Lines and WARC files (not hidden, not under ``_``, not the
+    output), a glob is expanded, the files are sorted; a path that matches nothing is a FileNotFoundError naming
+    it."""
     from simhash_filter.batch.spark import input_files
 
     (tmp_path / "in" / "notes.txt").write_text("not an input", encoding="utf-8")
-    found = input_files(spark, [str(tmp_path / "in")])
+    (tmp_path / "in" / "_temporary").mkdir()
+    (tmp_path / "in" / "_temporary" / "part.jsonl").write_text("{not json\n", encoding="utf-8")
+    (tmp_path / "in" / ".old.jsonl").write_text("{not json\n", encoding="utf-8")
+    (tmp_path / "in" / "out.jsonl").write_text("{not json\n", encoding="utf-8")
+    found = input_files(spark, [str(tmp_path / "in")], exclude=[str(tmp_path / "in" / "out.jsonl")])
     assert [Path(name.removeprefix("file:")).name for name in found] == ["a.jsonl", "b.jsonl.gz"]
     assert input_files(spark, [str(tmp_path / "in" / "*.gz")]) == found[1:]
     with pytest.raises(FileNotFoundError, match="nothing-here"):
@@ -182,7 +187,8 @@ def test_a_flood_of_near_duplicates_gives_one_machines_decisions(spark, tmp_path
 
 def test_the_module_runs_as_a_command(tmp_path: Path, corpus: list[Path]) -> None:
     """``python -m simhash_filter.batch.spark INPUT --output OUT --master local[1]`` writes the output and a summary
-    line; an input that matches nothing is one line on stderr and exit status 1."""
+    line, exit status 2 for a malformed line (as ``dedup``); an input that matches nothing is one line on stderr
+    and exit status 1."""
     import subprocess
 
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
@@ -190,7 +196,7 @@ def test_the_module_runs_as_a_command(tmp_path: Path, corpus: list[Path]) -> Non
     cmd = [sys.executable, "-m", "simhash_filter.batch.spark", str(tmp_path / "in"), "--output", str(out), "--master",
            "local[1]"]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.returncode == 2, proc.stderr[-3000:]  # 2: a malformed line, as dedup
     assert "spark-dedup: 6 pages and 1 malformed lines: 2 kept, 3 near-duplicates, 1 skipped" in proc.stderr
     assert len(out.read_text(encoding="utf-8").splitlines()) == 7
     cmd[3] = str(tmp_path / "missing")
@@ -222,3 +228,53 @@ def test_a_directory_of_warc_files_gives_one_machines_decisions(spark, tmp_path:
     records = [json.loads(line) for line in got.splitlines()]
     assert [r["duplicate_of"] for r in records] == [None, None, "https://a.example/garden", "https://a.example/library"]
     assert all(r["warc_record_id"].startswith("<urn:uuid:") and r["warc_date"] for r in records)
+
+
+def test_a_directory_of_both_kinds_gives_dedups_output(
+    spark, tmp_path: Path, corpus: list[Path], pages: dict[str, str]
+) -> None:
+    """A directory of JSON Lines and WARC files, with hidden files and an earlier output in it: the Spark job and
+    ``simhash-filter dedup`` read the same files (one discovery) and write the same lines."""
+    from test_warc import page_responses, write_warc
+
+    from simhash_filter.batch.spark import spark_dedup, write_output
+
+    (tmp_path / "in" / "sub").mkdir()
+    copy = [("https://d.example/garden", pages["en_edited"])]
+    write_warc(tmp_path / "in" / "sub" / "c.warc.gz", page_responses(copy))
+    (tmp_path / "in" / ".hidden.jsonl").write_text("{not json\n", encoding="utf-8")
+    one = tmp_path / "in" / "result.jsonl"
+    assert cli(["dedup", str(tmp_path / "in"), "--output", str(one), "--no-progress"]) == 2  # a malformed line
+    first = one.read_text(encoding="utf-8")
+    assert cli(["dedup", str(tmp_path / "in"), "--output", str(one), "--no-progress"]) == 2
+    assert one.read_text(encoding="utf-8") == first  # the earlier output is not read
+    output = tmp_path / "spark.jsonl"
+    write_output(spark_dedup(spark, [str(tmp_path / "in")], exclude=[str(one)]), str(output), "jsonl")
+    assert output.read_text(encoding="utf-8") == first
+    assert json.loads(first.splitlines()[-1])["duplicate_of"] == "https://b.example/garden-copy"  # its twin
+
+
+def test_damaged_warc_records_are_reported_as_dedup_reports_them(tmp_path: Path, pages: dict[str, str]) -> None:
+    """A WARC file cut short in its last record: the Spark command names the damage on stderr, counts it in the
+    summary and exits with status 2, as ``simhash-filter dedup`` does; the pages before it are kept."""
+    import subprocess
+
+    from test_warc import page_responses, write_warc
+
+    (tmp_path / "warcs").mkdir()
+    damaged = tmp_path / "warcs" / "a.warc"
+    two = [("https://a.example/1", pages["en_article"]), ("https://a.example/2", pages["zh_article"])]
+    offsets = write_warc(damaged, page_responses(two), compress=False)
+    damaged.write_bytes(damaged.read_bytes()[: offsets[1] + 200])
+    write_warc(tmp_path / "warcs" / "b.warc.gz", page_responses([("https://b.example/1", pages["en_edited"])]))
+    one = tmp_path / "one.jsonl"
+    assert cli(["dedup", str(tmp_path / "warcs"), "--output", str(one), "--no-progress"]) == 2
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    out = tmp_path / "spark.jsonl"
+    cmd = [sys.executable, "-m", "simhash_filter.batch.spark", str(tmp_path / "warcs"), "--output", str(out),
+           "--master", "local[1]"]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert f"simhash-filter spark-dedup: file:{damaged}: damaged at offset {offsets[1]}" in proc.stderr, proc.stderr
+    assert "; 1 damaged WARC records" in proc.stderr
+    assert out.read_text(encoding="utf-8") == one.read_text(encoding="utf-8")

@@ -328,10 +328,10 @@ def test_an_input_with_no_warc_files_is_one_line(tmp_path, capsys):
     assert main(["dedup", str(gone)]) == 1
     assert capsys.readouterr().err == f"simhash-filter: cannot open {gone}: No such file or directory\n"
     assert main(["dedup", str(tmp_path / "none-*.warc.gz")]) == 1
-    assert "no WARC files match" in capsys.readouterr().err
+    assert "no files match" in capsys.readouterr().err
     (tmp_path / "empty").mkdir()
     assert main(["dedup", str(tmp_path / "empty")]) == 1
-    assert "no .warc or .warc.gz files" in capsys.readouterr().err
+    assert "no .jsonl or .warc files" in capsys.readouterr().err
 
 
 def test_the_input_kind_is_chosen_by_the_path(tmp_path):

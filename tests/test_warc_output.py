@@ -5,13 +5,20 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import errno
 import gzip
 import hashlib
 import json
 import logging
+import os
+import socket
 import subprocess
 import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,6 +54,7 @@ class Record:
     status: str | None
     http: dict[str, str]
     payload: bytes
+    version: str = "WARC/1.0"
 
     @property
     def uri(self) -> str:
@@ -66,6 +74,7 @@ def read_warc(path: Path) -> list[Record]:
                     http.statusline if http else None,
                     dict(http.headers) if http else {},
                     rec.content_stream().read(),
+                    rec.rec_headers.protocol,
                 )
             )
     return out
@@ -104,8 +113,9 @@ def sha1(data: bytes) -> str:
 @pytest.mark.usefixtures("memory_index")
 def test_kept_page_is_a_response_and_its_dropped_copy_a_revisit(tmp_path: Path):
     """A warcinfo record first; the kept page as a response record (status line, headers, body); its dropped copy
-    as a revisit of the near-duplicate profile pointing at the kept record, with distance, fingerprint and
-    similarity, the HTTP headers only and the digest of the body it did not store."""
+    as a WARC/1.1 revisit of the near-duplicate profile pointing at the kept record, with its payload digest (what
+    replay tools look it up by), the distance, fingerprint and similarity, the HTTP headers only (no
+    Content-Length: the body replayed is the kept page's) and the digest of the body it did not store."""
     path = tmp_path / "crawl.warc.gz"
     mw = middleware(path)
     assert isinstance(respond(mw, "http://a.test/rain", ARTICLE), HtmlResponse)
@@ -134,8 +144,11 @@ def test_kept_page_is_a_response_and_its_dropped_copy_a_revisit(tmp_path: Path):
     assert int(h["WARC-Simhash-Distance"]) == dropped.distance
     assert h["WARC-Simhash-Fingerprint"] == dropped.fingerprint
     assert 0.75 <= float(h["WARC-Simhash-Similarity"]) <= 1
-    assert h["WARC-Payload-Digest"] == sha1(COPY)
+    assert h["WARC-Payload-Digest"] == kept.headers["WARC-Payload-Digest"] == sha1(ARTICLE)
+    assert h["WARC-Simhash-Payload-Digest"] == sha1(COPY) and h["WARC-Simhash-Duplicate-Of"] == "http://a.test/rain"
+    assert revisit.version == "WARC/1.1" and kept.version == "WARC/1.0"
     assert revisit.status == "200 OK" and revisit.http["Content-Type"] == HTML["Content-Type"]
+    assert "Content-Length" not in revisit.http
     assert revisit.payload == b""
     assert stats(mw) == {"simhash/warc/responses": 1, "simhash/warc/revisits": 1}
 
@@ -375,9 +388,10 @@ GROUP_OF[f"127.0.0.1{INDEX_ERROR_PATH}"] = "lighthouse"
 
 @pytest.mark.slow
 def test_crawl_warc_has_one_revisit_per_near_duplicate(warc_crawl: WarcCrawl):
-    """Each near-duplicate, dropped or flagged, is one revisit record of the profile that refers to the page it
-    duplicates (the item's duplicate_of in flag mode) and to that page's record: a response, or the revisit of a
-    near-duplicate whose chain ends at a response of the same group; every group has exactly one response."""
+    """Each near-duplicate, dropped or flagged, is one revisit record of the profile that names the page it
+    duplicates (the item's duplicate_of in flag mode) and refers to the response record at the root of that page's
+    chain, of the same group, with its payload digest (never to another revisit); every group has exactly one
+    response."""
     crawl = warc_crawl.crawl
     revisits = warc_crawl.of_type("revisit")
     action = "dropped" if warc_crawl.mode == "drop" else "flagged"
@@ -389,20 +403,19 @@ def test_crawl_warc_has_one_revisit_per_near_duplicate(warc_crawl: WarcCrawl):
     for revisit in revisits:
         h = revisit.headers
         assert h["WARC-Profile"] == PROFILE and revisit.payload == b"" and revisit.status == "200 OK"
-        assert h["WARC-Payload-Digest"] == sha1(served_body(revisit.uri))
+        assert revisit.version == "WARC/1.1" and "Content-Length" not in revisit.http
+        assert h["WARC-Simhash-Payload-Digest"] == sha1(served_body(revisit.uri))
         assert 0 <= int(h["WARC-Simhash-Distance"]) <= 10 and len(h["WARC-Simhash-Fingerprint"]) == 16
-        referred = checked[h["WARC-Refers-To-Target-URI"]]
-        assert h["WARC-Refers-To-Date"] == referred.headers["WARC-Date"] <= h["WARC-Date"]
-        assert h["WARC-Refers-To"] == referred.headers["WARC-Record-ID"]
-        end = referred
-        for _ in range(len(revisits)):
-            if end.type == "response":
-                break
-            end = by_id[end.headers["WARC-Refers-To"]]
-        assert end.type == "response" and GROUP_OF[url_key(end.uri)] == GROUP_OF[url_key(revisit.uri)]
+        assert h["WARC-Simhash-Duplicate-Of"] in checked
+        root = by_id[h["WARC-Refers-To"]]
+        assert root.type == "response" and root.uri == h["WARC-Refers-To-Target-URI"]
+        assert h["WARC-Refers-To-Date"] == root.headers["WARC-Date"] <= h["WARC-Date"]
+        assert h["WARC-Payload-Digest"] == root.headers["WARC-Payload-Digest"]
+        assert GROUP_OF[url_key(root.uri)] == GROUP_OF[url_key(revisit.uri)]
         if warc_crawl.mode == "flag":
             item = items[revisit.uri]
-            assert item["duplicate_of"] == referred.uri and item["distance"] == int(h["WARC-Simhash-Distance"])
+            assert item["duplicate_of"] == h["WARC-Simhash-Duplicate-Of"]
+            assert item["distance"] == int(h["WARC-Simhash-Distance"])
             assert item["fingerprint"] == h["WARC-Simhash-Fingerprint"]
         else:
             assert revisit.uri not in items
@@ -413,12 +426,14 @@ def test_crawl_warc_has_one_revisit_per_near_duplicate(warc_crawl: WarcCrawl):
 
 @pytest.mark.slow
 def test_unwritable_warc_stops_the_crawl_at_start_in_one_line(tmp_path: Path, site_port: int):
-    """A SIMHASH_WARC that cannot be written: one ERROR line naming it, no traceback, closed before any request."""
-    from test_errors import crawl_log
+    """A SIMHASH_WARC that cannot be written: one ERROR line naming it, no traceback, closed before any request,
+    exit status 1."""
+    from test_errors import crawl_run
 
     (tmp_path / "a-file").write_text("not a directory")
     warc = tmp_path / "a-file" / "crawl.warc.gz"
-    log = crawl_log(tmp_path, site_port, str(tmp_path / "index"), SIMHASH_WARC=str(warc), SIMHASH_PROCESSES="0")
+    log, status = crawl_run(tmp_path, site_port, str(tmp_path / "index"), SIMHASH_WARC=str(warc), SIMHASH_PROCESSES="0")
+    assert status == 1, (status, log)  # scripts see the failure
     errors = [line for line in log.splitlines() if " ERROR: " in line]
     assert len(errors) == 1 and f"SIMHASH_WARC={str(warc)!r}: cannot write the WARC file" in errors[0], log
     assert "Traceback" not in log and "Closing spider (simhash_start_failed)" in log, log
@@ -437,3 +452,88 @@ def test_dedup_of_the_flag_crawl_warc_keeps_the_pages_the_crawl_kept(warc_crawl:
     rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines() if line.strip()]
     kept = {r["url"] for r in rows if r["fingerprint"] and r["duplicate_of"] is None and "status" not in r}
     assert kept == set(kept_by_crawl(warc_crawl.crawl))
+
+
+# --- replay in pywb ---------------------------------------------------------------------------------------
+
+#: pywb, installed by the test into a virtualenv of its own (its dependencies are not the project's).
+PYWB_REQUIREMENT = "pywb>=2.8,<3"
+
+
+def pywb_bin(cache_dir: Path) -> Path:
+    """The ``bin`` directory of a virtualenv with pywb under ``cache_dir``, made once (``pip install pywb``);
+    the test fails under CI and is skipped elsewhere when pywb cannot be installed."""
+    venv = cache_dir / "pywb-venv"
+    bin_dir = venv / "bin"
+    if not (bin_dir / "wayback").exists():
+        try:
+            subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True, capture_output=True)
+            subprocess.run([str(bin_dir / "python"), "-m", "pip", "install", "--quiet", PYWB_REQUIREMENT],
+                           check=True, capture_output=True, timeout=900)  # fmt: skip
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
+            message = f"cannot install {PYWB_REQUIREMENT}: {getattr(exc, 'stderr', b'') or exc}"
+            if os.environ.get("CI"):
+                pytest.fail(message)
+            pytest.skip(message)
+    return bin_dir
+
+
+@contextlib.contextmanager
+def wayback(bin_dir: Path, warc: Path, directory: Path) -> Iterator[str]:
+    """pywb's ``wayback`` on loopback serving a collection of ``warc``; its base URL (``.../coll/``)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for args in (["init", "coll"], ["add", "coll", str(warc)]):
+        subprocess.run([str(bin_dir / "wb-manager"), *args], cwd=directory, check=True, capture_output=True,
+                       timeout=300)  # fmt: skip
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    log = (directory / "wayback.log").open("wb")
+    proc = subprocess.Popen([str(bin_dir / "wayback"), "-p", str(port), "-b", "127.0.0.1"], cwd=directory,
+                            stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    break
+            except OSError:
+                assert proc.poll() is None, (directory / "wayback.log").read_text(errors="replace")
+                assert time.monotonic() < deadline, "wayback did not start within 60 s"
+                time.sleep(0.2)
+        yield f"http://127.0.0.1:{port}/coll/"
+    finally:
+        proc.terminate()
+        proc.wait(30)
+        log.close()
+
+
+def fetch(url: str) -> tuple[int, bytes]:
+    """Status and body of a GET (an HTTP error's too)."""
+    try:
+        with urllib.request.urlopen(url, timeout=30) as answer:
+            return answer.status, answer.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read()
+
+
+@pytest.mark.slow
+def test_pywb_replays_every_revisit_with_the_kept_pages_body(
+    warc_crawl: WarcCrawl, tmp_path: Path, request: pytest.FixtureRequest
+):
+    """pywb (a real ``wayback`` on loopback, the crawl's WARC added to a collection) replays every near-duplicate's
+    revisit record of a crawl of two mirror hosts with status 200 and the body of the kept page it refers to,
+    revisits of revisits included."""
+    bin_dir = pywb_bin(request.config.cache.mkdir("pywb"))
+    by_id = {r.headers["WARC-Record-ID"]: r for r in warc_crawl.records}
+    revisits = warc_crawl.of_type("revisit")
+    assert revisits
+    failed = []
+    with wayback(bin_dir, warc_crawl.path, tmp_path / "pywb") as base:
+        for revisit in revisits:
+            timestamp = "".join(c for c in revisit.headers["WARC-Date"] if c.isdigit())[:14]
+            status, body = fetch(f"{base}{timestamp}id_/{revisit.uri}")
+            kept = by_id[revisit.headers["WARC-Refers-To"]]
+            if status != 200 or body != kept.payload:
+                failed.append((revisit.uri, status, body[:200]))
+    assert not failed, f"{len(failed)} of {len(revisits)} revisits not replayed: {failed[:5]}"

@@ -137,3 +137,41 @@ def test_a_worker_whose_parent_closed_its_pipes_exits_quietly():
     proc.stdout.close()  # gone before the worker has loaded its tables and answered "ready"
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 0 and err == b""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(sys.platform == "win32", reason="worker processes are POSIX only")
+def test_sigterm_to_the_process_group_stops_the_crawl_quietly(tmp_path, site_port):
+    """SIGTERM to a crawl's process group (``timeout``, ``systemctl stop``): the crawl shuts down gracefully with
+    no ERROR line; its worker process is neither reported dead nor replaced, and none is left running."""
+    import os
+    import signal
+    import time
+
+    from crawl_helpers import ROOT, env, start_urls
+
+    log = tmp_path / "crawl.log"
+    cmd = [sys.executable, "-m", "scrapy.cmdline", "crawl", "site", "-a", f"start_urls={start_urls(site_port)}",
+           "-s", f"LOG_FILE={log}", "-s", "LOG_LEVEL=INFO", "-s", "SIMHASH_BACKEND=memory://",
+           "-s", "SIMHASH_PROCESSES=1", "-s", "CONCURRENT_REQUESTS=1", "-s", "DOWNLOAD_DELAY=0.3",
+           "-O", f"{tmp_path / 'items.jsonl'}:jsonlines"]  # fmt: skip
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env(), start_new_session=True, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while "worker process(es) fingerprinting" not in (log.read_text("utf-8") if log.exists() else ""):
+            assert proc.poll() is None and time.monotonic() < deadline, "the crawl ended before its worker was ready"
+            time.sleep(0.1)
+        time.sleep(0.5)  # a page or two fingerprinted in the worker
+        os.killpg(proc.pid, signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    text = log.read_text("utf-8") + err.decode()
+    assert "Closing spider (shutdown)" in text, text[-3000:]
+    assert " ERROR: " not in text and "starting another" not in text, text[-3000:]
+    assert "simhash/worker_restarts" not in text and "Broken pipe" not in text
+    assert proc.returncode == 0
+    with pytest.raises(ProcessLookupError):  # the group is empty: the worker exited with the crawl
+        os.killpg(proc.pid, 0)

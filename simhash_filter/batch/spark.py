@@ -43,12 +43,22 @@ import io
 import json
 import os
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import groupby
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from simhash_filter.batch.dedup import MALFORMED, Outcome, Page, _prepare
+from simhash_filter.batch.inputs import (
+    GZIP_MAGIC,
+    JSONL,
+    JSONL_SUFFIXES,
+    WARC,
+    WARC_SUFFIXES,
+    is_glob,
+    is_input_name,
+    kind,
+)
 from simhash_filter.config import DEFAULTS, FilterConfig
 from simhash_filter.index.bound import CheckBound, block_pass
 from simhash_filter.index.tables import resolve_design
@@ -57,19 +67,22 @@ from simhash_filter.model.fingerprint import Fingerprinter
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from simhash_filter.batch.warc import Damage
+
 __all__ = [
     "JSONL_SUFFIXES",
     "WARC_SUFFIXES",
     "block_pairs",
     "candidate_pairs",
+    "damage_accumulator",
+    "damaged",
     "input_files",
     "main",
     "spark_dedup",
     "write_output",
 ]
-
-JSONL_SUFFIXES = (".jsonl", ".jsonl.gz", ".json.gz", ".ndjson")
-WARC_SUFFIXES = (".warc", ".warc.gz")
+#: The damaged WARC places named on stderr (as ``dedup``); the summary counts them all.
+DAMAGE_SHOWN = 20
 #: A page's number: its file's number shifted by this many bits, plus its place in the file.
 FILE_SHIFT = 40
 #: Expected corpus size the index design is chosen for (one machine's dedup chooses the same).
@@ -85,11 +98,30 @@ def _unsigned(value: int) -> int:
     return value + (1 << 64) if value < 0 else value
 
 
-def input_files(spark: SparkSession, paths: list[str]) -> list[str]:
-    """Every input file under *paths* (files, directories searched recursively, globs), as Spark names them, in
-    sorted order; only JSON Lines and WARC files of a directory are taken."""
+def input_files(spark: SparkSession, paths: list[str], *, exclude: Sequence[str] = ()) -> list[str]:
+    """Every input file under *paths* as Spark names them, by the rule of :mod:`simhash_filter.batch.inputs` (the
+    one ``simhash-filter dedup`` applies): a file itself, a directory's JSON Lines and WARC files at any depth (not
+    under a name that starts with ``.`` or ``_``, not *exclude*: the output), the files a glob matches; once each,
+    sorted.  Raises :class:`FileNotFoundError` naming an input that gives no file."""
     jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
     conf = spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[attr-defined]
+
+    def qualified(name: str) -> str:
+        path = jvm.org.apache.hadoop.fs.Path(name)
+        return path.getFileSystem(conf).makeQualified(path).toString()
+
+    excluded = {qualified(name).rstrip("/") for name in exclude}
+
+    def under(directory: Any, fs: Any) -> list[str]:
+        top = directory.toString().rstrip("/")
+        names = []
+        listing = fs.listFiles(directory, True)
+        while listing.hasNext():
+            name = listing.next().getPath().toString()
+            if is_input_name(name[len(top) + 1 :]) and not any(name == x or name.startswith(x + "/") for x in excluded):
+                names.append(name)
+        return names
+
     found: set[str] = set()
     for given in paths:
         path = jvm.org.apache.hadoop.fs.Path(given)
@@ -97,27 +129,59 @@ def input_files(spark: SparkSession, paths: list[str]) -> list[str]:
         statuses = fs.globStatus(path)
         if statuses is None or len(statuses) == 0:
             raise FileNotFoundError(f"{given}: no such file or directory")
+        files: list[str] = []
         for status in statuses:
+            name = status.getPath().toString()
             if not status.isDirectory():
-                found.add(status.getPath().toString())
+                if not is_glob(given) or name not in excluded:
+                    files.append(name)
                 continue
-            listing = fs.listFiles(status.getPath(), True)
-            while listing.hasNext():
-                name = listing.next().getPath().toString()
-                if name.endswith(JSONL_SUFFIXES + WARC_SUFFIXES):
-                    found.add(name)
+            files += under(status.getPath(), fs)
+        if not files:
+            raise FileNotFoundError(f"{given}: no .jsonl or .warc files")
+        found.update(files)
     return sorted(found)
 
 
-def _items(name: str, data: bytes) -> Iterator[bytes | Page]:
-    """The input items of one file, as ``dedup`` reads them: its JSON lines, or its WARC records that are pages
-    (the others are skipped and take no number, as on one machine)."""
-    if name.endswith(WARC_SUFFIXES):
-        from simhash_filter.batch.warc import iter_warc_stream
+class _DamageParam:
+    """Spark accumulates the damaged places of WARC files as a set of ``(file, offset, reason)``: a task run twice
+    (a retry, a cache evicted) adds the same places again, which the set absorbs."""
 
-        yield from iter_warc_stream(io.BytesIO(data), name)
+    def zero(self, value: frozenset[tuple[str, int, str]]) -> frozenset[tuple[str, int, str]]:
+        return frozenset()
+
+    def addInPlace(
+        self, a: frozenset[tuple[str, int, str]], b: frozenset[tuple[str, int, str]]
+    ) -> frozenset[tuple[str, int, str]]:
+        return a | b
+
+
+def damage_accumulator(spark: SparkSession) -> Any:
+    """An accumulator for :func:`spark_dedup`'s ``damage``: after an action on its result, its ``value`` holds
+    the damaged places of the WARC files read (:func:`damaged` lists them)."""
+    return spark.sparkContext.accumulator(frozenset(), _DamageParam())  # type: ignore[arg-type]
+
+
+def damaged(accumulator: Any) -> list[Damage]:
+    """The damaged places an accumulator of :func:`damage_accumulator` holds, by file and offset."""
+    from simhash_filter.batch.warc import Damage
+
+    return [Damage(path, offset, reason) for path, offset, reason in sorted(accumulator.value)]
+
+
+def _items(name: str, data: bytes, damage: Any = None) -> Iterator[bytes | Page]:
+    """The input items of one file, as ``dedup`` reads them: its JSON lines (gunzipped when its first bytes are
+    gzip's), or its WARC records that are pages (the others are skipped and take no number, as on one machine;
+    the damage met is added to the ``damage`` accumulator)."""
+    if kind(name) == WARC:
+        from simhash_filter.batch.warc import WarcCounts, iter_warc_stream
+
+        counts = WarcCounts()
+        yield from iter_warc_stream(io.BytesIO(data), name, counts)
+        if damage is not None and counts.damaged:
+            damage.add(frozenset((d.path, d.offset, d.reason) for d in counts.damaged))
         return
-    if name.endswith(".gz"):
+    if data[:2] == GZIP_MAGIC:
         data = gzip.decompress(data)
     lines = data.split(b"\n")
     if lines and lines[-1] == b"":
@@ -125,9 +189,11 @@ def _items(name: str, data: bytes) -> Iterator[bytes | Page]:
     yield from lines
 
 
-def _numbered(name: str, data: bytes, numbers: dict[str, int]) -> Iterator[tuple[int, bytes | Page]]:
+def _numbered(
+    name: str, data: bytes, numbers: dict[str, int], damage: Any = None
+) -> Iterator[tuple[int, bytes | Page]]:
     base = numbers[name] << FILE_SHIFT
-    for position, item in enumerate(_items(name, data)):
+    for position, item in enumerate(_items(name, data, damage)):
         yield base + position, item
 
 
@@ -174,28 +240,36 @@ def candidate_pairs(blocks: DataFrame, k: int, bound: CheckBound, sketch_bytes: 
     return blocks.sparkSession.createDataFrame(pairs, schema)
 
 
-def spark_dedup(spark: SparkSession, paths: list[str], config: FilterConfig = DEFAULTS) -> DataFrame:
+def spark_dedup(
+    spark: SparkSession,
+    paths: list[str],
+    config: FilterConfig = DEFAULTS,
+    *,
+    exclude: Sequence[str] = (),
+    damage: Any = None,
+) -> DataFrame:
     """One row per input line or WARC page, in input order (``number``): ``url``, ``fingerprint`` (16 hex digits),
-    ``duplicate_of``, ``distance``, ``status`` and ``fields`` (a WARC record's own fields, JSON)."""
+    ``duplicate_of``, ``distance``, ``status`` and ``fields`` (a WARC record's own fields, JSON).
+
+    ``exclude``: paths a directory's files leave out (the output); ``damage``: an accumulator of
+    :func:`damage_accumulator`, which the reading of damaged WARC files adds to."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    files = input_files(spark, paths)
-    if not files:
-        raise FileNotFoundError(f"no JSON Lines or WARC files in {', '.join(paths)}")
+    files = input_files(spark, paths, exclude=exclude)
     numbers = {name: i for i, name in enumerate(files)}
     sketch_bytes = config.fingerprint.sketch_bins // 8
     bound = config.bound  # the bound of dedup's index (open_index)
     sc = spark.sparkContext
     # Uncompressed JSON Lines files are split into line ranges (textFile; its line numbers by zipWithIndex), the
     # others read whole, one task a file: either way no page crosses the network before it is fingerprinted.
-    plain = [name for name in files if name.endswith(JSONL_SUFFIXES) and not name.endswith(".gz")]
+    plain = [name for name in files if kind(name) == JSONL and not name.lower().endswith(".gz")]
     whole = [name for name in files if name not in plain]
     items = sc.emptyRDD()
     if whole:
         read = sc.binaryFiles(",".join(whole), minPartitions=len(whole))
-        items = read.flatMap(lambda pair: _numbered(pair[0], pair[1], numbers))
+        items = read.flatMap(lambda pair: _numbered(pair[0], pair[1], numbers, damage))
     for name in plain:
         base = numbers[name] << FILE_SHIFT
         lines = sc.textFile(name, minPartitions=sc.defaultParallelism, use_unicode=False).zipWithIndex()
@@ -287,18 +361,27 @@ def main(argv: list[str] | None = None) -> int:
             builder = builder.config("spark.sql.shuffle.partitions", str(max(2, 2 * n)))
     spark = builder.getOrCreate()
     try:
-        counts = write_output(spark_dedup(spark, args.inputs), args.output, args.format)
+        damage = damage_accumulator(spark)
+        result = spark_dedup(spark, args.inputs, exclude=[args.output], damage=damage)
+        counts = write_output(result, args.output, args.format)
+        places = damaged(damage)
     except FileNotFoundError as exc:
         print(f"simhash-filter spark-dedup: {exc}", file=sys.stderr)
         return 1
     finally:
         spark.stop()
+    for n, place in enumerate(places):
+        if n == DAMAGE_SHOWN:
+            print("simhash-filter spark-dedup: more damaged WARC files: counted in the summary, not shown",
+                  file=sys.stderr)  # fmt: skip
+            break
+        print(f"simhash-filter spark-dedup: {place}", file=sys.stderr)
     print(
         f"spark-dedup: {counts['pages']} pages and {counts['malformed']} malformed lines: {counts['kept']} kept, "
-        f"{counts['duplicates']} near-duplicates, {counts['skipped']} skipped",
+        f"{counts['duplicates']} near-duplicates, {counts['skipped']} skipped; {len(places)} damaged WARC records",
         file=sys.stderr,
     )
-    return 0
+    return 2 if counts["malformed"] or places else 0
 
 
 if __name__ == "__main__":

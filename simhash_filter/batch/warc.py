@@ -40,6 +40,7 @@ from warcio.recordloader import ArcWarcRecord
 from warcio.statusandheaders import StatusAndHeadersParserException
 
 from simhash_filter.batch.dedup import MAX_URL_CHARS, Page
+from simhash_filter.batch.inputs import WARC, WARC_SUFFIXES, is_input_name, kind
 
 __all__ = [
     "HTML_TYPES",
@@ -55,8 +56,6 @@ __all__ = [
     "warc_files",
 ]
 
-#: File names read from a directory (compared in lower case).
-WARC_SUFFIXES = (".warc", ".warc.gz")
 #: Content types that make a response a page (as the crawl's ``simhash_filter.crawl.policy.HTML_TYPES``).
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 
@@ -143,9 +142,14 @@ def is_warc_input(path: str) -> bool:
 
 
 def _warc_files_under(directory: str) -> list[str]:
+    """A directory's WARC files, as :mod:`simhash_filter.batch.inputs` takes them (not hidden, at any depth)."""
     found = []
-    for parent, _, names in os.walk(directory):
-        found.extend(os.path.join(parent, name) for name in names if name.lower().endswith(WARC_SUFFIXES))
+    for parent, dirs, names in os.walk(directory):
+        dirs[:] = [d for d in dirs if not d.startswith((".", "_"))]
+        for name in names:
+            path = os.path.join(parent, name)
+            if kind(name) == WARC and is_input_name(os.path.relpath(path, directory)):
+                found.append(path)
     return sorted(found)
 
 

@@ -21,11 +21,10 @@ import io
 import json
 import os
 import re
-import stat
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, suppress
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
@@ -36,13 +35,13 @@ from simhash_filter.batch.dedup import (
     MALFORMED,
     IndexFailed,
     Outcome,
-    Page,
     Summary,
     WorkersFailed,
     auto_workers,
     dedup,
     open_index,
 )
+from simhash_filter.batch.inputs import WARC, InputReader, input_files
 from simhash_filter.cli.calibrate import add_calibrate_parser
 from simhash_filter.cli.index import add_index_parser
 from simhash_filter.cli.report import add_report_parser
@@ -309,36 +308,32 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 @dataclass(frozen=True)
 class _Input:
-    """``dedup``'s input: the stream of lines (or of WARC pages), and for regular files their size and the bytes
-    read so far (of a .gz, of the compressed file) for the progress bar, and about how many bytes of pages they
-    hold (for the default ``--workers``); of WARC input, what its reader counted."""
+    """``dedup``'s input: the reader of its files or of standard input, and about how many bytes of pages they
+    hold (for the default ``--workers``)."""
 
-    stream: Iterable[bytes] | Iterable[Page]
-    size: int | None = None
-    position: Callable[[], int] | None = None
+    reader: InputReader
     html_bytes: int | None = None
-    warc: WarcCounts | None = None
+
+    @property
+    def warc(self) -> WarcCounts | None:
+        """What reading WARC input counted (None when no WARC file was read)."""
+        return self.reader.counts if self.reader.warc_files else None
 
 
-def _open_warc(path: str, config: FilterConfig) -> _Input:
-    """WARC input (:func:`simhash_filter.batch.warc.is_warc_input`): its files are listed now, opened as read."""
-    from simhash_filter.batch.warc import WarcReader
-
-    reader = WarcReader(path, max_bytes=config.fingerprint.max_bytes + 1)  # the work cap, and a byte to know it
-    html_bytes = reader.size + reader.compressed * (GZIP_RATIO - 1)
-    return _Input(reader, reader.size, reader.position, html_bytes, reader.counts)
-
-
-def _open_input(path: str, stack: ExitStack) -> _Input:
-    if path == "-":
-        return _Input(_stdin())
-    raw = stack.enter_context(open(path, "rb"))  # noqa: SIM115 - closed by the ExitStack
-    info = os.fstat(raw.fileno())
-    regular = stat.S_ISREG(info.st_mode)
-    stream = stack.enter_context(gzip.GzipFile(fileobj=raw, mode="rb")) if path.endswith(".gz") else raw
-    size = info.st_size if regular else None
-    html_bytes = size * GZIP_RATIO if size is not None and path.endswith(".gz") else size
-    return _Input(stream, size, raw.tell if regular else None, html_bytes)
+def _open_inputs(paths: list[str], output: str | None, config: FilterConfig) -> _Input:
+    """The files of ``dedup``'s inputs (:func:`simhash_filter.batch.inputs.input_files`; the output left out),
+    or standard input (``-``, alone)."""
+    max_bytes = config.fingerprint.max_bytes + 1  # the work cap, and a byte to know it
+    if paths == ["-"]:
+        return _Input(InputReader([], max_bytes=max_bytes, stdin=_stdin()))
+    if "-" in paths:
+        raise _UsageError("standard input ('-') cannot be read with other inputs")
+    for path in paths:
+        if output not in (None, "-") and os.path.isfile(path) and _same_file(path, output):
+            raise _UsageError(f"the output {output} is the input file {path}: write it elsewhere")
+    reader = InputReader(input_files(paths, exclude=[output]), max_bytes=max_bytes)
+    size = reader.size or 0
+    return _Input(reader, size + reader.compressed * (GZIP_RATIO - 1))
 
 
 class _Output:
@@ -430,19 +425,20 @@ def _same_file(a: str, b: str) -> bool:
 
 
 def _progress(outcomes: Iterator[Outcome], enabled: bool, source: _Input) -> Iterator[Outcome]:
-    """A progress bar on stderr: of a regular file (also .gz), bytes read of its size, with a rate and ETA, and
+    """A progress bar on stderr: of files (also .gz), bytes read of their size, with a rate and ETA, and
     the pages done; of standard input or a pipe, the pages done."""
     if not enabled:
         yield from outcomes
         return
     from tqdm import tqdm
 
-    if source.size is None or source.position is None:
+    reader = source.reader
+    if reader.size is None:
         with tqdm(outcomes, unit=" pages", file=sys.stderr, dynamic_ncols=True) as bar:
             yield from bar
         return
-    position = source.position
-    with tqdm(total=source.size, unit="B", unit_scale=True, file=sys.stderr, dynamic_ncols=True) as bar:
+    position = reader.position
+    with tqdm(total=reader.size, unit="B", unit_scale=True, file=sys.stderr, dynamic_ncols=True) as bar:
         for pages, outcome in enumerate(outcomes, 1):
             bar.set_postfix_str(f"{pages} pages", refresh=False)
             bar.update(position() - bar.n)
@@ -457,8 +453,10 @@ def _by_reason(counts: dict[str, int]) -> str:
 def _summary_line(s: Summary, seconds: float, warc: WarcCounts | None = None) -> str:
     rate = s.pages / seconds if seconds > 0 else 0.0
     pages = f"dedup: {s.pages} pages and {s.malformed} malformed lines"
-    if warc is not None:
+    if warc is not None and warc.pages == s.pages and not s.malformed:
         pages = f"dedup: {s.pages} pages of {warc.records} WARC records in {warc.files} files"
+    elif warc is not None:  # JSON Lines and WARC files
+        pages += f" (and {warc.records} WARC records in {warc.files} files)"
     line = (
         f"{pages} in {seconds:.1f} s ({rate:.1f} pages/s): "
         f"{s.kept} kept, {s.duplicates} near-duplicates, {sum(s.skipped.values())} skipped{_by_reason(s.skipped)}"
@@ -491,23 +489,19 @@ def _damage_reporter(warc: WarcCounts | None) -> Callable[[], None]:
 
 
 def cmd_dedup(args: argparse.Namespace) -> int:
-    from simhash_filter.batch.warc import is_warc_input
-
     config = _filter_config(args)
-    warc = is_warc_input(args.input)
     if args.workers is not None and args.workers < 1:
         raise _UsageError(f"--workers must be >= 1, got {args.workers}")
-    if args.input != "-" and args.output not in (None, "-") and _same_file(args.input, args.output):
-        raise _UsageError(f"the output {args.output} is the input file {args.input}: write it elsewhere")
     summary = Summary()
     start = time.perf_counter()
     # A failure before the first page is read is one line; one after it, one line and the summary so far.
     with ExitStack() as stack:
         try:
-            source = _open_warc(args.input, config) if warc else _open_input(args.input, stack)
+            source = _open_inputs(args.inputs, args.output, config)
         except OSError as exc:
-            _warn(f"cannot open {exc.filename or args.input}: {exc.strerror or exc}")
+            _warn(f"cannot open {exc.filename or ' '.join(args.inputs)}: {exc.strerror or exc}")
             return EXIT_FAILED
+        reader = source.reader
         if args.workers is None:
             args.workers = auto_workers(source.html_bytes)
         try:
@@ -521,20 +515,21 @@ def cmd_dedup(args: argparse.Namespace) -> int:
         except open_errors() as exc:  # unreachable, locked, damaged, another model's, a bad URI
             _warn(f"cannot open index {redact_uri(args.index)!r}: {error_message(exc, args.index)}")
             return EXIT_FAILED
-        outcomes = dedup(source.stream, config=config, workers=args.workers, index=index)
-        report_damage = _damage_reporter(source.warc)
-        unit = "pages" if warc else "lines"
+        outcomes = dedup(reader, config=config, workers=args.workers, index=index)
+        report_damage = _damage_reporter(reader.counts)
         try:
             for outcome in _progress(outcomes, args.progress and sys.stderr.isatty(), source):
                 summary.count(outcome)
                 report_damage()
                 if outcome.status == MALFORMED:
+                    name, line, _ = reader.where(outcome.line)
                     if summary.malformed <= MALFORMED_SHOWN:
-                        _warn(f"{args.input}:{outcome.line}: malformed line: {outcome.reason}")
+                        _warn(f"{name}:{line}: malformed line: {outcome.reason}")
                     elif summary.malformed == MALFORMED_SHOWN + 1:
-                        _warn(f"{args.input}: more malformed lines: counted in the summary, not shown")
+                        _warn(f"{name}: more malformed lines: counted in the summary, not shown")
                 elif outcome.status == ERROR:
-                    where = f"{args.input}: page {outcome.line}" if warc else f"{args.input}:{outcome.line}"
+                    name, place, kind = reader.where(outcome.line)
+                    where = f"{name}: page {place}" if kind == WARC else f"{name}:{place}"
                     _warn(f"{where}: {outcome.url}: fingerprinting failed: {outcome.reason}")
                 out.write(json.dumps(outcome.record()) + "\n")
             report_damage()
@@ -548,15 +543,21 @@ def cmd_dedup(args: argparse.Namespace) -> int:
             return _failed(out, summary, start, f"{exc}; try --workers 1", source.warc)
         except IndexFailed as failed:  # the index failed part way (a full disk, a Redis server gone)
             exc = failed.__cause__ or failed
-            where = f"index {redact_uri(args.index)!r} failed after {summary.lines} {unit}"
+            where = f"index {redact_uri(args.index)!r} failed after {summary.lines} {_unit(source)}"
             return _failed(out, summary, start, f"{where}: {error_message(exc, args.index)}", source.warc)
         except (OSError, EOFError) as exc:  # a truncated .gz, an unreadable file
-            message = f"{args.input}: read error after {summary.lines} {unit}: {exc}"
+            name = reader.current or " ".join(args.inputs)
+            message = f"{name}: read error after {summary.lines} {_unit(source)}: {exc}"
             return _failed(out, summary, start, message, source.warc)
     summary.candidates_max = index.candidates_max
     print(_summary_line(summary, time.perf_counter() - start, source.warc), file=sys.stderr)
     damaged = source.warc is not None and source.warc.damaged
     return EXIT_MALFORMED if summary.malformed or damaged else EXIT_OK
+
+
+def _unit(source: _Input) -> str:
+    warc = source.warc
+    return "pages" if warc is not None and warc.pages == source.reader.items else "lines"
 
 
 def _failed(out: _Output, summary: Summary, start: float, message: str, warc: WarcCounts | None = None) -> int:
@@ -614,7 +615,8 @@ examples:
   simhash-filter dedup pages.jsonl.gz --output result.jsonl
   simhash-filter dedup pages.jsonl --index pages.idx --workers 4   # remember pages across runs
   simhash-filter dedup crawl/ --output result.jsonl   # WARC: a .warc(.gz) file, a directory, a glob 'crawl/*.warc.gz'
-  zcat pages.jsonl.gz | simhash-filter dedup - | grep -v '"duplicate_of": null'
+  simhash-filter dedup a.warc.gz b.warc more/ --output result.jsonl   # several inputs, read in path order
+  simhash-filter dedup - < pages.jsonl.gz | grep -v '"duplicate_of": null'
 
 exit status: 0 success, 1 the input, output or index failed, 2 a usage error, malformed input lines or a
   damaged WARC file"""
@@ -710,10 +712,13 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
-        "input",
+        "inputs",
+        nargs="+",
         metavar="INPUT",
-        help="JSON Lines file, optionally .gz ('-' for standard input); or WARC: a .warc or .warc.gz file, a "
-        "directory of them (at any depth), or a quoted glob ('crawl/*.warc.gz'), read in name order",
+        help="JSON Lines files (gzipped or not) and WARC files (.warc, .warc.gz); directories (their .jsonl, "
+        ".jsonl.gz, .ndjson, .warc, .warc.gz files at any depth, not hidden, not the output); quoted globs "
+        "('crawl/*.warc.gz'); all read once, in path order. '-': standard input alone (JSON Lines or WARC, "
+        "gzipped or not)",
     )
     p.add_argument("-o", "--output", metavar="OUT", help="output file, .gz compressed if so named (default: stdout)")
     p.add_argument(

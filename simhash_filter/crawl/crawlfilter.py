@@ -17,6 +17,7 @@ and the decisions handed to the items (:mod:`.decision`).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary, WeakSet
 
@@ -40,6 +41,7 @@ from simhash_filter.crawl.executor import FingerprintExecutor, WorkerDied
 from simhash_filter.crawl.guard import IndexGuard, open_index
 from simhash_filter.crawl.options import (
     ACTIONS,
+    ON_INDEX_ERROR,
     avoid_options,
     backend_uri,
     check_options,
@@ -72,6 +74,8 @@ __all__ = [
 
 #: The close reason of a crawl whose filter could not start (``finish_reason`` in the stats).
 START_FAILED = "simhash_start_failed"
+#: The close reason of a crawl stopped by a failed index check (``SIMHASH_ON_INDEX_ERROR = "stop"``).
+INDEX_ERROR_STOP = "simhash_index_error"
 #: Scrapy 2.18 closes a spider whose ``spider_opened`` handler raises ``CloseSpider``, before it crawls.
 CLOSE_AT_START = scrapy.version_info >= (2, 18)
 
@@ -93,7 +97,27 @@ def _start_error(exc: BaseException) -> str:
 def _close_at_start(spider: Any) -> None:
     """``spider_opened`` handler of a crawl whose filter could not start: close the spider before it crawls
     (a crawl must not run unfiltered when a filter was configured)."""
+    # Connected now, after every component's own handlers: the last one to run when the spider closes.
+    spider.crawler.signals.connect(_mark_failed, signal=signals.spider_closed)
     raise CloseSpider(START_FAILED)
+
+
+def _mark_failed(spider: Any, reason: str) -> None:
+    """``spider_closed`` handler of a crawl whose filter could not start: the crawl counts as one that failed
+    to start, so ``scrapy crawl`` (and ``runspider``, and a script that reads ``bootstrap_failed``) exits 1.
+
+    Scrapy's crawler runners judge a crawl by its crawler's spider (``bootstrap_failed`` is set when the
+    crawler has none once the crawl is over); the spider is closed by now and nothing after this handler
+    uses it."""
+    if reason == START_FAILED:
+        spider.crawler.spider = None
+
+
+def _close_spider(crawler: Crawler, reason: str) -> None:
+    """Close the crawler's spider with ``reason`` (as Scrapy's CloseSpider extension does), from the reactor."""
+    from scrapy.utils.defer import deferred_from_coro
+
+    deferred_from_coro(crawler.engine.close_spider_async(reason=reason))
 
 
 def _stop_at_start(crawler: Crawler, exc: BaseException) -> bool:
@@ -128,8 +152,14 @@ class CrawlFilter:
         debug: bool = defaults.SIMHASH_DEBUG,
         index_retry_seconds: float = defaults.SIMHASH_INDEX_RETRY_SECONDS,
         avoid: dict[str, Any] | None = None,
+        on_index_error: str = defaults.SIMHASH_ON_INDEX_ERROR,
     ) -> None:
         processes = check_options(action, threads, processes, index_retry_seconds)
+        if on_index_error not in ON_INDEX_ERROR:
+            raise ValueError(f"SIMHASH_ON_INDEX_ERROR must be 'pass' or 'stop', got {on_index_error!r}")
+        self.on_index_error = on_index_error
+        #: Closes the spider with a reason (set by :meth:`for_crawler`; None outside a crawl).
+        self.stop_crawl: Callable[[str], None] | None = None
         self.index_retry_seconds = float(index_retry_seconds)
         self.config = config
         self.action = action
@@ -177,6 +207,7 @@ class CrawlFilter:
             debug=settings.getbool("SIMHASH_DEBUG", defaults.SIMHASH_DEBUG),
             index_retry_seconds=settings.getfloat("SIMHASH_INDEX_RETRY_SECONDS", defaults.SIMHASH_INDEX_RETRY_SECONDS),
             avoid=avoid_options(settings),
+            on_index_error=settings.get("SIMHASH_ON_INDEX_ERROR", defaults.SIMHASH_ON_INDEX_ERROR),
         )
 
     @classmethod
@@ -207,6 +238,7 @@ class CrawlFilter:
             found.report_command = report_command(crawler.settings.getdict("FEEDS"), spider_name, found.action)
             if found.avoider is not None:
                 found.avoider.requeue = lambda request: crawler.engine.crawl(request)
+            found.stop_crawl = lambda reason: _close_spider(crawler, reason)
             crawler.signals.connect(found.spider_opened, signal=signals.spider_opened)
             crawler.signals.connect(found.spider_closed, signal=signals.spider_closed)
             for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
@@ -273,11 +305,21 @@ class CrawlFilter:
             decision = self.guard.check(url, fp.value, fp.sketch)
         finally:
             self._order.done(ticket)
-        return self.items.remember(await decision)
+        return self._index_checked(await decision)
 
     def decide(self, url: str, value: int, sketch: bytes | None = None) -> Decision:
         """Check-and-add one fingerprint in the index, once, in this thread; an error lets the page through."""
-        return self.items.remember(self.guard.decide(url, value, sketch))
+        return self._index_checked(self.guard.decide(url, value, sketch))
+
+    def _index_checked(self, decision: Decision) -> Decision:
+        """Remember a decision of the index; with ``SIMHASH_ON_INDEX_ERROR = "stop"``, a page the index failed to
+        check stops the crawl (it goes through unchecked itself, counted)."""
+        if decision.status == INDEX_ERROR and self.on_index_error == "stop" and self.stop_crawl is not None:
+            stop, self.stop_crawl = self.stop_crawl, None  # once
+            logger.error("simhash: the index failed and SIMHASH_ON_INDEX_ERROR is 'stop': the crawl stops (%s)",
+                         INDEX_ERROR_STOP)  # fmt: skip
+            stop(INDEX_ERROR_STOP)
+        return self.items.remember(decision)
 
     def _skip(self, url: str, reason: str, **kwargs: Any) -> Decision:
         """A page let through unchecked: counted, logged once, remembered for its items."""

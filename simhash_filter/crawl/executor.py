@@ -137,6 +137,9 @@ class FingerprintExecutor:
         pool = self._pool
         if pool is None or self.closed:
             return
+        if worker.stopped:  # told to stop (a stop signal to the process group): the crawl is ending, not a crash
+            logger.info("simhash: %s; not replaced", worker.lost)
+            return
         if not worker.ready and not self._pool_ready:
             self._give_up_processes(f"the worker processes did not start ({worker.lost})")
             return

@@ -1,7 +1,8 @@
 """The index guard: the crawl's index opened, and every check-and-add of a page in it made so that a failing
 index never raises into the crawl: a remote index called off the reactor thread, a failed check retried
 (``SIMHASH_INDEX_RETRY_SECONDS``) behind a circuit breaker, and the pages let through unchecked meanwhile
-added late, once, when the index answers again.
+added late, once, when the index answers again.  A full Redis (``OOM``) is said in one plain line
+(:meth:`Report.index_full`), not as a traceback.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from simhash_filter.index.backends import open_backend
 from simhash_filter.index.nearduplicate import NearDuplicateIndex
 from simhash_filter.index.tables import Match, resolve_design
 
-__all__ = ["IndexGuard", "open_index"]
+__all__ = ["IndexGuard", "is_full", "open_index"]
 
 #: Waits between retries of a failed index check (seconds; doubled each time up to the maximum).
 RETRY_FIRST_DELAY, RETRY_MAX_DELAY = 0.5, 10.0
@@ -32,6 +33,12 @@ EXPECTED_SIZE = 1_000_000
 
 #: A page let through unchecked while the index failed: (fingerprint, url, sketch).
 _Page = tuple[int, str, bytes | None]
+
+
+def is_full(exc: BaseException) -> bool:
+    """Whether *exc* says the index's store is full: Redis refusing a write with ``OOM`` (``maxmemory`` reached
+    under the ``noeviction`` policy)."""
+    return type(exc).__name__ == "OutOfMemoryError" or str(exc).startswith("OOM ")
 
 
 def _own_entry(match: Match | None, value: int, url: str) -> bool:
@@ -71,15 +78,16 @@ class IndexGuard:
         self._index_executor = ThreadPoolExecutor(1, thread_name_prefix="simhash-index") if remote else None
         self._index_down_until = 0.0  # the breaker: monotonic time before which the index is not called
         self._unindexed: list[_Page] = []  # pages let through while the index failed
+        self._last_error: BaseException | None = None  # why the index failed last (None: it answers)
 
     def decide(self, url: str, value: int, sketch: bytes | None = None) -> Decision:
         """Check-and-add one fingerprint in the index, once, in this thread; an error lets the page through."""
         start = time.perf_counter()
         try:
             match, added_late = self._check_and_add(value, url, sketch)
-        except Exception:
+        except Exception as exc:
             self.report.index_time(time.perf_counter() - start)
-            return self._unchecked(url, value, sketch, True)
+            return self._unchecked(url, value, sketch, exc)
         self.report.index_time(time.perf_counter() - start)
         self.report.candidates(self.index.candidates_max)
         return self.report.decided(url, value, match, added_late)
@@ -111,9 +119,10 @@ class IndexGuard:
                             self._index_executor, self._check_and_add, value, url, sketch
                         )
                 except Exception as exc:
-                    error = exc
+                    error = self._last_error = exc
                     self._index_down_until = time.monotonic() + INDEX_BREAK_SECONDS
                 else:
+                    self._last_error = None
                     if self._index_down_until:
                         logger.info("simhash: the index answers again")
                         self._index_down_until = 0.0
@@ -124,6 +133,8 @@ class IndexGuard:
                     return self.report.decided(url, value, match, added_late)
             remaining = deadline - time.monotonic()
             if remaining <= 0:
+                if error is None and self._last_error is not None and is_full(self._last_error):
+                    return self._unchecked(url, value, sketch, self._last_error)  # still full, as far as is known
                 return self._unchecked(url, value, sketch, error or False)
             self.report.count_once(
                 "simhash/index_retries",
@@ -170,6 +181,9 @@ class IndexGuard:
         """A page whose index check failed: let through, and remembered to be added when the index answers."""
         if len(self._unindexed) < UNINDEXED_LIMIT:
             self._unindexed.append((value, url, sketch))
+        if isinstance(exc_info, BaseException) and is_full(exc_info):
+            self.report.index_full(url, exc_info)  # one plain line, no traceback
+            return self.report.skip(url, INDEX_ERROR, fingerprint=value, logged=True)
         return self.report.skip(url, INDEX_ERROR, exc_info=exc_info, fingerprint=value)
 
     def close(self) -> None:

@@ -100,6 +100,10 @@ def worker_processes(processes: int | None, threads: int = 0) -> int:
     return 1 if os.name == "posix" and available_cpus() >= 2 and not threads else 0
 
 
+#: The values of ``SIMHASH_ON_INDEX_ERROR``.
+ON_INDEX_ERROR = ("pass", "stop")
+
+
 def check_options(action: str, threads: int, processes: int | None, index_retry_seconds: float) -> int:
     """Raise ``ValueError`` (naming the setting) for a bad ``SIMHASH_ACTION``, ``SIMHASH_THREADS``,
     ``SIMHASH_PROCESSES`` or ``SIMHASH_INDEX_RETRY_SECONDS``; returns the number of worker processes."""

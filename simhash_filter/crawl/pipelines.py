@@ -5,7 +5,8 @@
 an item without a fingerprinted response, fingerprints its ``SIMHASH_ITEM_FIELDS``.  Items of any
 type work (dict, ``scrapy.Item``, dataclass, attrs: through itemadapter).  Every checked item gets
 ``fingerprint`` (16 hex digits); with ``SIMHASH_ACTION = "flag"`` also ``duplicate_of`` (the URL of
-the kept page, or None) and ``distance``, and an item of a page let through unchecked gets ``skipped`` (why:
+the kept page, or None) and ``distance``, ``similarity`` (the sketch similarity to that page, 3 decimals) where
+its type has room for it, and an item of a page let through unchecked gets ``skipped`` (why:
 ``too_few_features``, ``empty``, ...) where its type has room for it; with ``"drop"`` a near-duplicate item
 is dropped with :class:`NearDuplicateItem`.
 """
@@ -80,6 +81,9 @@ class SimhashPipeline:
         if crawl_filter.action == "flag":
             values.update(duplicate_of=decision.duplicate_of, distance=decision.distance)
         missing = self._set(item, values)
+        if crawl_filter.action == "flag":  # where the item has room for it (a declared field is optional)
+            similarity = None if decision.similarity is None else round(decision.similarity, 3)
+            self._set(item, {"similarity": similarity})
         if decision.near_duplicate:
             if "duplicate_of" in missing:
                 crawl_filter.stats.inc_value("simhash/items/unflaggable")

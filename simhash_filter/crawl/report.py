@@ -15,6 +15,7 @@ import numpy as np
 import xxhash
 
 from simhash_filter.crawl.decision import DONT_META_KEY, ERROR, INDEX_ERROR, Decision
+from simhash_filter.index.backends import error_message
 from simhash_filter.model.fingerprint import Status
 from simhash_filter.report import report_path
 
@@ -78,14 +79,17 @@ class Report:
         level: int = logging.INFO,
         exc_info: bool | BaseException = False,
         fingerprint: int | None = None,
+        logged: bool = False,
     ) -> Decision:
         """The decision for a page let through unchecked, counted in ``simhash/skipped/<reason>``; the first
-        page of each reason is logged."""
+        page of each reason is logged (unless ``logged``: the caller said why)."""
         self.stats.inc_value(f"simhash/skipped/{reason}")
         self._counts[reason] += 1
         decision = Decision(url, reason, fingerprint)
         if reason == DONT_META_KEY:
             return decision
+        if logged:
+            self._logged.add(reason)
         if reason not in self._logged:
             self._logged.add(reason)
             level = logging.ERROR if exc_info else level
@@ -169,6 +173,22 @@ class Report:
         self.stats.inc_value("simhash/reactor_seconds", seconds)
         self.stats.inc_value("simhash/index_seconds", seconds)
 
+    def index_full(self, url: str, exc: BaseException) -> None:
+        """A page goes through unchecked because the index's Redis is full (counted in ``simhash/index_full``);
+        the first one is one ERROR line, without a traceback, that says what to do."""
+        self.stats.inc_value("simhash/index_full")
+        if "simhash/index_full" in self._logged:
+            return
+        self._logged.add("simhash/index_full")
+        logger.error(
+            "simhash: Redis is full (%s): %s and the pages after it go through unchecked; raise maxmemory "
+            "(redis-cli info memory shows used_memory and maxmemory) or give the index a Redis of its own, or set "
+            "SIMHASH_ON_INDEX_ERROR = 'stop' to stop the crawl instead (further pages are only counted in "
+            "simhash/index_full)",
+            error_message(exc)[:200],
+            url,
+        )
+
     def candidates(self, most: int) -> None:
         """The most candidates one check has verified so far (``simhash/candidates/max``: the bound on a check's
         work, at most five times ``SIMHASH_CANDIDATES_PER_TABLE``)."""
@@ -200,11 +220,13 @@ class Report:
             return
         redis = scheme.startswith("redis")
         fresh = "another prefix= in SIMHASH_BACKEND" if redis else "delete it or set SIMHASH_BACKEND"
+        items = "its items are dropped" if self.action == "drop" else "its items are flagged"
         logger.info(
             "simhash: the index at %s holds %d pages from earlier crawls: a page unchanged since then is let through "
-            "but its items are not stored again (to start empty: %s)",
+            "but %s (to start empty: %s)",
             where,
             size,
+            items,
             fresh,
         )
 
@@ -229,7 +251,8 @@ class Report:
             inline = f"; {in_reactor} pages in the reactor thread while workers started or after they failed"
         unchanged = ""
         if get("simhash/unchanged"):
-            unchanged = f", {get('simhash/unchanged')} unchanged since an earlier crawl (their items not stored again)"
+            items = "their items dropped" if self.action == "drop" else "their items flagged as their own duplicates"
+            unchanged = f", {get('simhash/unchanged')} unchanged since an earlier crawl ({items})"
         if get("simhash/refetched"):
             unchanged += f", {get('simhash/refetched')} fetched again in this crawl"
         return (
@@ -237,6 +260,17 @@ class Report:
             f"{get('simhash/near_duplicates', 0)} near-duplicates ({get('simhash/dropped', 0)} dropped, "
             f"{get('simhash/flagged', 0)} flagged{unchanged}); {skipped} skipped{f' ({reasons})' if reasons else ''}; "
             f"index size {index_size}; fingerprinting {per_page} {where} ({seconds:.2f} s in all{inline})"
+            f"{self._full()}"
+        )
+
+    def _full(self) -> str:
+        """The summary's words on a full Redis ('' when it was not)."""
+        full = self.stats.get_value("simhash/index_full", 0)
+        if not full:
+            return ""
+        return (
+            f"; Redis is full: {full} pages went unchecked; raise maxmemory or give the index a Redis of its own "
+            "(or SIMHASH_ON_INDEX_ERROR = 'stop')"
         )
 
 

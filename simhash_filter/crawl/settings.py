@@ -87,6 +87,11 @@ SIMHASH_MAX_DISTANCE = DEFAULTS.max_distance
 #: Jaccard similarity of their words, 0..1); the page is a near-duplicate of its most similar candidate.
 SIMHASH_MIN_SIMILARITY = DEFAULTS.min_similarity
 
+#: What a page's failed index check does, once ``SIMHASH_INDEX_RETRY_SECONDS`` is over: ``"pass"`` lets the page
+#: through unchecked (counted in ``simhash/skipped/index_error``) and the crawl goes on; ``"stop"`` also closes the
+#: spider (finish reason ``simhash_index_error``), so that a full or lost index does not let a crawl run unfiltered.
+SIMHASH_ON_INDEX_ERROR = "pass"
+
 #: Worker processes that fingerprint pages off the reactor thread; 0: fingerprint in the reactor thread;
 #: ``None`` (the default): one worker process on a POSIX machine with two CPUs or more, else 0 (and 0 when
 #: ``SIMHASH_THREADS`` is set).  They start when the spider opens (pages arriving meanwhile, about 0.3 s,

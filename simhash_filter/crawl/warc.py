@@ -2,13 +2,14 @@
 
 The file starts with a ``warcinfo`` record (the software, the model, the filter's options).  Then, for each
 response the downloader middleware checked: a page kept as a ``response`` record (the HTTP status line and
-headers as Scrapy received them, and the body); a near-duplicate as a ``revisit`` record of the profile
-:data:`PROFILE` that points at the page it duplicates (``WARC-Refers-To-Target-URI``, and its record's date and
-id while they are remembered) and holds the HTTP headers only.  The index holds every checked page, so the page
-a near-duplicate duplicates may be a near-duplicate too: its record is then a revisit, and a reader follows
-``WARC-Refers-To`` to the ``response`` record at the end of the chain.  An HTML page let through unchecked (an HTTP
-error, an empty page, too few features, ...) as a plain ``response`` record.  Responses that are not HTML, and
-URLs that are not ``http(s)``, are not written.
+headers as Scrapy received them, and the body); a near-duplicate as a ``revisit`` record (WARC/1.1) of the
+profile :data:`PROFILE` that holds the HTTP headers only.  The index holds every checked page, so the page a
+near-duplicate duplicates may be a near-duplicate too; the revisit refers to the ``response`` record at the root
+of that chain, the kept page (``WARC-Refers-To-Target-URI``, ``-Date``, ``WARC-Refers-To`` and that record's
+``WARC-Payload-Digest``, by which replay tools such as pywb find the body to show) while the root is remembered;
+the page the filter matched and this page's own digest are in ``WARC-Simhash-*`` headers.  An HTML page let
+through unchecked (an HTTP error, an empty page, too few features, ...) as a plain ``response`` record.
+Responses that are not HTML, and URLs that are not ``http(s)``, are not written.
 
 :class:`~simhash_filter.crawl.middlewares.SimhashDownloaderMiddleware` writes each record right after its
 decision, in the reactor thread and in both actions (a dropped near-duplicate is written before it is
@@ -28,6 +29,7 @@ import socket
 import uuid
 import zlib
 from collections import OrderedDict
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from http import HTTPStatus
 from io import BytesIO
@@ -59,6 +61,8 @@ __all__ = ["PROFILE", "WarcOutput", "warc_date"]
 #: ``WARC-Refers-To-Target-URI`` says the same thing; the payload was not stored.
 PROFILE = "https://github.com/simhash-filter/simhash-filter/warc/near-duplicate/1.0"
 WARC_VERSION = "WARC/1.0"
+#: The version of a revisit record, which uses WARC/1.1's ``WARC-Refers-To-Target-URI`` and ``-Date``.
+REVISIT_VERSION = "WARC/1.1"
 #: Checked pages whose record date and id are remembered for the revisits that point at them (the most recent).
 REFERS_TO_LIMIT = 100_000
 #: zlib level of a ``.gz`` file's records (warcio's own is 9: slower, a few per cent smaller).
@@ -91,13 +95,14 @@ def _protocol(response: Response) -> str:
     return "HTTP/1.1"
 
 
-def http_headers(response: Response) -> StatusAndHeaders:
+def http_headers(response: Response, *, body: bool = True) -> StatusAndHeaders:
     """The status line and headers of a response as Scrapy received them.  ``Transfer-Encoding`` (the body is
     stored de-chunked) is renamed ``X-Crawler-Transfer-Encoding``; a ``Content-Length`` that differs from the
     stored body (decompressed by Scrapy, or a download cut short) is renamed ``X-Crawler-Content-Length`` and the
-    body's length added."""
+    body's length added.  Without the ``body`` (a revisit: a replay tool serves another record's body under
+    these headers) ``Content-Length`` is renamed ``X-Crawler-Content-Length`` and none added."""
     headers: list[tuple[str, str]] = []
-    body_length = len(response.body)
+    body_length = len(response.body) if body else -1
     fix_length = False
     for raw_name, values in response.headers.items():
         name = raw_name.decode("latin-1")
@@ -107,13 +112,40 @@ def http_headers(response: Response) -> StatusAndHeaders:
         elif lower == "content-length" and any(v.strip() != str(body_length).encode() for v in values):
             name, fix_length = RENAMED_PREFIX + name, True
         headers.extend((name, value.decode("latin-1")) for value in values)
-    if fix_length:
+    if fix_length and body:
         headers.append(("Content-Length", str(body_length)))
     try:
         phrase = HTTPStatus(response.status).phrase
     except ValueError:
         phrase = ""
     return StatusAndHeaders(f"{response.status} {phrase}".strip(), headers, protocol=_protocol(response))
+
+
+@dataclass(frozen=True, slots=True)
+class _Root:
+    """A ``response`` record that revisits refer to: what a replay tool looks it up by."""
+
+    uri: str
+    date: str
+    record_id: str
+    payload_digest: str
+
+
+def _root_of(record: Any) -> _Root | None:
+    """The root a later revisit of this record's page refers to: the record itself when it is a ``response``
+    (with its payload digest, computed when it was written), else the root its own revisit referred to."""
+    headers = record.rec_headers
+    if record.rec_type == "response":
+        digest = headers.get_header("WARC-Payload-Digest")
+        if digest is None:
+            return None
+        return _Root(headers.get_header("WARC-Target-URI"), headers.get_header("WARC-Date"),
+                     headers.get_header("WARC-Record-ID"), digest)  # fmt: skip
+    refers_to = headers.get_header("WARC-Refers-To")
+    if refers_to is None:
+        return None
+    return _Root(headers.get_header("WARC-Refers-To-Target-URI"), headers.get_header("WARC-Refers-To-Date"),
+                 refers_to, headers.get_header("WARC-Payload-Digest"))  # fmt: skip
 
 
 class WarcOutput:
@@ -131,8 +163,9 @@ class WarcOutput:
         self.responses = 0
         self.revisits = 0
         self._failures_logged = False
-        #: Checked page URL → (``WARC-Date``, ``WARC-Record-ID``) of its record, the most recent ones.
-        self._written: OrderedDict[str, tuple[str, str]] = OrderedDict()
+        #: Checked page URL → the ``response`` record at the root of its chain (its own record for a kept page),
+        #: or None when that root is not known; the most recent pages.
+        self._written: OrderedDict[str, _Root | None] = OrderedDict()
         self._writer = WARCWriter(BytesIO(), gzip=False, warc_version=WARC_VERSION)  # records only; gzip is ours
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._file = open(self.path, "ab", buffering=0)  # noqa: SIM115 - closed by close()
@@ -202,13 +235,14 @@ class WarcOutput:
                 self.stats.inc_value("simhash/warc/responses")
             else:
                 return
-            if checked:  # in the index: later near-duplicates may point at this record
-                headers = record.rec_headers
-                self._remember(response.url, headers.get_header("WARC-Date"), headers.get_header("WARC-Record-ID"))
+            if checked:  # in the index: later near-duplicates may point at this record, or at its root
+                self._remember(response.url, _root_of(record))
         except Exception as exc:
             self._failed(response.url, exc)
 
-    def _headers(self, record_type: str, url: str, date: str, extra: list[tuple[str, str]]) -> StatusAndHeaders:
+    def _headers(
+        self, record_type: str, url: str, date: str, extra: list[tuple[str, str]], version: str = WARC_VERSION
+    ) -> StatusAndHeaders:
         headers = [
             ("WARC-Type", record_type),
             ("WARC-Record-ID", f"<urn:uuid:{uuid.uuid4()}>"),
@@ -216,7 +250,7 @@ class WarcOutput:
             ("WARC-Target-URI", url),
             *extra,
         ]
-        return StatusAndHeaders("", headers, protocol=WARC_VERSION)
+        return StatusAndHeaders("", headers, protocol=version)
 
     @staticmethod
     def _ip_address(response: Response) -> list[tuple[str, str]]:
@@ -239,29 +273,40 @@ class WarcOutput:
         )  # fmt: skip
 
     def _revisit(self, response: Response, decision: Decision, fetched: datetime) -> Any:
-        """A ``revisit`` record of :data:`PROFILE`: the HTTP headers, the page it duplicates, the distance, the
-        fingerprint and the similarity; ``WARC-Payload-Digest`` is the digest of the body that was not stored."""
+        """A ``revisit`` record of :data:`PROFILE` (WARC/1.1): the HTTP headers; the ``response`` record of the kept
+        page at the root of the chain (its URI, date, id and ``WARC-Payload-Digest``: what replay tools look
+        the stored body up by); the page the filter matched, the distance, the fingerprint, the similarity and
+        the digest of this page's own body, which was not stored, in headers of ours."""
         assert decision.duplicate_of is not None
-        extra = [*self._ip_address(response), ("WARC-Profile", PROFILE),
-                 ("WARC-Refers-To-Target-URI", decision.duplicate_of)]  # fmt: skip
-        written = self._written.get(decision.duplicate_of)
-        if written is not None:
-            self._written.move_to_end(decision.duplicate_of)
-            extra += [("WARC-Refers-To-Date", written[0]), ("WARC-Refers-To", written[1])]
-        extra.append(("WARC-Payload-Digest", _sha1_digest(response.body)))
+        extra = [*self._ip_address(response), ("WARC-Profile", PROFILE)]
+        root = self._root(decision.duplicate_of)
+        if root is not None:
+            extra += [("WARC-Refers-To-Target-URI", root.uri), ("WARC-Refers-To-Date", root.date),
+                      ("WARC-Refers-To", root.record_id), ("WARC-Payload-Digest", root.payload_digest)]  # fmt: skip
+        else:  # kept by an earlier crawl or another process, or forgotten: found by its URI (and date) alone
+            extra.append(("WARC-Refers-To-Target-URI", decision.duplicate_of))
+        extra += [("WARC-Simhash-Duplicate-Of", decision.duplicate_of),
+                  ("WARC-Simhash-Payload-Digest", _sha1_digest(response.body))]  # fmt: skip
         if decision.distance is not None:
             extra.append(("WARC-Simhash-Distance", str(decision.distance)))
         if decision.hex is not None:
             extra.append(("WARC-Simhash-Fingerprint", decision.hex))
         if decision.similarity is not None:
             extra.append(("WARC-Simhash-Similarity", f"{decision.similarity:.3f}"))
-        headers = self._headers("revisit", response.url, warc_date(fetched), extra)
+        headers = self._headers("revisit", response.url, warc_date(fetched), extra, version=REVISIT_VERSION)
         return self._writer.create_warc_record(
-            response.url, "revisit", warc_headers=headers, http_headers=http_headers(response)
+            response.url, "revisit", warc_headers=headers, http_headers=http_headers(response, body=False)
         )
 
-    def _remember(self, url: str, date: str, record_id: str) -> None:
-        self._written[url] = (date, record_id)
+    def _root(self, url: str) -> _Root | None:
+        """The ``response`` record at the root of the chain of the page at ``url`` (None: not known)."""
+        if url not in self._written:
+            return None
+        self._written.move_to_end(url)
+        return self._written[url]
+
+    def _remember(self, url: str, root: _Root | None) -> None:
+        self._written[url] = root
         self._written.move_to_end(url)
         if len(self._written) > REFERS_TO_LIMIT:
             self._written.popitem(last=False)

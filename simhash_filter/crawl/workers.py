@@ -45,6 +45,7 @@ except ImportError:  # Windows: no worker processes (WorkerPool refuses to start
     fcntl = None  # type: ignore[assignment]
 
 __all__ = [
+    "STOP_SIGNALS",
     "WARM_UP",
     "FingerprintJob",
     "JobResult",
@@ -160,10 +161,15 @@ def serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
         stdout.flush()
 
 
+#: Signals by which a whole process group is told to stop (Ctrl-C, ``timeout``, ``systemctl stop``, ``kill -- -PGID``).
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
 def _main() -> None:
-    # Ctrl-C reaches the whole process group: the crawl shuts down gracefully, and its workers with it
-    # when it closes their pipes; they must not die first.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # A stop signal reaches the whole process group: the crawl shuts down gracefully, and its workers with it
+    # when it closes their pipes; they must not die first (they fingerprint the pages still arriving).
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)
     with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the parent closed its end: just stop
         serve(sys.stdin.buffer, sys.stdout.buffer)
         sys.stdout.flush()
@@ -379,6 +385,12 @@ class WorkerProcess:
         for _, reject in pending:
             reject(WorkerLost(self.lost))
         self.on_lost(self)
+
+    @property
+    def stopped(self) -> bool:
+        """Whether it ended by a stop signal (:data:`STOP_SIGNALS`): told to stop, not crashed."""
+        code = self.popen.returncode
+        return code is not None and -code in {int(s) for s in STOP_SIGNALS}
 
     def close(self) -> None:
         """End the worker (it exits when its input ends) and wait for it; pages still pending fail."""

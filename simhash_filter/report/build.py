@@ -64,6 +64,8 @@ class Decisions:
     fingerprints: list[int | None] = field(default_factory=list)
     targets: list[int] = field(default_factory=list)  # the page it duplicates, or -1
     distances: list[int | None] = field(default_factory=list)
+    #: The similarity a near-duplicate's feed item carries (a crawl's flag mode), or None.
+    similarities: list[float | None] = field(default_factory=list)
     host_names: list[str] = field(default_factory=list)
     unchanged: int = 0  # near-duplicates of themselves: the same URL kept by an earlier crawl
     html: bool = False  # whether the source holds HTML (else text, or nothing)
@@ -108,7 +110,8 @@ def read_decisions(source: Source) -> Decisions:
     by_url: dict[str, list[int]] = {}
     named: list[tuple[int, str]] = []
 
-    def add(url: str, size: int, status: str | None, fingerprint: int | None, distance: int | None) -> int:
+    def add(url: str, size: int, status: str | None, fingerprint: int | None, distance: int | None,
+            similarity: float | None = None) -> int:  # fmt: skip
         host = _host(url)
         d.hosts.append(host_ids.setdefault(host, len(host_ids)))
         d.urls.append(url)
@@ -117,12 +120,13 @@ def read_decisions(source: Source) -> Decisions:
         d.fingerprints.append(fingerprint)
         d.targets.append(-1)
         d.distances.append(distance)
+        d.similarities.append(similarity)
         return len(d.urls) - 1
 
     for entry in source.entries(content=False):
         url = entry.url or ""
         d.html = d.html or entry.has_html
-        page = add(url, entry.size, entry.status, entry.fingerprint, entry.distance)
+        page = add(url, entry.size, entry.status, entry.fingerprint, entry.distance, entry.similarity)
         if entry.url is not None:
             by_url.setdefault(url, []).append(page)
         if entry.duplicate_of is not None:
@@ -325,6 +329,11 @@ def build(source: Source, options: Options) -> Report:
                     similarity[int(pair_id)] = pair["similarity"]
             if len(chunks) % 20 == 0:
                 say(f"worked out {len(chunks) * PAIRS_PER_CHUNK} of {len(pairs)} pairs")
+    for _, members in cluster_rows:  # where no texts give it, the similarity the feed carries (flag mode)
+        for row in members:
+            feed = d.similarities[row[0]]
+            if row[4] >= 0 and row[4] not in similarity and feed is not None and d.targets[row[0]] == row[1]:
+                similarity[row[4]] = feed
     for row in [m for _, members in cluster_rows for m in members] + miss_rows:
         row[3] = similarity.get(row[4])
 

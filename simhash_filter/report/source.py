@@ -46,6 +46,8 @@ class Entry:
     text: str | None = None
     #: Whether the source holds the page's HTML (``html`` is filled only when content is asked for).
     has_html: bool = False
+    #: A near-duplicate's sketch similarity to the page it names, as its feed item carries it (flag mode), or None.
+    similarity: float | None = None
 
 
 def _fingerprint(value: Any) -> int | None:
@@ -151,7 +153,10 @@ def _feed_entry(line: bytes, content: bool) -> Entry:
     has_html = html is not None
     if not content:
         html = text = None
-    return Entry(obj["url"], fingerprint, dup, distance, status, size, html, None, text, has_html)
+    similarity = obj.get("similarity")
+    if dup is None or type(similarity) not in (int, float) or not 0 <= similarity <= 1:
+        similarity = None
+    return Entry(obj["url"], fingerprint, dup, distance, status, size, html, None, text, has_html, similarity)
 
 
 def _aligned(out: IO[bytes], items: Iterator[Any], content: bool, pages_name: str) -> Iterator[Entry]:

@@ -90,10 +90,22 @@ def redact_text(text: str, uri: str) -> str:
     return text
 
 
+#: Redis's answers to a client that gave no password where one is needed (RESP3's ``HELLO``, then ``NOAUTH``), and
+#: the plain words said instead.
+_NO_PASSWORD = ("HELLO must be called with the client already authenticated", "NOAUTH", "Authentication required")
+NO_PASSWORD_MESSAGE = (
+    "Redis asks for a password and the URI gives none: put it in the URI, redis://:PASSWORD@HOST:PORT/DB "
+    "(or redis://USER:PASSWORD@... for an ACL user)"
+)
+
+
 def error_message(exc: BaseException, uri: str | None = None) -> str:
     """The message of *exc* on one line (its type's name if it has none), with *uri* and its secrets
-    masked (:func:`redact_text`): fit for a one-line error or a log line."""
+    masked (:func:`redact_text`): fit for a one-line error or a log line.  Redis's answer to a missing
+    password (redis-py's ``HELLO must be called ...``) is said plainly (:data:`NO_PASSWORD_MESSAGE`)."""
     text = " ".join(str(exc).split()) or type(exc).__name__
+    if text.startswith(_NO_PASSWORD):
+        return NO_PASSWORD_MESSAGE
     return redact_text(text, uri) if uri else text
 
 
