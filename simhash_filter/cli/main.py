@@ -41,7 +41,8 @@ from simhash_filter.batch.dedup import (
     dedup,
     open_index,
 )
-from simhash_filter.batch.inputs import WARC, InputReader, input_files
+from simhash_filter.batch.inputs import WARC, input_files
+from simhash_filter.batch.reader import InputReader
 from simhash_filter.cli.calibrate import add_calibrate_parser
 from simhash_filter.cli.index import add_index_parser
 from simhash_filter.cli.report import add_report_parser
