@@ -34,6 +34,7 @@ from simhash_filter.index.backends.redis.layout import (
     text,
 )
 from simhash_filter.index.backends.redis.script import INIT_SCRIPT, SCRIPT
+from simhash_filter.index.bound import DEFAULT_BOUND, CheckBound
 from simhash_filter.index.tables import Match, TableDesign
 
 __all__ = ["RedisBackend"]
@@ -346,8 +347,10 @@ class RedisBackend(Backend):
         fingerprints: np.ndarray | list[int],
         keys: Sequence[str] | None,
         sketches: Sequence[bytes] | None = None,
+        bound: CheckBound | None = None,
     ) -> list[Any]:
-        """Run the script for *op* over a batch: one call per :data:`BATCH` items, pipelined; the replies.
+        """Run the script for *op* over a batch (*bound*: that of a two-stage check): one call per :data:`BATCH`
+        items, pipelined; the replies.
 
         Tries again after a connection error or a timeout (telling the script, which then never adds
         twice), creates the index again if it is gone, loads the script again if the server lost it.
@@ -357,6 +360,11 @@ class RedisBackend(Backend):
         masks = self._masks if op in ("d", "p") else b""
         header: list[Any] = [op, str(k), self._tag, str(self._design.n_tables), "0", str(self._max_age)]
         header += [str(self._record), masks]
+        if bound is None:
+            header += ["0", "0", "0"]
+        else:
+            differ = bound.differing_bits(self._sketch_bytes)
+            header += [str(bound.per_table), str(bound.duplicates), str(differ)]
         where = f"Redis index {self._prefix!r} at {self._location}"
         return run_with_retries(
             self._send,
@@ -405,20 +413,24 @@ class RedisBackend(Backend):
             return []
         return [decode_match(item) for reply in self._call("c", k, fingerprints, keys) for item in reply]
 
-    def add_and_candidates(self, fingerprint: int, key: str, sketch: bytes, k: int) -> list[Candidate]:
-        """Atomically, on the server: the candidates within *k* (stored fingerprints within *k* that agree with
-        this one on some table's lead), nearest first, then oldest, with their sketches; then store this page
-        unless *key* is stored with this fingerprint already.  A call tried again after a timeout that finds
-        the page stored (its first attempt ran) answers as that attempt did: the candidates stored before it."""
+    def add_and_candidates(
+        self, fingerprint: int, key: str, sketch: bytes, k: int, bound: CheckBound = DEFAULT_BOUND
+    ) -> list[Candidate]:
+        """Atomically, on the server: the candidates within *k* under *bound* (of each table, the ``per_table``
+        nearest in the page's block), nearest first, then oldest, with their sketches; then this page stored in
+        the buckets of the tables that take it (a table whose block holds ``duplicates`` verified near-duplicates
+        of it, or this very page, does not; none: no record either).  A call tried again after a timeout that
+        finds the page stored (its first attempt ran) answers as that attempt did, and stores nothing."""
         self._require_sketches()
         checked = self._checked_sketches([sketch], 1)
-        (reply,) = self._call("d", k, [fingerprint], [key], checked)
+        (reply,) = self._call("d", k, [fingerprint], [key], checked, bound)
         return decode_candidates(reply[0])
 
-    def candidates(self, fingerprint: int, k: int) -> list[Candidate]:
-        """The candidates within *k*, nearest first, then oldest, with their sketches; nothing stored."""
+    def candidates(self, fingerprint: int, k: int, bound: CheckBound = DEFAULT_BOUND) -> list[Candidate]:
+        """The candidates within *k* under *bound*, nearest first, then oldest, with their sketches; nothing
+        stored."""
         self._require_sketches()
-        (reply,) = self._call("p", k, [fingerprint], None)
+        (reply,) = self._call("p", k, [fingerprint], None, None, bound)
         return decode_candidates(reply[0])
 
     # -- reads -----------------------------------------------------------------------------------
