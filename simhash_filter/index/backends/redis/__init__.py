@@ -34,31 +34,53 @@ reserved for growth); a record chunk is trimmed when it is full.  With 4 tables 
 default) a fingerprint takes 63 bytes of Redis memory at a million, plus the URL, and a check-and-add
 71 us of server time at the median, 133 us at p99 (layout 2: 54 bytes, 95 and 167 us measured beside it).
 
-Two-stage detection (:meth:`RedisBackend.add_and_candidates`, :meth:`RedisBackend.candidates`): the
-probe filters the folds with the k it is given (10), verifies the 64-bit distance from the entries, keeps
-those that agree with the query on the whole lead of some table (a bucket names only the top
-``bucket_bits`` of a lead) and returns each once, nearest first, then oldest, with the sketch from its
-record (the only records read: the candidates'); then it adds the page unless its (key, fingerprint) is
-stored already.  With the design 13+13+13+13+12/k4 (5 tables, default buckets: about 610 entries scanned
-per call at a million) and 64-byte sketches a page takes 155 bytes of Redis memory at a million, plus the
-URL (68 in the buckets, 80 in the records), and an add-and-candidates at k = 10 takes 176 us of server time
-at the median, 231 us at p99 (candidates: 131 and 204 us).  Layout 2 took 123 bytes and 2.1 to 3.9 ms:
-nearly every entry passed its 16-bit fold at k = 10 and had its record read; with a 32-bit fold alone
-(8-byte entries, 134 bytes a page) 2.5 % of them still were, 220 us at the median and 310 to 350 at p99.
+Two-stage detection (:meth:`RedisBackend.add_and_candidates`, :meth:`RedisBackend.candidates`) is bounded
+(:mod:`simhash_filter.index.bound`: per_table, duplicates and the most differing sketch bits are script
+arguments).  For each table the script keeps the entries of the page's block (those that agree with it on the
+table's whole lead: a bucket names only its top ``bucket_bits``) within the k it is given (10), verified on the
+64-bit distance from the entries themselves, and takes the ``per_table`` nearest (ties: the oldest); the
+candidates are those of every table, each once, nearest first, then oldest, with their sketches (the only records
+read: the candidates').  A table with at least ``duplicates`` candidates counts those whose sketch differs from
+the page's in at most ``bound.differing_bits`` bits (32-bit words XORed, their set bits cleared one by one); one
+that counts ``duplicates`` of them, or whose block holds this very page (its key at distance 0), refuses the page.
+The page gets an entry in the buckets of the tables that take it, and a record unless every table refuses it (then
+nothing is written: no id is used).  The layout is layout 3's: a refused table simply lacks the entry, and an
+index written before the bound reads the same (every page in every table).  So a flood of near-duplicates (a
+crawler trap) stops growing its blocks after ``duplicates`` pages each, and a check reads at most ``per_table``
+entries per table: 100,000 near-identical pages stored 2,511 of them, in buckets of at most 48 bytes, and an
+add-and-candidates took 412 us of server time at the median, 2,191 us at p99 and 16,618 us at most (the median of
+the first 1,000 calls 301 us, of the last 1,000 327 us; before the bound, ``--flood 2000`` stored every page and a
+call took 53.8 ms on average at 2,000 with 986 candidates, growing with the pages stored).  On random pages (which
+every table takes) the bound changes nothing: with the design 13+13+13+13+12/k4 (5 tables, default buckets: about
+610 entries scanned per call at a million) and 64-byte sketches a page takes 155 bytes of Redis memory at a
+million, plus the URL (68 in the buckets, 80 in the records), and an add-and-candidates at k = 10 took 458 to 508
+us of server time at the median and 0.8 to 4.7 ms at p99 over five runs; the code before the bound, run
+alternating with it, 342 and 376 us, 0.7 and 1.6 ms (and the two scripts alternating on one server and index,
+2,000 calls each: medians of 334 to 535 us against 355 to 442 us: no difference beyond the machine's noise).
+Layout 2 took 123 bytes and 2.1 to 3.9 ms: nearly every entry passed its 16-bit fold at k = 10 and had its record
+read.
 
-Measured with a million random pages and URL-like keys on a ``tests/redis_server.py`` server (memory:
-``used_memory`` after minus before, less the URLs; server time: ``SLOWLOG`` with every call logged)::
+Measured on a ``tests/redis_server.py`` server (Redis 7.0.15; memory: ``used_memory`` after minus before, less
+the URLs; server time: ``SLOWLOG`` with every command logged: Redis 7 logs the commands a script runs too, and
+that logging is part of the times) on a 2-core machine shared with other jobs (load 6 to 9), which makes the
+p99 and max figures noisy; the random pages with a million stored, URL-like keys::
 
     python benchmarks/bench_redis.py --only classic --articles 0 --checks 5000 --repeat 3
-    python benchmarks/bench_redis.py --only two-stage --checks 3000 --repeat 3
+    python benchmarks/bench_redis.py --only two-stage --checks 3000 --repeat 1
+    python benchmarks/bench_redis.py --only flood --flood 100000
+
+The package: :mod:`~simhash_filter.index.backends.redis.layout` (the format, the sizes, the key names, the
+replies decoded), :mod:`~simhash_filter.index.backends.redis.script` (the Lua scripts),
+:mod:`~simhash_filter.index.backends.redis.connection` (the client from a URI, the script sent, the tries
+again) and :mod:`~simhash_filter.index.backends.redis.backend` (:class:`RedisBackend`).
 
 Failures: each call has a socket timeout (``socket_timeout``, default 2 s) and is tried again
 ``retries`` times (default 2) on a connection error or a timeout, reconnecting when the server is
 back; then the error (``redis.exceptions.ConnectionError`` or ``TimeoutError``) is raised.  A call
 tried again after a timeout may have run already: the script is told, and a check-and-add that finds
 its own (fingerprint, key) at distance 0 reports it as kept, an add does not add it twice, and an
-add-and-candidates that finds it answers as its first attempt did (the candidates stored before it).  If the
-index is gone (a server restarted without persistence), it is created again, empty, with a warning.
+add-and-candidates that finds it answers as its first attempt did (the candidates stored before it) and stores
+nothing.  If the index is gone (a server restarted without persistence), it is created again, empty, with a warning.
 """
 
 from __future__ import annotations
