@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import random
 import shutil
 import signal
 import subprocess
@@ -16,15 +17,19 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pytest
 import redis
+from bounded_reference import BoundedReference
 from redis_server import RedisCluster, RedisServer
 
 from simhash_filter.index.backends import Candidate, MetadataMismatchError, open_backend
 from simhash_filter.index.backends.memory import MemoryBackend
 from simhash_filter.index.backends.redis import BATCH, CHUNK, ENTRY, ENTRY_LOW, RECORD, RedisBackend, bucket_keys
+from simhash_filter.index.bound import DEFAULT_DUPLICATES, CheckBound
+from simhash_filter.index.nearduplicate import NearDuplicateIndex
 from simhash_filter.index.tables import Match, TableDesign
 
 DESIGN = TableDesign.parse("4x16/k3")
@@ -668,3 +673,110 @@ def test_two_stage_retry_after_a_lost_reply_answers_as_the_first_attempt(
         assert [c.key for c in backend.candidates(fp, K2)] == ["page", "before", "meanwhile"]
         assert backend.add_and_candidates(fp, "page", sketch(2), K2)[0] == Candidate("page", 0, fp, sketch(2))
         assert len(backend) == 3  # seen again (not a retry): itself among the candidates, not stored twice
+
+
+# -- the bound on the work of a check (simhash_filter/index/bound.py) --------------------------------------------
+
+
+def test_bounded_check_stores_a_page_only_in_the_tables_that_take_it(
+    redis_server: RedisServer, redis_prefix: str
+) -> None:
+    """A table whose block holds `duplicates` verified near-duplicates of a page gets no bucket entry for it, and a
+    page every table refuses gets no record and no id; the layout and its format stay those of layout 3."""
+    bound = CheckBound(per_table=2, duplicates=2, min_similarity=0.75)
+    fp = 0x0123456789ABCDEF
+    moved = fp ^ (1 << 51)  # a bit of table 0's lead only (13+13+13+13+12/k4: each table leads with one block)
+    width = ENTRY + ENTRY_LOW
+    with open_two_stage(redis_server.url, redis_prefix) as backend, redis_server.client() as client:
+        assert backend.add_and_candidates(fp, "a", sketch(1), K2, bound) == []
+        assert backend.add_and_candidates(fp, "b", sketch(1), K2, bound) == [Candidate("a", 0, fp, sketch(1))]
+        both = [Candidate("a", 0, fp, sketch(1)), Candidate("b", 0, fp, sketch(1))]
+        assert backend.add_and_candidates(fp, "c", sketch(1), K2, bound) == both  # every table refuses: no record
+        assert len(backend) == 2 and client.strlen(f"{{{redis_prefix}}}:f0") == 2 * (RECORD + SKETCH)
+        assert backend.add_and_candidates(moved, "d", sketch(1), K2, bound) == [
+            Candidate("a", 1, fp, sketch(1)),
+            Candidate("b", 1, fp, sketch(1)),
+        ]  # from tables 1-4, which refuse it; table 0 (another block) takes it
+        assert len(backend) == 3 and [e.key for e in backend.entries()] == ["a", "b", "d"]
+        sizes = [client.strlen(key) for key in backend._item_keys(moved)]
+        assert sizes == [width, 2 * width, 2 * width, 2 * width, 2 * width]
+        assert client.getrange(backend._item_keys(moved)[0], 0, 3) == (2).to_bytes(4, "big")
+        assert client.hget(f"{{{redis_prefix}}}:meta", "format") == b"simhash-filter redis 3"
+        assert backend.candidates(fp, K2, bound) == both  # d is in no block of fp's
+        assert backend.candidates(moved, K2, bound) == [
+            Candidate("d", 0, moved, sketch(1)),
+            Candidate("a", 1, fp, sketch(1)),
+            Candidate("b", 1, fp, sketch(1)),
+        ]
+
+
+@pytest.mark.parametrize("sketch_bytes", [12, 64])
+def test_bounded_check_verifies_at_the_threshold_bit(
+    redis_server: RedisServer, redis_prefix: str, sketch_bytes: int
+) -> None:
+    """A candidate verifies when its sketch differs in at most ``bound.differing_bits`` bits (the similarity
+    threshold as an integer, the bytes after the last whole 8 included): the script's candidates and storage are
+    the brute-force reference's, for sketches on both sides of the threshold."""
+    bound = CheckBound(per_table=3, duplicates=2, min_similarity=0.75)
+    limit = bound.differing_bits(sketch_bytes)
+    reference = BoundedReference(TWO_STAGE, K2, bound)
+    rng = random.Random(sketch_bytes)
+    base, base_sketch = rng.getrandbits(64), rng.getrandbits(8 * sketch_bytes)
+    uri = f"{redis_server.url}?prefix={redis_prefix}"
+    with open_backend(uri, k=K2, design=TWO_STAGE, metadata={"model": "m1", "sketch_bytes": sketch_bytes}) as backend:
+        for i in range(160):
+            fp = base
+            for b in rng.sample(range(64), rng.randint(0, 4)):
+                fp ^= 1 << b
+            flipped = base_sketch if i % 3 == 0 else base_sketch ^ (1 << (8 * sketch_bytes - 1))
+            for b in rng.sample(range(8 * sketch_bytes), rng.choice([0, limit - 1, limit, limit + 1]) if i % 3 else 0):
+                flipped ^= 1 << b
+            page_sketch = flipped.to_bytes(sketch_bytes, "little")
+            assert backend.add_and_candidates(fp, f"p{i}", page_sketch, K2, bound) == reference.add(
+                fp, f"p{i}", page_sketch
+            ), i
+        assert len(backend) == len(reference) < 160
+
+
+def flood(n: int, seed: int = 17) -> tuple[list[int], list[bytes]]:
+    """*n* near-identical pages (a crawler trap): fingerprints 0-3 bits from one, sketches 0-8 bits from one."""
+    rng = random.Random(seed)
+    base, base_sketch = rng.getrandbits(64), rng.getrandbits(8 * SKETCH)
+    fps, sketches = [], []
+    for _ in range(n):
+        fps.append(base ^ sum(1 << b for b in rng.sample(range(64), rng.randint(0, 3))))
+        flipped = base_sketch ^ sum(1 << b for b in rng.sample(range(8 * SKETCH), rng.randint(0, 8)))
+        sketches.append(flipped.to_bytes(SKETCH, "little"))
+    return fps, sketches
+
+
+@pytest.mark.slow
+def test_flood_of_near_duplicates_keeps_every_check_small(tmp_path: Path) -> None:
+    """20,000 near-identical pages through check_and_add finish well under a minute: each after the first few is
+    a near-duplicate, every block holds at most `duplicates` pages, few are stored, and the server time per call
+    of the last 1,000 is not above that of the first 1,000 (INFO commandstats; it grew with the pages stored)."""
+    n = 20_000
+    fps, sketches = flood(n)
+    with RedisServer(tmp_path / "redis") as server, server.client() as client:
+        index = NearDuplicateIndex(
+            K2, design=TWO_STAGE, backend=f"{server.url}?prefix=trap", metadata=TWO_STAGE_META, min_similarity=0.75
+        )
+        usec: list[float] = []
+        found = 0
+        start = time.monotonic()
+        for i, (fp, page_sketch) in enumerate(zip(fps, sketches, strict=True)):
+            if i in (0, n - 1000):
+                client.config_resetstat()
+            found += index.check_and_add(fp, f"https://trap.example/calendar?day={i}", page_sketch) is not None
+            if i in (999, n - 1):
+                usec.append(float(client.info("commandstats")["cmdstat_evalsha"]["usec_per_call"]))
+        elapsed = time.monotonic() - start
+        buckets = [client.strlen(key) for key in client.scan_iter(match="{trap}:[0-9]*", count=1000)]
+        stored = len(index)
+        index.close()
+    assert elapsed < 45, elapsed
+    assert found >= n - 20
+    assert max(buckets) <= DEFAULT_DUPLICATES * (ENTRY + ENTRY_LOW)  # one block per bucket here: 13 bits of lead
+    assert stored < n // 10 and index.candidates_max <= DEFAULT_DUPLICATES * TWO_STAGE.n_tables
+    first, last = usec
+    assert last <= 2 * first + 200, usec  # noise allowed for; unbounded, the last calls took ~100 times the first

@@ -94,7 +94,8 @@ def test_two_processes_share_the_frontier_and_the_index(
     k = DEFAULTS.max_distance
     design = resolve_design(DEFAULTS.tables, k, 1_000_000, candidates=True)
     with open_backend(f"{redis_server.url}?prefix={run}", k=k, design=design) as index:
-        assert len(index) == kept + dropped  # every checked page is stored
+        # every kept page is stored, a dropped one unless every table already held enough near-duplicates of it
+        assert kept <= len(index) <= kept + dropped
 
     # no errors; the only warnings are scrapy-redis's deprecated stats calls
     for crawl in crawls:

@@ -75,7 +75,7 @@ def test_the_wheel_holds_the_package_only(dist: Path):
     tops = {name.split("/", 1)[0] for name in names}
     assert tops == {"simhash_filter", next(t for t in tops if t.endswith(".dist-info"))}
     assert "simhash_filter/py.typed" in names
-    assert "simhash_filter/model/fingerprint.py" in names and "simhash_filter/index/backends/redis.py" in names
+    assert "simhash_filter/model/fingerprint.py" in names and "simhash_filter/index/backends/redis/__init__.py" in names
     compiled = any(n.startswith("simhash_filter/model/_core.") and n.endswith((".so", ".pyd")) for n in names)
     assert compiled == COMPILED
     entry_points = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("entry_points.txt"))).decode()

@@ -1,0 +1,468 @@
+"""The Redis backend's class: the index's options, its opening (stored settings checked, old layouts refused),
+and each call of the :class:`~simhash_filter.index.backends.base.Backend` interface as script calls."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+from redis.exceptions import ResponseError
+
+from simhash_filter.index.backends.base import Backend, Candidate, Entry, MetadataMismatchError, check_metadata
+from simhash_filter.index.backends.redis.connection import Call, ScriptRunner, client_from_uri, run_with_retries
+from simhash_filter.index.backends.redis.layout import (
+    BATCH,
+    CHUNK,
+    DEFAULT_BUCKET_BITS,
+    FORMAT,
+    OLD_FORMATS,
+    RECORD,
+    bucket_keys,
+    decode_candidates,
+    decode_key,
+    decode_match,
+    decode_matches,
+    encode_key,
+    pack_fingerprint,
+    record_dtype,
+    tag,
+    text,
+)
+from simhash_filter.index.backends.redis.script import INIT_SCRIPT, SCRIPT
+from simhash_filter.index.bound import DEFAULT_BOUND, CheckBound
+from simhash_filter.index.tables import Match, TableDesign
+
+__all__ = ["RedisBackend"]
+
+logger = logging.getLogger(__package__)  # simhash_filter.index.backends.redis
+
+
+class RedisBackend(Backend):
+    """The index in Redis, shared by every process that opens the same server and prefix.
+
+    *client* is a ``redis.Redis`` or ``redis.cluster.RedisCluster``; *prefix* names the index (keys
+    ``{prefix}:...``); *bucket_bits* the width of the buckets' names (default: what the stored index
+    uses, else 14: about 60 fingerprints per bucket at a million); *retries* and *retry_backoff*
+    (seconds, doubled each time) how often and after how long a call that met a connection error or a
+    timeout is tried again; *max_age* (seconds, 0: never) hides fingerprints stored longer ago (they
+    stay in Redis).
+
+    Opening stores the design, the bucket width and *metadata* on first use, and refuses with
+    :class:`MetadataMismatchError` an index stored with others.
+    """
+
+    #: Calls go over the network and may block (up to the socket timeout, times the tries).
+    remote: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        client: Any,
+        *,
+        k: int,
+        design: TableDesign,
+        metadata: Mapping[str, Any] | None = None,
+        prefix: str = "simhash",
+        bucket_bits: int | None = None,
+        retries: int = 2,
+        retry_backoff: float = 0.1,
+        max_age: float = 0,
+        owns_client: bool = False,
+        location: str = "",
+    ) -> None:
+        super().__init__(k=k, design=design, metadata=metadata)
+        if not isinstance(prefix, str) or not prefix or "{" in prefix or "}" in prefix:
+            raise ValueError(f"prefix must be a non-empty string without braces, got {prefix!r}")
+        if bucket_bits is not None and (
+            isinstance(bucket_bits, bool) or not isinstance(bucket_bits, int) or not 1 <= bucket_bits <= 32
+        ):
+            raise ValueError(f"bucket_bits must be an int in [1, 32], got {bucket_bits!r}")
+        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+            raise ValueError(f"retries must be an int >= 0, got {retries!r}")
+        if not retry_backoff >= 0:
+            raise ValueError(f"retry_backoff must be >= 0, got {retry_backoff!r}")
+        if not max_age >= 0:
+            raise ValueError(f"max_age must be >= 0 seconds, got {max_age!r}")
+        self._client = client
+        self._owns_client = owns_client
+        self._prefix = prefix
+        self._tag = tag(prefix)
+        self._meta_key = self._tag + "meta"
+        self._retries = retries
+        self._retry_backoff = float(retry_backoff)
+        self._max_age = int(max_age)
+        self._location = location or repr(client)
+        self._closed = False
+        self._heads = [f"{self._tag}{t}:" for t in range(design.n_tables)]
+        self._lock = threading.Lock()  # guards re-creating a lost index
+        self._runner = ScriptRunner(client, SCRIPT.encode("utf-8"))
+        requested_bits = bucket_bits
+        self._requested_metadata = None if metadata is None else dict(metadata)
+        stored = self._open(DEFAULT_BUCKET_BITS if bucket_bits is None else bucket_bits)
+        self._bucket_bits = int(stored["bucket_bits"])
+        self._shifts = [lead - min(self._bucket_bits, lead) for lead in design.lead_bits]
+        if requested_bits is not None and requested_bits != self._bucket_bits:
+            raise MetadataMismatchError(
+                f"the Redis index {prefix!r} ({self._location}) uses bucket_bits={self._bucket_bits}, "
+                f"not {requested_bits}: {self._way_out()}"
+            )
+        self._metadata = json.loads(stored["metadata"])
+        self._sketch_bytes = self._stored_sketch_bytes()
+        self._record = RECORD + self._sketch_bytes
+        self._masks = b"".join(pack_fingerprint(mask) for mask in design.lead_masks)
+        self._created = float(stored.get("created", 0))
+
+    # -- construction ----------------------------------------------------------------------------
+
+    @classmethod
+    def from_uri(
+        cls, uri: str, *, k: int, design: TableDesign, metadata: Mapping[str, Any] | None = None
+    ) -> RedisBackend:
+        """``redis://[[user]:password@]host:port/db?prefix=NAME&...`` or ``rediss://...`` (TLS).
+
+        Options: ``prefix`` (default ``simhash``), ``bucket_bits``, ``cluster`` (``1``: Redis Cluster),
+        ``retries`` (default 2), ``retry_backoff`` (seconds, default 0.1), ``max_age`` (seconds), and
+        redis-py's connection options, among them ``socket_timeout`` and ``socket_connect_timeout``
+        (seconds, default 2 here), ``health_check_interval``, ``client_name`` and the ``ssl_*`` ones.
+        """
+        client, location, own = client_from_uri(uri)
+        try:
+            return cls(client, k=k, design=design, metadata=metadata, owns_client=True, location=location, **own)
+        except BaseException:
+            client.close()
+            raise
+
+    def _way_out(self) -> str:
+        return (
+            f"open it with the same settings, use another prefix (?prefix=...), or delete it "
+            f"(RedisBackend.drop(), or redis-cli --scan --pattern '{{{self._prefix}}}:*' | xargs redis-cli unlink)"
+        )
+
+    def _meta_fields(self, bucket_bits: int) -> dict[str, str]:
+        return {
+            "format": FORMAT,
+            "design": self._design.name,
+            "bucket_bits": str(bucket_bits),
+            "metadata": json.dumps(
+                self._metadata if self._requested_metadata is None else self._requested_metadata, sort_keys=True
+            ),
+            "created": str(int(time.time())),
+            "n": "0",
+        }
+
+    def _open(self, bucket_bits: int) -> dict[str, str]:
+        """Create the index's meta hash unless it exists; check and return what is stored."""
+        fields = self._meta_fields(bucket_bits)
+        args = [x for pair in fields.items() for x in pair] + [self._tag + "f0"]
+        try:
+            raw = self._client.eval(INIT_SCRIPT, 1, self._meta_key, *args)
+        except ResponseError as exc:
+            if "SIMHASH_ORPHAN" in str(exc):
+                raise MetadataMismatchError(
+                    f"the Redis index {self._prefix!r} ({self._location}) has data but no metadata (keys "
+                    f"evicted? set maxmemory-policy noeviction): {self._way_out()}"
+                ) from None
+            raise
+        stored = {text(raw[i]): text(raw[i + 1]) for i in range(0, len(raw), 2)}
+        where = f"the Redis index {self._prefix!r} ({self._location})"
+        if stored.get("format") in OLD_FORMATS:
+            what, why = OLD_FORMATS[stored["format"]]
+            raise MetadataMismatchError(
+                f"{where} has the old layout ({stored['format']!r}: {what}); this version reads only {FORMAT!r}, "
+                f"and {why}: build a new one under another prefix (?prefix=...), or delete it (redis-cli --scan "
+                f"--pattern '{{{self._prefix}}}:*' | xargs redis-cli unlink); its URLs can be listed first with "
+                f"the earlier version (simhash-filter index export)"
+            )
+        if stored.get("format") != FORMAT:
+            raise MetadataMismatchError(
+                f"{where} is not a simhash-filter index of this version (format {stored.get('format')!r}): "
+                f"{self._way_out()}"
+            )
+        if stored.get("design") != self._design.name:
+            raise MetadataMismatchError(
+                f"{where} was built with table design {stored.get('design')}, this index asks for "
+                f"{self._design.name} (another k or design): {self._way_out()}"
+            )
+        try:
+            check_metadata(json.loads(stored["metadata"]), self._requested_metadata)
+        except MetadataMismatchError as exc:
+            raise MetadataMismatchError(f"{where}: {exc}; {self._way_out()}") from None
+        return stored
+
+    def _stored_sketch_bytes(self) -> int:
+        """The sketch size of the stored metadata (0: none), which sets the record size."""
+        size = self._metadata.get("sketch_bytes", 0) if isinstance(self._metadata, dict) else 0
+        if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+            raise MetadataMismatchError(
+                f"the Redis index {self._prefix!r} ({self._location}) stores sketch_bytes {size!r} in its "
+                f"metadata, not an int >= 0: {self._way_out()}"
+            )
+        return size
+
+    def _checked_sketches(self, sketches: Sequence[bytes] | None, m: int) -> list[bytes] | None:
+        """*sketches* checked: one of :attr:`sketch_bytes` per key exactly when the index keeps them."""
+        size = self._sketch_bytes
+        if not size:
+            if sketches is not None:
+                raise ValueError("this index keeps no sketches: store fingerprints and keys only")
+            return None
+        if sketches is None and not m:
+            return None
+        if sketches is None or len(sketches) != m:
+            raise ValueError(f"this index keeps a {size}-byte sketch beside each fingerprint: give one per key")
+        out = list(sketches)
+        for sketch in out:
+            if not isinstance(sketch, bytes) or len(sketch) != size:
+                got = f"{len(sketch)} bytes" if isinstance(sketch, bytes) else type(sketch).__name__
+                raise ValueError(f"a sketch must be {size} bytes, got {got}")
+        return out
+
+    def _require_sketches(self) -> None:
+        if not self._sketch_bytes:
+            raise NotImplementedError("this index keeps no sketches (its metadata has no sketch_bytes)")
+
+    def _refuse_sketches(self) -> None:
+        if self._sketch_bytes:
+            raise ValueError("this index keeps a sketch beside each fingerprint: use add_and_candidates")
+
+    # -- introspection ---------------------------------------------------------------------------
+
+    @property
+    def prefix(self) -> str:
+        """The index's name: its keys are ``{prefix}:...``."""
+        return self._prefix
+
+    @property
+    def bucket_bits(self) -> int:
+        """Leading bits of each table's lead value that name a bucket (fewer when a table has fewer)."""
+        return self._bucket_bits
+
+    @property
+    def client(self) -> Any:
+        """The redis-py client."""
+        return self._client
+
+    def __len__(self) -> int:
+        (n,) = self._call("n", 0, [], None)
+        return int(n)
+
+    def info(self) -> dict[str, Any]:
+        """Facts about the stored index: the base ones, and where it is."""
+        out = super().info()
+        out.update(
+            location=self._location,
+            prefix=self._prefix,
+            bucket_bits=self._bucket_bits,
+            created=self._created,
+            max_age_seconds=self._max_age,
+        )
+        return out
+
+    def notes(self) -> dict[str, int]:
+        """The counters of the hash ``{prefix}:notes``."""
+        self._check_open()
+        return {text(k): int(v) for k, v in self._client.hgetall(self._tag + "notes").items()}
+
+    def add_notes(self, increments: Mapping[str, int]) -> dict[str, int]:
+        """``HINCRBY`` of each counter and ``HGETALL`` in one transaction: atomic for every process."""
+        self._check_open()
+        key = self._tag + "notes"
+        pipe = self._client.pipeline(transaction=True)
+        for name, n in increments.items():
+            pipe.hincrby(key, name, int(n))
+        pipe.hgetall(key)
+        return {text(k): int(v) for k, v in pipe.execute()[-1].items()}
+
+    def close(self) -> None:
+        """Close the connections (when this backend opened them); later calls raise ``ValueError``."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._owns_client:
+            self._client.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ValueError("operation on a closed index backend")
+
+    def drop(self) -> int:
+        """Delete the whole index from Redis (every key ``{prefix}:*``) and close; return the keys deleted."""
+        self._check_open()
+        pattern = "".join("\\" + ch if ch in "\\*?[]{}" else ch for ch in self._tag) + "*"  # a glob: escaped
+        deleted = 0
+        batch: list[Any] = []
+        for key in self._client.scan_iter(match=pattern, count=1000):
+            batch.append(key)
+            if len(batch) >= 1000:
+                deleted += self._client.unlink(*batch)
+                batch = []
+        if batch:
+            deleted += self._client.unlink(*batch)
+        self.close()
+        return deleted
+
+    # -- the script ------------------------------------------------------------------------------
+
+    def _item_keys(self, fingerprint: int) -> list[str]:
+        """The bucket keys of one fingerprint (the fast path of :func:`bucket_keys`)."""
+        return [
+            head + format(lead >> shift, "x")
+            for head, lead, shift in zip(self._heads, self._design.lead_values(fingerprint), self._shifts, strict=True)
+        ]
+
+    def _calls(
+        self, fingerprints: np.ndarray | list[int], keys: Sequence[str] | None, sketches: Sequence[bytes] | None = None
+    ) -> list[Call]:
+        """Split a batch into script calls of at most :data:`BATCH` items: ``(KEYS, ARGV after the header)``."""
+        if isinstance(fingerprints, list):  # one fingerprint
+            ((fp,),) = (fingerprints,)
+            args: list[Any] = [pack_fingerprint(fp)] if keys is None else [pack_fingerprint(fp), encode_key(keys[0])]
+            if sketches is not None:
+                args.append(sketches[0])
+            return [([self._meta_key, *self._item_keys(fp)], args)]
+        buckets = bucket_keys(self._design, self._prefix, self._bucket_bits, fingerprints)
+        packed = fingerprints.astype(">u8").tobytes()
+        out = []
+        for lo in range(0, len(fingerprints), BATCH):
+            call_keys: list[Any] = [self._meta_key]
+            args = []
+            for i in range(lo, min(lo + BATCH, len(fingerprints))):
+                call_keys.extend(table[i] for table in buckets)
+                args.append(packed[8 * i : 8 * i + 8])
+                if keys is not None:
+                    args.append(encode_key(keys[i]))
+                if sketches is not None:
+                    args.append(sketches[i])
+            out.append((call_keys, args))
+        return out
+
+    def _call(
+        self,
+        op: str,
+        k: int,
+        fingerprints: np.ndarray | list[int],
+        keys: Sequence[str] | None,
+        sketches: Sequence[bytes] | None = None,
+        bound: CheckBound | None = None,
+    ) -> list[Any]:
+        """Run the script for *op* over a batch (*bound*: that of a two-stage check): one call per :data:`BATCH`
+        items, pipelined; the replies.
+
+        Tries again after a connection error or a timeout (telling the script, which then never adds
+        twice), creates the index again if it is gone, loads the script again if the server lost it.
+        """
+        self._check_open()
+        calls = self._calls(fingerprints, keys, sketches) if len(fingerprints) else [([self._meta_key], [])]
+        masks = self._masks if op in ("d", "p") else b""
+        header: list[Any] = [op, str(k), self._tag, str(self._design.n_tables), "0", str(self._max_age)]
+        header += [str(self._record), masks]
+        if bound is None:
+            header += ["0", "0", "0"]
+        else:
+            differ = bound.differing_bits(self._sketch_bytes)
+            header += [str(bound.per_table), str(bound.duplicates), str(differ)]
+        where = f"Redis index {self._prefix!r} at {self._location}"
+        return run_with_retries(
+            self._send,
+            header,
+            calls,
+            retry_at=4,
+            retries=self._retries,
+            backoff=self._retry_backoff,
+            where=where,
+            check_open=self._check_open,
+            recreate=self._recreate,
+        )
+
+    def _send(self, header: list[Any], calls: list[Call]) -> list[Any]:
+        """Send the script calls; their replies in order."""
+        return self._runner.send(header, calls)
+
+    def _recreate(self) -> None:
+        with self._lock:
+            logger.warning(
+                "simhash: the Redis index %r at %s is gone (a server restarted without persistence, or the keys "
+                "were deleted); starting it again, empty",
+                self._prefix,
+                self._location,
+            )
+            self._open(self._bucket_bits)
+
+    # -- writes ----------------------------------------------------------------------------------
+
+    def add_many(self, fingerprints: np.ndarray, keys: Sequence[str], sketches: Sequence[bytes] | None = None) -> None:
+        """Store many fingerprints (with their sketches, in an index that keeps them), in order, pipelined."""
+        checked = self._checked_sketches(sketches, len(fingerprints))
+        if len(fingerprints):
+            self._call("a", 0, fingerprints, keys, checked)
+
+    def check_and_add(self, fingerprint: int, key: str, k: int) -> Match | None:
+        """Atomically, on the server: the nearest stored fingerprint within *k*, or add this one."""
+        self._refuse_sketches()
+        (reply,) = self._call("c", k, [fingerprint], [key])
+        return decode_match(reply[0])
+
+    def check_and_add_many(self, fingerprints: np.ndarray, keys: Sequence[str], k: int) -> list[Match | None]:
+        """:meth:`check_and_add` for each pair in order, pipelined (each pair atomic on its own)."""
+        self._refuse_sketches()
+        if not len(fingerprints):
+            return []
+        return [decode_match(item) for reply in self._call("c", k, fingerprints, keys) for item in reply]
+
+    def add_and_candidates(
+        self, fingerprint: int, key: str, sketch: bytes, k: int, bound: CheckBound = DEFAULT_BOUND
+    ) -> list[Candidate]:
+        """Atomically, on the server: the candidates within *k* under *bound* (of each table, the ``per_table``
+        nearest in the page's block), nearest first, then oldest, with their sketches; then this page stored in
+        the buckets of the tables that take it (a table whose block holds ``duplicates`` verified near-duplicates
+        of it, or this very page, does not; none: no record either).  A call tried again after a timeout that
+        finds the page stored (its first attempt ran) answers as that attempt did, and stores nothing."""
+        self._require_sketches()
+        checked = self._checked_sketches([sketch], 1)
+        (reply,) = self._call("d", k, [fingerprint], [key], checked, bound)
+        return decode_candidates(reply[0])
+
+    def candidates(self, fingerprint: int, k: int, bound: CheckBound = DEFAULT_BOUND) -> list[Candidate]:
+        """The candidates within *k* under *bound*, nearest first, then oldest, with their sketches; nothing
+        stored."""
+        self._require_sketches()
+        (reply,) = self._call("p", k, [fingerprint], None, None, bound)
+        return decode_candidates(reply[0])
+
+    # -- reads -----------------------------------------------------------------------------------
+
+    def query(self, fingerprint: int, k: int) -> list[Match]:
+        """Every stored fingerprint within *k*, nearest first, ties in insertion order."""
+        (reply,) = self._call("q", k, [fingerprint], None)
+        return decode_matches(reply[0])
+
+    def query_many(self, fingerprints: np.ndarray, k: int) -> list[list[Match]]:
+        """:meth:`query` for each of a ``uint64`` array, pipelined."""
+        if not len(fingerprints):
+            self._check_open()
+            return []
+        return [decode_matches(item) for reply in self._call("q", k, fingerprints, None) for item in reply]
+
+    def entries(self) -> Iterator[Entry]:
+        """Every stored fingerprint, oldest first (read chunk by chunk; not a snapshot)."""
+        self._check_open()
+        n = int(self._client.hget(self._meta_key, "n") or 0)
+        oldest = time.time() - self._max_age if self._max_age else 0
+        size, width = self._sketch_bytes, self._record
+        record = record_dtype(width)
+        for chunk in range((n + CHUNK - 1) // CHUNK):
+            records, urls = self._client.get(f"{self._tag}f{chunk}"), self._client.get(f"{self._tag}u{chunk}")
+            records, urls = records or b"", urls or b""
+            count = min(CHUNK, n - chunk * CHUNK)
+            table = np.frombuffer(records, dtype=record, count=min(count, len(records) // width))
+            start = 0
+            for i, (fp, end, added) in enumerate(table.tolist()):
+                key = decode_key(urls[start:end])
+                start = end
+                if added >= oldest:
+                    sketch = records[i * width + RECORD : (i + 1) * width] if size else None
+                    yield Entry(fp, key, float(added), sketch)

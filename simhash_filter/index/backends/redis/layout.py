@@ -1,0 +1,139 @@
+"""What a Redis index stores, and where: its format, the sizes of its entries and records, its key names, and
+the decoding of what the script replies (layout 3, described in :mod:`simhash_filter.index.backends.redis`)."""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+import numpy as np
+
+from simhash_filter.index.backends.base import Candidate
+from simhash_filter.index.tables import Match, TableDesign
+
+__all__ = [
+    "BATCH",
+    "CHUNK",
+    "DEFAULT_BUCKET_BITS",
+    "ENTRY",
+    "ENTRY_LOW",
+    "FORMAT",
+    "MAX_SIZE",
+    "OLD_FORMATS",
+    "RECORD",
+    "bucket_keys",
+    "decode_candidates",
+    "decode_key",
+    "decode_match",
+    "decode_matches",
+    "encode_key",
+    "pack_fingerprint",
+    "record_dtype",
+    "tag",
+    "text",
+]
+
+#: Format of the stored index (``format`` in the meta hash): its layout version.  Layout 3 keeps a 32-bit fold
+#: of the fingerprint in each bucket entry (layout 2: 16 bits), and the page's sketch in its record (two-stage
+#: detection; since layout 2).  A bounded two-stage check leaves a page out of the buckets of the tables that
+#: refuse it (and writes no record when every table does): the same layout, read the same way.
+FORMAT = "simhash-filter redis 3"
+#: Earlier layouts, refused with the way out: what they were, and why this version cannot use them.
+OLD_FORMATS = {
+    "simhash-filter redis 1": (
+        "records without sketches, written by simhash-filter before two-stage detection",
+        "the old index cannot be converted (it has no sketches)",
+    ),
+    "simhash-filter redis 2": (
+        "bucket entries with 16-bit folds, written by simhash-filter before the 32-bit bucket filter",
+        "the old index is not converted",
+    ),
+}
+#: Default number of leading bits of each table's lead value that name its bucket (at most the lead bits).
+DEFAULT_BUCKET_BITS = 14
+#: Fingerprints per record chunk (``{prefix}:f<c>`` and ``{prefix}:u<c>``): 4095 records of 16 bytes and
+#: the string's header fit a 64 KiB allocation exactly (4096 would take the next size, 80 KiB); records of
+#: 80 bytes (a 64-byte sketch) fit 320 KiB.
+CHUNK = 4095
+#: Bytes of a bucket entry: the id (4) and the fingerprint's 32-bit fold (4: its halves XORed).  An index that
+#: keeps sketches adds the fingerprint's low half (:data:`ENTRY_LOW`) to every entry: its candidate search at
+#: k = 10, where 2.5 % of random entries pass the fold, verifies them without reading their records.
+ENTRY = 8
+ENTRY_LOW = 4
+#: Bytes of a record without its sketch: the fingerprint (8), the end of its key (4), when it was added (4).
+#: An index that keeps sketches adds ``sketch_bytes`` (its metadata's) to every record.
+RECORD = 16
+#: Items per script call: a call blocks the server while it runs (about 60 µs per item at 1M).
+BATCH = 64
+#: Ids are 4 bytes.
+MAX_SIZE = 2**32
+
+_FP = struct.Struct(">Q")
+
+
+def tag(prefix: str) -> str:
+    """The start of every key of the index *prefix*: ``{prefix}:`` (a Redis Cluster hash tag)."""
+    return "{" + prefix + "}:"
+
+
+def bucket_keys(design: TableDesign, prefix: str, bucket_bits: int, fingerprints: np.ndarray) -> list[list[str]]:
+    """The Redis key of each fingerprint's bucket in every table: ``result[t][i]``."""
+    head_of = tag(prefix)
+    out = []
+    for t, lead in enumerate(design.lead_bits):
+        shift = lead - min(bucket_bits, lead)
+        values = design.lead_array(fingerprints, t)
+        if shift:
+            values >>= np.uint64(shift)
+        head = f"{head_of}{t}:"
+        out.append([head + format(v, "x") for v in values.tolist()])
+    return out
+
+
+def record_dtype(width: int) -> np.dtype:
+    """The numpy dtype of one record of *width* bytes (its sketch, if any, left out)."""
+    layout = {"names": ["fp", "end", "added"], "formats": [">u8", ">u4", ">u4"], "offsets": [0, 8, 12]}
+    return np.dtype({**layout, "itemsize": width})
+
+
+def pack_fingerprint(fingerprint: int) -> bytes:
+    """A fingerprint as the script takes it: 8 bytes, big-endian."""
+    return _FP.pack(fingerprint)
+
+
+def text(value: Any) -> str:
+    """A Redis reply (bytes or not) as str."""
+    return value.decode("utf-8") if isinstance(value, bytes) else str(value)
+
+
+def encode_key(key: str) -> bytes:
+    """A page's key as stored: UTF-8, where any str round-trips, lone surrogates too."""
+    return key.encode("utf-8", "surrogatepass")
+
+
+def decode_key(value: bytes) -> str:
+    """A stored key as str (:func:`encode_key` undone)."""
+    return value.decode("utf-8", "surrogatepass")
+
+
+def decode_match(item: list[Any]) -> Match | None:
+    """A check-and-add's reply: the nearest match, or None (kept)."""
+    if not item:
+        return None
+    distance, fp, key = item
+    return Match(decode_key(key), int(distance), _FP.unpack(fp)[0])
+
+
+def decode_matches(item: list[Any]) -> list[Match]:
+    """A query's reply: (distance, fingerprint, key) triples."""
+    return [
+        Match(decode_key(item[i + 2]), int(item[i]), _FP.unpack(item[i + 1])[0]) for i in range(0, len(item), 3)
+    ]
+
+
+def decode_candidates(item: list[Any]) -> list[Candidate]:
+    """A two-stage reply: (distance, fingerprint, key, sketch) quadruples."""
+    return [
+        Candidate(decode_key(item[i + 2]), int(item[i]), _FP.unpack(item[i + 1])[0], bytes(item[i + 3]))
+        for i in range(0, len(item), 4)
+    ]

@@ -1,0 +1,513 @@
+"""The server-side Lua scripts of the Redis index: the one that probes, verifies and adds (every call of
+:class:`~simhash_filter.index.backends.redis.RedisBackend` but the first), and the one that creates the index."""
+
+from __future__ import annotations
+
+from simhash_filter.index.backends.redis.layout import CHUNK, ENTRY, ENTRY_LOW, MAX_SIZE, RECORD
+
+__all__ = ["INIT_SCRIPT", "NOINDEX", "SCRIPT"]
+
+#: The error the script answers when the index is gone (its meta hash deleted).
+NOINDEX = "SIMHASH_NOINDEX"
+# Popcount of every byte, as a Lua string literal of decimal escapes: byte(POP, x + 1) = popcount(x).
+_POP = "".join(f"\\{bin(i).count('1')}" for i in range(256))
+# Popcount of x XOR g for nibbles g and x, likewise: byte(NIB, 16 * g + x + 1) = popcount(x ^ g).
+_NIB = "".join(f"\\{bin(x ^ g).count('1')}" for g in range(16) for x in range(16))
+# The body of distances(g), a table d with d[x] = popcount(x ^ g) for every byte x: one constructor of 256
+# sums of a high nibble's distance (h0 .. h15) and a low nibble's (l0 .. l15), about 4 us in Redis 7.
+_DISTANCES = "return {[0] = " + ", ".join(f"h{x >> 4} + l{x & 15}" for x in range(256)) + "}"
+
+# A two-stage check over at most this many bucket entries verifies each at once, without building the fold
+# filter's four tables of distances (about 15 us in Redis 7).
+_FEW = 48
+
+#: Probe, verify and add in one atomic step (ARGV and ops: its header comment).
+SCRIPT = (
+    r"""
+-- simhash-filter: probe, verify and add in one atomic step (see simhash_filter/index/backends/redis/).
+-- KEYS[1]: the meta hash; KEYS[2..]: T bucket keys per item, item after item.
+-- ARGV: op, k, key prefix ("{p}:"), T, retry ("1": an earlier attempt of this call may have run), max_age
+-- (seconds, 0: none), R (bytes per record: @RECORD@ + the sketch's), the tables' lead masks (8 bytes each,
+-- big-endian; "d" and "p" only, else empty), the bound of a two-stage check ("d" and "p"; else "0"): the
+-- candidates per table, the verified ones that make a table refuse the page, the most bits in which two
+-- sketches may differ and verify; then per item the fingerprint (8 bytes, big-endian), for "c", "a" and "d"
+-- its key, and for "d" (and "a" in an index that keeps sketches) its sketch.
+-- Ops: "c" check-and-add, "a" add, "q" query, "d" add-and-candidates, "p" candidates, "n" count.
+local op, k, P, T = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
+local retry, max_age = ARGV[5] == "1", tonumber(ARGV[6])
+local R, MASKS = tonumber(ARGV[7]), ARGV[8]
+local PER_TABLE, DUPLICATES, DIFFER = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])
+local H = 11 -- header arguments: items start at ARGV[H + 1]
+local S = R - @RECORD@ -- sketch bytes (0: the index keeps none)
+-- Bytes of a bucket entry: the id (4) and the fingerprint's 32-bit fold (4), then, in an index that keeps
+-- sketches, the fingerprint's low half (4).
+local E = @ENTRY@
+if S > 0 then E = @ENTRY@ + @ENTRY_LOW@ end
+local meta = KEYS[1]
+local call = redis.call
+local byte, char, sub = string.byte, string.char, string.sub
+local bxor, band = bit.bxor, bit.band
+local sunpack = struct.unpack
+local floor = math.floor
+local POP, NIB = "@POP@", "@NIB@"
+local C = @CHUNK@
+
+if call("EXISTS", meta) == 0 then
+  return redis.error_reply("@NOINDEX@ the index is gone")
+end
+local now = tonumber(call("TIME")[1])
+local oldest = 0
+if max_age > 0 then oldest = now - max_age end
+
+local function u32(s, i)
+  local a, b, c, d = byte(s, i, i + 3)
+  return ((a * 256 + b) * 256 + c) * 256 + d
+end
+
+local function p32(x)
+  return char(floor(x / 16777216) % 256, floor(x / 65536) % 256, floor(x / 256) % 256, x % 256)
+end
+
+-- The record of an id: fingerprint (8 bytes), end of its key (4), added (4), sketch (S).
+local function record(id)
+  local chunk = floor(id / C)
+  local at = (id - chunk * C) * R
+  return call("GETRANGE", P .. "f" .. chunk, at, at + R - 1)
+end
+
+local function key_of(id)
+  local chunk = floor(id / C)
+  local j = id - chunk * C
+  local fkey = P .. "f" .. chunk
+  local start = 0
+  if j > 0 then start = u32(call("GETRANGE", fkey, (j - 1) * R + 8, (j - 1) * R + 11), 1) end
+  local stop = u32(call("GETRANGE", fkey, j * R + 8, j * R + 11), 1)
+  if stop <= start then return "" end
+  return call("GETRANGE", P .. "u" .. chunk, start, stop - 1)
+end
+
+-- The tables' lead masks: leads[t][i] is byte i of table t's mask.
+local leads = {}
+for t = 1, #MASKS / 8 do
+  leads[t] = {byte(MASKS, 8 * t - 7, 8 * t)}
+end
+
+-- The fold of a fingerprint: its two 32-bit halves XORed, 4 bytes.  The fold distance of two fingerprints
+-- never exceeds their distance (each bit of the fold is the XOR of two of theirs).
+local function fold(q)
+  local q1, q2, q3, q4, q5, q6, q7, q8 = byte(q, 1, 8)
+  return char(bxor(q1, q5), bxor(q2, q6), bxor(q3, q7), bxor(q4, q8))
+end
+
+-- d[x] = popcount(x XOR g) for every byte x (0 .. 255): a fold byte's distance to g is one table lookup.
+local function distances(g)
+  local lo, hi = g % 16, floor(g / 16)
+  local l0, l1, l2, l3, l4, l5, l6, l7, l8, l9, l10, l11, l12, l13, l14, l15 = byte(NIB, 16 * lo + 1, 16 * lo + 16)
+  local h0, h1, h2, h3, h4, h5, h6, h7, h8, h9, h10, h11, h12, h13, h14, h15 = byte(NIB, 16 * hi + 1, 16 * hi + 16)
+  @DISTANCES@
+end
+
+-- Every stored fingerprint within kq of q in the item's buckets KEYS[base + 1 .. base + T], once each, as
+-- {distance, id, fingerprint}.  buckets[t] receives the content of bucket t (false: none).  An entry whose
+-- fold is more than kq from q's is passed over (most: 2.5 % of random entries pass at kq = 10, 0.0001 % at 3);
+-- the others are verified on the whole fingerprint: from the entry's low half in an index that keeps
+-- sketches, else from the record.  A record is read only for an entry that passed without sketches, or for a
+-- hit under max_age (when it was added).
+local function probe(q, base, kq, buckets)
+  local q1, q2, q3, q4, q5, q6, q7, q8 = byte(q, 1, 8)
+  local d1, d2 = distances(bxor(q1, q5)), distances(bxor(q2, q6))
+  local d3, d4 = distances(bxor(q3, q7)), distances(bxor(q4, q8))
+  local hits, seen = {}, {}
+  for t = 1, T do
+    local s = call("GET", KEYS[base + t])
+    buckets[t] = s
+    if s then
+      for i = 1, #s, E do
+        local e1, e2, e3, e4 = byte(s, i + 4, i + 7)
+        if d1[e1] + d2[e2] + d3[e3] + d4[e4] <= kq then
+          local a, b, c, d = byte(s, i, i + 3)
+          local id = ((a * 256 + b) * 256 + c) * 256 + d
+          if not seen[id] then
+            seen[id] = true
+            local r, c1, c2, c3, c4, c5, c6, c7, c8
+            if S > 0 then -- the entry holds the low half: the high half is the fold XOR the low half
+              c5, c6, c7, c8 = byte(s, i + 8, i + 11)
+              c1, c2, c3, c4 = bxor(e1, c5), bxor(e2, c6), bxor(e3, c7), bxor(e4, c8)
+            else
+              r = record(id)
+              c1, c2, c3, c4, c5, c6, c7, c8 = byte(r, 1, 8)
+            end
+            local x1, x2, x3, x4 = bxor(c1, q1), bxor(c2, q2), bxor(c3, q3), bxor(c4, q4)
+            local x5, x6, x7, x8 = bxor(c5, q5), bxor(c6, q6), bxor(c7, q7), bxor(c8, q8)
+            local dist = byte(POP, x1 + 1) + byte(POP, x2 + 1) + byte(POP, x3 + 1) + byte(POP, x4 + 1)
+              + byte(POP, x5 + 1) + byte(POP, x6 + 1) + byte(POP, x7 + 1) + byte(POP, x8 + 1)
+            if dist <= kq then
+              if r == nil and oldest > 0 then r = record(id) end
+              if oldest == 0 or u32(r, 13) >= oldest then
+                hits[#hits + 1] = {dist, id, char(c1, c2, c3, c4, c5, c6, c7, c8)}
+              end
+            end
+          end
+        end
+      end
+    end
+  end
+  return hits
+end
+
+local function nearest_first(x, y)
+  if x[1] ~= y[1] then return x[1] < y[1] end
+  return x[2] < y[2]
+end
+
+local function nearest(hits)
+  local best = nil
+  for _, h in ipairs(hits) do
+    if best == nil or nearest_first(h, best) then best = h end
+  end
+  return best
+end
+
+-- Per call: the records read (fingerprint, end of key, added, sketch), the start of their keys, their keys,
+-- and whether their sketches verify against the page's.
+local records, starts, keys, verdicts = {}, {}, {}, {}
+
+-- The record of a stored id, and where its key starts (one read: the end of the previous key, then it).
+local function fetch(id)
+  local r = records[id]
+  if r == nil then
+    local chunk = floor(id / C)
+    local j = id - chunk * C
+    if j > 0 then
+      local s = call("GETRANGE", P .. "f" .. chunk, j * R - R + 8, j * R + R - 1)
+      starts[id] = u32(s, 1)
+      r = sub(s, R - 7)
+    else
+      starts[id] = 0
+      r = call("GETRANGE", P .. "f" .. chunk, 0, R - 1)
+    end
+    records[id] = r
+  end
+  return r
+end
+
+local function stored_key(id)
+  local key = keys[id]
+  if key == nil then
+    local r = fetch(id)
+    local start, stop = starts[id], u32(r, 9)
+    key = ""
+    if stop > start then key = call("GETRANGE", P .. "u" .. floor(id / C), start, stop - 1) end
+    keys[id] = key
+  end
+  return key
+end
+
+-- The bounded two-stage check (simhash_filter/index/bound.py).  For each table t, the entries of the page's
+-- block (its whole lead of table t: a bucket names only the top bucket_bits of it) within kq, in id order, as
+-- {distance, id, fingerprint}; hidden ones (max_age) left out.  buckets[t] receives the content of bucket t.
+-- Few entries (a flood's blocks, which stop growing) are verified at once, without the fold filter's tables.
+local function blocks(q, base, kq, buckets)
+  local q1, q2, q3, q4, q5, q6, q7, q8 = byte(q, 1, 8)
+  local entries = 0
+  for t = 1, T do
+    local s = call("GET", KEYS[base + t])
+    buckets[t] = s
+    if s then entries = entries + #s / E end
+  end
+  local all, d1, d2, d3, d4 = entries <= @FEW@, nil, nil, nil, nil
+  if not all then
+    d1, d2 = distances(bxor(q1, q5)), distances(bxor(q2, q6))
+    d3, d4 = distances(bxor(q3, q7)), distances(bxor(q4, q8))
+  end
+  local out = {}
+  for t = 1, T do
+    local s = buckets[t]
+    local list = {}
+    if s then
+      local m1, m2, m3, m4, m5, m6, m7, m8 = unpack(leads[t])
+      for i = 1, #s, E do
+        local e1, e2, e3, e4 = byte(s, i + 4, i + 7)
+        if all or d1[e1] + d2[e2] + d3[e3] + d4[e4] <= kq then
+          local c5, c6, c7, c8 = byte(s, i + 8, i + 11) -- the low half; the high half is the fold XOR it
+          local c1, c2, c3, c4 = bxor(e1, c5), bxor(e2, c6), bxor(e3, c7), bxor(e4, c8)
+          local x1, x2, x3, x4 = bxor(c1, q1), bxor(c2, q2), bxor(c3, q3), bxor(c4, q4)
+          local x5, x6, x7, x8 = bxor(c5, q5), bxor(c6, q6), bxor(c7, q7), bxor(c8, q8)
+          if band(x1, m1) == 0 and band(x2, m2) == 0 and band(x3, m3) == 0 and band(x4, m4) == 0
+            and band(x5, m5) == 0 and band(x6, m6) == 0 and band(x7, m7) == 0 and band(x8, m8) == 0 then
+            local dist = byte(POP, x1 + 1) + byte(POP, x2 + 1) + byte(POP, x3 + 1) + byte(POP, x4 + 1)
+              + byte(POP, x5 + 1) + byte(POP, x6 + 1) + byte(POP, x7 + 1) + byte(POP, x8 + 1)
+            if dist <= kq then
+              local a, b, c, d = byte(s, i, i + 3)
+              local id = ((a * 256 + b) * 256 + c) * 256 + d
+              if oldest == 0 or u32(fetch(id), 13) >= oldest then
+                list[#list + 1] = {dist, id, char(c1, c2, c3, c4, c5, c6, c7, c8)}
+              end
+            end
+          end
+        end
+      end
+    end
+    out[t] = list
+  end
+  return out
+end
+
+-- The PER_TABLE nearest of a block's hits (distance, then id) whose id is below `below`, nearest first.
+local function nearest_of(list, below)
+  local best, n = {}, 0
+  for _, h in ipairs(list) do
+    if h[2] < below and (n < PER_TABLE or nearest_first(h, best[n])) then
+      local at = n + 1
+      while at > 1 and nearest_first(h, best[at - 1]) do
+        best[at] = best[at - 1]
+        at = at - 1
+      end
+      best[at] = h
+      if n < PER_TABLE then n = n + 1 else best[n + 1] = nil end
+    end
+  end
+  return best
+end
+
+-- Whether the sketch of a stored id differs from the page's (`sketch`, and `page`: its 32-bit words) in at most
+-- DIFFER bits.  The words XORed have their set bits cleared one at a time (x AND x - 1): a near-identical
+-- sketch takes a few steps, another stops after DIFFER + 1 bits.
+local WORDS = floor(S / 4)
+local WF = ">" .. string.rep("I4", WORDS)
+local function verifies(id, sketch, page)
+  local v = verdicts[id]
+  if v == nil then
+    local r = fetch(id)
+    local differ = 0
+    if sub(r, @RECORD@ + 1, R) ~= sketch then -- (a trap's pages often have the very same sketch)
+      local words = {sunpack(WF, r, @RECORD@ + 1)}
+      local w = 1
+      while w <= WORDS and differ <= DIFFER do
+        local x = bxor(words[w], page[w])
+        while x ~= 0 and differ <= DIFFER do
+          x = band(x, x - 1)
+          differ = differ + 1
+        end
+        w = w + 1
+      end
+      for i = 4 * WORDS + 1, S do
+        differ = differ + byte(POP, bxor(byte(r, @RECORD@ + i), byte(sketch, i)) + 1)
+      end
+    end
+    v = differ <= DIFFER
+    verdicts[id] = v
+  end
+  return v
+end
+
+-- Whether a table's block hits hold this very page: `key` with the page's fingerprint (at distance 0).
+local function holds(list, key)
+  for _, h in ipairs(list) do
+    if h[1] == 0 and stored_key(h[2]) == key then return true end
+  end
+  return false
+end
+
+-- Whether `nearest` (a table's candidates) holds DUPLICATES whose sketches verify against the page's.
+local function full(nearest, sketch, page)
+  local n = #nearest
+  if n < DUPLICATES then return false end
+  local found = 0
+  for i, h in ipairs(nearest) do
+    if verifies(h[2], sketch, page) then
+      found = found + 1
+      if found >= DUPLICATES then return true end
+    end
+    if found + n - i < DUPLICATES then return false end
+  end
+  return false
+end
+
+-- One bounded check of the page q (key nil: candidates only, nothing stored): its candidates, each once,
+-- nearest first, then oldest, as {distance, id, fingerprint}, and the tables that take it (takes[t] true), or
+-- nil when none does.  A retry that finds the page stored already (its first attempt ran: distance 0, the same
+-- key) answers as that attempt did (the pages stored before it) and stores nothing.
+local function bounded(q, key, sketch, base, buckets)
+  local hits = blocks(q, base, k, buckets)
+  local below = math.huge
+  if retry and key ~= nil then
+    for t = 1, T do
+      for _, h in ipairs(hits[t]) do
+        if h[1] == 0 and (below == math.huge or h[2] > below) and stored_key(h[2]) == key then below = h[2] end
+      end
+    end
+  end
+  local chosen, seen, takes, page = {}, {}, nil, nil
+  if key ~= nil then
+    verdicts = {} -- verdicts are the page's
+    page = {sunpack(WF, sketch)}
+  end
+  for t = 1, T do
+    local nearest = nearest_of(hits[t], below)
+    for _, h in ipairs(nearest) do
+      if not seen[h[2]] then
+        seen[h[2]] = true
+        chosen[#chosen + 1] = h
+      end
+    end
+    if key ~= nil and below == math.huge and not holds(hits[t], key) and not full(nearest, sketch, page) then
+      takes = takes or {}
+      takes[t] = true
+    end
+  end
+  table.sort(chosen, nearest_first)
+  return chosen, takes
+end
+
+-- Store the page q as the id `id`: its record and key, and an entry in the buckets of the tables in `takes`
+-- (nil: every table).
+local function add(q, key, sketch, base, buckets, id, takes)
+  local chunk = floor(id / C)
+  local j = id - chunk * C
+  local fkey, ukey = P .. "f" .. chunk, P .. "u" .. chunk
+  local stop = call("APPEND", ukey, key)
+  call("SETRANGE", fkey, j * R, q .. p32(stop) .. p32(now) .. sketch)
+  if j == C - 1 then -- a full chunk: give back the room APPEND and SETRANGE reserved for growth
+    call("SET", fkey, call("GET", fkey))
+    call("SET", ukey, call("GET", ukey))
+  end
+  local entry = p32(id) .. fold(q)
+  if S > 0 then entry = entry .. sub(q, 5, 8) end
+  for t = 1, T do
+    if takes == nil or takes[t] then
+      local s = buckets[t]
+      if s == nil then s = call("GET", KEYS[base + t]) end
+      call("SET", KEYS[base + t], (s or "") .. entry)
+    end
+  end
+end
+
+-- A reply of a two-stage check: distance, fingerprint, key and sketch of each candidate.
+local function reply(chosen)
+  local out = {}
+  for _, h in ipairs(chosen) do
+    out[#out + 1] = h[1]
+    out[#out + 1] = h[3]
+    out[#out + 1] = stored_key(h[2])
+    out[#out + 1] = sub(fetch(h[2]), @RECORD@ + 1, R)
+  end
+  return out
+end
+
+if op == "n" then -- stored fingerprints not older than max_age (ids are in order of time added)
+  local n = tonumber(call("HGET", meta, "n") or "0")
+  if oldest == 0 then return n end
+  local lo, hi = 0, n
+  while lo < hi do
+    local mid = floor((lo + hi) / 2)
+    if u32(record(mid), 13) >= oldest then hi = mid else lo = mid + 1 end
+  end
+  return n - lo
+end
+
+if (op == "d" or op == "p") and S <= 0 then
+  return redis.error_reply("SIMHASH_SKETCH this index keeps no sketches")
+end
+
+local results = {}
+if op == "p" then -- read only
+  for i = H + 1, #ARGV do
+    results[#results + 1] = reply((bounded(ARGV[i], nil, nil, 1 + (i - H - 1) * T, {})))
+  end
+  return results
+end
+if op == "q" then -- read only
+  for i = H + 1, #ARGV do
+    local hits = probe(ARGV[i], 1 + (i - H - 1) * T, k, {})
+    table.sort(hits, nearest_first)
+    local out = {}
+    for _, h in ipairs(hits) do
+      out[#out + 1] = h[1]
+      out[#out + 1] = h[3]
+      out[#out + 1] = key_of(h[2])
+    end
+    results[#results + 1] = out
+  end
+  return results
+end
+
+if op == "c" and S > 0 then
+  return redis.error_reply("SIMHASH_SKETCH this index keeps a sketch beside each fingerprint: add with it")
+end
+local stride = 2
+if op == "d" or S > 0 then stride = 3 end -- fingerprint, key, sketch
+local m = (#ARGV - H) / stride
+if stride == 3 then -- checked before anything is written
+  for item = 0, m - 1 do
+    if #ARGV[H + 3 + stride * item] ~= S then
+      return redis.error_reply("SIMHASH_SKETCH a sketch must be " .. S .. " bytes")
+    end
+  end
+end
+local n0 = tonumber(call("HGET", meta, "n") or "0")
+local n = n0
+if n + m > @MAX_SIZE@ then
+  return redis.error_reply("SIMHASH_FULL the index holds " .. n .. " fingerprints, the most it can hold")
+end
+for item = 0, m - 1 do
+  local at = H + 1 + stride * item
+  local q, key = ARGV[at], ARGV[at + 1]
+  local sketch = ""
+  if stride == 3 then sketch = ARGV[at + 2] end
+  local base = 1 + item * T
+  local buckets = {}
+  if op == "d" then -- the candidates, then the page stored in the tables that take it (none: not stored)
+    local chosen, takes = bounded(q, key, sketch, base, buckets)
+    if takes ~= nil then
+      add(q, key, sketch, base, buckets, n, takes)
+      n = n + 1
+    end
+    results[#results + 1] = reply(chosen)
+  else
+    local found = nil
+    local stored = false
+    if op == "c" then
+      found = nearest(probe(q, base, k, buckets))
+      stored = retry and found ~= nil and found[1] == 0 and key_of(found[2]) == key
+    elseif retry then
+      for _, h in ipairs(probe(q, base, 0, buckets)) do
+        if key_of(h[2]) == key then stored = true end
+      end
+    end
+    if stored or found == nil then
+      if not stored then
+        add(q, key, sketch, base, buckets, n)
+        n = n + 1
+      end
+      results[#results + 1] = {}
+    else
+      results[#results + 1] = {found[1], found[3], key_of(found[2])}
+    end
+  end
+end
+if n ~= n0 then call("HSET", meta, "n", n) end
+if op == "a" then return n end
+return results
+""".replace("@POP@", _POP)
+    .replace("@NIB@", _NIB)
+    .replace("@DISTANCES@", _DISTANCES)
+    .replace("@ENTRY@", str(ENTRY))
+    .replace("@ENTRY_LOW@", str(ENTRY_LOW))
+    .replace("@CHUNK@", str(CHUNK))
+    .replace("@RECORD@", str(RECORD))
+    .replace("@NOINDEX@", NOINDEX)
+    .replace("@MAX_SIZE@", str(MAX_SIZE))
+    .replace("@FEW@", str(_FEW))
+)
+
+#: Creates the meta hash unless it exists; returns what is stored.  KEYS[1] meta, ARGV field/value pairs.
+INIT_SCRIPT = """
+if redis.call("EXISTS", KEYS[1]) == 0 then
+  if redis.call("EXISTS", ARGV[#ARGV]) == 1 then
+    return redis.error_reply("SIMHASH_ORPHAN")
+  end
+  redis.call("HSET", KEYS[1], unpack(ARGV, 1, #ARGV - 1))
+end
+return redis.call("HGETALL", KEYS[1])
+"""
