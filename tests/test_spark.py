@@ -170,11 +170,11 @@ FLOOD_WORDS = (
 
 @pytest.mark.parametrize("kind", ["counter", "words"])
 def test_a_flood_of_near_duplicates_gives_one_machines_decisions(spark, tmp_path: Path, kind: str) -> None:
-    """3,000 near-duplicates of each other (the blocks stop taking them after a few): the Spark job's output is
+    """1,500 near-duplicates of each other (the blocks stop taking them after a few): the Spark job's output is
     ``simhash-filter dedup``'s, byte for byte, and all but the first page are near-duplicates."""
     from simhash_filter.batch.spark import spark_dedup, write_output
 
-    lines = _flood_lines(kind, 3000)
+    lines = _flood_lines(kind, 1500)
     assert len(FLOOD_WORDS) == 19
     source = write_jsonl(tmp_path / "flood.jsonl", lines)
     output = tmp_path / "spark.jsonl"
@@ -182,7 +182,7 @@ def test_a_flood_of_near_duplicates_gives_one_machines_decisions(spark, tmp_path
     one = tmp_path / "one.jsonl"
     assert cli(["dedup", str(source), "--output", str(one), "--no-progress"]) == 0
     assert output.read_text(encoding="utf-8") == one.read_text(encoding="utf-8")
-    assert counts == {"pages": 3000, "kept": 1, "duplicates": 2999, "skipped": 0, "malformed": 0}
+    assert counts == {"pages": 1500, "kept": 1, "duplicates": 1499, "skipped": 0, "malformed": 0}
 
 
 def test_the_module_runs_as_a_command(tmp_path: Path, corpus: list[Path]) -> None:
