@@ -81,11 +81,15 @@ class Run:
 
 
 def run_child(cmd: list[str], *, env: dict[str, str] | None = None, timeout: float = 1800.0,
-              output: Path | None = None) -> Run:  # fmt: skip
-    """``cmd`` in a new session, its stderr kept; its own rusage from ``os.wait4`` (not its siblings')."""
+              output: Path | None = None, cwd: Path | None = None) -> Run:  # fmt: skip
+    """``cmd`` in a new session, its stderr kept; its own rusage from ``os.wait4`` (not its siblings').  It runs
+    in *cwd*, the checkout whose package it runs (``python -m`` puts the working directory before ``PYTHONPATH``;
+    default: ``--checkout``, else this one)."""
     with tempfile.TemporaryFile() as err:
         start = time.perf_counter()
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+        proc = subprocess.Popen(
+            cmd, cwd=cwd or CHECKOUT or ROOT, env=env, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True
+        )
         deadline = start + timeout
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
@@ -299,6 +303,8 @@ def spark_part(kinds: list[str], n: int, workdir: Path, timeout: float, repeat: 
             if check.rc == 0:
                 ours, theirs = decisions(spark_out), decisions(dedup_out)
                 row["same_as_dedup"] = ours == theirs
+                # which pages are kept and which flagged, apart from the page a flagged one names
+                row["same_kept_as_dedup"] = [d[1] is None for d in ours] == [d[1] is None for d in theirs]
                 row["differing_lines"] = sum(a != b for a, b in zip(ours, theirs, strict=False)) + abs(
                     len(ours) - len(theirs)
                 )
@@ -323,8 +329,9 @@ def before_part(before: Path, sizes: list[int], kind: str, workdir: Path, timeou
         for r in range(repeat):
             for name in ("before", "after") if r % 2 == 0 else ("after", "before"):
                 out = workdir / f"{kind}-{n}.{name}.out.jsonl"
-                env = python_env(before if name == "before" else ROOT)
-                runs[name].append(run_child(dedup_cmd(source, out), env=env, timeout=timeout, output=out))
+                checkout = before if name == "before" else ROOT
+                env = python_env(checkout)
+                runs[name].append(run_child(dedup_cmd(source, out), env=env, timeout=timeout, output=out, cwd=checkout))
                 print(f"  {name}: {kind} {n} pages: {runs[name][-1].wall:.1f} s", file=sys.stderr, flush=True)
         rows[str(n)] = {name: median_run(v, n) for name, v in runs.items()}
     return {"checkout": str(before), "kind": kind, "sizes": rows}
@@ -363,7 +370,7 @@ def crawl_part(pages: int, workdir: Path, window: int = WINDOW, backend: str | N
             "candidates_max": stats.get("simhash/candidates/max"),
         }
         size = min(window, len(times) // 2)
-        if size >= 2:
+        if size >= 10:  # a crawl that stopped by itself after a few pages has no rate to compare
             first = (size - 1) / (times[size - 1] - times[0])
             last = (size - 1) / (times[-1] - times[-size])
             row.update(window=size, first_per_s=first, last_per_s=last, last_vs_first=last / first)
@@ -429,6 +436,8 @@ def print_report(report: dict[str, Any]) -> None:
                     continue
                 same = row.get("same_as_dedup")
                 same_text = "-" if same is None else ("yes" if same else f"no ({row['differing_lines']} lines differ)")
+                if same is False and row.get("same_kept_as_dedup"):
+                    same_text += ", the same pages kept"
                 print(f"| {name} | {row['wall_s']:.1f} | {row['cpu_s']:.1f} | {_f(row.get('wall_vs_distinct'))} | "
                       f"{same_text} |")  # fmt: skip
             print(f"target: a flood's wall time <= {TARGET_SPARK} x distinct pages'")
