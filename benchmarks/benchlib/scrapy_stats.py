@@ -4,6 +4,7 @@
 :class:`BenchStats` writes the crawl's stats as JSON to the file the ``BENCH_STATS`` setting names when the
 engine stops, with the reactor's worst stall (a 10 ms ``LoopingCall`` measures how late it runs);
 :class:`BenchCpu` adds the crawl process's CPU time while it crawls (spider opened to engine stopped) and in all.
+:class:`ResponseTimes` adds the time of every response.
 """
 
 from __future__ import annotations
@@ -59,4 +60,25 @@ class BenchCpu(BenchStats):
     def stopped(self) -> None:
         self.crawler.stats.set_value("bench/crawl_cpu_seconds", time.process_time() - self.cpu)
         self.crawler.stats.set_value("bench/self_cpu_seconds", time.process_time())  # start-up included
+        super().stopped()
+
+
+class ResponseTimes(BenchStats):
+    """Also the time of every response received (``time.perf_counter``, seconds) in ``bench/response_times``:
+    the rate at the start of a crawl beside its rate at the end."""
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> ResponseTimes:
+        ext = cls(crawler)
+        ext.times: list[float] = []
+        crawler.signals.connect(ext.opened, signal=signals.spider_opened)
+        crawler.signals.connect(ext.stopped, signal=signals.engine_stopped)
+        crawler.signals.connect(ext.received, signal=signals.response_received)
+        return ext
+
+    def received(self, response: Any, request: Any, spider: Any) -> None:
+        self.times.append(time.perf_counter())
+
+    def stopped(self) -> None:
+        self.crawler.stats.set_value("bench/response_times", self.times)
         super().stopped()
