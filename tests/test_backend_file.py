@@ -699,6 +699,7 @@ def test_refusals_belong_to_the_design_they_were_made_with(tmp_path: Path) -> No
         assert index.candidates(1, 10) == [Candidate("one", 0, 1, sketch_of("one"))]
 
 
+@pytest.mark.flood
 @pytest.mark.slow
 def test_a_flood_of_near_identical_pages_stays_small_and_fast(tmp_path: Path) -> None:
     """20,000 near-identical pages through a two-stage index on disk take seconds, store few rows (most pages

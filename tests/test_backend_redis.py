@@ -750,6 +750,7 @@ def flood(n: int, seed: int = 17) -> tuple[list[int], list[bytes]]:
     return fps, sketches
 
 
+@pytest.mark.flood
 @pytest.mark.slow
 def test_flood_of_near_duplicates_keeps_every_check_small(tmp_path: Path) -> None:
     """20,000 near-identical pages through check_and_add finish well under a minute: each after the first few is

@@ -87,18 +87,10 @@ FLOOD_PAGES = 20_000
 FLOOD_CPU_SECONDS = 60.0
 
 
-#: A template flood's pages are candidates that do not verify: the bound's blocks never stop taking them, and a
-#: check still measures the distance to every page of its block (docs/speed.md, "Duplicate floods").
-TEMPLATE_SCANS_ITS_BLOCK = pytest.mark.xfail(
-    reason="a check scans its whole block for the nearest candidates: O(n) for a flood of candidates that do "
-    "not verify (about 80 s of CPU for 20,000 pages)",
-    strict=False,
-)
-
-
+@pytest.mark.flood
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", ["memory", "file"])
-@pytest.mark.parametrize("kind", ["changing", "bag", pytest.param("template", marks=TEMPLATE_SCANS_ITS_BLOCK)])
+@pytest.mark.parametrize("kind", ["changing", "bag", "template"])
 def test_dedup_of_a_flood_does_bounded_work(bench: ModuleType, kind: str, backend: str, tmp_path: Path) -> None:
     """dedup over 20,000 flood pages finishes in under a minute of CPU time, each check verifying at most
     5 tables x 8 candidates, in memory and on disk."""
@@ -134,6 +126,7 @@ def test_crawl_of_the_calendar_trap(bench: ModuleType, tmp_path: Path) -> None:
     assert drop["days_served"] <= 6 and drop["pages"] <= 10, drop
 
 
+@pytest.mark.flood
 @pytest.mark.slow
 def test_smoke_run_writes_the_numbers(tmp_path: Path) -> None:
     """bench_flood.py with tiny sizes runs its parts but Spark (tests/test_spark.py runs the job) and writes its

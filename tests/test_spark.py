@@ -168,6 +168,7 @@ FLOOD_WORDS = (
 ).split()
 
 
+@pytest.mark.flood
 @pytest.mark.parametrize("kind", ["counter", "words"])
 def test_a_flood_of_near_duplicates_gives_one_machines_decisions(spark, tmp_path: Path, kind: str) -> None:
     """1,500 near-duplicates of each other (the blocks stop taking them after a few): the Spark job's output is

@@ -32,9 +32,7 @@ candidates, and a table whose block holds ``duplicates`` verified near-duplicate
 from __future__ import annotations
 
 import threading
-from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from itertools import accumulate
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -375,17 +373,18 @@ class MemoryBackend(Backend):
             return sorted(hit for hit in hits if not self._hidden(hit[1]))
         return sorted(hits)
 
-    def _block_hits(self, fingerprint: int, k: int) -> list[list[tuple[int, int]]]:
-        """For each table, ``(distance, row)`` of the rows it holds in the page's block (the same lead) within
-        *k* (hidden rows left out): the blocks and the buffer verified in one pass; the buffer's rows within k
-        then sorted into the tables that took them and whose lead they share."""
+    def _block_hits(self, fingerprint: int, k: int, per_table: int) -> list[list[tuple[int, int]]]:
+        """For each table, ``(distance, row)`` of the *per_table* nearest rows (then the earliest) it holds in the
+        page's block (the same lead) within *k*, and of every such row at distance 0 (hidden rows left out): the
+        blocks and the buffer verified in one numpy pass, the nearest chosen in numpy too, so that a block crowded
+        with pages near this one (that do not verify: it takes them all) costs a numpy pass, not a Python loop."""
         masks = self._design.lead_masks
-        hits: list[list[tuple[int, int]]] = [[] for _ in masks]
         parts = self._buckets(fingerprint, blocks=True)
         sealed, n = self._sealed, self._n
         values = [v for v, _, _ in parts]
         if n > sealed:  # the buffer, scanned whole
             values.append(self._fps[sealed:n])
+        hits: list[list[tuple[int, int]]] = [[] for _ in masks]
         if not values:
             return hits
         x = _xor(values, fingerprint)
@@ -393,23 +392,35 @@ class MemoryBackend(Backend):
         sel = np.flatnonzero(dist <= k)
         if not len(sel):
             return hits
-        ends = list(accumulate(len(v) for v, _, _ in parts))
-        total = ends[-1] if ends else 0
+        lengths = [len(v) for v, _, _ in parts]
+        total = sum(lengths)
         in_runs = sel[sel < total]
-        for pos, d in zip(in_runs.tolist(), dist[in_runs].tolist(), strict=True):
-            part = bisect_right(ends, pos)
-            _, rows, t = parts[part]
-            hits[t].append((d, int(rows[pos - (ends[part - 1] if part else 0)])))
+        tables, rows, dists = [], [], []
+        if len(in_runs):
+            tables.append(np.repeat(np.array([t for _, _, t in parts]), lengths)[in_runs])
+            rows.append(np.concatenate([r for _, r, _ in parts])[in_runs].astype(np.int64))
+            dists.append(dist[in_runs])
         in_buffer = sel[sel >= total]
-        if len(in_buffer):
+        if len(in_buffer):  # in the tables that took the row and whose whole lead it shares
             xb = x[in_buffer]
             refused = self._refused[in_buffer - total + sealed]
             for t, mask in enumerate(masks):
-                ok = np.flatnonzero(((xb & np.uint64(mask)) == 0) & ((refused >> t) & 1 == 0))
-                rows_t = (in_buffer[ok] - total + sealed).tolist()
-                hits[t].extend(zip(dist[in_buffer[ok]].tolist(), rows_t, strict=True))
+                ok = in_buffer[((xb & np.uint64(mask)) == 0) & ((refused >> t) & 1 == 0)]
+                tables.append(np.full(len(ok), t))
+                rows.append((ok - total + sealed).astype(np.int64))
+                dists.append(dist[ok])
+        table, row, d = (np.concatenate(a) for a in (tables, rows, dists))
         if self._hides_rows():
-            hits = [[hit for hit in table if not self._hidden(hit[1])] for table in hits]
+            shown = np.fromiter((not self._hidden(r) for r in row.tolist()), dtype=bool, count=len(row))
+            table, row, d = table[shown], row[shown], d[shown]
+        if len(row) > per_table:  # each table's nearest, then earliest, and those at distance 0
+            order = np.lexsort((row, d, table))
+            table, row, d = table[order], row[order], d[order]
+            first = np.searchsorted(table, table, side="left")
+            keep = (np.arange(len(table)) - first < per_table) | (d == 0)
+            table, row, d = table[keep], row[keep], d[keep]
+        for t, r, dd in zip(table.tolist(), row.tolist(), d.tolist(), strict=True):
+            hits[t].append((dd, r))
         return hits
 
     def _bounded(
@@ -428,7 +439,7 @@ class MemoryBackend(Backend):
         def own(row: int) -> bool:
             return key is not None and int(fps[row]) == fingerprint and self._key(row) == key
 
-        chosen, refused = take(self._block_hits(fingerprint, k), bound, verified, own)
+        chosen, refused = take(self._block_hits(fingerprint, k, bound.per_table), bound, verified, own)
         found = [Candidate(self._key(r), d, int(fps[r]), sketches[r].tobytes()) for d, r in chosen]
         return found, refused
 
