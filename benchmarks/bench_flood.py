@@ -493,6 +493,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--checkout", type=Path, help="run every command with this checkout's package (PYTHONPATH)")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds a run may take (default 1800)")
     parser.add_argument("--workdir", type=Path, help="where the inputs are written (default: a temporary dir)")
+    parser.add_argument("--no-public", action="store_true", help="leave out the public stream (no flood/public ratio)")
     parser.add_argument("--json", type=Path, metavar="PATH", help="write the numbers as JSON")
     args = parser.parse_args(argv)
     global CHECKOUT
@@ -508,8 +509,10 @@ def main(argv: list[str] | None = None) -> int:
                                   "checkout": str(CHECKOUT or ROOT)}  # fmt: skip
         inputs = {kind: (flood_file(workdir, kind, args.pages), args.pages) for kind in [*kinds, "distinct"]}
         if {"dedup", "file"} & set(parts):
-            public = public_stream(workdir)
-            if public is None:
+            public = None if args.no_public else public_stream(workdir)
+            if args.no_public:
+                report["public_note"] = "the public stream left out (--no-public): no flood/public ratio"
+            elif public is None:
                 report["public_note"] = (
                     f"the public stream ({PUBLIC_SET}) is not on this machine: no flood/public ratio"
                 )

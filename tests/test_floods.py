@@ -82,8 +82,9 @@ def test_writing_a_stream_makes_json_lines(bench: ModuleType, tmp_path: Path) ->
     assert rows == list(bench.floods.pages("bag", 5))
 
 
-FLOOD_PAGES = 20_000
-#: CPU seconds a dedup of FLOOD_PAGES may take (the work of a check bounded; O(n²) took far longer).
+FLOOD_PAGES = 10_000
+#: CPU seconds a dedup of FLOOD_PAGES may take (the work of a check bounded: about 15 s; O(n²) took over 5 minutes
+#: for 10,000 changing pages, 63 s for 4,000).
 FLOOD_CPU_SECONDS = 60.0
 
 
@@ -92,7 +93,7 @@ FLOOD_CPU_SECONDS = 60.0
 @pytest.mark.parametrize("backend", ["memory", "file"])
 @pytest.mark.parametrize("kind", ["changing", "bag", "template"])
 def test_dedup_of_a_flood_does_bounded_work(bench: ModuleType, kind: str, backend: str, tmp_path: Path) -> None:
-    """dedup over 20,000 flood pages finishes in under a minute of CPU time, each check verifying at most
+    """dedup over 10,000 flood pages finishes in under a minute of CPU time, each check verifying at most
     5 tables x 8 candidates, in memory and on disk."""
     lines = (json.dumps(p).encode() for p in bench.floods.pages(kind, FLOOD_PAGES))
     uri = "memory://" if backend == "memory" else f"file://{tmp_path / 'idx'}"
@@ -129,11 +130,11 @@ def test_crawl_of_the_calendar_trap(bench: ModuleType, tmp_path: Path) -> None:
 @pytest.mark.flood
 @pytest.mark.slow
 def test_smoke_run_writes_the_numbers(tmp_path: Path) -> None:
-    """bench_flood.py with tiny sizes runs its parts but Spark (tests/test_spark.py runs the job) and writes its
-    numbers as JSON."""
+    """bench_flood.py with tiny sizes runs its dedup parts (in memory, on disk, on Redis) and writes its numbers
+    as JSON (tests/test_spark.py runs the Spark job, the trap test above the crawl)."""
     out = tmp_path / "bench.json"
     cmd = [sys.executable, str(BENCH), "--pages", "150", "--repeat", "1", "--parts", "dedup,file,redis",
-           "--redis-pages", "100", "--crawl", "--crawl-pages", "150", "--json", str(out)]  # fmt: skip
+           "--redis-pages", "100", "--no-public", "--json", str(out)]  # fmt: skip
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "## dedup --workers 1, memory index" in proc.stdout
@@ -150,5 +151,3 @@ def test_smoke_run_writes_the_numbers(tmp_path: Path) -> None:
         assert "error" not in row, (kind, row)
         assert row["evalsha_calls"] == row["evalsha_logged"] >= 100
         assert 0 < row["server_p50_us"] <= row["server_p99_us"] <= row["server_max_us"]
-    assert result["crawl"]["flag"]["pages"] >= 150
-    assert result["crawl"]["drop"]["finish_reason"] == "finished"

@@ -465,7 +465,7 @@ def test_tables_hold_folds_up_to_k3_and_fingerprints_beyond() -> None:
     rng = np.random.default_rng(2)
     n = 100_000
     fps = rng.integers(0, 2**64, size=n, dtype=np.uint64)
-    for k, per_fp in ((3, 8 + 5 * 6), (4, 8 + 5 * 12 + 1)):
+    for k, per_fp in ((3, 8 + 5 * 6 + 1), (4, 8 + 5 * 12 + 1)):  # and a byte of refusals
         backend = MemoryBackend(k=k, design=two_stage)
         backend.add_many(fps, [""] * n)
         assert per_fp * n <= backend.nbytes <= (per_fp + 2) * n  # and the bucket offsets

@@ -441,7 +441,6 @@ def test_unwritable_warc_stops_the_crawl_at_start_in_one_line(tmp_path: Path, si
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not (ROOT / "simhash_filter" / "warc.py").exists(), reason="no WARC input for dedup yet")
 @pytest.mark.parametrize("warc_crawl", ["flag"], indirect=True)
 def test_dedup_of_the_flag_crawl_warc_keeps_the_pages_the_crawl_kept(warc_crawl: WarcCrawl, tmp_path: Path):
     """``simhash-filter dedup crawl.warc.gz`` (which skips revisit records) keeps the pages the crawl kept."""
