@@ -32,7 +32,9 @@ candidates, and a table whose block holds ``duplicates`` verified near-duplicate
 from __future__ import annotations
 
 import threading
+from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import accumulate
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -50,6 +52,11 @@ __all__ = ["MemoryBackend"]
 _FOLD_FILTER_MIN = 48
 #: With at most this many candidates left, verify them in Python (cheaper than numpy calls).
 _PY_VERIFY_MAX = 24
+#: A bounded check filters a bucket on the page's whole lead in numpy when it is longer than this (a bucket names
+#: only a lead's top bits in a small run); a shorter one's few hits within k are filtered after.
+_BLOCK_FILTER_MIN = 64
+#: A bounded check with at most this many hits within k sorts them into their tables in Python (cheaper than numpy).
+_PY_HITS_MAX = 32
 #: Queries per step of :meth:`MemoryBackend.query_many` (bounds its temporary memory).
 _BATCH = 2048
 
@@ -81,6 +88,7 @@ class MemoryBackend(Backend):
         #: (shift, mask) of each table's lead, when every lead is one span of adjacent blocks (else None)
         self._spans = [(s, m) for ((s, m, _),) in moves] if all(len(mv) == 1 for mv in moves) else None
         self._all_tables = (1 << design.n_tables) - 1  # a page every table refused is not stored
+        self._lead_masks = np.array(design.lead_masks, dtype=np.uint64)
         self._fps = np.empty(0, dtype=np.uint64)
         self._sketches = np.empty((0, self._sketch_bytes), dtype=np.uint8)  # row -> sketch (two-stage)
         # row -> the tables that refused it (bit t: table t), in the smallest unsigned type that has a bit a table
@@ -343,7 +351,7 @@ class MemoryBackend(Backend):
                     if blocks and (drop or folds):
                         if folds:  # tables of 16-bit folds (k <= 3): the rows' whole fingerprints
                             part_values = self._fps[part_rows]
-                        if drop:
+                        if drop and hi - lo > _BLOCK_FILTER_MIN:  # (a short bucket's hits are checked after)
                             same = ((part_values ^ np.uint64(fingerprint)) & np.uint64(masks[t])) == 0
                             part_values, part_rows = part_values[same], part_rows[same]
                     parts.append((part_values, part_rows, t))
@@ -394,12 +402,16 @@ class MemoryBackend(Backend):
             return hits
         lengths = [len(v) for v, _, _ in parts]
         total = sum(lengths)
+        if len(sel) <= _PY_HITS_MAX:  # the usual case: a few hits, sorted into their tables in Python
+            return self._few_hits(parts, lengths, total, sel, dist, x, hits)
         in_runs = sel[sel < total]
         tables, rows, dists = [], [], []
         if len(in_runs):
-            tables.append(np.repeat(np.array([t for _, _, t in parts]), lengths)[in_runs])
-            rows.append(np.concatenate([r for _, r, _ in parts])[in_runs].astype(np.int64))
-            dists.append(dist[in_runs])
+            table = np.repeat(np.array([t for _, _, t in parts]), lengths)[in_runs]
+            same = (x[in_runs] & self._lead_masks[table]) == 0  # in the page's block (a bucket may be wider)
+            tables.append(table[same])
+            rows.append(np.concatenate([r for _, r, _ in parts])[in_runs[same]].astype(np.int64))
+            dists.append(dist[in_runs[same]])
         in_buffer = sel[sel >= total]
         if len(in_buffer):  # in the tables that took the row and whose whole lead it shares
             xb = x[in_buffer]
@@ -421,6 +433,36 @@ class MemoryBackend(Backend):
             table, row, d = table[keep], row[keep], d[keep]
         for t, r, dd in zip(table.tolist(), row.tolist(), d.tolist(), strict=True):
             hits[t].append((dd, r))
+        return hits
+
+    def _few_hits(
+        self,
+        parts: list[tuple[np.ndarray, np.ndarray, int]],
+        lengths: list[int],
+        total: int,
+        sel: np.ndarray,
+        dist: np.ndarray,
+        x: np.ndarray,
+        hits: list[list[tuple[int, int]]],
+    ) -> list[list[tuple[int, int]]]:
+        """:meth:`_block_hits` for a few positions *sel* within k of the buckets (*parts*) and the buffer."""
+        masks = self._design.lead_masks
+        ends = list(accumulate(lengths))
+        sealed = self._sealed
+        for pos, d, xv in zip(sel.tolist(), dist[sel].tolist(), x[sel].tolist(), strict=True):
+            if pos < total:
+                part = bisect_right(ends, pos)
+                _, rows, t = parts[part]
+                if not xv & masks[t]:  # in the page's block (a bucket may be wider)
+                    hits[t].append((d, int(rows[pos - ends[part] + lengths[part]])))
+                continue
+            row = sealed + pos - total  # in the buffer: in the tables that took it and whose lead it shares
+            refused = int(self._refused[row])
+            for t, mask in enumerate(masks):
+                if not (refused >> t) & 1 and not xv & mask:
+                    hits[t].append((d, row))
+        if self._hides_rows():
+            hits = [[hit for hit in table if not self._hidden(hit[1])] for table in hits]
         return hits
 
     def _bounded(
