@@ -516,3 +516,63 @@ def test_a_hub_with_one_entry_changed_is_a_near_duplicate():
     a, b = (Fingerprinter().fingerprint(_hub("networking", e)) for e in (entries, changed))
     assert hamming(a.value, b.value) <= DEFAULTS.max_distance
     assert similarity(a.sketch, b.sketch) >= DEFAULTS.min_similarity
+
+
+def _wrapped_article(open_tags: str, close_tags: str) -> str:
+    """The article inside ``open_tags``, beside a sidebar and under a footer, all marked as boilerplate."""
+    paras = "".join(f"<p>{p} {p}</p>" for p in CONTENT)
+    return (
+        "<html><body>"
+        + BOILERPLATE["nav"]
+        + f"{open_tags}<h2>Harriers are back</h2>{paras}{close_tags}"
+        + '<div class="sidebar"><p>Sidebarphrase with weather tips for walkers on the coast path.</p></div>'
+        + BOILERPLATE["footer"]
+        + "</body></html>"
+    )
+
+
+@pytest.mark.parametrize(
+    ("open_tags", "close_tags"),
+    [
+        ('<div class="widget Blog"><div class="post-body">', "</div></div>"),  # a blog platform's post widget
+        ('<div id="sidebar-wrapper"><div class="main-column">', "</div></div>"),  # a layout column so named
+        ("<header><div>", "</div></header>"),  # a header element around the whole page
+    ],
+)
+def test_an_article_inside_an_element_marked_as_chrome_is_still_the_content(open_tags: str, close_tags: str) -> None:
+    """When the chrome marks would leave less than a paragraph of the page, the elements on the way down to
+    its prose are not chrome: the article keeps weight 1 and the page gets a fingerprint."""
+    html = _wrapped_article(open_tags, close_tags)
+    page = run(html)
+    for p in CONTENT:
+        assert weight_of(page, p) == 1.0
+    assert weight_of(page, "sidebarphrase") < 0.1
+    assert Fingerprinter().fingerprint(html).ok
+
+
+def test_a_long_banner_is_chrome_when_the_page_has_its_own_text() -> None:
+    """A banner of prose with a class word stays chrome while the rest of the page holds a paragraph or more:
+    the prose rule only applies when the marks would silence the page."""
+    banner = (
+        '<div class="mirror-banner"><p>' + "This copy of the manual is kept by a volunteer mirror service. " * 5
+        + "</p></div>"
+    )
+    page = run(article_page(banner))
+    assert weight_of(page, "volunteer mirror service") <= 0.05
+    for p in CONTENT:
+        assert weight_of(page, p) == 1.0
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        '<form action="/comment"><label>Leave a reply</label><p>Formphrase your email address will not be'
+        ' published, required fields are marked</p><input name="email"></form>',
+        '<section id="comments"><div class="c"><p>Formphrase great piece, thanks for writing it</p></div></section>',
+    ],
+)
+def test_comment_forms_and_comment_threads_are_chrome(block: str) -> None:
+    """A comment form (a ``form`` element) and a block named as comments are boilerplate, so that two blogs'
+    identical comment forms are not what their pages are about."""
+    page = run(article_page(block))
+    assert weight_of(page, "formphrase") <= 0.05

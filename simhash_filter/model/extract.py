@@ -3,9 +3,10 @@
 The walk is iterative (``etree.iterwalk``), so hostile nesting cannot hit a recursion limit, and it
 visits at most ``max_elements`` elements.  Roles come from generic signals only:
 
-- *boilerplate*: navigation-like elements (``nav``, ``header``, ``footer``, ``aside``, ``menu``, or a
-  class/id word such as ``nav``, ``menu``, ``sidebar``, ``banner``, ``ad``), and link lists (blocks whose
-  visible text is mostly link text);
+- *boilerplate*: navigation-like elements (``nav``, ``header``, ``footer``, ``aside``, ``menu``, ``form``,
+  or a class/id word such as ``nav``, ``menu``, ``sidebar``, ``banner``, ``ad``, ``comments``), and link lists
+  (blocks whose visible text is mostly link text) -- but never the elements around the page's prose when the
+  marks would leave less than a paragraph of it;
 - *main content* (weight 1): the element reached by descending from the root into the child that holds
   a majority of the page's non-boilerplate, non-link text, as long as one does;
 - *other* text, outside that element, is weighted down smoothly by the share of the text the descent
@@ -34,13 +35,13 @@ from lxml import etree
 from simhash_filter.model.core import compiled_split, compiled_walk
 from simhash_filter.model.segment import CJK_RUN
 
-BOILERPLATE_TAGS = frozenset({"nav", "header", "footer", "aside", "menu"})
+BOILERPLATE_TAGS = frozenset({"nav", "header", "footer", "aside", "menu", "form"})
 BOILERPLATE_WORDS = frozenset(
     (
         "nav navbar navigation menu menubar header masthead footer sidebar sidenav breadcrumb breadcrumbs "
         "banner ad ads advert adverts advertisement advertising sponsor sponsored promo promotion cookie "
         "cookies share sharing social toolbar topbar pager pagination widget widgets subscribe newsletter "
-        "popup modal related skip"
+        "popup modal related skip comment comments disqus respond reply replies"
     ).split(" ")
 )
 LINK_LIST_TAGS = frozenset({"ul", "ol", "dl", "div", "table", "tbody", "tr", "td", "p", "section", "span", "li"})
@@ -58,6 +59,10 @@ HUB_TEXT_SHARE = 0.25
 CJK_CHAR_TEXT = 3
 #: A boilerplate-looking element holding more than this share of the page's text is not boilerplate.
 MAX_BOILERPLATE_SHARE = 0.6
+#: An element whose own text outside links is at least this long (a CJK character counting CJK_CHAR_TEXT) is
+#: a paragraph of prose.  When the boilerplate marks leave less than a paragraph of the page, no class word
+#: counts on the path down to the page's prose (:func:`_prose_path`).
+PROSE_CHARS = 100
 #: Weight of text outside a content element that holds all of its parent's text (1 at a half share).
 OUTSIDE_MIN_WEIGHT = 0.0
 #: Boilerplate text carries at most this share of the weight of the other text.
@@ -263,6 +268,7 @@ _SPLIT_PARAMS = (
     VOLATILE_MAX_CHARS,
     VOLATILE_SHARE,
     CJK_CHAR_TEXT,
+    PROSE_CHARS,
 )
 
 
@@ -350,6 +356,30 @@ def _structure(
     return out
 
 
+def _prose_path(prose_own: np.ndarray, ends_l: list[int]) -> np.ndarray:
+    """Boolean per element: on the path from the root down to the element that holds the page's prose (the
+    elements whose own text outside links is a paragraph, ``PROSE_CHARS`` or more), descending into the child
+    holding a majority of the prose while one does.  On a page whose boilerplate marks leave less than a
+    paragraph, a class word on these elements is taken to say nothing: a blog platform's ``widget`` wrapper,
+    a ``sidebar`` layout column or a ``header`` element around the article is where the article is."""
+    n = len(ends_l)
+    on_path = np.zeros(n, dtype=bool)
+    prose = _subtree_sums(prose_own, np.asarray(ends_l, dtype=np.int64)).tolist()
+    node = 0
+    while prose[node] > 0:
+        on_path[node] = True
+        child, last = node + 1, ends_l[node]
+        best = -1
+        while child <= last:
+            if best < 0 or prose[child] > prose[best]:
+                best = child
+            child = ends_l[child] + 1
+        if best < 0 or prose[best] * 2 < prose[node]:
+            break
+        node = best
+    return on_path
+
+
 def _split(
     tag_of: list[str],
     tid_l: list[int],
@@ -394,6 +424,12 @@ def _split(
     cand = np.asarray(candidates, dtype=np.int64)
     boiler_starts = cand[text[cand] <= MAX_BOILERPLATE_SHARE * total]
     boiler = _mark(idx, boiler_starts, ends) if len(boiler_starts) else np.zeros(n, dtype=bool)
+    if total - own_text[boiler].sum() < PROSE_CHARS <= total:
+        # Less than a paragraph left: class words swallowed the article.  None of them counts on the path
+        # down to the page's prose (a blog platform's widget or a sidebar column around the article).
+        on_path = _prose_path(np.where(link | (own_text < PROSE_CHARS), 0, own_text), ends_l)
+        boiler_starts = boiler_starts[~on_path[boiler_starts]]
+        boiler = _mark(idx, boiler_starts, ends) if len(boiler_starts) else np.zeros(n, dtype=bool)
     kept_own = np.where(boiler, 0, own_text)
     chrome = boiler.copy()  # navigation, headers, footers, ads: never content, not even on a hub page
     text = _subtree_sums(kept_own, ends)
