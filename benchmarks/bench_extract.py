@@ -205,7 +205,9 @@ def readability_pages(directory: Path) -> list[Page]:
     """Readability's test pages: ``*/source.html`` with ``expected.html`` (read as text)."""
     dirs = sorted(d for d in directory.glob("*") if (d / "source.html").is_file() and (d / "expected.html").is_file())
     if not dirs:
-        raise MissingSet(f"--readability-dir {directory}: no */source.html with expected.html (Readability's test pages)")
+        raise MissingSet(
+            f"--readability-dir {directory}: no */source.html with expected.html (Readability's test pages)"
+        )
     pages = []
     for d in dirs:
         meta = d / "expected-metadata.json"
@@ -221,7 +223,9 @@ def aeb_pages(directory: Path) -> list[Page]:
     """The article-extraction benchmark: ``html/*.html.gz`` with ``ground-truth.json`` (``articleBody``)."""
     truth_file = directory / "ground-truth.json"
     if not truth_file.is_file() or not (directory / "html").is_dir():
-        raise MissingSet(f"--aeb-dir {directory}: no ground-truth.json with html/*.html.gz (article-extraction benchmark)")
+        raise MissingSet(
+            f"--aeb-dir {directory}: no ground-truth.json with html/*.html.gz (article-extraction benchmark)"
+        )
     truth = json.loads(truth_file.read_text(encoding="utf-8"))
     pages = []
     for name, item in sorted(truth.items()):
@@ -290,7 +294,9 @@ def diagnose(main: str, texts: tuple[tuple[float, str], ...], reference: str, ht
         kind = _kind(foreign, short_lines) if foreign else "surroundings"
         return f"article + {kind}: {extra} of {n} words outside the reference, e.g. '{sample}'"
     if s.p >= 0.8:
-        where = f"; most of the rest at weight {best_w:g} ({best_r:.0%} of the reference)" if best_w != texts[0][0] else ""
+        where = (
+            f"; most of the rest at weight {best_w:g} ({best_r:.0%} of the reference)" if best_w != texts[0][0] else ""
+        )
         return f"part of the article: {s.r:.0%} of it in {n} words{where}"
     kind = _kind(lines, short_lines)
     where = f"; the article at weight {best_w:g} ({best_r:.0%} of it)" if best_w != texts[0][0] and best_r > 0.3 else ""
@@ -396,7 +402,8 @@ def run_node_readability(pages: list[Page], node_dir: Path) -> tuple[float, int,
     """Mozilla Readability on jsdom over every page, in one node process: (seconds, errors, versions)."""
     modules = node_readability(node_dir)
     versions = ", ".join(
-        f"{n} {json.loads((modules / n / 'package.json').read_text())['version']}" for n in ("@mozilla/readability", "jsdom")
+        f"{n} {json.loads((modules / n / 'package.json').read_text())['version']}"
+        for n in ("@mozilla/readability", "jsdom")
     )
     feed = "".join(json.dumps({"id": p.key, "html": p.text, "url": p.url}) + "\n" for p in pages)
     start = time.perf_counter()
@@ -427,9 +434,11 @@ def run_peers(names: list[str], pages: list[Page], node_dir: Path) -> dict[str, 
                     print(f"readability (node): {str(e).splitlines()[0]}; using readability-lxml", file=sys.stderr)
                     mod = ensure_python_peer("readability", "readability-lxml")
                     seconds, errors = run_python_peer(
-                        "readability-lxml", lambda h: html_text(mod.Document(h).summary()), pages
+                        "readability-lxml", lambda h, mod=mod: html_text(mod.Document(h).summary()), pages
                     )
-                    notes["readability-lxml"] = f"readability-lxml {_version('readability-lxml')}, {seconds:.0f} s, {errors} errors"
+                    notes["readability-lxml"] = (
+                        f"readability-lxml {_version('readability-lxml')}, {seconds:.0f} s, {errors} errors"
+                    )
             elif name == "resiliparse":
                 ensure_python_peer("resiliparse", "resiliparse")
                 from resiliparse.extract.html2text import extract_plain_text
@@ -441,7 +450,7 @@ def run_peers(names: list[str], pages: list[Page], node_dir: Path) -> dict[str, 
             elif name == "trafilatura":
                 mod = ensure_python_peer("trafilatura", "trafilatura")
                 seconds, errors = run_python_peer(
-                    "trafilatura", lambda h: mod.extract(h, include_comments=False), pages
+                    "trafilatura", lambda h, mod=mod: mod.extract(h, include_comments=False), pages
                 )
                 notes[name] = f"trafilatura {_version('trafilatura')}, {seconds:.0f} s, {errors} errors"
         except PeerError as e:
@@ -584,7 +593,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--readability-dir", type=Path, default=READABILITY_DIR,
                         help=f"Readability's test pages (default {READABILITY_DIR})")  # fmt: skip
     parser.add_argument("--aeb-dir", type=Path, default=AEB_DIR,
-                        help=f"the article-extraction benchmark: ground-truth.json and html/ (default {AEB_DIR})")  # fmt: skip
+                        help=f"article-extraction benchmark: ground-truth.json, html/ (default {AEB_DIR})")  # fmt: skip
     parser.add_argument("--sets", default=",".join(SETS), help="page sets to read (default: readability,aeb)")
     parser.add_argument("--peers", nargs="?", const=",".join(PEERS), default="",
                         help=f"also run these tools (default when given alone: {','.join(PEERS)})")  # fmt: skip
