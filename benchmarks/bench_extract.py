@@ -82,6 +82,8 @@ PIP_NAMES = {"resiliparse": "resiliparse", "trafilatura": "trafilatura", "readab
 #: A page with at least this many words (or CJK_MIN_CHARS CJK characters) of visible text should be fingerprinted.
 MIN_WORDS = 150
 CJK_MIN_CHARS = 300
+#: A weight this low is boilerplate's (the model gives boilerplate about 0.01, capped lower on boilerplate-heavy pages).
+BOILERPLATE_LIKE = 0.02
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"  # kana and ideographs: one token a character
 TOKEN = re.compile(rf"[{_CJK}]|[^\W_{_CJK}]+")
@@ -294,48 +296,70 @@ def diagnose(main: str, texts: tuple[tuple[float, str], ...], reference: str, ht
         kind = _kind(foreign, short_lines) if foreign else "surroundings"
         return f"article + {kind}: {extra} of {n} words outside the reference, e.g. '{sample}'"
     if s.p >= 0.8:
-        where = (
-            f"; most of the rest at weight {best_w:g} ({best_r:.0%} of the reference)" if best_w != texts[0][0] else ""
-        )
+        where = ""
+        if best_w != texts[0][0]:
+            where = f"; most of the rest at weight {best_w:g} ({best_r:.0%} of the reference)"
+            if best_w <= BOILERPLATE_LIKE:
+                where += article_under(html, ref)
         return f"part of the article: {s.r:.0%} of it in {n} words{where}"
     kind = _kind(lines, short_lines)
-    where = f"; the article at weight {best_w:g} ({best_r:.0%} of it)" if best_w != texts[0][0] and best_r > 0.3 else ""
+    where = ""
+    if best_w != texts[0][0] and best_r > 0.3:
+        where = f"; the article at weight {best_w:g} ({best_r:.0%} of it)"
+        if best_w <= BOILERPLATE_LIKE:
+            where += article_under(html, ref)
     return f"another block ({kind}): {n} words, {s.p:.0%} in the reference, e.g. '{sample}'{where}"
 
 
-def boilerplate_cover(html: str) -> str:
-    """``; N % of the visible text under boilerplate-looking elements (the largest: tag.class)``, by the model's
-    own test of a boilerplate-looking element (empty when the model has none by that name, or nothing is under)."""
+def _boilerplate_tops(html: str) -> tuple[int, list[tuple[Counter[str], str]]]:
+    """Tokens of the visible text, and each outermost boilerplate-looking element (by the model's own test, when it
+    has one by that name) with its tokens and ``tag.class``."""
     looks = getattr(extract_module, "_looks_like_boilerplate", None)
     if looks is None or not html.strip():
-        return ""
+        return 0, []
     try:
         doc = lxml.html.document_fromstring(html.encode("utf-8"), parser=lxml.html.HTMLParser(encoding="utf-8"))
     except (etree.ParserError, ValueError):
-        return ""
+        return 0, []
     for el in list(doc.iter(*INVISIBLE, etree.Comment, etree.ProcessingInstruction)):
         if el.getparent() is not None:
             el.drop_tree()
     body = doc.find("body")
     body = body if body is not None else doc
-    total = len(tokens(body.text_content()))
-    covered: list[tuple[int, str]] = []
+    tops: list[tuple[Counter[str], str]] = []
     stack = [body]
     while stack:
         el = stack.pop()
         if not isinstance(el.tag, str):
             continue
         if el is not body and looks(el.tag, el):
-            n = len(tokens(el.text_content()))
-            if n:
-                covered.append((n, f"{el.tag}.{'.'.join((el.get('class') or el.get('id') or '').split())}"))
+            words = bag(el.text_content())
+            if words:
+                tops.append((words, f"{el.tag}.{'.'.join((el.get('class') or el.get('id') or '').split())}"[:48]))
             continue
         stack.extend(el)
-    if not total or not covered:
+    return len(tokens(body.text_content())), tops
+
+
+def boilerplate_cover(html: str) -> str:
+    """``; N % of the visible text under boilerplate-looking elements, the largest tag.class (M %)``."""
+    total, tops = _boilerplate_tops(html)
+    if not total or not tops:
         return ""
-    n, name = max(covered)
-    return (f"; {100 * sum(c for c, _ in covered) / total:.0f} % of the visible text under boilerplate-looking "
+    sizes = [(sum(words.values()), name) for words, name in tops]
+    n, name = max(sizes)
+    return (f"; {100 * sum(c for c, _ in sizes) / total:.0f} % of the visible text under boilerplate-looking "
             f"elements, the largest {name} ({100 * n / total:.0f} %)")  # fmt: skip
+
+
+def article_under(html: str, ref: Counter[str]) -> str:
+    """``, under boilerplate-looking tag.class (N % of the article)``: the one holding most of the reference."""
+    _, tops = _boilerplate_tops(html)
+    held = [(score(words, ref).r, name) for words, name in tops]
+    if not held or max(held)[0] < 0.3:
+        return ""
+    r, name = max(held)
+    return f", under boilerplate-looking {name} ({r:.0%} of it)"
 
 
 def _kind(lines: list[str], short_lines: bool) -> str:
