@@ -651,6 +651,11 @@ def main(argv: list[str] | None = None) -> int:
         if "aeb" in sets:
             pages += aeb_pages(args.aeb_dir)
     except MissingSet as e:
+        if not any(a.startswith(("--readability-dir", "--aeb-dir")) for a in argv_used) and not any(
+            d.exists() for d in (args.readability_dir, args.aeb_dir)
+        ):  # make bench on a machine without the public sets
+            print(f"bench_extract: skipped, no page sets at the default paths ({e})", file=sys.stderr)
+            return 0
         parser.error(str(e))
     pages = [p for p in pages if tokens(p.reference)]  # a page without reference text cannot be scored
 
