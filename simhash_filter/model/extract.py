@@ -44,6 +44,9 @@ BOILERPLATE_WORDS = frozenset(
         "popup modal related skip comment comments disqus respond reply replies"
     ).split(" ")
 )
+#: Words of a class or id value that name the page's own content: with one of them, a boilerplate word in the same
+#: value names a part of the content (``article-body pagination-first``), not chrome.
+CONTENT_WORDS = frozenset(("article", "content", "story", "entry", "body", "post"))
 LINK_LIST_TAGS = frozenset({"ul", "ol", "dl", "div", "table", "tbody", "tr", "td", "p", "section", "span", "li"})
 _WORD_SPLIT = re.compile(r"[\s_\-:.]+|(?<=[a-z])(?=[A-Z])")
 
@@ -101,7 +104,10 @@ class PageText:
 
 @lru_cache(maxsize=50_000)
 def _boilerplate_words(value: str) -> bool:
-    return any(w.lower() in BOILERPLATE_WORDS for w in _WORD_SPLIT.split(value))
+    """A class, id or role value that names chrome: one of its words is a boilerplate word and none is a content
+    word (``content-with-sidebar``, ``article-body pagination-first`` name the article's own block)."""
+    words = {w.lower() for w in _WORD_SPLIT.split(value)}
+    return not words.isdisjoint(BOILERPLATE_WORDS) and words.isdisjoint(CONTENT_WORDS)
 
 
 def _looks_like_boilerplate(tag: str, el: etree._Element) -> bool:
