@@ -582,8 +582,8 @@ def test_comment_forms_and_comment_threads_are_chrome(block: str) -> None:
 def test_a_class_naming_the_content_beside_a_chrome_word_is_not_chrome(value: str) -> None:
     """A class or id value with a content word (article, content, story, entry, body, post) names the article's
     own block even when another of its words is a chrome word."""
-    aside = "<aside>" + "<p>Asidephrase about the walks, the tides and the ferries of the estuary.</p>" * 12 + "</aside>"
-    note = "<div><p>Notephrase: the reserve's car park is closed on market days; take the bus from the station.</p></div>"
+    aside = "<aside>" + "<p>Asidephrase about the walks, the tides and the ferries of the estuary.</p>" * 12
+    note = "</aside><div><p>Notephrase: the car park is closed on market days; take the bus from the station.</p></div>"
     html = article_page(aside + note).replace("<main>", f'<div class="{value}">').replace("</main>", "</div>")
     page = run(html)
     for p in CONTENT:
