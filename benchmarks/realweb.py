@@ -91,15 +91,16 @@ def _is_cjk(ch: str) -> bool:
     return 0x4E00 <= o <= 0x9FFF or 0x3400 <= o <= 0x4DBF or 0xF900 <= o <= 0xFAFF or 0x3040 <= o <= 0x30FF
 
 
-def shingles(text: str, cjk: bool) -> np.ndarray:
-    """The sorted unique 64-bit hashes of the text's shingles: word 3-shingles, or character 4-grams (CJK)."""
-    if cjk:
-        chars = "".join(ch for ch in text if unicodedata.category(ch)[0] in "LN")
-        grams = [chars[i:i + 4] for i in range(max(0, len(chars) - 3))] or ([chars] if chars else [])
-    else:
-        words = re.findall(r"\w+", text)
-        grams = [" ".join(words[i:i + 3]) for i in range(max(0, len(words) - 2))]
-        grams = grams or ([" ".join(words)] if words else [])
+def shingles(text: str, cjk: bool = False) -> np.ndarray:
+    """The sorted unique 64-bit hashes of the text's shingles: character 4-grams of its CJK characters (whitespace
+    and punctuation removed) and word 3-shingles of the rest.  One rule for every page, so that two pages of
+    different languages (a Chinese article in an English site's chrome) are compared on the same shingles; a
+    Chinese page gets character 4-grams, an English one word 3-shingles.  ``cjk`` is kept for callers (unused)."""
+    chars = "".join(ch for ch in text if _is_cjk(ch))
+    grams = ["\x00" + chars[i:i + 4] for i in range(max(0, len(chars) - 3))] or (["\x00" + chars] if chars else [])
+    words = re.findall(r"\w+", "".join(" " if _is_cjk(ch) else ch for ch in text))
+    wgrams = [" ".join(words[i:i + 3]) for i in range(max(0, len(words) - 2))]
+    grams += wgrams or ([" ".join(words)] if words else [])
     hashes = (xxhash.xxh64_intdigest(g.encode("utf-8", "surrogatepass")) for g in grams)
     return np.unique(np.fromiter(hashes, dtype=np.uint64, count=len(grams)))
 
@@ -860,7 +861,7 @@ def order_and_label(b: dict, args) -> dict:
             jaccard_to_original=J(i, oi) if oi is not None else None, natural_identical=None,
             title=p["title"], title_key=title_key(p["title"]) or None, topic=p["topic"], xkey=None,
             template=p["template"], n_shingles=len(sh[i]), cluster=cluster[i],
-            info=dict(p["info"], shingling="cjk-char-4" if p["cjk"] else "word-3")))
+            info=dict(p["info"])))
     ids = [p["id"] for p in pages]
     true_pairs = [[ids[a], ids[c], J(a, c), r] for (a, c), r in sorted(true.items())]
     amb_pairs = [[ids[a], ids[c], J(a, c), r] for (a, c), r in sorted(amb.items())]
@@ -894,8 +895,9 @@ def write_set(b: dict, lab: dict, args) -> None:
     truth = dict(set="realweb", version=FORMAT, seed=args.seed, pages=recs, true_pairs=lab["true_pairs"],
                  ambiguous_pairs=lab["amb_pairs"], stats=stats,
                  rules=dict(extractor="lxml body text minus script/style/noscript/template/head/iframe, NFKC, "
-                                      "lower-case", en_shingle="word 3-shingles (every language not zh/ja)",
-                            zh_shingle="character 4-grams (whitespace and punctuation removed; zh and ja pages)",
+                                      "lower-case", en_shingle="word 3-shingles of the non-CJK text (every page)",
+                            zh_shingle="character 4-grams of the CJK characters (every page; whitespace and "
+                                       "punctuation removed)",
                             true_j=TRUE_J, distinct_j=DISTINCT_J),
                  lsh_audit=dict(lsh_candidates=lab["n_cand"], pairs_ge_0_5_found=lab["n_ge05"]),
                  sources={k: getattr(args, k) for k in DEFAULTS},
