@@ -439,10 +439,10 @@ def split(list tag_of not None, list tid not None, list parents not None, list d
     segment, *list_tags* are the tags of link-list blocks, *params* the reference's constants in the order
     unpacked below.  ``structure`` is a dict in the reference's (sorted) order."""
     cdef double max_share, link_density, beside_links, hub_share, outside_min, max_mass, volatile_weight
-    cdef double volatile_share, cjk_text, prose_chars
+    cdef double volatile_share, cjk_text, prose_chars, prose_paragraphs
     cdef Py_ssize_t volatile_words, volatile_chars
     (max_share, link_density, beside_links, hub_share, outside_min, max_mass, volatile_weight, volatile_words,
-     volatile_chars, volatile_share, cjk_text, prose_chars) = params
+     volatile_chars, volatile_share, cjk_text, prose_chars, prose_paragraphs) = params
     cdef Py_ssize_t n = len(tid), m = len(seg_text), n_tags = len(tag_of)
     if n == 0 or len(parents) != n or len(depths) != n or len(ends) != n or len(seg_owner) != m:
         raise ValueError("split: the element lists and the segment lists must each have one length, elements > 0")
@@ -470,7 +470,7 @@ def split(list tag_of not None, list tid not None, list parents not None, list d
         return _split(tag_of, seg_text, c_tid, c_parent, c_depth, c_end, candidates, c_owner, n, m, dom_decay,
                       boilerplate_weight, line_break, list_tags, f, b, ranked, keyed, max_share, link_density,
                       beside_links, hub_share, outside_min, max_mass, volatile_weight, volatile_words,
-                      volatile_chars, volatile_share, cjk_text, prose_chars)
+                      volatile_chars, volatile_share, cjk_text, prose_chars, prose_paragraphs)
     finally:
         PyMem_Free(c_tid)
         PyMem_Free(c_parent)
@@ -489,7 +489,7 @@ cdef tuple _split(list tag_of, list seg_text, Py_ssize_t* tid, Py_ssize_t* paren
                   double* f, bint* b, _Ranked* ranked, _Keyed* keyed, double max_share, double link_density,
                   double beside_links, double hub_share, double outside_min, double max_mass,
                   double volatile_weight, Py_ssize_t volatile_words, Py_ssize_t volatile_chars,
-                  double volatile_share, double cjk_text, double prose_chars):
+                  double volatile_share, double cjk_text, double prose_chars, double prose_paragraphs):
     # scratch: 10 float arrays of n, 3 of m; 9 flag arrays of n, one of m, one per tag
     cdef double* own = f
     cdef double* cum = f + n
@@ -516,7 +516,7 @@ cdef tuple _split(list tag_of, list seg_text, Py_ssize_t* tid, Py_ssize_t* paren
     cdef bint* list_tag = b + 9 * n + m
     cdef Py_ssize_t i, k, p, a_id = -1, n_tags = len(tag_of), words, digit_words, visible, cjk, content, child
     cdef Py_ssize_t best, last, count, n_depth, d, first
-    cdef bint in_space, in_word, word_has_digit, has_digit
+    cdef bint in_space, in_word, word_has_digit, has_digit, little_left
     cdef Py_UCS4 ch
     cdef str seg
     cdef double total, share, weight, boiler_chars, rest_mass, v
@@ -582,19 +582,26 @@ cdef tuple _split(list tag_of, list seg_text, Py_ssize_t* tid, Py_ssize_t* paren
         if text[i] <= max_share * total:
             starts[i] = True
     _mark_subtrees(starts, end, boiler, n)
-    v = total
+    # the path down to the prose (elements whose own text outside links is a paragraph) when the marks swallow it
+    v = total  # text left outside the marks
+    share = 0.0  # twice the prose inside the marks, less all the prose
     for i in range(n):
+        tmp[i] = 0.0 if (link[i] or own[i] < prose_chars) else own[i]
         if boiler[i]:
             v -= own[i]
-    if v < prose_chars <= total:  # less than a paragraph left: no class word on the path down to the prose
+            share += 2.0 * tmp[i]
+        share -= tmp[i]
+    little_left = v < prose_chars <= total
+    if little_left or share > 0:
+        _subtree_sums(tmp, end, cum, good, n)  # prose per subtree
         for i in range(n):
-            tmp[i] = 0.0 if (link[i] or own[i] < prose_chars) else own[i]
             keep[i] = False  # on the prose path
             boiler[i] = False
-        _subtree_sums(tmp, end, cum, good, n)
+            tmp[i] = 1.0 if tmp[i] > 0 else 0.0
+        _subtree_sums(tmp, end, cum, beside, n)  # paragraphs per subtree
         content = 0
         while good[content] > 0:
-            keep[content] = True
+            keep[content] = little_left or beside[content] >= prose_paragraphs
             child, last = content + 1, end[content]
             best = -1
             while child <= last:

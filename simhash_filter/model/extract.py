@@ -66,6 +66,10 @@ MAX_BOILERPLATE_SHARE = 0.6
 #: a paragraph of prose.  When the boilerplate marks leave less than a paragraph of the page, no class word
 #: counts on the path down to the page's prose (:func:`_prose_path`).
 PROSE_CHARS = 100
+#: ... and when they would hold most of the page's prose, no class word counts on the path down to it wherever
+#: that path holds at least this many paragraphs (a banner or a cookie notice of one or two long paragraphs stays
+#: chrome).
+PROSE_PARAGRAPHS = 3
 #: Weight of text outside a content element that holds all of its parent's text (1 at a half share).
 OUTSIDE_MIN_WEIGHT = 0.0
 #: Boilerplate text carries at most this share of the weight of the other text.
@@ -275,6 +279,7 @@ _SPLIT_PARAMS = (
     VOLATILE_SHARE,
     CJK_CHAR_TEXT,
     PROSE_CHARS,
+    PROSE_PARAGRAPHS,
 )
 
 
@@ -430,10 +435,16 @@ def _split(
     cand = np.asarray(candidates, dtype=np.int64)
     boiler_starts = cand[text[cand] <= MAX_BOILERPLATE_SHARE * total]
     boiler = _mark(idx, boiler_starts, ends) if len(boiler_starts) else np.zeros(n, dtype=bool)
-    if total - own_text[boiler].sum() < PROSE_CHARS <= total:
-        # Less than a paragraph left: class words swallowed the article.  None of them counts on the path
-        # down to the page's prose (a blog platform's widget or a sidebar column around the article).
-        on_path = _prose_path(np.where(link | (own_text < PROSE_CHARS), 0, own_text), ends_l)
+    prose_own = np.where(link | (own_text < PROSE_CHARS), 0, own_text)
+    little_left = total - own_text[boiler].sum() < PROSE_CHARS <= total
+    swallowed = 2 * prose_own[boiler].sum() > prose_own.sum()
+    if little_left or swallowed:
+        # Class words swallowed the article (less than a paragraph is left, or most of the prose is in the
+        # marks): none of them counts on the path down to the page's prose -- a blog platform's widget or a
+        # sidebar column around the article -- where that path holds several paragraphs (or nothing is left).
+        on_path = _prose_path(prose_own, ends_l)
+        if not little_left:
+            on_path &= _subtree_sums((prose_own > 0).astype(np.int64), ends) >= PROSE_PARAGRAPHS
         boiler_starts = boiler_starts[~on_path[boiler_starts]]
         boiler = _mark(idx, boiler_starts, ends) if len(boiler_starts) else np.zeros(n, dtype=bool)
     kept_own = np.where(boiler, 0, own_text)
