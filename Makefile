@@ -11,7 +11,7 @@ help:
 	@echo "make demo     serve a generated site with near-duplicates on 127.0.0.1, crawl it, report"
 	@echo "make demo-dedup  the same kind of sample through simhash-filter dedup"
 	@echo "make test     fresh virtualenv in $(TEST_VENV), lint, full test suite, documentation site (what CI runs)"
-	@echo "make test-pythons  the suite again on Python $(OTHER_PYTHONS) without the slow tests, where this machine has them (CI too)"
+	@echo "make test-pythons  the suite again on Python $(OTHER_PYTHONS) without the slow tests (on $(QUICK_PYTHONS) the model's and index's), where this machine has them (CI too)"
 	@echo "make sanitize  the compiled core's tests and a short fuzz under ASan and UBSan, built in $(OUT)/sanitize (CI too)"
 	@echo "make fuzz     the compiled core against the pure-Python one on mutated pages, FUZZ_SECONDS=$(FUZZ_SECONDS)"
 	@echo "make install  virtualenv in $(VENV) with the package (editable) and its test tools"
@@ -62,8 +62,15 @@ test-venv:
 # the `slow` tests (real crawls, Spark, Redis fleets, duplicate floods, pywb: about 9 of the suite's 13 minutes) run
 # once too, in `make test`, to keep CI under 30 minutes (SLOW_PYTHONS=3.13 runs them there again, but the `flood`
 # tests).
+# On the newest Python (QUICK_PYTHONS) only the model's and the index's tests run: what a Python version could move
+# is a fingerprint, a sketch or an index's bytes; the oldest runs the whole suite but the slow tests.
 OTHER_PYTHONS ?= 3.10 3.13
 SLOW_PYTHONS ?=
+QUICK_PYTHONS ?= 3.13
+QUICK_TESTS ?= tests/test_core.py tests/test_core_hostile.py tests/test_fingerprint.py tests/test_extract.py \
+	tests/test_features.py tests/test_html.py tests/test_segment.py tests/test_spelling.py tests/test_weights.py \
+	tests/test_invariance.py tests/test_golden.py tests/test_index.py tests/test_bound.py tests/test_backends.py \
+	tests/test_backend_file.py tests/test_dedup.py
 
 test-pythons:
 	@set -e; for v in $(OTHER_PYTHONS); do \
@@ -75,7 +82,8 @@ test-pythons:
 		echo "== Python $$v: $$py"; \
 		$(MAKE) --no-print-directory test-venv PYTHON="$$py" TEST_VENV=$(TEST_VENV)-$$v; \
 		case " $(SLOW_PYTHONS) " in *" $$v "*) only="not flood";; *) only="not slow";; esac; \
-		SIMHASH_NO_BROWSER=1 $(TEST_VENV)-$$v/bin/python -m pytest -q -m "$$only"; \
+		case " $(QUICK_PYTHONS) " in *" $$v "*) tests="$(QUICK_TESTS)";; *) tests=;; esac; \
+		SIMHASH_NO_BROWSER=1 $(TEST_VENV)-$$v/bin/python -m pytest -q -m "$$only" $$tests; \
 	done
 
 # The compiled core under AddressSanitizer and UndefinedBehaviorSanitizer, away from the in-tree build and $(VENV):
