@@ -5,8 +5,13 @@ Article Body Extraction benchmark (AEB), GNE's Chinese news portal pages and tra
 is made by this script and labelled with the page it was made from:
 
 - ``syndication``: the article's main content (Readability's ``expected.html``; AEB's ``articleBody`` in ``<p>``;
-  for GNE and trafilatura pages the element with the most ``<p>`` text) inside another site's page: that host's
-  main block emptied and filled with the article, its header, navigation, sidebars, footer and comments kept;
+  for GNE and trafilatura pages the block that matches trafilatura's extraction) inside another site's page: that
+  host's main block (located by its known main text, else by where its paragraph prose is; never in a comment area,
+  a sidebar or a hidden element) emptied and filled with the article, its headline the article's title, its header,
+  navigation, sidebars, footer and comments kept.  Every such page (and every thin sibling) is checked after it is
+  built: the inserted text at least 90 % present in the visible text (the labels' function, and what a browser
+  shows), the host's own main text under 10 %; a page that fails is dropped and another host tried (counts in the
+  README);
 - ``proxy``: a web-archive, search-cache or translation-proxy snapshot (a toolbar on top, links rewritten);
 - ``ads``, ``counter`` (visit counters, timestamps, generation times, session ids), ``edit`` (word or
   character edits, 1-10 % of the tokens, or one sentence removed).
@@ -15,10 +20,12 @@ Hard negatives come with them: several articles syndicated into one host's chrom
 real pages of one site (GNE's portals, nytimes-1..5, wikipedia*, ...), and *thin siblings*: groups of short pages
 in one host chrome whose own text is a title and one sentence beside a long note shared by the whole group.
 
-Labels follow the public set's rules (its README): visible text by lxml without script/style/noscript/template/
-iframe/head, NFKC, lower-case; word 3-shingles, or character 4-grams without whitespace and punctuation for
-Chinese and Japanese pages; a variant and its original are true; any pair with Jaccard >= 0.9 is true; pairs
-in one cluster that are not true, and pairs with 0.5 <= J < 0.9, are ambiguous; the rest is true distinct.
+A page's ``lang`` is that of its main text (known or extracted) where that is long enough, else of all its visible
+text; a CJK character counts about as a Latin word. Labels follow the public set's rules (its README): visible text
+by lxml without script/style/noscript/template/iframe/head, NFKC, lower-case; word 3-shingles, or character 4-grams
+without whitespace and punctuation for Chinese and Japanese pages; a variant and its original are true; any pair
+with Jaccard >= 0.9 is true; pairs in one cluster that are not true, and pairs with 0.5 <= J < 0.9, are ambiguous;
+the rest is true distinct.
 Pairs with J >= 0.5 are found with datasketch's MinHashLSH, then measured exactly.
 
     python benchmarks/realweb.py [--out out/realweb] [--seed 20250612]
@@ -126,7 +133,9 @@ def detect_lang(text: str) -> tuple[str, bool]:
     han = sum(1 for ch in text if 0x4E00 <= ord(ch) <= 0x9FFF)
     kana = sum(1 for ch in text if 0x3040 <= ord(ch) <= 0x30FF)
     letters = sum(1 for ch in text if ch.isalpha())
-    if letters and (han + kana) >= 0.25 * letters:
+    # a CJK character is about a word: Chinese beside its pinyin, or in an English menu, is still Chinese
+    latin_words = len(re.findall(r"[a-zA-Z\u00c0-\u024f]+", text))
+    if letters and ((han + kana) >= 0.25 * letters or (han + kana >= 50 and han + kana >= 0.5 * latin_words)):
         return ("other" if kana >= 0.1 * (han + kana) else "zh"), True
     words = Counter(re.findall(r"[^\W\d_]+", text))
     scores = {lg: sum(words[w] for w in ws) for lg, ws in STOP.items()}
@@ -168,29 +177,169 @@ def title_key(title: str) -> str:
     return re.sub(r"\s+", " ", unicodedata.normalize("NFKC", title)).strip().lower()
 
 
-def main_block(root):
-    """A simple generic heuristic: the element whose direct <p> (and heading/list/quote) children hold the most
-    text; None when no element has 200 characters of it."""
-    best, best_n = None, 0
+# ------------------------------------------------------------------ the main block of a page, found robustly
+# what a browser does not show: the label's DROP tags, and these, and elements hidden by attribute or style
+HIDDEN_TAGS = (*DROP, "svg", "select", "textarea", "button", "object", "canvas", "math")
+_HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
+CONTAINERS = ("div", "article", "section", "main", "td", "span", "center", "font", "form", "dd", "li")
+# class or id words of comment areas, sidebars and widgets: their paragraphs are not the main text
+_SIDE = re.compile(r"comment|respond|reply|discuss|disqus|sidebar|widget|related|recommend|footer|\bnav|menu|share|"
+                   r"newsletter|promo|teaser|trending|popular", re.I)
+_MAINWORD = re.compile(r"article|content|main|story|entry|post-?body|text", re.I)
+
+
+def _is_hidden(el) -> bool:
+    if not isinstance(el.tag, str):
+        return True
+    return (el.tag in HIDDEN_TAGS or el.get("hidden") is not None
+            or bool(_HIDDEN_STYLE.search(el.get("style") or "")))
+
+
+def _shown(el) -> bool:
+    """Neither the element nor an ancestor is hidden from a reader."""
+    return not _is_hidden(el) and not any(_is_hidden(a) for a in el.iterancestors())
+
+
+def rendered_text(html: str) -> str:
+    """visible_text, and what a browser would not show either (svg, form controls, ``hidden``, display:none)."""
+    root = _parse(html)
+    if root is None:
+        return ""
+    root = copy.deepcopy(root)
+    for el in list(root.iter()):
+        if el.getparent() is not None and isinstance(el.tag, str) and _is_hidden(el):
+            el.drop_tree()
+    for el in root.iter(etree.Comment, etree.ProcessingInstruction):
+        el.text = ""
+    return unicodedata.normalize("NFKC", " ".join(t for t in root.itertext() if isinstance(t, str))).lower()
+
+
+_INVISIBLE_CHARS = re.compile("[\u00ad\u200b-\u200d\u2060\ufeff]")
+
+
+def _norm(s: str) -> str:
+    """NFKC, lower-case, whitespace collapsed, soft hyphens and zero-width characters removed (an extractor's
+    text and the page's text nodes compare equal)."""
+    return re.sub(r"\s+", " ", _INVISIBLE_CHARS.sub("", unicodedata.normalize("NFKC", s))).strip().lower()
+
+
+def _node_stats(root, known: str | None):
+    """Per shown element: (characters of shown text, of them matching ``known``, of them paragraph prose)."""
+    kstr = _norm(known) if known else ""
+    ksh = set(shingles(kstr).tolist()) if kstr else set()
+    stats: dict = {}
     body = root.find("body")
     if body is None:
-        return None
-    for el in body.iter("div", "article", "section", "main", "td", "span"):
-        n = 0
+        return stats, body
+
+    def score(s: str, in_p: bool, in_a: bool, side: bool):
+        t = _norm(s)
+        if not t:
+            return 0, 0, 0
+        n = len(t)
+        m = 0
+        if kstr:
+            if len(t) >= 12 and t in kstr:
+                m = n
+            elif len(t) >= 40:
+                sh = shingles(t)
+                if len(sh) and sum(1 for x in sh.tolist() if x in ksh) >= 0.5 * len(sh):
+                    m = n
+        prose = n if not in_a and not side and (in_p or n >= 80 or sum(map(_is_cjk, t)) >= 30) else 0
+        return n, m, prose
+
+    order = []
+
+    def walk(el, in_p, in_a, side):
+        if _is_hidden(el):
+            return
+        order.append(el)
+        in_p = in_p or el.tag in ("p", "blockquote", "pre", "h2", "h3", "h4")
+        in_a = in_a or el.tag == "a"
+        name = f"{el.get('class') or ''} {el.get('id') or ''}"
+        side = side or el.tag in ("aside", "nav", "footer") or bool(_SIDE.search(name) and not _MAINWORD.search(name))
+        n, m, pr = score(el.text or "", in_p, in_a, side)
         for c in el:
-            if c.tag in ("p", "h2", "h3", "blockquote", "ul", "ol", "pre"):
-                n += len((c.text_content() or "").strip())
-        if n > best_n:
-            best, best_n = el, n
-    return best if best_n >= 200 else None
+            if isinstance(c.tag, str):
+                walk(c, in_p, in_a, side)
+            if c.tail:
+                tn, tm, tp = score(c.tail, in_p, in_a, side)
+                n, m, pr = n + tn, m + tm, pr + tp
+        stats[el] = [n, m, pr]
+
+    walk(body, False, False, False)
+    for el in reversed(order):  # children before parents: add them up
+        p = el.getparent()
+        if p in stats and el is not body:
+            s = stats[p]
+            for k in range(3):
+                s[k] += stats[el][k]
+    return stats, body
+
+
+def locate_main(root, known: str | None = None):
+    """The host's main block, or None.  With a known main text (Readability's expected.html, AEB's articleBody,
+    trafilatura's extraction): the shown container whose text matches it best (F1 of matching characters).
+    Otherwise, and when nothing matches: from body, descend while one child holds most of the paragraph prose
+    (text in <p>, or long text runs, not in links, not in comment areas, sidebars or widgets)."""
+    stats, body = _node_stats(root, known)
+    if body is None or body not in stats:
+        return None
+    ktot = stats[body][1]
+    if known and ktot >= 200:
+        best, best_f = None, 0.0
+        for el, (n, m, _pr) in stats.items():
+            if el.tag not in CONTAINERS or not m:
+                continue
+            f = 2 * m / (n + ktot)
+            if f > best_f:
+                best, best_f = el, f
+        if best is not None and best_f >= 0.5:
+            return best
+    el = body
+    while True:
+        total = stats[el][2]
+        kids = [c for c in el if c in stats]
+        nxt = max(kids, key=lambda c: stats[c][2], default=None)
+        if nxt is None or total == 0 or stats[nxt][2] <= 0.5 * total:
+            break
+        el = nxt
+    while el.tag not in CONTAINERS and el is not body:
+        el = el.getparent()
+    return el if el is not body and stats[el][2] >= 200 else None
+
+
+def present(part: np.ndarray, whole: np.ndarray) -> float:
+    """Share of ``part``'s shingles that ``whole`` has."""
+    if not len(part):
+        return 0.0
+    return len(np.intersect1d(part, whole, assume_unique=True)) / len(part)
+
+
+ARTICLE_PRESENT, HOST_PRESENT = 0.9, 0.1
+
+
+def check_insert(html: str, inserted: str, host_main: str) -> str | None:
+    """None when the page is what the insert means: ``inserted`` (text) at least 90 % present in the page's visible
+    text (the labels' function, and what a browser shows), the host's own main text under 10 %; else why not."""
+    ins = shingles(_norm(inserted))
+    page = shingles(_norm(visible_text(html)))
+    for name, sh in (("visible", page), ("rendered", shingles(_norm(rendered_text(html))))):
+        if present(ins, sh) < ARTICLE_PRESENT:
+            return f"article_not_{name}"
+    if host_main and present(shingles(_norm(host_main)), page) >= HOST_PRESENT:
+        return "host_text_kept"
+    return None
 
 
 class Source:
-    """One real page: url, html, site (template key), the article's content (HTML fragment), its title."""
+    """One real page: url, html, site (template key), the article's content (HTML fragment), its title, and its
+    main text as known (Readability's expected.html, AEB's articleBody) or extracted (trafilatura)."""
 
-    def __init__(self, collection, key, site, url, html, content=None, article_title=None):
+    def __init__(self, collection, key, site, url, html, content=None, article_title=None, main_text=None):
         self.collection, self.key, self.site, self.url, self.html = collection, key, site, url, html
         self.content, self.article_title = content, article_title
+        self.main_text = main_text if main_text is not None else (visible_text(content) if content else None)
 
 
 def _site_of_url(url: str) -> str:
@@ -241,18 +390,35 @@ def read_aeb(d: str) -> list[Source]:
         paras = [p.strip() for p in re.split(r"\n\s*\n|\n", body) if p.strip()]
         content = "<div>" + "".join(f"<p>{_esc(p)}</p>" for p in paras) + "</div>" if paras else None
         url = gt[key].get("url") or f"https://aeb-{key[:12]}.example/"
-        out.append(Source("aeb", f"aeb/{key[:16]}", f"aeb:{_site_of_url(url)}", url, html, content))
+        out.append(Source("aeb", f"aeb/{key[:16]}", f"aeb:{_site_of_url(url)}", url, html, content,
+                          main_text=body or None))
     return out
 
 
-def _heuristic_content(html: str) -> str | None:
+def extract_main_text(html: str) -> str | None:
+    """trafilatura's main text of a page (no comments), the known main text of pages without one."""
+    import trafilatura
+
+    return trafilatura.extract(html, include_comments=False, include_tables=True, deduplicate=False) or None
+
+
+def _located_source(collection, key, site, url, html) -> Source:
+    """A page without a known main content: trafilatura's text, located in the page; its block is the content."""
+    known = extract_main_text(html)
     root = _parse(html)
-    if root is None:
-        return None
-    el = main_block(root)
-    if el is None:
-        return None
-    return lxml.html.tostring(el, encoding="unicode", with_tail=False)
+    el = locate_main(root, known)
+    content = None
+    if el is not None:
+        # the content is what a reader sees of the block, in a div (a td or li alone is no fragment)
+        el = copy.deepcopy(el)
+        for x in list(el.iter()):
+            if x is not el and isinstance(x.tag, str) and _is_hidden(x):
+                x.drop_tree()
+        el.tag, el.tail = "div", None
+        el.attrib.clear()
+        content = lxml.html.tostring(el, encoding="unicode", with_tail=False)
+    return Source(collection, key, site, url, html, content, main_text=known or (visible_text(content)
+                                                                                  if content else None))
 
 
 def read_gne(d: str) -> list[Source]:
@@ -265,7 +431,7 @@ def read_gne(d: str) -> list[Source]:
         if root is None:
             continue
         url = _meta_url(root) or f"https://news.{site}.gne-test.example/article/{n}.html"
-        out.append(Source("gne", f"gne/{site}/{n}", f"gne:{site}", url, html, _heuristic_content(html)))
+        out.append(_located_source("gne", f"gne/{site}/{n}", f"gne:{site}", url, html))
     return out
 
 
@@ -281,8 +447,8 @@ def read_trafilatura(d: str) -> list[Source]:
         # file names are <domain>.<slug>: the domain is the longest prefix that looks like a host name
         dom = ".".join(parts[:2]) if len(parts) > 1 else name
         url = _meta_url(root) or f"https://{dom}/{quote('.'.join(parts[2:]) or 'page')}"
-        out.append(Source("trafilatura", f"trafilatura/{name}", f"trafilatura:{_site_of_url(url) or dom}", url,
-                          html, _heuristic_content(html)))
+        out.append(_located_source("trafilatura", f"trafilatura/{name}", f"trafilatura:{_site_of_url(url) or dom}",
+                                   url, html))
     return out
 
 
@@ -332,14 +498,48 @@ def _serialize(root) -> str:
 
 
 # ------------------------------------------------------------------ variants
-def make_syndication(rng, article: Source, host: Source, credit: bool):
+_MAIN_CACHE: dict[str, tuple[str | None, str]] = {}
+
+
+def host_main(host: Source):
+    """(parsed host page, its main block or None, the host's own main text): the block located by the host's
+    known main text (else by paragraph prose); the text is the known one, else the block's."""
     root = _parse(host.html)
-    main = main_block(root)
-    if main is None:
-        return None
+    if host.key not in _MAIN_CACHE:
+        el = locate_main(root, host.main_text) if root is not None else None
+        path = root.getroottree().getpath(el) if el is not None else None
+        text = host.main_text or (" ".join(el.itertext()) if el is not None else "")
+        _MAIN_CACHE[host.key] = (path, text)
+    path, text = _MAIN_CACHE[host.key]
+    found = root.xpath(path) if path else []
+    return root, (found[0] if found else None), text
+
+
+def _empty_main(root, main, host_text: str, title: str) -> None:
+    """Empty the host's main block; its headline outside the block (an h1 whose text is the host's title or in
+    its main text) becomes ``title``."""
     for c in list(main):
         main.remove(c)
     main.text = None
+    own = _norm(host_text)
+    t = root.find(".//title")
+    own_title = _norm(t.text_content() or "") if t is not None else ""
+    for h in root.iter("h1"):
+        if main in h.iterancestors() or not _shown(h):
+            continue
+        ht = _norm(h.text_content() or "")
+        if ht and (ht in own_title or ht in own):
+            for c in list(h):
+                h.remove(c)
+            h.text = title
+
+
+def make_syndication(rng, article: Source, host: Source, credit: bool):
+    root, main, host_text = host_main(host)
+    if main is None:
+        return None
+    title = article.article_title or _title(_parse(article.html))
+    _empty_main(root, main, host_text, title)
     frag = lxml.html.fragment_fromstring(article.content, create_parent="div")
     # readability's expected.html wraps the article in one div: unwrap it
     while len(frag) == 1 and frag[0].tag == "div" and not (frag.text or "").strip():
@@ -353,7 +553,6 @@ def make_syndication(rng, article: Source, host: Source, credit: bool):
         p.set("class", "syndication-credit")
         p.text = (f"This article originally appeared on {_site_of_url(article.url)} and is republished here "
                   f"under a content partnership.")
-    title = article.article_title or _title(_parse(article.html))
     t = root.find(".//title")
     if t is None:
         head = root.find("head")
@@ -592,13 +791,10 @@ def _edit_url(rng, url: str) -> str:
 
 
 def make_thin(rng, host: Source, title: str, sentence: str, note: list[str], page_title: str | None):
-    root = _parse(host.html)
-    main = main_block(root)
+    root, main, host_text = host_main(host)
     if main is None:
         return None
-    for c in list(main):
-        main.remove(c)
-    main.text = None
+    _empty_main(root, main, host_text, title)
     main.append(_el(f"<h1>{_esc(title)}</h1>"))
     main.append(_el(f"<p>{_esc(sentence)}</p>"))
     main.append(_el('<div class="section-note">' + "".join(f"<p>{_esc(s)}</p>" for s in note) + "</div>"))
@@ -625,6 +821,22 @@ def _sentences(text: str, cjk: bool) -> list[str]:
     return [s for s in out if (20 <= len(s) <= 200 if cjk else 60 <= len(s) <= 300)]
 
 
+PROBE_TITLE = "A probe headline for the host check"
+PROBE = ("The probe paragraph stands where the host's own article was, and the check reads the page again to see "
+         "that this text is shown and that the host's own main text is gone from it. " * 2).strip()
+
+
+def page_lang(text: str, main_text: str | None) -> tuple[str, bool]:
+    """The language of a page: of its main text where that is long enough (chrome in another language, a Chinese
+    article in an English menu), else of all its visible text."""
+    if main_text:
+        t = _norm(main_text)
+        lang, cjk = detect_lang(t)
+        if sum(map(_is_cjk, t)) >= MIN_CJK or len(re.findall(r"\w+", t)) >= MIN_WORDS:
+            return lang, cjk
+    return detect_lang(text)
+
+
 def load_sources(args) -> list[Source]:
     readers = {"readability": read_readability, "aeb": read_aeb, "gne": read_gne, "trafilatura": read_trafilatura}
     out = []
@@ -649,7 +861,7 @@ def build(args) -> dict:
     skipped = Counter()
     for src in sources:
         text = visible_text(src.html)
-        lang, cjk = detect_lang(text)
+        lang, cjk = page_lang(text, src.main_text)
         n_words = len(re.findall(r"\w+", text)) if not cjk else sum(1 for ch in text if _is_cjk(ch))
         if n_words < (MIN_CJK if cjk else MIN_WORDS):
             skipped[src.collection] += 1
@@ -660,17 +872,27 @@ def build(args) -> dict:
         art_text = visible_text(src.content) if src.content else ""
         originals.append(dict(src=src, lang=lang, cjk=cjk, article_ok=len(art_text.strip()) >= MIN_ARTICLE_CHARS
                               * (0.4 if cjk else 1), title=_title(_parse(src.html))))
-    # hosts: pages whose main block holds a good share of the text and which have some chrome around it
+    # hosts: pages whose main block holds a good share of the text and which have some chrome around it, and
+    # where emptying that block takes the host's own main text away (a probe paragraph in its place)
     hosts = []
+    rejects: Counter = Counter()
     for o in originals:
-        root = _parse(o["src"].html)
-        mb = main_block(root)
+        root, mb, own = host_main(o["src"])
         if mb is None:
+            rejects["host_no_main_block"] += 1
             continue
         whole = len(visible_text(o["src"].html))
         inner = len(unicodedata.normalize("NFKC", " ".join(mb.itertext())))
-        if whole and 0.25 <= inner / whole <= 0.9 and whole - inner >= 150:
-            hosts.append(o)
+        if not (whole and 0.25 <= inner / whole <= 0.9 and whole - inner >= 150):
+            rejects["host_main_share"] += 1
+            continue
+        _empty_main(root, mb, own, PROBE_TITLE)
+        mb.append(_el(f"<p>{PROBE}</p>"))
+        why = check_insert(_serialize(root), PROBE, own)
+        if why:
+            rejects[f"host_probe_{why}"] += 1
+            continue
+        hosts.append(o)
     by_site = defaultdict(list)
     for h in hosts:
         by_site[h["src"].site].append(h)
@@ -706,7 +928,7 @@ def build(args) -> dict:
         copies = 1 + (rng.random() < args.second_host)
         used = set()
         for _ in range(copies):
-            for _try in range(6):
+            for _try in range(12):
                 h = rng.choice(host_pool)
                 if h["src"].site == o["src"].site or h["src"].site in used:
                     continue
@@ -714,6 +936,10 @@ def build(args) -> dict:
                 if made is None:
                     continue
                 html, title = made
+                why = check_insert(html, visible_text(o["src"].content), host_main(h["src"])[2])
+                if why:
+                    rejects[f"syndication_{why}"] += 1
+                    continue
                 used.add(h["src"].site)
                 hurl = urlsplit(h["src"].url)
                 url = f"{hurl.scheme or 'https'}://{hurl.netloc}/partner/{_slug(title, rng)}.html"
@@ -757,14 +983,20 @@ def build(args) -> dict:
             if not sents:
                 continue
             t = d["title"] or sents[0][:60]
-            html = make_thin(rng, h["src"], t, rng.choice(sents), note, shared_title)
+            sent = rng.choice(sents)
+            html = make_thin(rng, h["src"], t, sent, note, shared_title)
             if html is None:
+                continue
+            why = check_insert(html, " ".join([t, sent, *note]), host_main(h["src"])[2])
+            if why:
+                rejects[f"thin_{why}"] += 1
                 continue
             add(html, f"{hurl.scheme or 'https'}://{hurl.netloc}/notes/{gi}/{_slug(t, rng)}", None, "original",
                 {"thin_group": gi, "host": h["src"].key, "note_sentences": note_n}, h["src"].site,
                 title=shared_title or t, topic=f"thin:{gi}", source="thin", lang=lang, cjk=cjk)
         thin_groups += 1
     return dict(pages=pages, originals=originals, skipped=skipped, hosts=host_pool, thin_groups=thin_groups,
+                rejects=rejects,
                 MinHash=MinHash, MinHashLSH=MinHashLSH, rng=rng)
 
 
@@ -888,6 +1120,7 @@ def write_set(b: dict, lab: dict, args) -> None:
         by_cause_lang={f"{c}/{lg}": by_cl[(c, lg)] for c in CAUSES for lg in LANGS if by_cl[(c, lg)]},
         originals_by_collection=dict(Counter(r["source"] for r in recs if r["cause"] == "original")),
         skipped_too_little_text=dict(b["skipped"]), hosts=len(b["hosts"]), thin_groups=b["thin_groups"],
+        insert_rejects=dict(sorted(b["rejects"].items())),
         thin_pages=sum(1 for r in recs if r["source"] == "thin"),
         true_pairs=len(lab["true_pairs"]), true_by_relation=dict(Counter(x[3] for x in lab["true_pairs"])),
         ambiguous_pairs=len(lab["amb_pairs"]), ambiguous_by_reason=dict(Counter(x[3] for x in lab["amb_pairs"])),
@@ -918,6 +1151,11 @@ def write_set(b: dict, lab: dict, args) -> None:
     lines += ["", f"Originals by collection: {stats['originals_by_collection']} (thin siblings: "
               f"{stats['thin_pages']} pages in {stats['thin_groups']} groups, cause `original`, source `thin`). "
               f"Skipped for too little visible text: {dict(b['skipped'])}. Host chromes: {len(b['hosts'])}.", "",
+              "Every syndication page and thin sibling is checked after it is built: the inserted text at least "
+              f"{ARTICLE_PRESENT:.0%} present in the page's visible text (the labels' function, and without what a "
+              f"browser hides), the host's own main text under {HOST_PRESENT:.0%}; a page that fails is dropped and "
+              "another host tried. Host pages are probed the same way first. Rejected: "
+              + (", ".join(f"{k} {v}" for k, v in sorted(b["rejects"].items())) or "none") + ".", "",
               f"True pairs: {stats['true_pairs']} {stats['true_by_relation']}; ambiguous pairs: "
               f"{stats['ambiguous_pairs']} {stats['ambiguous_by_reason']}. LSH candidates {lab['n_cand']}, "
               f"pairs with J >= 0.5 among them {lab['n_ge05']}.", "",

@@ -140,3 +140,74 @@ def test_deterministic(built: tuple[Path, dict], realweb: ModuleType, tmp_path: 
 def test_missing_source(realweb: ModuleType, tmp_path: Path) -> None:
     with pytest.raises(SystemExit, match="readability source missing"):
         realweb.main(["--readability", str(tmp_path / "nope"), "--out", str(tmp_path / "o")])
+
+
+def _prose(tag: str, n: int) -> list[str]:
+    """n paragraphs of words of their own (``tag`` on every word): texts that share no shingle."""
+    rng = random.Random(tag)
+    return [" ".join(rng.choice(WORDS) + tag for _ in range(rng.randint(25, 40))).capitalize() + "."
+            for _k in range(n)]
+
+
+def _host(comments: int = 12) -> str:
+    """A host page of our own: a headline and an article in a main column, a sidebar widget, and a comment area
+    with more paragraph text than the article."""
+    article = "".join(f"<p>{p}</p>" for p in _prose('own', 4))
+    talk = "".join(f'<li class="comment"><p>{p}</p></li>' for p in _prose('talk', comments))
+    side = "".join(f"<p>{p}</p>" for p in _prose('side', 2))
+    return ("<html><head><title>Host headline | host.example</title></head><body><header><nav><a href='/'>Home"
+            "</a></nav></header><h1>Host headline</h1><div class='wrap'><div class='col-main'><div class='body'>"
+            f"{article}</div><section id='comments'><h3>17 Discussion to this post</h3><ol>{talk}</ol></section>"
+            f"</div><aside class='sidebar'><div class='widget'>{side}</div></aside></div>"
+            "<footer>Copyright host.example</footer></body></html>")
+
+
+def test_locate_main_skips_comments_and_uses_known_text(realweb: ModuleType) -> None:
+    root = realweb._parse(_host())
+    el = realweb.locate_main(root)
+    assert el is not None and el.get("class") == "body"
+    known = " ".join(_prose('own', 4))
+    el = realweb.locate_main(realweb._parse(_host()), known)
+    assert el is not None and el.get("class") == "body"
+    # a block a reader does not see is never the main block
+    hidden = _host().replace("<div class='body'>", "<div class='body' style='display: none'>")
+    el = realweb.locate_main(realweb._parse(hidden), known)
+    assert el is None or "body" not in (el.get("class") or "")
+
+
+def test_check_insert(realweb: ModuleType) -> None:
+    own = " ".join(_prose('own', 4))
+    art = "".join(f"<p>{p}</p>" for p in _prose('art', 4))
+    art_text = " ".join(_prose('art', 4))
+    page = _host()
+    good = page.replace(page[page.index("<div class='body'>"):page.index("<section id='comments'>")],
+                        f"<div class='body'>{art}</div>")
+    assert realweb.check_insert(good, art_text, own) is None
+    # the article where the truth's visible text does not see it, or where a browser does not show it
+    for wrap, why in (("<noscript>{}</noscript>", "article_not_visible"),
+                      ("<div hidden>{}</div>", "article_not_rendered"),
+                      ("<svg><foreignObject>{}</foreignObject></svg>", "article_not_rendered")):
+        bad = good.replace(f"<div class='body'>{art}</div>", "<div class='body'>" + wrap.format(art) + "</div>")
+        assert realweb.check_insert(bad, art_text, own) == why
+    # the article in the comment area, the host's own article still in its column
+    kept = page.replace("<ol>", f"<ol>{art}")
+    assert realweb.check_insert(kept, art_text, own) == "host_text_kept"
+
+
+def test_syndication_replaces_the_main_article(realweb: ModuleType) -> None:
+    host = realweb.Source("aeb", "aeb/host", "aeb:host.example", "https://host.example/a", _host(),
+                          main_text=" ".join(_prose('own', 4)))
+    art = realweb.Source("aeb", "aeb/art", "aeb:art.example", "https://art.example/b", _page("art", "Art", []),
+                         content="<div>" + "".join(f"<p>{p}</p>" for p in _prose('art', 4)) + "</div>",
+                         article_title="The syndicated headline")
+    html, title = realweb.make_syndication(random.Random(1), art, host, credit=True)
+    assert title == "The syndicated headline"
+    assert realweb.check_insert(html, realweb.visible_text(art.content), host.main_text) is None
+    text = realweb.visible_text(html)
+    assert "17 discussion to this post" in text and "the syndicated headline" in text and "host headline" not in text
+
+
+def test_build_checks_every_insert(built: tuple[Path, dict]) -> None:
+    out, truth = built
+    assert "insert_rejects" in truth["stats"]
+    assert "Rejected:" in (out / "README.md").read_text()
