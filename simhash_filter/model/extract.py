@@ -6,7 +6,7 @@ visits at most ``max_elements`` elements.  Roles come from generic signals only:
 - *boilerplate*: navigation-like elements (``nav``, ``header``, ``footer``, ``aside``, ``menu``, ``form``,
   or a class/id word such as ``nav``, ``menu``, ``sidebar``, ``banner``, ``ad``, ``comments``), and link lists
   (blocks whose visible text is mostly link text) -- but never the elements around the page's prose when the
-  marks would leave less than a paragraph of it;
+  marks would leave less than a paragraph of the page, or would hold most of its prose (see ``PROSE_CHARS``);
 - *main content* (weight 1): the element reached by descending from the root into the child that holds
   a majority of the page's non-boilerplate, non-link text, as long as one does;
 - *other* text, outside that element, is weighted down smoothly by the share of the text the descent
@@ -370,9 +370,9 @@ def _structure(
 def _prose_path(prose_own: np.ndarray, ends_l: list[int]) -> np.ndarray:
     """Boolean per element: on the path from the root down to the element that holds the page's prose (the
     elements whose own text outside links is a paragraph, ``PROSE_CHARS`` or more), descending into the child
-    holding a majority of the prose while one does.  On a page whose boilerplate marks leave less than a
-    paragraph, a class word on these elements is taken to say nothing: a blog platform's ``widget`` wrapper,
-    a ``sidebar`` layout column or a ``header`` element around the article is where the article is."""
+    holding a majority of the prose while one does.  Where the boilerplate marks swallow the page's prose, a class
+    word on these elements is taken to say nothing: a blog platform's ``widget`` wrapper, a ``sidebar`` layout
+    column or a ``header`` element around the article is where the article is."""
     n = len(ends_l)
     on_path = np.zeros(n, dtype=bool)
     prose = _subtree_sums(prose_own, np.asarray(ends_l, dtype=np.int64)).tolist()
