@@ -17,10 +17,10 @@ from cpython.unicode cimport (
     PyUnicode_AsUTF8AndSize,
     PyUnicode_DecodeASCII,
 )
-from libc.math cimport log, rint
+from libc.math cimport log, rint, sqrt
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport qsort
-from libc.string cimport memcpy, strcmp
+from libc.string cimport memcmp, memcpy, strcmp
 
 from lxml.includes cimport tree
 from lxml.includes.etreepublic cimport _Element, namespacedName, tailOf, textOf
@@ -276,37 +276,46 @@ def sketch(dict words not None, Py_ssize_t bins, double step, uint64_t seed):
         PyMem_Free(out)
         PyMem_Free(packed)
         raise MemoryError()
-    cdef Py_ssize_t i, j, n
-    cdef uint64_t h, x, value, nb = <uint64_t>bins, copies, k
-    cdef double w, r
+    cdef Py_ssize_t i, n
+    cdef uint64_t nb = <uint64_t>bins
     cdef const char* data
     try:
         for i in range(bins):
             out[i] = _EMPTY
         for word, weight in words.items():
             data = PyUnicode_AsUTF8AndSize(word, &n)
-            h = xxh64(<const uint8_t*>data, n, seed)
-            w = weight
-            r = rint(w / step)
-            copies = <uint64_t>r if r >= 1.0 else 1
-            k = 0
-            while k < copies:
-                x = _mix(h ^ (k * _GOLDEN))
-                j = <Py_ssize_t>(x % nb)
-                value = x // nb
-                if value < out[j]:
-                    out[j] = value
-                k += 1
-        _densify(out, bins)
-        for i in range(nbytes):
-            packed[i] = 0
-        for i in range(bins):
-            if out[i] & 1:
-                packed[i >> 3] |= <uint8_t>(1 << (i & 7))
-        return PyBytes_FromStringAndSize(<char*>packed, nbytes)
+            _sketch_add(out, nb, xxh64(<const uint8_t*>data, n, seed), weight, step)
+        return _sketch_bytes(out, bins, packed, nbytes)
     finally:
         PyMem_Free(out)
         PyMem_Free(packed)
+
+
+cdef inline void _sketch_add(uint64_t* out, uint64_t nb, uint64_t h, double w, double step) noexcept nogil:
+    """The copies of one word (hash *h*, weight *w*) into the bins."""
+    cdef double r = rint(w / step)
+    cdef uint64_t copies = <uint64_t>r if r >= 1.0 else 1
+    cdef uint64_t k = 0, x, value
+    cdef Py_ssize_t j
+    while k < copies:
+        x = _mix(h ^ (k * _GOLDEN))
+        j = <Py_ssize_t>(x % nb)
+        value = x // nb
+        if value < out[j]:
+            out[j] = value
+        k += 1
+
+
+cdef bytes _sketch_bytes(uint64_t* out, Py_ssize_t bins, uint8_t* packed, Py_ssize_t nbytes):
+    """Densify the bins and pack their low bits."""
+    cdef Py_ssize_t i
+    _densify(out, bins)
+    for i in range(nbytes):
+        packed[i] = 0
+    for i in range(bins):
+        if out[i] & 1:
+            packed[i >> 3] |= <uint8_t>(1 << (i & 7))
+    return PyBytes_FromStringAndSize(<char*>packed, nbytes)
 
 
 cdef void _densify(uint64_t* out, Py_ssize_t bins) noexcept nogil:
@@ -759,6 +768,35 @@ cdef tuple _split(list tag_of, list seg_text, Py_ssize_t* tid, Py_ssize_t* paren
 cdef double _MAX_UNITS = 1099511627776.0  # 2 ** 40
 
 
+cdef int64_t _gram_bits(const uint8_t* p, Py_ssize_t size, int n, uint64_t seed, int64_t* out) except -1:
+    """Add the bits of the hashes of the code-point n-grams of the UTF-8 *p* (``<word>``; the whole of it for
+    n = 0 or when it is not longer than n) to *out*; return how many hashes there were."""
+    cdef Py_ssize_t i, j, k, grams, starts_len = 0
+    cdef uint64_t h
+    cdef Py_ssize_t* starts = <Py_ssize_t*>PyMem_Malloc((size + 1) * sizeof(Py_ssize_t))
+    if starts is NULL:
+        raise MemoryError()
+    try:
+        for i in range(size):
+            if (p[i] & 0xC0) != 0x80:  # the first byte of a code point
+                starts[starts_len] = i
+                starts_len += 1
+        starts[starts_len] = size
+        if n == 0 or starts_len <= n:
+            h = xxh64(p, size, seed)
+            for j in range(64):
+                out[j] += (h >> j) & 1
+            return 1
+        grams = starts_len - n + 1
+        for k in range(grams):
+            h = xxh64(p + starts[k], starts[k + n] - starts[k], seed)
+            for j in range(64):
+                out[j] += (h >> j) & 1
+        return grams
+    finally:
+        PyMem_Free(starts)
+
+
 cdef class FeatureCounts:
     """Memo of feature names -> how many of their hashes have a 1 in each of the 64 bit columns, and how many
     hashes they have: a text word is hashed as the character n-grams of ``<word>``, a structure feature whole.
@@ -794,12 +832,10 @@ cdef class FeatureCounts:
         """Bit counts of *name*'s hashes into *out*, and their number: for text words the n-grams of code points
         of ``<name>`` as ``char_grams`` makes them (``<name>`` whole for n = 0 or a short name), for structure
         features the name whole."""
-        cdef Py_ssize_t size, i, j, k, grams, starts_len
+        cdef Py_ssize_t size, j
         cdef const char* data
         cdef uint64_t h
         cdef bytes word
-        cdef const uint8_t* p
-        cdef Py_ssize_t* starts
         for j in range(64):
             out[j] = 0
         if not self.padded:
@@ -809,32 +845,7 @@ cdef class FeatureCounts:
                 out[j] += (h >> j) & 1
             return 1
         word = ("<" + name + ">").encode("utf-8")
-        p = <const uint8_t*>(<char*>word)
-        size = len(word)
-        starts = <Py_ssize_t*>PyMem_Malloc((size + 1) * sizeof(Py_ssize_t))
-        if starts is NULL:
-            raise MemoryError()
-        try:
-            starts_len = 0
-            for i in range(size):
-                if (p[i] & 0xC0) != 0x80:  # the first byte of a code point
-                    starts[starts_len] = i
-                    starts_len += 1
-            starts[starts_len] = size
-            if n == 0 or starts_len <= n:
-                grams = 1
-                h = xxh64(p, size, self.seed)
-                for j in range(64):
-                    out[j] += (h >> j) & 1
-            else:
-                grams = starts_len - n + 1
-                for k in range(grams):
-                    h = xxh64(p + starts[k], starts[k + n] - starts[k], self.seed)
-                    for j in range(64):
-                        out[j] += (h >> j) & 1
-            return grams
-        finally:
-            PyMem_Free(starts)
+        return _gram_bits(<const uint8_t*>(<char*>word), len(word), n, self.seed, out)
 
     cdef Py_ssize_t row(self, str name, int n, int64_t* scratch) except -2:
         """The memo row of *name* (added when new), or -1 for a name whose counts are in *scratch* (too wide
@@ -1044,3 +1055,380 @@ def text_features(tuple texts not None, Py_ssize_t max_tokens, Py_ssize_t max_fe
         w = value
         weights[word] = power * (1.0 + log(w) if w > 1.0 else w)
     return weights, tuple(gram_counts)
+
+
+# --- one pass from a page's text segments to its fingerprint and sketch ---------------------------------------
+# (``Fingerprinter.fingerprint``: the reference's ``page_features`` then ``_decide``, without a Python string per
+# word occurrence and without the page's dict of features)
+
+
+cdef struct _Word:
+    uint64_t hash  # XXH64 of the word's UTF-8 under the sketch's seed: the table's key and the sketch's hash
+    Py_ssize_t offset, length  # the UTF-8 in the arena
+    Py_ssize_t spelled  # the entry of its American spelling, -1 until known
+    double power  # IDF ** idf_power, as a feature (valid when grams > 0)
+    int64_t grams  # its n-gram count (reference: gram_count), 0 until known
+    Py_ssize_t row  # its vote row, -1 for a word too wide for a row of bytes, -2 until counted
+    int64_t size  # how many n-gram hashes vote
+    Py_ssize_t seen, slot  # the segment or page that last saw it, and its place there
+    Py_ssize_t grouped, group  # the segment whose spellings last counted it, and its place there
+
+
+cdef class WordTable:
+    """The words met so far (a C hash table keyed by their UTF-8): each word's American spelling, IDF power,
+    n-gram count, vote row of bit counts and sketch hash, computed once (by the reference's functions, or as the
+    vote and the sketch compute them) and then read without a Python string.  Emptied between pages when it
+    holds more than *limit* words."""
+
+    cdef uint64_t seed, sketch_seed
+    cdef int char_ngram, cjk_char_ngram
+    cdef Py_ssize_t limit, used, cap, slots_mask, arena_used, arena_cap, rows_used, rows_cap, serial
+    cdef _Word* words
+    cdef Py_ssize_t* slots
+    cdef char* arena
+    cdef uint8_t* rows
+    cdef list strings  # entry -> its str (for the reference's functions)
+
+    def __cinit__(self, uint64_t seed, uint64_t sketch_seed, int char_ngram, int cjk_char_ngram, Py_ssize_t limit):
+        self.seed = seed
+        self.sketch_seed = sketch_seed
+        self.char_ngram = char_ngram
+        self.cjk_char_ngram = cjk_char_ngram
+        self.limit = limit
+        self.words = NULL
+        self.slots = NULL
+        self.arena = NULL
+        self.rows = NULL
+        self._reset()
+
+    def __dealloc__(self):
+        PyMem_Free(self.words)
+        PyMem_Free(self.slots)
+        PyMem_Free(self.arena)
+        PyMem_Free(self.rows)
+
+    def __len__(self):
+        return self.used
+
+    cdef int _reset(self) except -1:
+        PyMem_Free(self.words)
+        PyMem_Free(self.slots)
+        PyMem_Free(self.arena)
+        PyMem_Free(self.rows)
+        self.cap, self.arena_cap, self.rows_cap = 4096, 65536, 1024
+        self.words = <_Word*>PyMem_Malloc(self.cap * sizeof(_Word))
+        self.slots = <Py_ssize_t*>PyMem_Malloc(2 * self.cap * sizeof(Py_ssize_t))
+        self.arena = <char*>PyMem_Malloc(self.arena_cap)
+        self.rows = <uint8_t*>PyMem_Malloc(self.rows_cap * 64)
+        if self.words is NULL or self.slots is NULL or self.arena is NULL or self.rows is NULL:
+            raise MemoryError()
+        self.slots_mask = 2 * self.cap - 1
+        for i in range(2 * self.cap):
+            self.slots[i] = -1
+        self.used = self.arena_used = self.rows_used = 0
+        self.strings = []
+        return 0
+
+    cdef Py_ssize_t find(self, const char* data, Py_ssize_t n, object string) except -1:
+        """The entry of the word whose UTF-8 is *data* (added when new, with *string* as its str, or one made
+        from *data*, which must then be ASCII)."""
+        cdef uint64_t h = xxh64(<const uint8_t*>data, n, self.sketch_seed)
+        cdef Py_ssize_t s = <Py_ssize_t>(h & <uint64_t>self.slots_mask), e
+        cdef _Word* w
+        while True:
+            e = self.slots[s]
+            if e < 0:
+                break
+            w = &self.words[e]
+            if w.hash == h and w.length == n and memcmp(self.arena + w.offset, data, n) == 0:
+                return e
+            s = (s + 1) & self.slots_mask
+        if self.used == self.cap:
+            self._grow()
+            return self.find(data, n, string)
+        while self.arena_used + n > self.arena_cap:
+            self.arena = <char*>_grown(self.arena, &self.arena_cap, 1)
+        memcpy(self.arena + self.arena_used, data, n)
+        e = self.used
+        w = &self.words[e]
+        w.hash, w.offset, w.length = h, self.arena_used, n
+        w.spelled, w.grams, w.row, w.size, w.seen, w.grouped = -1, 0, -2, 0, -1, -1
+        self.arena_used += n
+        self.used += 1
+        self.slots[s] = e
+        self.strings.append(PyUnicode_DecodeASCII(data, n, NULL) if string is None else string)
+        return e
+
+    cdef int _grow(self) except -1:
+        cdef Py_ssize_t i, s, cap = 2 * self.cap
+        self.words = <_Word*>_grown(self.words, &self.cap, sizeof(_Word))
+        PyMem_Free(self.slots)
+        self.slots = <Py_ssize_t*>PyMem_Malloc(2 * cap * sizeof(Py_ssize_t))
+        if self.slots is NULL:
+            raise MemoryError()
+        self.slots_mask = 2 * cap - 1
+        for i in range(2 * cap):
+            self.slots[i] = -1
+        for i in range(self.used):
+            s = <Py_ssize_t>(self.words[i].hash & <uint64_t>self.slots_mask)
+            while self.slots[s] >= 0:
+                s = (s + 1) & self.slots_mask
+            self.slots[s] = i
+        return 0
+
+    cdef int count_row(self, Py_ssize_t e, int64_t* scratch) except -1:
+        """Count the vote bits of entry *e* (a feature): into a new row, or into *scratch* each time for a word
+        with more than 255 hashes in one column (its row is then -1)."""
+        cdef _Word* w = &self.words[e]
+        cdef str name = self.strings[e]
+        cdef int n = self.cjk_char_ngram if _cjk(name[0]) else self.char_ngram
+        cdef bytes padded = ("<" + name + ">").encode("utf-8")
+        cdef Py_ssize_t j
+        cdef int64_t top = 0
+        for j in range(64):
+            scratch[j] = 0
+        w.size = _gram_bits(<const uint8_t*>(<char*>padded), len(padded), n, self.seed, scratch)
+        for j in range(64):
+            if scratch[j] > top:
+                top = scratch[j]
+        if top > 255:
+            w.row = -1
+            return 0
+        if self.rows_used == self.rows_cap:
+            self.rows = <uint8_t*>_grown(self.rows, &self.rows_cap, 64)
+        w = &self.words[e]
+        w.row = self.rows_used
+        for j in range(64):
+            self.rows[w.row * 64 + j] = <uint8_t>scratch[j]
+        self.rows_used += 1
+        return 0
+
+
+cdef void* _grown(void* p, Py_ssize_t* cap, size_t item) except NULL:
+    """*p* reallocated to twice its capacity of items (*cap* updated)."""
+    cdef void* q = PyMem_Realloc(p, 2 * cap[0] * item)
+    if q is NULL:
+        raise MemoryError()
+    cap[0] *= 2
+    return q
+
+
+cdef class _Buffer:
+    """A growing array of Py_ssize_t and one of doubles, side by side (a page's entries and their values)."""
+    cdef Py_ssize_t* items
+    cdef double* values
+    cdef Py_ssize_t n, cap
+
+    def __cinit__(self):
+        self.cap = 256
+        self.n = 0
+        self.items = <Py_ssize_t*>PyMem_Malloc(self.cap * sizeof(Py_ssize_t))
+        self.values = <double*>PyMem_Malloc(self.cap * sizeof(double))
+        if self.items is NULL or self.values is NULL:
+            raise MemoryError()
+
+    def __dealloc__(self):
+        PyMem_Free(self.items)
+        PyMem_Free(self.values)
+
+    cdef inline int push(self, Py_ssize_t item, double value) except -1:
+        if self.n == self.cap:
+            self.values = <double*>PyMem_Realloc(self.values, 2 * self.cap * sizeof(double))
+            if self.values is NULL:
+                raise MemoryError()
+            self.items = <Py_ssize_t*>_grown(self.items, &self.cap, sizeof(Py_ssize_t))
+        self.items[self.n] = item
+        self.values[self.n] = value
+        self.n += 1
+        return 0
+
+
+cdef int _count_word(WordTable table, Py_ssize_t e, Py_ssize_t segment, _Buffer seg) except -1:
+    """One occurrence of entry *e* in *segment*: a new distinct word of it, or one more of a known one."""
+    cdef _Word* w = &table.words[e]
+    if w.seen == segment:
+        seg.values[w.slot] += 1.0
+        return 0
+    w.seen = segment
+    w.slot = seg.n
+    return seg.push(e, 1.0)
+
+
+def page_fingerprint(WordTable table not None, FeatureCounts structure_bits not None, tuple texts not None,
+                     object structure, Py_ssize_t max_tokens, Py_ssize_t max_features, double structure_weight,
+                     Py_ssize_t min_features, Py_ssize_t bins, double step, object tokenize, object american_words,
+                     object word_values, object fsum):
+    """``(features, value, sketch)`` of a page's text segments and structure features under single-word features:
+    what the reference's ``page_features`` then ``Fingerprinter._decide`` give (value and sketch None when the page
+    has fewer than *min_features* text features), bit for bit; None where this pass declines (a weight too large
+    for exact integer sums) and the reference must compute it.  *tokenize*, *american_words* and *word_values* are
+    the reference's, called only for text that is not ASCII and for words met for the first time; *fsum* is
+    ``math.fsum``."""
+    cdef _Buffer seg = _Buffer(), segments = _Buffer(), tf = _Buffer(), grouped = _Buffer()
+    cdef Py_ssize_t budget = max_tokens, taken, i, j, k, start, n, e, s, first, last, room, page, segment, group
+    cdef Py_ssize_t nbytes = (bins + 7) // 8
+    cdef const char* data
+    cdef char* lower = NULL
+    cdef Py_ssize_t lower_cap = 0
+    cdef _Word* w
+    cdef double rw, weight, t_norm, s_norm, scale
+    cdef list missing, values, rws = []
+    cdef int64_t scratch[65]
+    cdef int64_t ones[64]
+    cdef int64_t total = 0, units
+    cdef uint64_t value = 0
+    cdef const uint8_t* row
+    cdef uint64_t* out
+    cdef uint8_t* packed
+    if min_features < 1 or bins <= 0 or not 0.0 <= structure_weight < 1.0:
+        return None
+    if table.used > table.limit:
+        table._reset()
+    page = table.serial
+    table.serial += 1
+    # 1. each segment's distinct words (first appearance first) and their counts, within the token budget
+    try:
+        for rw, text in texts:
+            if budget <= 0:
+                break
+            start = seg.n
+            segment = table.serial
+            table.serial += 1
+            taken = 0
+            if (<str>text).isascii():
+                data = PyUnicode_AsUTF8AndSize(text, &n)
+                if n > lower_cap:
+                    PyMem_Free(lower)
+                    lower = <char*>PyMem_Malloc(n + 1)
+                    if lower is NULL:
+                        raise MemoryError()
+                    lower_cap = n
+                for j in range(n):
+                    lower[j] = data[j] + 32 if 65 <= data[j] <= 90 else data[j]
+                i = 0
+                while i < n and taken < budget:
+                    while i < n and not _ascii_alnum(lower[i]):
+                        i += 1
+                    if i == n:
+                        break
+                    k = i
+                    while i < n and _ascii_alnum(lower[i]):
+                        i += 1
+                    _count_word(table, table.find(lower + k, i - k, None), segment, seg)
+                    taken += 1
+            else:
+                for word in tokenize(text, budget):
+                    data = PyUnicode_AsUTF8AndSize(word, &n)
+                    _count_word(table, table.find(data, n, word), segment, seg)
+                    taken += 1
+            budget -= taken
+            if seg.n - start > max_features:  # only so many can become features: respell no more
+                seg.n = start + max_features
+            segments.push(seg.n, rw)
+    finally:
+        PyMem_Free(lower)
+    # 2. the American spelling of the words met for the first time
+    missing = list(dict.fromkeys([table.strings[seg.items[i]] for i in range(seg.n)
+                                  if table.words[seg.items[i]].spelled < 0]))
+    if missing:
+        for word, american in zip(missing, american_words(missing)):
+            data = PyUnicode_AsUTF8AndSize(word, &n)
+            e = table.find(data, n, word)
+            data = PyUnicode_AsUTF8AndSize(american, &n)
+            s = table.find(data, n, american)  # may move the entries: e is indexed after it
+            table.words[e].spelled = s
+    # 3. the page's features: each segment's spellings counted, added to tf (new ones while there is room)
+    first = 0
+    for s in range(segments.n):
+        last, rw = segments.items[s], segments.values[s]
+        group = table.serial
+        table.serial += 1
+        grouped.n = 0
+        for i in range(first, last):
+            e = table.words[seg.items[i]].spelled
+            w = &table.words[e]
+            if w.grouped == group:
+                grouped.values[w.group] += seg.values[i]
+            else:
+                w.grouped = group
+                w.group = grouped.n
+                grouped.push(e, seg.values[i])
+        room = max_features - tf.n
+        for j in range(grouped.n):
+            e = grouped.items[j]
+            w = &table.words[e]
+            if w.seen == page:
+                tf.values[w.slot] = tf.values[w.slot] + rw * grouped.values[j]
+            elif room > 0:
+                w.seen = page
+                w.slot = tf.n
+                tf.push(e, 0.0 + rw * grouped.values[j])
+                room -= 1
+        first = last
+    # 4. IDF powers and n-gram counts of features met for the first time; their weights
+    missing = [table.strings[tf.items[i]] for i in range(tf.n) if table.words[tf.items[i]].grams == 0]
+    if missing:
+        values = word_values(missing)
+        j = 0
+        for i in range(tf.n):
+            w = &table.words[tf.items[i]]
+            if w.grams == 0:
+                w.power, w.grams = values[j]
+                j += 1
+    for i in range(tf.n):
+        w = &table.words[tf.items[i]]
+        weight = tf.values[i]
+        tf.values[i] = w.power * (1.0 + log(weight) if weight > 1.0 else weight)
+    # 5. the structure, scaled against the text as page_features scales it
+    scaled = {}
+    if structure_weight > 0 and structure:
+        s_norm = sqrt(fsum([v * v for v in structure.values()]))
+        t_norm = sqrt(fsum([tf.values[i] * tf.values[i] / <double>table.words[tf.items[i]].grams
+                            for i in range(tf.n)]))
+        scale = structure_weight / (1 - structure_weight) * t_norm / s_norm if t_norm > 0 else 1.0 / s_norm
+        scaled = {name: v * scale for name, v in structure.items()}
+    if tf.n < min_features:
+        return tf.n + len(scaled), None, None
+    # 6. the vote: each word's weight shared among its n-grams, rounded to units of 1/1024
+    for j in range(64):
+        ones[j] = 0
+    for i in range(tf.n):
+        e = tf.items[i]
+        if table.words[e].row == -2 or table.words[e].row == -1:
+            table.count_row(e, scratch)
+        w = &table.words[e]
+        weight = rint(tf.values[i] / <double>w.size * 1024.0)
+        if weight < 1.0:
+            weight = 1.0
+        if not weight <= _MAX_UNITS:
+            return None
+        units = <int64_t>weight
+        total += units * w.size
+        if w.row >= 0:
+            row = table.rows + w.row * 64
+            for j in range(64):
+                ones[j] += units * row[j]
+        else:
+            for j in range(64):
+                ones[j] += units * scratch[j]
+    if _add_votes(structure_bits, scaled, False, 0, 0, ones, &total):
+        return None
+    for j in range(64):
+        if 2 * ones[j] - total > 0:
+            value |= (<uint64_t>1) << j
+    # 7. the sketch
+    out = <uint64_t*>PyMem_Malloc(bins * sizeof(uint64_t))
+    packed = <uint8_t*>PyMem_Malloc(nbytes)
+    if out is NULL or packed is NULL:
+        PyMem_Free(out)
+        PyMem_Free(packed)
+        raise MemoryError()
+    try:
+        for i in range(bins):
+            out[i] = _EMPTY
+        for i in range(tf.n):
+            _sketch_add(out, <uint64_t>bins, table.words[tf.items[i]].hash, tf.values[i], step)
+        return tf.n + len(scaled), value, _sketch_bytes(out, bins, packed, nbytes)
+    finally:
+        PyMem_Free(out)
+        PyMem_Free(packed)

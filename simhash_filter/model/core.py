@@ -16,11 +16,13 @@ from typing import Any
 __all__ = [
     "PURE_ENV",
     "compiled_counts",
+    "compiled_page_fingerprint",
     "compiled_sketch",
     "compiled_split",
     "compiled_text_features",
     "compiled_vote",
     "compiled_walk",
+    "compiled_word_table",
     "describe",
 ]
 
@@ -31,14 +33,23 @@ PURE_ENV = "SIMHASH_FILTER_PURE_PYTHON"
 
 
 _Compiled = Callable[..., Any] | None
-_NONE: tuple[_Compiled, ...] = (None,) * 6
+_NONE: tuple[_Compiled, ...] = (None,) * 8
 
 
 def _load() -> tuple[tuple[_Compiled, ...], str]:
     if os.environ.get(PURE_ENV, "") not in ("", "0"):
         return _NONE, f"pure-Python core ({PURE_ENV} is set)"
     try:
-        from simhash_filter.model._core import FeatureCounts, sketch, split, text_features, vote, walk
+        from simhash_filter.model._core import (
+            FeatureCounts,
+            WordTable,
+            page_fingerprint,
+            sketch,
+            split,
+            text_features,
+            vote,
+            walk,
+        )
     except ImportError as exc:  # not built (no compiler at install time), or built against another lxml
         logger.warning(
             "simhash-filter: the compiled core is not available (%s); using the pure-Python core, which gives the "
@@ -46,11 +57,20 @@ def _load() -> tuple[tuple[_Compiled, ...], str]:
             exc,
         )
         return _NONE, f"pure-Python core (compiled core not available: {exc})"
-    return (walk, split, text_features, FeatureCounts, vote, sketch), "compiled core"
+    return (walk, split, text_features, FeatureCounts, vote, sketch, WordTable, page_fingerprint), "compiled core"
 
 
 _compiled, _description = _load()
-compiled_walk, compiled_split, compiled_text_features, compiled_counts, compiled_vote, compiled_sketch = _compiled
+(
+    compiled_walk,
+    compiled_split,
+    compiled_text_features,
+    compiled_counts,
+    compiled_vote,
+    compiled_sketch,
+    compiled_word_table,
+    compiled_page_fingerprint,
+) = _compiled
 
 
 def describe() -> str:

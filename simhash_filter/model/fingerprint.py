@@ -12,6 +12,7 @@ fingerprint: empty and image-only pages must not all collide on one value.
 from __future__ import annotations
 
 import enum
+import math
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,12 +22,26 @@ import numpy as np
 import xxhash
 
 from simhash_filter.model.config import FingerprintConfig
-from simhash_filter.model.core import compiled_counts, compiled_sketch, compiled_vote
+from simhash_filter.model.core import (
+    compiled_counts,
+    compiled_page_fingerprint,
+    compiled_sketch,
+    compiled_vote,
+    compiled_word_table,
+)
 from simhash_filter.model.extract import PageText, extract
-from simhash_filter.model.features import Features, char_grams, gram_size, page_features
+from simhash_filter.model.features import (
+    Features,
+    char_grams,
+    gram_size,
+    page_features,
+    tokenize,
+    word_values,
+)
 from simhash_filter.model.html import NotHtml, parse
 from simhash_filter.model.sketch import SEED as SKETCH_SEED
 from simhash_filter.model.sketch import sketch
+from simhash_filter.model.spelling import american_words
 
 F = 64
 WEIGHT_SCALE = 1024
@@ -186,6 +201,12 @@ class Fingerprinter:
                 compiled_counts(self.config.seed, True, MAX_CACHED_FEATURES),
                 compiled_counts(self.config.seed, False, MAX_CACHED_FEATURES),
             )
+        # the compiled one-pass path from text segments to fingerprint (single-word features only)
+        self._words = None
+        if compiled_word_table is not None and self.config.ngrams == (1,):
+            cfg = self.config
+            self._words = compiled_word_table(cfg.seed, SKETCH_SEED, cfg.char_ngram, cfg.cjk_char_ngram,
+                                              MAX_CACHED_FEATURES)  # fmt: skip
 
     def page_text(self, html: bytes | str, encoding: str | None = None) -> tuple[PageText | None, Status, str | None]:
         """The page's visible text by role and its structure features, or None with the reason."""
@@ -214,7 +235,27 @@ class Fingerprinter:
 
     def fingerprint(self, html: bytes | str, encoding: str | None = None) -> Fingerprint:
         """Fingerprint one page (bytes in any declared or sniffed encoding, or str)."""
-        return self.analyze(html, encoding)[0]
+        if self._words is None:
+            return self.analyze(html, encoding)[0]
+        page, status, enc = self.page_text(html, encoding)
+        if page is None:
+            return Fingerprint(None, status, encoding=enc)
+        cfg = self.config
+        with self._bits_lock:
+            done = compiled_page_fingerprint(
+                self._words, self._counts[1], page.texts, page.structure, cfg.max_tokens, cfg.max_features,
+                cfg.structure_weight, cfg.min_features, cfg.sketch_bins, cfg.sketch_step, tokenize,
+                american_words, self._word_values, math.fsum,
+            )  # fmt: skip
+        if done is None:  # declined (a weight beyond exact integer sums): the reference computes it
+            return self._decide(page_features(page, cfg), Status.OK, enc)
+        n, value, page_sketch = done
+        if value is None:
+            return Fingerprint(None, Status.TOO_FEW_FEATURES, n, page.truncated, enc)
+        return Fingerprint(value, Status.OK, n, page.truncated, enc, page_sketch)
+
+    def _word_values(self, words: list[str]) -> list[tuple[float, int]]:
+        return word_values(words, self.config)
 
     def analyze(self, html: bytes | str, encoding: str | None = None) -> tuple[Fingerprint, Features | None]:
         """The page's fingerprint and the features it was made from (one parse)."""
