@@ -295,3 +295,56 @@ def test_walk_over_a_real_tree_gives_parents_before_children():
     page = extract_mod.extract(root, **kwargs)
     assert page.elements == 6
     assert [t for _, t in page.texts]
+
+
+@needs_core
+def test_compiled_word_table_spells_and_values_words_as_the_reference():
+    """The word table's American spellings (irregular words, then the suffix rules in C) and its IDF powers and
+    n-gram counts are the reference's for the 5,000 commonest English words, the same words under every suffix
+    a spelling rule knows, Chinese words and words of other scripts (which it leaves to the reference: None)."""
+    import wordfreq
+
+    from simhash_filter.model.features import word_values
+    from simhash_filter.model.spelling import american
+
+    common = [w for w in wordfreq.top_n_list("en", 5_000) if w.isalnum()]
+    suffixes = ["ise", "ised", "isations", "yse", "ysing", "our", "ours", "ourable", "ogue", "ogues", "tre", "bres",
+                "elled", "alling", "iller", "s"]  # fmt: skip
+    words = [*common, *(w + s for w in common[::10] for s in suffixes), "grey", "licences", "ageing", "x7", "b2b"]
+    words += ["中文", "我们的城市", "字", "café", "straße", "ﬁle", "a" * 70 + "ise", "ab" * 40 + "elled"]
+    fingerprinter = Fingerprinter(FingerprintConfig())
+    got = fingerprinter._words.describe(words)
+    expected = word_values(words, fingerprinter.config)
+    for word, found, value in zip(words, got, expected, strict=True):
+        if found is None:  # the reference computes it
+            assert not word.isascii() and not all("\u3400" <= c <= "\u9fff" for c in word), word
+            continue
+        assert found == (american(word), *value), word
+    assert [got[words.index(w)] for w in ("café", "straße", "ﬁle")] == [None] * 3
+
+
+@needs_core
+@settings(max_examples=150, deadline=None)
+@given(
+    _TEXTS,
+    st.dictionaries(st.sampled_from(["d:p", "d:div/p", "t:a", "x"]), st.floats(0.01, 50), max_size=4),
+    st.sampled_from([(200_000, 30_000, 8, 0.05), (7, 3, 1, 0.05), (25, 5, 2, 0.3), (200_000, 30_000, 1, 0.0)]),
+)
+def test_compiled_page_fingerprint_is_the_references(texts, structure, caps):
+    """The one compiled pass from a page's text segments and structure to its fingerprint, sketch and feature
+    count gives what the reference's features, vote and sketch give, under tiny token and feature caps, a
+    minimum of features to reach and structure weights from none to 0.3."""
+    from collections import Counter
+
+    from simhash_filter.model.extract import PageText
+
+    max_tokens, max_features, min_features, structure_weight = caps
+    config = FingerprintConfig(max_tokens=max_tokens, max_features=max_features, min_features=min_features,
+                               structure_weight=structure_weight)  # fmt: skip
+    page = PageText(texts=tuple(texts), structure=Counter(structure))
+    with reference_core():
+        expected = Fingerprinter(config).fingerprint_page(page)
+    fingerprinter = Fingerprinter(config)
+    assert fingerprinter._words is not None
+    assert fingerprinter.fingerprint_page(page) == expected
+    assert fingerprinter.fingerprint_page(page) == expected  # again, from the table's memo

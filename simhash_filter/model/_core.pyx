@@ -17,10 +17,10 @@ from cpython.unicode cimport (
     PyUnicode_AsUTF8AndSize,
     PyUnicode_DecodeASCII,
 )
-from libc.math cimport log, rint, sqrt
+from libc.math cimport log, pow, rint, sqrt
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport qsort
-from libc.string cimport memcmp, memcpy, strcmp
+from libc.string cimport memcmp, memcpy, strcmp, strlen
 
 from lxml.includes cimport tree
 from lxml.includes.etreepublic cimport _Element, namespacedName, tailOf, textOf
@@ -1088,6 +1088,12 @@ cdef class WordTable:
     cdef char* arena
     cdef uint8_t* rows
     cdef list strings  # entry -> its str (for the reference's functions)
+    # the IDF tables (simhash_filter.model.weights.IdfTable's sorted arrays) and the spelling's irregular words
+    cdef _Idf english, chinese
+    cdef object english_loader, chinese_loader
+    cdef double unknown_idf, digit_weight, idf_power
+    cdef uint64_t table_seed
+    cdef dict irregular
 
     def __cinit__(self, uint64_t seed, uint64_t sketch_seed, int char_ngram, int cjk_char_ngram, Py_ssize_t limit):
         self.seed = seed
@@ -1176,6 +1182,123 @@ cdef class WordTable:
             self.slots[s] = i
         return 0
 
+    def values(self, english_loader not None, chinese_loader not None, double unknown_idf, double digit_weight,
+               double idf_power, uint64_t table_seed, dict irregular not None):
+        """What the words' values are computed from: functions giving the English IDF table and the Chinese one
+        with its default (each called once, when a word first needs it), the reference's constants, and the
+        irregular American spellings (the suffix rules are :mod:`simhash_filter.model.spelling`'s, in C)."""
+        self.english_loader = english_loader
+        self.chinese_loader = chinese_loader
+        self.unknown_idf, self.digit_weight, self.idf_power = unknown_idf, digit_weight, idf_power
+        self.table_seed = table_seed
+        self.irregular = irregular
+
+    def describe(self, list words not None):
+        """``(american spelling, IDF ** idf_power, n-gram count)`` of each word as this table computes them
+        (None where the reference computes them): for the tests against the reference."""
+        cdef list out = []
+        cdef const char* data
+        cdef Py_ssize_t n, e, s
+        for word in words:
+            data = PyUnicode_AsUTF8AndSize(word, &n)
+            e = self.find(data, n, word)
+            s = self.spelling(e)
+            if not self.value(e):
+                out.append(None)
+            else:
+                out.append((self.strings[s], self.words[e].power, self.words[e].grams))
+        return out
+
+    cdef Py_ssize_t spelling(self, Py_ssize_t e) except -1:
+        """The entry of entry *e*'s American spelling (found once): an irregular word's, else the suffix rules'
+        rewrite of an ASCII word, else the word itself."""
+        cdef _Word* w = &self.words[e]
+        cdef char small[64]
+        cdef char* buf = small
+        cdef const char* data
+        cdef Py_ssize_t n = w.length, i, s
+        cdef bint ascii = True
+        if w.spelled >= 0:
+            return w.spelled
+        american = self.irregular.get(self.strings[e])
+        if american is not None:
+            data = PyUnicode_AsUTF8AndSize(american, &n)
+            s = self.find(data, n, american)
+            self.words[e].spelled = s
+            return s
+        data = self.arena + w.offset
+        for i in range(n):
+            if <uint8_t>data[i] >= 0x80:
+                ascii = False
+                break
+        s = e
+        if ascii and n >= 5:
+            if n > 64:
+                buf = <char*>PyMem_Malloc(n)
+                if buf is NULL:
+                    raise MemoryError()
+            try:
+                if _american(data, n, buf, &n):
+                    s = self.find(buf, n, None)
+            finally:
+                if buf != small:
+                    PyMem_Free(buf)
+        self.words[e].spelled = s
+        return s
+
+    cdef bint value(self, Py_ssize_t e) except -1:
+        """Fill entry *e*'s IDF power and n-gram count as ``features.word_values`` computes them, for an ASCII word
+        (the English table) or a word of CJK ideographs only (the Chinese table); False for another word."""
+        cdef _Word* w = &self.words[e]
+        cdef const uint8_t* p = <const uint8_t*>(self.arena + w.offset)
+        cdef Py_ssize_t n = w.length, i, chars
+        cdef bint ascii = True, alpha = True, digit = False
+        cdef uint32_t c
+        cdef double idf
+        cdef int gram
+        cdef _Idf table
+        if w.grams > 0:
+            return True
+        for i in range(n):
+            if p[i] >= 0x80:
+                ascii = False
+                break
+            if not (97 <= p[i] <= 122 or 65 <= p[i] <= 90):
+                alpha = False
+                digit = digit or 48 <= p[i] <= 57
+        if self.english_loader is None:  # values() was not called: the reference computes them
+            return False
+        if ascii:
+            if self.english is None:
+                self.english = _Idf(self.english_loader())
+            table, idf, chars, gram = self.english, self.unknown_idf, n, self.char_ngram
+        else:
+            if n % 3:
+                return False
+            for i in range(0, n, 3):  # three-byte UTF-8 sequences of CJK ideographs only
+                if p[i] & 0xF0 != 0xE0 or p[i + 1] & 0xC0 != 0x80 or p[i + 2] & 0xC0 != 0x80:
+                    return False
+                c = ((p[i] & 0x0F) << 12) | ((p[i + 1] & 0x3F) << 6) | (p[i + 2] & 0x3F)
+                if not (0x3400 <= c <= 0x9FFF or 0xF900 <= c <= 0xFAFF):
+                    return False
+            if self.chinese is None:
+                loaded, default = self.chinese_loader()
+                self.chinese = _Idf(loaded)
+                self.chinese.default = default
+            table, idf, chars, gram = self.chinese, self.chinese.default, n // 3, self.cjk_char_ngram
+            alpha = True
+        w = &self.words[e]  # a loader may have run Python code, but never on this table
+        p = <const uint8_t*>(self.arena + w.offset)
+        idf = table.lookup(p, n, xxh64(p, n, self.table_seed), idf)
+        if not alpha and digit:
+            idf *= self.digit_weight
+        if not idf > 0.0 or not self.idf_power >= 0.0:  # pow's special cases: the reference computes it
+            return False
+        w = &self.words[e]
+        w.power = pow(idf, self.idf_power)
+        w.grams = chars + 3 - gram if gram and chars + 2 > gram else 1
+        return True
+
     cdef int count_row(self, Py_ssize_t e, int64_t* scratch) except -1:
         """Count the vote bits of entry *e* (a feature): into a new row, or into *scratch* each time for a word
         with more than 255 hashes in one column (its row is then -1)."""
@@ -1202,6 +1325,115 @@ cdef class WordTable:
             self.rows[w.row * 64 + j] = <uint8_t>scratch[j]
         self.rows_used += 1
         return 0
+
+
+cdef class _Idf:
+    """An IDF table's sorted arrays (``IdfTable``: hashes, values, offsets into the UTF-8 blob), read in C."""
+    cdef const uint64_t[::1] hashes
+    cdef const double[::1] values
+    cdef const int64_t[::1] offsets
+    cdef bytes blob
+    cdef double default
+
+    def __cinit__(self, table):
+        self.hashes, self.values, self.offsets, self.blob = table.arrays()
+
+    cdef double lookup(self, const uint8_t* word, Py_ssize_t n, uint64_t h, double default) noexcept:
+        """The value of the word whose UTF-8 is *word* and hash *h* (entries of one hash sit side by side)."""
+        cdef Py_ssize_t lo = 0, hi = self.hashes.shape[0], mid
+        cdef const char* blob = self.blob
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self.hashes[mid] < h:
+                lo = mid + 1
+            else:
+                hi = mid
+        while lo < self.hashes.shape[0] and self.hashes[lo] == h:
+            if self.offsets[lo + 1] - self.offsets[lo] == n and memcmp(blob + self.offsets[lo], word, n) == 0:
+                return self.values[lo]
+            lo += 1
+        return default
+
+
+cdef inline bint _az(const char* w, Py_ssize_t start, Py_ssize_t count) noexcept nogil:
+    """Whether the *count* characters before *start* are all a-z."""
+    cdef Py_ssize_t i
+    if start < count:
+        return False
+    for i in range(start - count, start):
+        if not (97 <= w[i] <= 122):
+            return False
+    return True
+
+
+cdef inline bint _ends(const char* w, Py_ssize_t n, const char* tail) noexcept nogil:
+    cdef Py_ssize_t m = strlen(tail)
+    return m <= n and memcmp(w + n - m, tail, m) == 0
+
+
+cdef bint _american(const char* w, Py_ssize_t n, char* out, Py_ssize_t* out_n) noexcept nogil:
+    """:func:`simhash_filter.model.spelling.american`'s suffix rules on an ASCII word of 5 to 60 letters: the
+    first rule whose pattern matches rewrites the word into *out* (True); False when none does.  Each rule is
+    ``(?<=[a-z]{k}...)stem(suffix)$``: the stem ends where one of its suffixes (or, for rules with an optional
+    suffix, nothing) ends the word, and the longest matching suffix is the regex's leftmost match."""
+    cdef Py_ssize_t p, best, m
+    cdef int rule, k
+    cdef const char* suffix
+    cdef const char* stem
+    cdef const char* into
+    for rule in range(6):
+        best = -1
+        for k in range(_RULE_SUFFIXES[rule]):
+            suffix = _SUFFIXES[rule][k]
+            if not _ends(w, n, suffix):
+                continue
+            stem = _STEMS[rule]
+            m = strlen(stem)
+            p = n - <Py_ssize_t>strlen(suffix) - m  # where the stem starts
+            if p < 0 or (best >= 0 and p >= best):
+                continue
+            if rule == 4:  # ([tb])re: t or b, then re, after two letters
+                if not ((w[p] == 116 or w[p] == 98) and w[p + 1] == 114 and w[p + 2] == 101 and _az(w, p, 2)):
+                    continue
+            elif rule == 5:  # ll after three letters and a vowel
+                if not (memcmp(w + p, stem, m) == 0 and p >= 4 and _az(w, p - 1, 3)
+                        and (w[p - 1] == 97 or w[p - 1] == 101 or w[p - 1] == 105 or w[p - 1] == 111
+                             or w[p - 1] == 117)):
+                    continue
+            elif not (memcmp(w + p, stem, m) == 0 and _az(w, p, 3)):
+                continue
+            best = p
+        if best >= 0:
+            m = strlen(_STEMS[rule])
+            memcpy(out, w, best)
+            into = _INTO[rule]
+            if rule == 4:  # the t or b kept: ter, ber
+                out[best] = w[best]
+                memcpy(out + best + 1, b"er", 2)
+                memcpy(out + best + 3, w + best + 3, n - best - 3)
+                out_n[0] = n
+            else:
+                memcpy(out + best, into, strlen(into))
+                memcpy(out + best + strlen(into), w + best + m, n - best - m)
+                out_n[0] = n - m + <Py_ssize_t>strlen(into)
+            return True
+    return False
+
+
+# The suffix rules of simhash_filter.model.spelling (the tests check this table against them word by word).
+cdef const char* _STEMS[6]
+cdef const char* _INTO[6]
+cdef int _RULE_SUFFIXES[6]
+cdef const char* _SUFFIXES[6][12]
+_STEMS[:] = [b"is", b"ys", b"our", b"ogue", b"tre", b"ll"]
+_INTO[:] = [b"iz", b"yz", b"or", b"og", b"er", b"l"]
+_RULE_SUFFIXES[:] = [8, 4, 12, 2, 2, 4]
+_SUFFIXES[0][:8] = [b"e", b"es", b"ed", b"ing", b"ation", b"ations", b"er", b"ers"]
+_SUFFIXES[1][:4] = [b"e", b"es", b"ed", b"ing"]
+_SUFFIXES[2][:12] = [b"", b"s", b"ed", b"ing", b"ful", b"ite", b"ites", b"able", b"ably", b"less", b"er", b"ers"]
+_SUFFIXES[3][:2] = [b"", b"s"]
+_SUFFIXES[4][:2] = [b"", b"s"]
+_SUFFIXES[5][:4] = [b"ed", b"ing", b"er", b"ers"]
 
 
 cdef void* _grown(void* p, Py_ssize_t* cap, size_t item) except NULL:
@@ -1256,13 +1488,12 @@ cdef int _count_word(WordTable table, Py_ssize_t e, Py_ssize_t segment, _Buffer 
 
 def page_fingerprint(WordTable table not None, FeatureCounts structure_bits not None, tuple texts not None,
                      object structure, Py_ssize_t max_tokens, Py_ssize_t max_features, double structure_weight,
-                     Py_ssize_t min_features, Py_ssize_t bins, double step, object tokenize, object american_words,
-                     object word_values, object fsum):
+                     Py_ssize_t min_features, Py_ssize_t bins, double step, object tokenize, object word_values,
+                     object fsum):
     """``(features, value, sketch)`` of a page's text segments and structure features under single-word features:
     what the reference's ``page_features`` then ``Fingerprinter._decide`` give (value and sketch None when the page
     has fewer than *min_features* text features), bit for bit; None where this pass declines (a weight too large
-    for exact integer sums) and the reference must compute it.  *tokenize*, *american_words* and *word_values* are
-    the reference's, called only for text that is not ASCII and for words met for the first time; *fsum* is
+    for exact integer sums) and the reference must compute it.  *tokenize* and *word_values* are the reference's, called only for text that is not ASCII and for words the table cannot value; *fsum* is
     ``math.fsum``."""
     cdef _Buffer seg = _Buffer(), segments = _Buffer(), tf = _Buffer(), grouped = _Buffer()
     cdef Py_ssize_t budget = max_tokens, taken, i, j, k, start, n, e, s, first, last, room, page, segment, group
@@ -1328,15 +1559,8 @@ def page_fingerprint(WordTable table not None, FeatureCounts structure_bits not 
     finally:
         PyMem_Free(lower)
     # 2. the American spelling of the words met for the first time
-    missing = list(dict.fromkeys([table.strings[seg.items[i]] for i in range(seg.n)
-                                  if table.words[seg.items[i]].spelled < 0]))
-    if missing:
-        for word, american in zip(missing, american_words(missing)):
-            data = PyUnicode_AsUTF8AndSize(word, &n)
-            e = table.find(data, n, word)
-            data = PyUnicode_AsUTF8AndSize(american, &n)
-            s = table.find(data, n, american)  # may move the entries: e is indexed after it
-            table.words[e].spelled = s
+    for i in range(seg.n):
+        table.spelling(seg.items[i])
     # 3. the page's features: each segment's spellings counted, added to tf (new ones while there is room)
     first = 0
     for s in range(segments.n):
@@ -1365,8 +1589,9 @@ def page_fingerprint(WordTable table not None, FeatureCounts structure_bits not 
                 tf.push(e, 0.0 + rw * grouped.values[j])
                 room -= 1
         first = last
-    # 4. IDF powers and n-gram counts of features met for the first time; their weights
-    missing = [table.strings[tf.items[i]] for i in range(tf.n) if table.words[tf.items[i]].grams == 0]
+    # 4. IDF powers and n-gram counts of features met for the first time (the reference's word_values for a word
+    # that is neither ASCII nor CJK ideographs only); their weights
+    missing = [table.strings[tf.items[i]] for i in range(tf.n) if not table.value(tf.items[i])]
     if missing:
         values = word_values(missing)
         j = 0

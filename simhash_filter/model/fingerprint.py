@@ -31,6 +31,8 @@ from simhash_filter.model.core import (
 )
 from simhash_filter.model.extract import PageText, extract
 from simhash_filter.model.features import (
+    DIGIT_WEIGHT,
+    UNKNOWN_IDF,
     Features,
     char_grams,
     gram_size,
@@ -41,7 +43,8 @@ from simhash_filter.model.features import (
 from simhash_filter.model.html import NotHtml, parse
 from simhash_filter.model.sketch import SEED as SKETCH_SEED
 from simhash_filter.model.sketch import sketch
-from simhash_filter.model.spelling import american_words
+from simhash_filter.model.spelling import irregular_spellings
+from simhash_filter.model.weights import TABLE_SEED, chinese_table, english_table
 
 F = 64
 WEIGHT_SCALE = 1024
@@ -207,6 +210,8 @@ class Fingerprinter:
             cfg = self.config
             self._words = compiled_word_table(cfg.seed, SKETCH_SEED, cfg.char_ngram, cfg.cjk_char_ngram,
                                               MAX_CACHED_FEATURES)  # fmt: skip
+            self._words.values(english_table, chinese_table, UNKNOWN_IDF, DIGIT_WEIGHT, cfg.idf_power, TABLE_SEED,
+                               irregular_spellings())  # fmt: skip
 
     def page_text(self, html: bytes | str, encoding: str | None = None) -> tuple[PageText | None, Status, str | None]:
         """The page's visible text by role and its structure features, or None with the reason."""
@@ -240,19 +245,25 @@ class Fingerprinter:
         page, status, enc = self.page_text(html, encoding)
         if page is None:
             return Fingerprint(None, status, encoding=enc)
+        return self.fingerprint_page(page, enc)
+
+    def fingerprint_page(self, page: PageText, encoding: str | None = None) -> Fingerprint:
+        """The fingerprint of an extracted page: in one compiled pass from its text segments where the compiled
+        core is built (the same fingerprint as :meth:`analyze`, without the features)."""
         cfg = self.config
-        with self._bits_lock:
-            done = compiled_page_fingerprint(
-                self._words, self._counts[1], page.texts, page.structure, cfg.max_tokens, cfg.max_features,
-                cfg.structure_weight, cfg.min_features, cfg.sketch_bins, cfg.sketch_step, tokenize,
-                american_words, self._word_values, math.fsum,
-            )  # fmt: skip
-        if done is None:  # declined (a weight beyond exact integer sums): the reference computes it
-            return self._decide(page_features(page, cfg), Status.OK, enc)
-        n, value, page_sketch = done
-        if value is None:
-            return Fingerprint(None, Status.TOO_FEW_FEATURES, n, page.truncated, enc)
-        return Fingerprint(value, Status.OK, n, page.truncated, enc, page_sketch)
+        if self._words is not None:
+            with self._bits_lock:
+                done = compiled_page_fingerprint(
+                    self._words, self._counts[1], page.texts, page.structure, cfg.max_tokens, cfg.max_features,
+                    cfg.structure_weight, cfg.min_features, cfg.sketch_bins, cfg.sketch_step, tokenize,
+                    self._word_values, math.fsum,
+                )  # fmt: skip
+            if done is not None:  # else declined (a weight beyond exact integer sums): the reference computes it
+                n, value, page_sketch = done
+                if value is None:
+                    return Fingerprint(None, Status.TOO_FEW_FEATURES, n, page.truncated, encoding)
+                return Fingerprint(value, Status.OK, n, page.truncated, encoding, page_sketch)
+        return self._decide(page_features(page, cfg), Status.OK, encoding)
 
     def _word_values(self, words: list[str]) -> list[tuple[float, int]]:
         return word_values(words, self.config)

@@ -97,6 +97,11 @@ def american_words(words: list[str]) -> list[str]:
     return out  # type: ignore[return-value]  # every None was filled
 
 
+def irregular_spellings() -> dict[str, str]:
+    """The irregular words and their American spelling (the compiled core applies them, then the suffix rules)."""
+    return _IRREGULAR
+
+
 def spelling_memo() -> dict[str, str]:
     """The memo of :func:`american_words` (the compiled core reads it, and lets ``american_words`` fill it)."""
     return _MEMO

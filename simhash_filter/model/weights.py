@@ -42,7 +42,7 @@ MIN_IDF = 1.0
 #: Version of the cached table layout; bump when :class:`IdfTable`'s arrays change.
 CACHE_FORMAT = 1
 #: Seed of the xxhash64 that keys a table (unrelated to the fingerprint's feature hashing).
-_TABLE_SEED = 0
+TABLE_SEED = 0
 
 logger = logging.getLogger(__name__)
 
@@ -112,6 +112,16 @@ class IdfTable:
             p += 1
         return default
 
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, bytes]:
+        """The sorted hashes (XXH64 of the UTF-8, seed ``TABLE_SEED``), values, offsets and UTF-8 blob, contiguous
+        (what the compiled core reads)."""
+        return (
+            np.ascontiguousarray(self.hashes, dtype=np.uint64),
+            np.ascontiguousarray(self.values, dtype=np.float64),
+            np.ascontiguousarray(self.offsets, dtype=np.int64),
+            self._blob,
+        )
+
     def get(self, word: str, default: float) -> float:
         return self.lookup([word], default)[0]
 
@@ -159,7 +169,7 @@ def _utf8(word: str) -> bytes:
 
 def _hashes(encoded: list[bytes]) -> np.ndarray:
     h = xxhash.xxh64_intdigest
-    return np.fromiter((h(b, _TABLE_SEED) for b in encoded), dtype=np.uint64, count=len(encoded))
+    return np.fromiter((h(b, TABLE_SEED) for b in encoded), dtype=np.uint64, count=len(encoded))
 
 
 # ---------------------------------------------------------------- the sources

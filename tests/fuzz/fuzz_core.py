@@ -141,9 +141,11 @@ def _items(mapping: dict[str, Any]) -> list[tuple[str, str]]:
 def _analysis(fingerprinter: Any, html: bytes | str, encoding: str | None) -> dict[str, Any]:
     try:
         fp, feats = fingerprinter.analyze(html, encoding)
+        one = fingerprinter.fingerprint(html, encoding)  # the one-pass path where the core is compiled
     except Exception as exc:
         return {"raised": f"{type(exc).__name__}: {exc}"}
     return {
+        "fingerprint()": (one.value, str(one.status), one.sketch, one.features, one.truncated, one.encoding),
         "value": fp.value,
         "status": str(fp.status),
         "sketch": fp.sketch,
