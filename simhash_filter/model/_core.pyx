@@ -28,6 +28,7 @@ from lxml.includes.etreepublic cimport _Element, namespacedName, tailOf, textOf
 cimport lxml.includes.etreepublic as cetree
 
 import sys
+from unicodedata import normalize as _normalize
 
 if sys.byteorder != "little":  # the hashes read input words as little-endian integers
     raise ImportError("the compiled core is written for little-endian machines")
@@ -1486,10 +1487,50 @@ cdef int _count_word(WordTable table, Py_ssize_t e, Py_ssize_t segment, _Buffer 
     return seg.push(e, 1.0)
 
 
+cdef Py_ssize_t _count_unicode(WordTable table, str text, Py_ssize_t budget, Py_ssize_t segment, _Buffer seg,
+                               tuple segmenter) except -1:
+    """Count the words of a normalised, case-folded *text* (``features.tokenize``'s words after its NFKC and
+    casefold: runs of letters and digits, runs of CJK ideographs segmented by *segmenter*), at most *budget*."""
+    cdef Py_ssize_t i = 0, j, n = len(text), taken = 0, size
+    cdef Py_UCS4 c
+    cdef const char* data
+    segment_run, segment_slices, max_cached_run = segmenter
+    while i < n and taken < budget:
+        c = text[i]
+        if _cjk(c):
+            j = i + 1
+            while j < n and _cjk(text[j]):
+                j += 1
+            run = text[i:j]
+            pieces = (segment_run(run),) if j - i <= max_cached_run else segment_slices(run)
+            for piece in pieces:
+                for word in piece:
+                    if taken == budget:
+                        break
+                    data = PyUnicode_AsUTF8AndSize(word, &size)
+                    _count_word(table, table.find(data, size, word), segment, seg)
+                    taken += 1
+                if taken == budget:
+                    break
+            i = j
+        elif Py_UNICODE_ISALNUM(c):
+            j = i + 1
+            while j < n and Py_UNICODE_ISALNUM(text[j]) and not _cjk(text[j]):
+                j += 1
+            word = text[i:j]
+            data = PyUnicode_AsUTF8AndSize(word, &size)
+            _count_word(table, table.find(data, size, word), segment, seg)
+            taken += 1
+            i = j
+        else:
+            i += 1
+    return taken
+
+
 def page_fingerprint(WordTable table not None, FeatureCounts structure_bits not None, tuple texts not None,
                      object structure, Py_ssize_t max_tokens, Py_ssize_t max_features, double structure_weight,
-                     Py_ssize_t min_features, Py_ssize_t bins, double step, object tokenize, object word_values,
-                     object fsum):
+                     Py_ssize_t min_features, Py_ssize_t bins, double step, tuple segmenter not None,
+                     object word_values, object fsum):
     """``(features, value, sketch)`` of a page's text segments and structure features under single-word features:
     what the reference's ``page_features`` then ``Fingerprinter._decide`` give (value and sketch None when the page
     has fewer than *min_features* text features), bit for bit; None where this pass declines (a weight too large
@@ -1548,10 +1589,7 @@ def page_fingerprint(WordTable table not None, FeatureCounts structure_bits not 
                     _count_word(table, table.find(lower + k, i - k, None), segment, seg)
                     taken += 1
             else:
-                for word in tokenize(text, budget):
-                    data = PyUnicode_AsUTF8AndSize(word, &n)
-                    _count_word(table, table.find(data, n, word), segment, seg)
-                    taken += 1
+                taken = _count_unicode(table, _normalize("NFKC", text).casefold(), budget, segment, seg, segmenter)
             budget -= taken
             if seg.n - start > max_features:  # only so many can become features: respell no more
                 seg.n = start + max_features

@@ -37,11 +37,11 @@ from simhash_filter.model.features import (
     char_grams,
     gram_size,
     page_features,
-    tokenize,
     word_values,
 )
 from simhash_filter.model.html import NotHtml, parse
 from simhash_filter.model.sketch import SEED as SKETCH_SEED
+from simhash_filter.model.segment import MAX_CACHED_RUN, segment_run, segment_slices
 from simhash_filter.model.sketch import sketch
 from simhash_filter.model.spelling import irregular_spellings
 from simhash_filter.model.weights import TABLE_SEED, chinese_table, english_table
@@ -255,8 +255,8 @@ class Fingerprinter:
             with self._bits_lock:
                 done = compiled_page_fingerprint(
                     self._words, self._counts[1], page.texts, page.structure, cfg.max_tokens, cfg.max_features,
-                    cfg.structure_weight, cfg.min_features, cfg.sketch_bins, cfg.sketch_step, tokenize,
-                    self._word_values, math.fsum,
+                    cfg.structure_weight, cfg.min_features, cfg.sketch_bins, cfg.sketch_step,
+                    (segment_run, segment_slices, MAX_CACHED_RUN), self._word_values, math.fsum,
                 )  # fmt: skip
             if done is not None:  # else declined (a weight beyond exact integer sums): the reference computes it
                 n, value, page_sketch = done
