@@ -40,8 +40,8 @@ from simhash_filter.model.features import (
     word_values,
 )
 from simhash_filter.model.html import NotHtml, parse
-from simhash_filter.model.sketch import SEED as SKETCH_SEED
 from simhash_filter.model.segment import MAX_CACHED_RUN, segment_run, segment_slices
+from simhash_filter.model.sketch import SEED as SKETCH_SEED
 from simhash_filter.model.sketch import sketch
 from simhash_filter.model.spelling import irregular_spellings
 from simhash_filter.model.weights import TABLE_SEED, chinese_table, english_table
