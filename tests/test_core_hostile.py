@@ -158,18 +158,18 @@ def test_the_checker_sees_a_difference(monkeypatch):
     """The comparison is not vacuous: the reference runs with no compiled function in reach, and a compiled walk
     that reads one paragraph wrong is reported, in the fingerprint and in the extraction."""
     page = "<html><body>" + "".join(f"<p>{w}</p>" for w in _words(60)) + "</body></html>"
-    walk = extract_mod.compiled_walk
+    walk = extract_mod.compiled_walk_split
     assert walk is not None
     with reference_core():
-        assert extract_mod.compiled_walk is None
-    assert extract_mod.compiled_walk is walk
+        assert extract_mod.compiled_walk_split is None
+    assert extract_mod.compiled_walk_split is walk
 
     def misreading(root, *args):
         next(root.iter("p")).text = "misread"  # each core parses the page for itself: only this one is changed
         return walk(root, *args)
 
     checker = Checker()
-    monkeypatch.setattr(extract_mod, "compiled_walk", misreading)
+    monkeypatch.setattr(extract_mod, "compiled_walk_split", misreading)
     assert checker.analyze(page) is not None
     assert "texts" in (checker.walk(page, CFG.max_elements) or "")
     monkeypatch.undo()

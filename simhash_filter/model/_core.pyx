@@ -85,81 +85,142 @@ def walk(_Element root not None, Py_ssize_t max_elements, frozenset boilerplate_
     ``candidates`` are the elements whose tag is in *boilerplate_tags* or whose ``class``, ``id`` or ``role``
     satisfies *boilerplate_words*.  None for a tree it leaves to the reference walk (an attribute holding
     entity references)."""
+    cdef _Walked w = _Walked()
     try:
-        return _walk(root, max_elements, boilerplate_tags, boilerplate_words)
+        w.walk(root, max_elements, boilerplate_tags, boilerplate_words)
     except _Unusual:
         return None
+    return (w.tag_of, w.tid.to_list(), w.parent.to_list(), w.depth.to_list(), w.end.to_list(), w.candidates,
+            w.owner.to_list(), w.seg_text, w.truncated)
+
+
+def walk_split(_Element root not None, Py_ssize_t max_elements, frozenset boilerplate_tags, object boilerplate_words,
+               double dom_decay, double boilerplate_weight, object line_break, frozenset list_tags not None,
+               tuple params not None):
+    """``(texts, structure, elements, truncated)``: :func:`walk` then :func:`split` in one call, the element
+    arrays never made Python lists (``texts`` is empty for a tree without elements); None where :func:`walk`
+    declines."""
+    cdef _Walked w = _Walked()
+    try:
+        w.walk(root, max_elements, boilerplate_tags, boilerplate_words)
+    except _Unusual:
+        return None
+    if w.tid.n == 0:
+        return (), {}, 0, w.truncated
+    texts, structure = _split_arrays(w.tag_of, w.tid.items, w.parent.items, w.depth.items, w.end.items,
+                                     w.candidates, w.owner.items, w.seg_text, w.tid.n, dom_decay, boilerplate_weight,
+                                     line_break, list_tags, params)  # fmt: skip
+    return texts, structure, w.tid.n, w.truncated
+
+
+cdef class _Ints:
+    """A growing array of Py_ssize_t."""
+    cdef Py_ssize_t* items
+    cdef Py_ssize_t n, cap
+
+    def __cinit__(self):
+        self.cap = 256
+        self.n = 0
+        self.items = <Py_ssize_t*>PyMem_Malloc(self.cap * sizeof(Py_ssize_t))
+        if self.items is NULL:
+            raise MemoryError()
+
+    def __dealloc__(self):
+        PyMem_Free(self.items)
+
+    cdef inline int push(self, Py_ssize_t item) except -1:
+        if self.n == self.cap:
+            self.items = <Py_ssize_t*>_grown(self.items, &self.cap, sizeof(Py_ssize_t))
+        self.items[self.n] = item
+        self.n += 1
+        return 0
+
+    cdef list to_list(self):
+        return [self.items[i] for i in range(self.n)]
 
 
 cdef inline bint _flagged(object value, object boilerplate_words):
     return value is not None and value and boilerplate_words(value)
 
 
-cdef tuple _walk(_Element root, Py_ssize_t max_elements, frozenset boilerplate_tags, object boilerplate_words):
-    cdef list tag_of = [], tid = [], parents = [], depths = [], ends = [], candidates = []
-    cdef list seg_owner = [], seg_text = [], stack = []
-    cdef dict names = {}
-    cdef tree.xmlNode* top = root._c_node
-    cdef tree.xmlNode* c_node = top
-    cdef tree.xmlNode* c_next
-    cdef Py_ssize_t i, n = 0
-    cdef bint truncated = False
-    cdef object text, tag, number
-    while True:
-        # the node's start
-        if c_node.type == tree.XML_ELEMENT_NODE:
-            if n >= max_elements:
-                truncated = True
-                break
-            i = n
-            n += 1
-            tag = namespacedName(c_node)
-            number = names.get(tag)
-            if number is None:
-                number = names[tag] = len(tag_of)
-                tag_of.append(tag)
-            tid.append(number)
-            parents.append(stack[-1] if stack else -1)
-            depths.append(len(stack))
-            ends.append(i)
-            if (
-                tag in boilerplate_tags
-                or _flagged(_attribute(c_node, b"class"), boilerplate_words)
-                or _flagged(_attribute(c_node, b"id"), boilerplate_words)
-                or _flagged(_attribute(c_node, b"role"), boilerplate_words)
-            ):
-                candidates.append(i)
-            stack.append(i)
-            text = textOf(c_node)
-            if _has_text(text):
-                seg_owner.append(i)
-                seg_text.append(text)
-            c_next = _next_walked(c_node.children)
-            if c_next is not NULL:
-                c_node = c_next
-                continue
-        # the ends of the node and of every ancestor whose last walked child it is
+cdef class _Walked:
+    """What the walk collects: the elements' tag numbers, parents, depths and subtree ends in document order, the
+    boilerplate candidates, and the text segments with their owners (see :func:`walk`)."""
+    cdef list tag_of, candidates, seg_text
+    cdef _Ints tid, parent, depth, end, owner, stack
+    cdef bint truncated
+
+    def __cinit__(self):
+        self.tag_of, self.candidates, self.seg_text = [], [], []
+        self.tid, self.parent, self.depth, self.end, self.owner, self.stack = _Ints(), _Ints(), _Ints(), _Ints(), \
+            _Ints(), _Ints()
+        self.truncated = False
+
+    cdef int walk(self, _Element root, Py_ssize_t max_elements, frozenset boilerplate_tags,
+                  object boilerplate_words) except -1:
+        cdef dict names = {}
+        cdef tree.xmlNode* top = root._c_node
+        cdef tree.xmlNode* c_node = top
+        cdef tree.xmlNode* c_next
+        cdef Py_ssize_t i, n = 0
+        cdef _Ints stack = self.stack
+        cdef object text, tag, number
         while True:
+            # the node's start
             if c_node.type == tree.XML_ELEMENT_NODE:
-                ends[stack.pop()] = n - 1
+                if n >= max_elements:
+                    self.truncated = True
+                    break
+                i = n
+                n += 1
+                tag = namespacedName(c_node)
+                number = names.get(tag)
+                if number is None:
+                    number = names[tag] = len(self.tag_of)
+                    self.tag_of.append(tag)
+                self.tid.push(number)
+                self.parent.push(stack.items[stack.n - 1] if stack.n else -1)
+                self.depth.push(stack.n)
+                self.end.push(i)
+                if (
+                    tag in boilerplate_tags
+                    or _flagged(_attribute(c_node, b"class"), boilerplate_words)
+                    or _flagged(_attribute(c_node, b"id"), boilerplate_words)
+                    or _flagged(_attribute(c_node, b"role"), boilerplate_words)
+                ):
+                    self.candidates.append(i)
+                stack.push(i)
+                text = textOf(c_node)
+                if _has_text(text):
+                    self.owner.push(i)
+                    self.seg_text.append(text)
+                c_next = _next_walked(c_node.children)
+                if c_next is not NULL:
+                    c_node = c_next
+                    continue
+            # the ends of the node and of every ancestor whose last walked child it is
+            while True:
+                if c_node.type == tree.XML_ELEMENT_NODE:
+                    stack.n -= 1
+                    self.end.items[stack.items[stack.n]] = n - 1
+                if c_node is top:
+                    break
+                if stack.n:
+                    text = tailOf(c_node)
+                    if _has_text(text):
+                        self.owner.push(stack.items[stack.n - 1])
+                        self.seg_text.append(text)
+                c_next = _next_walked(c_node.next)
+                if c_next is not NULL:
+                    c_node = c_next
+                    break
+                c_node = c_node.parent
             if c_node is top:
                 break
-            if stack:
-                text = tailOf(c_node)
-                if _has_text(text):
-                    seg_owner.append(stack[-1])
-                    seg_text.append(text)
-            c_next = _next_walked(c_node.next)
-            if c_next is not NULL:
-                c_node = c_next
-                break
-            c_node = c_node.parent
-        if c_node is top:
-            break
-    if truncated:
-        for i in stack:
-            ends[i] = n - 1
-    return tag_of, tid, parents, depths, ends, candidates, seg_owner, seg_text, truncated
+        if self.truncated:
+            for i in range(stack.n):
+                self.end.items[stack.items[i]] = n - 1
+        return 0
 
 
 # --- the sketch (simhash_filter.model.sketch.sketch, the reference) -----------------------------------------
@@ -448,12 +509,7 @@ def split(list tag_of not None, list tid not None, list parents not None, list d
     what each step means), bit for bit: *line_break* removes the line breaks between CJK characters from a
     segment, *list_tags* are the tags of link-list blocks, *params* the reference's constants in the order
     unpacked below.  ``structure`` is a dict in the reference's (sorted) order."""
-    cdef double max_share, link_density, beside_links, hub_share, outside_min, max_mass, volatile_weight
-    cdef double volatile_share, cjk_text, prose_chars, prose_paragraphs
-    cdef Py_ssize_t volatile_words, volatile_chars
-    (max_share, link_density, beside_links, hub_share, outside_min, max_mass, volatile_weight, volatile_words,
-     volatile_chars, volatile_share, cjk_text, prose_chars, prose_paragraphs) = params
-    cdef Py_ssize_t n = len(tid), m = len(seg_text), n_tags = len(tag_of)
+    cdef Py_ssize_t n = len(tid), m = len(seg_text)
     if n == 0 or len(parents) != n or len(depths) != n or len(ends) != n or len(seg_owner) != m:
         raise ValueError("split: the element lists and the segment lists must each have one length, elements > 0")
     cdef Py_ssize_t* c_tid = NULL
@@ -461,16 +517,38 @@ def split(list tag_of not None, list tid not None, list parents not None, list d
     cdef Py_ssize_t* c_depth = NULL
     cdef Py_ssize_t* c_end = NULL
     cdef Py_ssize_t* c_owner = NULL
-    cdef double* f = NULL
-    cdef bint* b = NULL
-    cdef _Ranked* ranked = NULL
-    cdef _Keyed* keyed = NULL
     try:
         c_tid = _int_array(tid, 0)
         c_parent = _int_array(parents, 0)
         c_depth = _int_array(depths, 0)
         c_end = _int_array(ends, 0)
         c_owner = _int_array(seg_owner, 0)
+        return _split_arrays(tag_of, c_tid, c_parent, c_depth, c_end, candidates, c_owner, seg_text, n, dom_decay,
+                             boilerplate_weight, line_break, list_tags, params)  # fmt: skip
+    finally:
+        PyMem_Free(c_tid)
+        PyMem_Free(c_parent)
+        PyMem_Free(c_depth)
+        PyMem_Free(c_end)
+        PyMem_Free(c_owner)
+
+
+cdef tuple _split_arrays(list tag_of, Py_ssize_t* c_tid, Py_ssize_t* c_parent, Py_ssize_t* c_depth,
+                         Py_ssize_t* c_end, list candidates, Py_ssize_t* c_owner, list seg_text, Py_ssize_t n,
+                         double dom_decay, double boilerplate_weight, object line_break, frozenset list_tags,
+                         tuple params):
+    """:func:`split` on the element arrays (*n* elements, a segment per item of *seg_text*)."""
+    cdef double max_share, link_density, beside_links, hub_share, outside_min, max_mass, volatile_weight
+    cdef double volatile_share, cjk_text, prose_chars, prose_paragraphs
+    cdef Py_ssize_t volatile_words, volatile_chars
+    (max_share, link_density, beside_links, hub_share, outside_min, max_mass, volatile_weight, volatile_words,
+     volatile_chars, volatile_share, cjk_text, prose_chars, prose_paragraphs) = params
+    cdef Py_ssize_t m = len(seg_text), n_tags = len(tag_of)
+    cdef double* f = NULL
+    cdef bint* b = NULL
+    cdef _Ranked* ranked = NULL
+    cdef _Keyed* keyed = NULL
+    try:
         f = <double*>PyMem_Malloc((10 * n + 3 * m + 1) * sizeof(double))
         b = <bint*>PyMem_Malloc((9 * n + m + n_tags + 1) * sizeof(bint))
         ranked = <_Ranked*>PyMem_Malloc((m + 1) * sizeof(_Ranked))
@@ -482,11 +560,6 @@ def split(list tag_of not None, list tid not None, list parents not None, list d
                       beside_links, hub_share, outside_min, max_mass, volatile_weight, volatile_words,
                       volatile_chars, volatile_share, cjk_text, prose_chars, prose_paragraphs)
     finally:
-        PyMem_Free(c_tid)
-        PyMem_Free(c_parent)
-        PyMem_Free(c_depth)
-        PyMem_Free(c_end)
-        PyMem_Free(c_owner)
         PyMem_Free(f)
         PyMem_Free(b)
         PyMem_Free(ranked)

@@ -22,6 +22,7 @@ __all__ = [
     "compiled_text_features",
     "compiled_vote",
     "compiled_walk",
+    "compiled_walk_split",
     "compiled_word_table",
     "describe",
 ]
@@ -33,7 +34,7 @@ PURE_ENV = "SIMHASH_FILTER_PURE_PYTHON"
 
 
 _Compiled = Callable[..., Any] | None
-_NONE: tuple[_Compiled, ...] = (None,) * 8
+_NONE: tuple[_Compiled, ...] = (None,) * 9
 
 
 def _load() -> tuple[tuple[_Compiled, ...], str]:
@@ -49,6 +50,7 @@ def _load() -> tuple[tuple[_Compiled, ...], str]:
             text_features,
             vote,
             walk,
+            walk_split,
         )
     except ImportError as exc:  # not built (no compiler at install time), or built against another lxml
         logger.warning(
@@ -57,7 +59,7 @@ def _load() -> tuple[tuple[_Compiled, ...], str]:
             exc,
         )
         return _NONE, f"pure-Python core (compiled core not available: {exc})"
-    return (walk, split, text_features, FeatureCounts, vote, sketch, WordTable, page_fingerprint), "compiled core"
+    return (walk, split, text_features, FeatureCounts, vote, sketch, WordTable, page_fingerprint, walk_split), "compiled core"
 
 
 _compiled, _description = _load()
@@ -70,6 +72,7 @@ _compiled, _description = _load()
     compiled_sketch,
     compiled_word_table,
     compiled_page_fingerprint,
+    compiled_walk_split,
 ) = _compiled
 
 

@@ -32,7 +32,7 @@ from itertools import islice
 import numpy as np
 from lxml import etree
 
-from simhash_filter.model.core import compiled_split, compiled_walk
+from simhash_filter.model.core import compiled_split, compiled_walk_split
 from simhash_filter.model.segment import CJK_RUN
 
 BOILERPLATE_TAGS = frozenset({"nav", "header", "footer", "aside", "menu", "form"})
@@ -124,15 +124,13 @@ def _looks_like_boilerplate(tag: str, el: etree._Element) -> bool:
 
 def extract(root: etree._Element, *, dom_decay: float, boilerplate_weight: float, max_elements: int) -> PageText:
     """Split the visible text under ``root`` by role and collect decayed structure features."""
-    if compiled_walk is not None:
-        walked = compiled_walk(root, max_elements, BOILERPLATE_TAGS, _boilerplate_words)
-        if walked is not None:
-            tag_of, tid, parents, depths, ends, candidates, seg_owner, seg_text, truncated = walked
-            if not tid:
-                return PageText(truncated=truncated)
-            return _split(tag_of, tid, parents, depths, ends, candidates, seg_owner, seg_text, dom_decay,
-                          boilerplate_weight, truncated)  # fmt: skip
-        return _extract_walk(root, dom_decay, boilerplate_weight, max_elements)
+    if compiled_walk_split is not None:
+        done = compiled_walk_split(root, max_elements, BOILERPLATE_TAGS, _boilerplate_words, dom_decay,
+                                   boilerplate_weight, _remove_cjk_line_breaks, LINK_LIST_TAGS, _SPLIT_PARAMS)  # fmt: skip
+        if done is None:  # a tree the compiled walk leaves to the reference (entity references in attributes)
+            return _extract_walk(root, dom_decay, boilerplate_weight, max_elements)
+        texts, structure, elements, truncated = done
+        return PageText(texts=texts, structure=Counter(structure), elements=elements, truncated=truncated)
     # The elements in document order, each read once through a few C-level accessors; everything
     # else (parents, depths, subtree ends, text order, link and boilerplate marks) is computed from
     # these lists.  Trees with other nodes (comments, entities) or more than ``max_elements``
