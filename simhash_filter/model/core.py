@@ -59,7 +59,8 @@ def _load() -> tuple[tuple[_Compiled, ...], str]:
             exc,
         )
         return _NONE, f"pure-Python core (compiled core not available: {exc})"
-    return (walk, split, text_features, FeatureCounts, vote, sketch, WordTable, page_fingerprint, walk_split), "compiled core"
+    compiled = (walk, split, text_features, FeatureCounts, vote, sketch, WordTable, page_fingerprint, walk_split)
+    return compiled, "compiled core"
 
 
 _compiled, _description = _load()

@@ -125,8 +125,10 @@ def _looks_like_boilerplate(tag: str, el: etree._Element) -> bool:
 def extract(root: etree._Element, *, dom_decay: float, boilerplate_weight: float, max_elements: int) -> PageText:
     """Split the visible text under ``root`` by role and collect decayed structure features."""
     if compiled_walk_split is not None:
-        done = compiled_walk_split(root, max_elements, BOILERPLATE_TAGS, _boilerplate_words, dom_decay,
-                                   boilerplate_weight, _remove_cjk_line_breaks, LINK_LIST_TAGS, _SPLIT_PARAMS)  # fmt: skip
+        done = compiled_walk_split(
+            root, max_elements, BOILERPLATE_TAGS, _boilerplate_words, dom_decay, boilerplate_weight,
+            _remove_cjk_line_breaks, LINK_LIST_TAGS, _SPLIT_PARAMS,
+        )  # fmt: skip
         if done is None:  # a tree the compiled walk leaves to the reference (entity references in attributes)
             return _extract_walk(root, dom_decay, boilerplate_weight, max_elements)
         texts, structure, elements, truncated = done
