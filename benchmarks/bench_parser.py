@@ -7,7 +7,8 @@ CPU time per stage over the public pages, each parser in processes of its own, a
 - libxml2: ``html.parse`` (decode, libxml2, ``strip_elements`` of the invisible tags), ``_core.walk``, ``_split``
   of its tuple, freeing the tree;
 - Lexbor: ``html.decode`` and ``LexborHTMLParser`` (decode, Lexbor), ``lexbor_walk.walk``, ``_split`` of its tuple,
-  freeing the document.
+  freeing the document;
+- and then, in the same processes, the whole ``fingerprint()`` of every page (parse to sketch) by each variant.
 
 ``--agree`` fingerprints every page both ways (the Lexbor variant: its walk's tuple through ``extract._split``,
 ``features.page_features`` and ``Fingerprinter._decide``) and counts the pages whose fingerprints are the same.
@@ -190,6 +191,19 @@ def child(parser: str, limit: int | None) -> None:
     measure(pages[:20])  # imports, word tables and the compiled modules loaded before timing
     result = measure(pages)
     result["pages"] = len(pages)
+    # then the whole fingerprint (parse to sketch) of every page, a fresh fingerprinter warmed on 20 pages
+    if parser == "libxml2":
+        from simhash_filter.model.fingerprint import Fingerprinter
+
+        fingerprinter = Fingerprinter()
+    else:
+        fingerprinter = lexbor_fingerprinter_class()()
+    for page in pages[:20]:
+        fingerprinter.fingerprint(page)
+    start = time.process_time()
+    for page in pages:
+        fingerprinter.fingerprint(page)
+    result["fingerprint"] = time.process_time() - start
     print(json.dumps(result))
 
 
@@ -301,25 +315,40 @@ def main(argv: list[str] | None = None) -> int:
     for r in range(args.rounds):
         for p in PARSERS if r % 2 == 0 else PARSERS[::-1]:
             runs[p].append(run_child(p, args.pages))
-            print(f"round {r + 1} {p}: " + ", ".join(f"{s} {runs[p][-1]['seconds'][s]:.3f}" for s in STAGES),
-                  file=sys.stderr)  # fmt: skip
+            print(f"round {r + 1} {p}: " + ", ".join(f"{s} {runs[p][-1]['seconds'][s]:.3f}" for s in STAGES)
+                  + f"; fingerprint() {runs[p][-1]['fingerprint']:.3f}", file=sys.stderr)  # fmt: skip
     pages = runs["libxml2"][0]["pages"]
     med = {p: {s: statistics.median(run["seconds"][s] for run in runs[p]) for s in STAGES} for p in PARSERS}
     for p in PARSERS:
         med[p]["total"] = statistics.median(sum(run["seconds"][s] for s in STAGES) for run in runs[p])
+    # the ratio of each round's pair (the two runs next to each other), then the median: steadier on a shared machine
+    paired: dict[str, float] = {}
+    for s in (*STAGES, "total"):
+        pick = (lambda run: sum(run["seconds"].values())) if s == "total" else (lambda run, s=s: run["seconds"][s])
+        paired[s] = statistics.median(pick(b) / pick(a) for a, b in zip(runs["libxml2"], runs["lexbor"], strict=True))
     print(f"{pages} pages, medians of {args.rounds} alternated rounds, CPU seconds (µs a page):")
-    print(f"{'stage':<8}{'libxml2':>18}{'Lexbor':>18}{'Lexbor/libxml2':>16}")
+    print(f"{'stage':<8}{'libxml2':>18}{'Lexbor':>18}{'ratio':>8}{'paired':>8}")
     for s in (*STAGES, "total"):
         a, b = med["libxml2"][s], med["lexbor"][s]
-        print(f"{s:<8}{a:>8.3f} ({1e6 * a / pages:>6.0f}){b:>8.3f} ({1e6 * b / pages:>6.0f}){b / a:>16.2f}")
+        print(f"{s:<8}{a:>8.3f} ({1e6 * a / pages:>6.0f}){b:>8.3f} ({1e6 * b / pages:>6.0f}){b / a:>8.2f}"
+              f"{paired[s]:>8.2f}")  # fmt: skip
+    whole = {p: statistics.median(run["fingerprint"] for run in runs[p]) for p in PARSERS}
+    whole_paired = statistics.median(
+        b["fingerprint"] / a["fingerprint"] for a, b in zip(runs["libxml2"], runs["lexbor"], strict=True)
+    )
+    a, b = whole["libxml2"], whole["lexbor"]
+    print(f"{'whole':<8}{a:>8.3f} ({1e6 * a / pages:>6.0f}){b:>8.3f} ({1e6 * b / pages:>6.0f})"
+          f"{b / a:>8.2f}{whole_paired:>8.2f}")  # fmt: skip
     decode_s = statistics.median(run["decode"] for run in runs["lexbor"])
+    print("(whole: Fingerprinter.fingerprint() of every page, parse to sketch, in the same processes after the stages)")
     elements = {p: runs[p][0]["elements"] for p in PARSERS}
     fallbacks = runs["libxml2"][0]["fallbacks"]
     print(f"(the parse stage includes decoding: {decode_s:.3f} s; elements walked: libxml2 {elements['libxml2']}, "
           f"Lexbor {elements['lexbor']}; reference-walk fallbacks (libxml2): {fallbacks})")  # fmt: skip
     if args.json:
-        write_json(args.json, {"pages": pages, "medians": med, "decode": decode_s, "elements": elements,
-                               "runs": runs}, indent=1)  # fmt: skip
+        write_json(args.json, {"pages": pages, "medians": med, "paired_ratios": paired, "fingerprint": whole,
+                               "fingerprint_paired": whole_paired, "decode": decode_s,
+                               "elements": elements, "runs": runs}, indent=1)  # fmt: skip
     return 0
 
 
