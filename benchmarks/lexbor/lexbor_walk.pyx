@@ -3,7 +3,8 @@
 ``LexborHTMLParser``), giving the same kind of tuple as ``simhash_filter.model._core.walk`` gives over libxml2's tree:
 ``(tag_of, tid, parents, depths, ends, candidates, seg_owner, seg_text, truncated)``.
 
-Not part of the package and not the model: a benchmark-side prototype (``benchmarks/bench_parser.py``).
+Not part of the package and not the model: a benchmark-side prototype (``benchmarks/bench_parser.py``), not for
+hostile input (Lexbor's tree construction is quadratic in the depth of nested ``<div>``s: docs/speed.md).
 
 Build (in place, next to this file; needs Cython and selectolax, the ``bench`` extra)::
 
