@@ -348,3 +348,24 @@ def test_compiled_page_fingerprint_is_the_references(texts, structure, caps):
     assert fingerprinter._words is not None
     assert fingerprinter.fingerprint_page(page) == expected
     assert fingerprinter.fingerprint_page(page) == expected  # again, from the table's memo
+
+
+@needs_core
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["nav", "Nav", "menuBar", "sidebar", "side", "bar", "ads", "ad", "content", "Content", "post",
+                         "articleBody", "comment", "x", "Q", "7", "-", "_", ".", ":", " ", "\t", "\x1c", "é", "\u00a0",
+                         "\u212a"]),  # fmt: skip
+        max_size=7,
+    ).map("".join)
+)
+def test_compiled_class_words_judge_values_as_the_reference(value):
+    """A class, id or role value is judged chrome in C exactly as ``extract._boilerplate_words`` judges it (words
+    split at whitespace, ``_ - : .`` and case changes), or left to it (None) when it is not ASCII."""
+    judge = extract_mod._class_words()
+    got = judge(value)
+    if value.isascii():
+        assert got == extract_mod._boilerplate_words(value)
+    else:
+        assert got in (None, extract_mod._boilerplate_words(value))

@@ -15,6 +15,7 @@ from typing import Any
 
 __all__ = [
     "PURE_ENV",
+    "compiled_class_words",
     "compiled_counts",
     "compiled_page_fingerprint",
     "compiled_sketch",
@@ -34,7 +35,7 @@ PURE_ENV = "SIMHASH_FILTER_PURE_PYTHON"
 
 
 _Compiled = Callable[..., Any] | None
-_NONE: tuple[_Compiled, ...] = (None,) * 9
+_NONE: tuple[_Compiled, ...] = (None,) * 10
 
 
 def _load() -> tuple[tuple[_Compiled, ...], str]:
@@ -42,6 +43,7 @@ def _load() -> tuple[tuple[_Compiled, ...], str]:
         return _NONE, f"pure-Python core ({PURE_ENV} is set)"
     try:
         from simhash_filter.model._core import (
+            ClassWords,
             FeatureCounts,
             WordTable,
             page_fingerprint,
@@ -59,7 +61,8 @@ def _load() -> tuple[tuple[_Compiled, ...], str]:
             exc,
         )
         return _NONE, f"pure-Python core (compiled core not available: {exc})"
-    compiled = (walk, split, text_features, FeatureCounts, vote, sketch, WordTable, page_fingerprint, walk_split)
+    compiled = (walk, split, text_features, FeatureCounts, vote, sketch, WordTable, page_fingerprint, walk_split,
+                ClassWords)  # fmt: skip
     return compiled, "compiled core"
 
 
@@ -74,6 +77,7 @@ _compiled, _description = _load()
     compiled_word_table,
     compiled_page_fingerprint,
     compiled_walk_split,
+    compiled_class_words,
 ) = _compiled
 
 

@@ -26,13 +26,14 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache, lru_cache
 from itertools import islice
+from typing import Any
 
 import numpy as np
 from lxml import etree
 
-from simhash_filter.model.core import compiled_split, compiled_walk_split
+from simhash_filter.model.core import compiled_class_words, compiled_split, compiled_walk_split
 from simhash_filter.model.segment import CJK_RUN
 
 BOILERPLATE_TAGS = frozenset({"nav", "header", "footer", "aside", "menu", "form"})
@@ -114,6 +115,12 @@ def _boilerplate_words(value: str) -> bool:
     return not words.isdisjoint(BOILERPLATE_WORDS) and words.isdisjoint(CONTENT_WORDS)
 
 
+@cache
+def _class_words() -> Any:
+    """The compiled core's judge of class, id and role values (:func:`_boilerplate_words` in C, for ASCII values)."""
+    return None if compiled_class_words is None else compiled_class_words(BOILERPLATE_WORDS, CONTENT_WORDS)
+
+
 def _looks_like_boilerplate(tag: str, el: etree._Element) -> bool:
     """Navigation, headers, footers, sidebars or ads, by tag, class, id or role."""
     if tag in BOILERPLATE_TAGS:
@@ -126,7 +133,7 @@ def extract(root: etree._Element, *, dom_decay: float, boilerplate_weight: float
     """Split the visible text under ``root`` by role and collect decayed structure features."""
     if compiled_walk_split is not None:
         done = compiled_walk_split(
-            root, max_elements, BOILERPLATE_TAGS, _boilerplate_words, dom_decay, boilerplate_weight,
+            root, max_elements, BOILERPLATE_TAGS, _boilerplate_words, _class_words(), dom_decay, boilerplate_weight,
             _remove_cjk_line_breaks, LINK_LIST_TAGS, _SPLIT_PARAMS,
         )  # fmt: skip
         if done is None:  # a tree the compiled walk leaves to the reference (entity references in attributes)
