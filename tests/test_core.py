@@ -350,16 +350,15 @@ def test_compiled_page_fingerprint_is_the_references(texts, structure, caps):
     assert fingerprinter.fingerprint_page(page) == expected  # again, from the table's memo
 
 
+_CLASS_PIECES = [
+    "nav", "Nav", "menuBar", "sidebar", "side", "bar", "ads", "ad", "content", "Content", "post", "articleBody",
+    "comment", "x", "Q", "7", "-", "_", ".", ":", " ", "\t", "\x1c", "é", "\u00a0", "\u212a",
+]  # fmt: skip
+
+
 @needs_core
 @settings(max_examples=500, deadline=None)
-@given(
-    st.lists(
-        st.sampled_from(["nav", "Nav", "menuBar", "sidebar", "side", "bar", "ads", "ad", "content", "Content", "post",
-                         "articleBody", "comment", "x", "Q", "7", "-", "_", ".", ":", " ", "\t", "\x1c", "é", "\u00a0",
-                         "\u212a"]),  # fmt: skip
-        max_size=7,
-    ).map("".join)
-)
+@given(st.lists(st.sampled_from(_CLASS_PIECES), max_size=7).map("".join))
 def test_compiled_class_words_judge_values_as_the_reference(value):
     """A class, id or role value is judged chrome in C exactly as ``extract._boilerplate_words`` judges it (words
     split at whitespace, ``_ - : .`` and case changes), or left to it (None) when it is not ASCII."""
