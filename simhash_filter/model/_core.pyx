@@ -147,6 +147,7 @@ cdef class ClassWords:
     and no content word."""
     cdef bytes blob  # the words, each as a length byte then its letters; chrome words first
     cdef Py_ssize_t chrome  # where the content words start
+    cdef uint64_t lengths, firsts  # the words' lengths (below 64) and first bytes (mod 64), as bit sets
 
     def __cinit__(self, frozenset chrome not None, frozenset content not None):
         parts = []
@@ -156,6 +157,8 @@ cdef class ClassWords:
                 if not 0 < len(data) < 256 or not word.islower():
                     raise ValueError(f"class words must be lower-case ASCII: {word!r}")
                 parts.append(bytes([len(data)]) + data)
+                self.lengths |= (<uint64_t>1) << min(len(data), 63)
+                self.firsts |= (<uint64_t>1) << (data[0] & 63)
             if words is chrome:
                 self.chrome = sum(map(len, parts))
         self.blob = b"".join(parts)
@@ -172,6 +175,8 @@ cdef class ClassWords:
         """1 for a chrome word, 2 for a content word, 0 for another (*word* lower-cased)."""
         cdef const char* blob = self.blob
         cdef Py_ssize_t i = 0, end = len(self.blob)
+        if not (self.lengths >> min(n, 63)) & 1 or not (self.firsts >> (word[0] & 63)) & 1:
+            return 0
         while i < end:
             if blob[i] == n and memcmp(blob + i + 1, word, n) == 0:
                 return 1 if i < self.chrome else 2
