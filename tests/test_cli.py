@@ -438,6 +438,28 @@ def test_dedup_malformed_lines_are_reported_not_dropped(pages, tmp_path, capsys)
     assert "6 malformed lines" in err
 
 
+def test_dedup_output_bytes_of_non_ascii_and_lone_surrogates(pages, tmp_path, capsys):
+    """Output lines are json.dumps's (", " and ": ", non-ASCII escaped); a lone surrogate is a page, invalid UTF-8
+    a malformed line with its number."""
+    lines = [
+        page_line("https://a.example/caf\u00e9/\u4e2d", pages["en_article"]).encode(),
+        page_line("https://b.example/\ud800", pages["en_article"]).encode(),
+        b'{"url": "https://c.example/\xff", "html": "<p>x</p>"}',
+    ]
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(b"\n".join(lines) + b"\n")
+    out = tmp_path / "out.jsonl"
+    assert main(["dedup", str(src), "--output", str(out)]) == 2
+    first, second, third = out.read_bytes().decode("ascii").splitlines()
+    assert first.startswith('{"url": "https://a.example/caf\\u00e9/\\u4e2d", "fingerprint": "')
+    assert first.endswith('", "duplicate_of": null, "distance": null}')
+    assert second.startswith('{"url": "https://b.example/\\ud800", "fingerprint": "')
+    assert second.endswith('", "duplicate_of": "https://a.example/caf\\u00e9/\\u4e2d", "distance": 0}')
+    assert third == ('{"url": null, "fingerprint": null, "duplicate_of": null, "distance": null, '
+                     '"status": "malformed", "line": 3}')  # fmt: skip
+    assert "in.jsonl:3: malformed line: not JSON ('utf-8' codec can't decode byte 0xff" in capsys.readouterr().err
+
+
 def test_dedup_unfingerprintable_pages_get_a_status(pages, tmp_path, capsys):
     """Image-only and empty pages are written with fingerprint null and the reason in 'status'."""
     lines = [

@@ -43,6 +43,34 @@ def test_parse_line_accepts_extra_fields():
     assert parse_line(b'{"url": "u", "html": "<p>x</p>", "status": 200}\r\n') == ("u", "<p>x</p>", None)
 
 
+@pytest.mark.parametrize(
+    ("line", "url", "html"),
+    [
+        (b'\xef\xbb\xbf{"url": "u", "html": "<p>x</p>"}\n', "u", "<p>x</p>"),  # a UTF-8 byte order mark
+        (b'{"url": "u\\ud800", "html": "<p>x\\udc00</p>"}', "u\ud800", "<p>x\udc00</p>"),  # lone surrogates
+        (b'{"url": "u", "html": "<p>x\xed\xa0\x80</p>"}', "u", "<p>x\ud800</p>"),  # one encoded in the bytes
+        (b'{"url": "u", "html": "<p>x</p>", "n": NaN, "m": 1e999}', "u", "<p>x</p>"),
+        ('{"url": "caf\u00e9", "html": "<p>\u4e2d\u6587</p>"}'.encode(), "caf\u00e9", "<p>\u4e2d\u6587</p>"),
+        ('{"url": "caf\u00e9", "html": "<p>x\\ud800</p>"}', "caf\u00e9", "<p>x\ud800</p>"),  # a str line
+    ],
+)
+def test_parse_line_reads_what_the_standard_library_reads(line, url, html):
+    """Lines are read as the standard json reads them, also those orjson refuses (BOM, lone surrogates, NaN)."""
+    assert parse_line(line) == (url, html, None)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [b"{oops", b'{"url": "u", "html": "x",}', b'{"url": "u", "html": "a\x00b"}', b'{"url": "u\xff", "html": "x"}',
+     b'{"url": "u", "html": "x"} {}', "\ufeff{}"],
+)
+def test_parse_line_reason_is_the_standard_librarys_message(line):
+    """A malformed line's reason is the standard json's message (orjson's own is never shown)."""
+    with pytest.raises(ValueError) as raised:
+        json.loads(line)
+    assert parse_line(line) == (None, None, f"not JSON ({raised.value})")
+
+
 def test_outcome_record_shapes():
     """Records have the four contract keys; status only without a fingerprint; line only when malformed."""
     assert Outcome(1, "u", 0xAB).record() == {"url": "u", "fingerprint": "00000000000000ab", "duplicate_of": None,

@@ -24,6 +24,8 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from simhash_filter.config import FilterConfig, FingerprintConfig
 from simhash_filter.index.backends import store_errors
 from simhash_filter.index.nearduplicate import NearDuplicateIndex
@@ -140,12 +142,29 @@ class Summary:
             self.kept += 1
 
 
+def _loads(line: bytes | str) -> Any:
+    """The JSON value of a line: orjson's parse (about twice the standard library's speed on pages), or, for the
+    few lines orjson refuses, the standard library's, which decides them as before orjson was used.
+
+    orjson refuses a leading UTF-8 byte order mark, lone surrogates (``\\ud800`` escapes, or surrogates encoded
+    in the bytes), NaN and Infinity, numbers beyond a double's range, invalid UTF-8 and every malformed line.
+    The standard library reads the first four (a page with a lone surrogate is fingerprinted and its url written
+    escaped, as before) and rejects the rest with the message a malformed line is reported with.  One difference
+    remains: a line nested between the interpreter's recursion limit (~1000) and orjson's limit (1024) deep is now
+    read instead of being "nested too deeply".
+    """
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return json.loads(line)
+
+
 def parse_line(line: bytes | str) -> tuple[str | None, str | None, str | None]:
     """``(url, html, None)`` for a good line, else ``(url if known, None, reason)``."""
     if not line.strip():
         return None, None, "empty line"
     try:
-        obj = json.loads(line)
+        obj = _loads(line)
     except RecursionError:
         return None, None, "not JSON (nested too deeply)"
     except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, too many digits
