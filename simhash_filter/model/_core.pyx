@@ -1275,6 +1275,7 @@ cdef struct _Word:
     int64_t size  # how many n-gram hashes vote
     Py_ssize_t seen, slot  # the segment or page that last saw it, and its place there
     Py_ssize_t grouped, group  # the segment whose spellings last counted it, and its place there
+    Py_ssize_t run_start, run_len  # for a run of CJK ideographs (keyed by 0x01 and its UTF-8): its words' entries
 
 
 cdef class WordTable:
@@ -1291,6 +1292,7 @@ cdef class WordTable:
     cdef char* arena
     cdef uint8_t* rows
     cdef list strings  # entry -> its str (for the reference's functions)
+    cdef _Ints runs  # the words of the runs of CJK ideographs met, entry by entry
     # the IDF tables (simhash_filter.model.weights.IdfTable's sorted arrays) and the spelling's irregular words
     cdef _Idf english, chinese
     cdef object english_loader, chinese_loader
@@ -1336,22 +1338,17 @@ cdef class WordTable:
             self.slots[i] = -1
         self.used = self.arena_used = self.rows_used = 0
         self.strings = []
+        self.runs = _Ints()
         return 0
 
     cdef Py_ssize_t find(self, const char* data, Py_ssize_t n, object string) except -1:
         """The entry of the word whose UTF-8 is *data* (added when new, with *string* as its str, or one made
         from *data*, which must then be ASCII)."""
         cdef uint64_t h = xxh64(<const uint8_t*>data, n, self.sketch_seed)
-        cdef Py_ssize_t s = <Py_ssize_t>(h & <uint64_t>self.slots_mask), e
+        cdef Py_ssize_t s = self.probe(data, n, h), e = self.slots[s]
         cdef _Word* w
-        while True:
-            e = self.slots[s]
-            if e < 0:
-                break
-            w = &self.words[e]
-            if w.hash == h and w.length == n and memcmp(self.arena + w.offset, data, n) == 0:
-                return e
-            s = (s + 1) & self.slots_mask
+        if e >= 0:
+            return e
         if self.used == self.cap:
             self._grow()
             return self.find(data, n, string)
@@ -1361,12 +1358,29 @@ cdef class WordTable:
         e = self.used
         w = &self.words[e]
         w.hash, w.offset, w.length = h, self.arena_used, n
-        w.spelled, w.grams, w.row, w.size, w.seen, w.grouped = -1, 0, -2, 0, -1, -1
+        w.spelled, w.grams, w.row, w.size, w.seen, w.grouped, w.run_len = -1, 0, -2, 0, -1, -1, -1
         self.arena_used += n
         self.used += 1
         self.slots[s] = e
         self.strings.append(PyUnicode_DecodeASCII(data, n, NULL) if string is None else string)
         return e
+
+    cdef inline Py_ssize_t probe(self, const char* data, Py_ssize_t n, uint64_t h) noexcept:
+        """The slot of the word whose UTF-8 is *data* (hash *h*), or of the empty slot where it would go."""
+        cdef Py_ssize_t s = <Py_ssize_t>(h & <uint64_t>self.slots_mask), e
+        cdef _Word* w
+        while True:
+            e = self.slots[s]
+            if e < 0:
+                return s
+            w = &self.words[e]
+            if w.hash == h and w.length == n and memcmp(self.arena + w.offset, data, n) == 0:
+                return s
+            s = (s + 1) & self.slots_mask
+
+    cdef Py_ssize_t known(self, const char* data, Py_ssize_t n) noexcept:
+        """The entry of the word whose UTF-8 is *data*, or -1."""
+        return self.slots[self.probe(data, n, xxh64(<const uint8_t*>data, n, self.sketch_seed))]
 
     cdef int _grow(self) except -1:
         cdef Py_ssize_t i, s, cap = 2 * self.cap
@@ -1696,6 +1710,7 @@ cdef Py_ssize_t _count_unicode(WordTable table, str text, Py_ssize_t budget, Py_
     cdef Py_ssize_t i = 0, j, n = len(text), taken = 0, size
     cdef Py_UCS4 c
     cdef const char* data
+    cdef _Key key = _Key()
     segment_run, segment_slices, max_cached_run = segmenter
     while i < n and taken < budget:
         c = text[i]
@@ -1703,17 +1718,18 @@ cdef Py_ssize_t _count_unicode(WordTable table, str text, Py_ssize_t budget, Py_
             j = i + 1
             while j < n and _cjk(text[j]):
                 j += 1
-            run = text[i:j]
-            pieces = (segment_run(run),) if j - i <= max_cached_run else segment_slices(run)
-            for piece in pieces:
-                for word in piece:
+            if j - i <= max_cached_run:
+                taken += _count_run(table, text, i, j, budget - taken, segment, seg, segment_run, key)
+            else:
+                for piece in segment_slices(text[i:j]):
+                    for word in piece:
+                        if taken == budget:
+                            break
+                        data = PyUnicode_AsUTF8AndSize(word, &size)
+                        _count_word(table, table.find(data, size, word), segment, seg)
+                        taken += 1
                     if taken == budget:
                         break
-                    data = PyUnicode_AsUTF8AndSize(word, &size)
-                    _count_word(table, table.find(data, size, word), segment, seg)
-                    taken += 1
-                if taken == budget:
-                    break
             i = j
         elif Py_UNICODE_ISALNUM(c):
             j = i + 1
@@ -1726,6 +1742,56 @@ cdef Py_ssize_t _count_unicode(WordTable table, str text, Py_ssize_t budget, Py_
             i = j
         else:
             i += 1
+    return taken
+
+
+cdef class _Key:
+    """A growing byte buffer (a run's key)."""
+    cdef char* data
+    cdef Py_ssize_t cap
+
+    def __dealloc__(self):
+        PyMem_Free(self.data)
+
+    cdef int reserve(self, Py_ssize_t n) except -1:
+        if n > self.cap:
+            PyMem_Free(self.data)
+            self.data = <char*>PyMem_Malloc(n)
+            if self.data is NULL:
+                self.cap = 0
+                raise MemoryError()
+            self.cap = n
+        return 0
+
+
+cdef Py_ssize_t _count_run(WordTable table, str text, Py_ssize_t i, Py_ssize_t j, Py_ssize_t budget,
+                           Py_ssize_t segment, _Buffer seg, object segment_run, _Key key) except -1:
+    """Count the words of the run of CJK ideographs ``text[i:j]``, at most *budget*: segmented by *segment_run* the
+    first time the table meets it, then read from the table (its entry's key: 0x01, then the run's UTF-8)."""
+    cdef Py_ssize_t k, n = 3 * (j - i) + 1, e, start, end, taken = 0, size
+    cdef uint32_t c
+    cdef const char* data
+    key.reserve(n)
+    key.data[0] = 1
+    for k in range(i, j):  # three UTF-8 bytes each: the ideographs are in the BMP, above U+0800
+        c = <Py_UCS4>text[k]
+        key.data[1 + 3 * (k - i)] = <char>(0xE0 | (c >> 12))
+        key.data[2 + 3 * (k - i)] = <char>(0x80 | ((c >> 6) & 0x3F))
+        key.data[3 + 3 * (k - i)] = <char>(0x80 | (c & 0x3F))
+    e = table.known(key.data, n)
+    if e < 0:
+        run = text[i:j]
+        start = table.runs.n
+        for word in segment_run(run):
+            data = PyUnicode_AsUTF8AndSize(word, &size)
+            table.runs.push(table.find(data, size, word))
+        e = table.find(key.data, n, run)
+        table.words[e].run_start, table.words[e].run_len = start, table.runs.n - start
+    start, end = table.words[e].run_start, table.words[e].run_start + table.words[e].run_len
+    while start < end and taken < budget:
+        _count_word(table, table.runs.items[start], segment, seg)
+        start += 1
+        taken += 1
     return taken
 
 
