@@ -5,7 +5,7 @@ TEST_VENV ?= .venv-test
 BIN := $(VENV)/bin
 OUT ?= out
 
-.PHONY: help install demo demo-dedup test test-venv test-pythons sanitize fuzz lint docs bench clean
+.PHONY: help install demo demo-dedup system test test-venv test-pythons sanitize fuzz lint docs bench clean
 
 help:
 	@echo "make demo     serve a generated site with near-duplicates on 127.0.0.1, crawl it, report"
@@ -41,13 +41,16 @@ SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 SYSTEM_PACKAGES := $(if $(shell command -v redis-server),,redis-server) $(if $(shell command -v cc),,gcc libc6-dev) \
 	$(if $(shell command -v java),,default-jre-headless) $(if $(shell command -v chromium),,chromium fonts-wqy-zenhei)
 
-test:
-	$(if $(strip $(SYSTEM_PACKAGES)),$(SUDO) apt-get update -qq && \
-		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(SYSTEM_PACKAGES) >/dev/null,@true)
+test: system
 	$(MAKE) --no-print-directory test-venv
 	$(TEST_VENV)/bin/ruff check .
 	$(TEST_VENV)/bin/python -m pytest -q
 	$(MAKE) --no-print-directory docs DOCS_VENV=$(TEST_VENV)
+
+# The system packages the tests need (above), installed where missing.
+system:
+	$(if $(strip $(SYSTEM_PACKAGES)),$(SUDO) apt-get update -qq && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(SYSTEM_PACKAGES) >/dev/null,@true)
 
 # A fresh virtualenv $(TEST_VENV) made by $(PYTHON), with the package and its test tools.
 test-venv:

@@ -1703,6 +1703,28 @@ cdef int _count_word(WordTable table, Py_ssize_t e, Py_ssize_t segment, _Buffer 
     return seg.push(e, 1.0)
 
 
+cdef Py_ssize_t _count_ascii_words(WordTable table, str text, Py_ssize_t budget, Py_ssize_t segment, _Buffer seg,
+                                   _Key lower) except -1:
+    """Count the words of an ASCII *text* (runs of letters and digits, lower-cased: the reference's ``translate``
+    and ``split``), at most *budget*; *lower* is a buffer for the lower-cased text."""
+    cdef Py_ssize_t i = 0, j, start, n, taken = 0
+    cdef const char* data = PyUnicode_AsUTF8AndSize(text, &n)  # an ASCII string's own characters
+    lower.reserve(n + 1)
+    for j in range(n):
+        lower.data[j] = data[j] + 32 if 65 <= data[j] <= 90 else data[j]
+    while i < n and taken < budget:
+        while i < n and not _ascii_alnum(lower.data[i]):
+            i += 1
+        if i == n:
+            break
+        start = i
+        while i < n and _ascii_alnum(lower.data[i]):
+            i += 1
+        _count_word(table, table.find(lower.data + start, i - start, None), segment, seg)
+        taken += 1
+    return taken
+
+
 cdef Py_ssize_t _count_unicode(WordTable table, str text, Py_ssize_t budget, Py_ssize_t segment, _Buffer seg,
                                tuple segmenter) except -1:
     """Count the words of a normalised, case-folded *text* (``features.tokenize``'s words after its NFKC and
@@ -1802,17 +1824,16 @@ def page_fingerprint(WordTable table not None, FeatureCounts structure_bits not 
     """``(features, value, sketch)`` of a page's text segments and structure features under single-word features:
     what the reference's ``page_features`` then ``Fingerprinter._decide`` give (value and sketch None when the page
     has fewer than *min_features* text features), bit for bit; None where this pass declines (a weight too large
-    for exact integer sums) and the reference must compute it.  *tokenize* and *word_values* are the reference's, called only for text that is not ASCII and for words the table cannot value; *fsum* is
-    ``math.fsum``."""
+    for exact integer sums) and the reference must compute it.  *segmenter* is ``(segment_run, segment_slices,
+    MAX_CACHED_RUN)`` of :mod:`~simhash_filter.model.segment`, for runs of CJK ideographs; *word_values* is the
+    reference's, for words the table cannot value; *fsum* is ``math.fsum``."""
     cdef _Buffer seg = _Buffer(), segments = _Buffer(), tf = _Buffer(), grouped = _Buffer()
-    cdef Py_ssize_t budget = max_tokens, taken, i, j, k, start, n, e, s, first, last, room, page, segment, group
+    cdef Py_ssize_t budget = max_tokens, taken, i, j, start, e, first, last, room, page, segment, group, s
     cdef Py_ssize_t nbytes = (bins + 7) // 8
-    cdef const char* data
-    cdef char* lower = NULL
-    cdef Py_ssize_t lower_cap = 0
+    cdef _Key lower = _Key()
     cdef _Word* w
     cdef double rw, weight, t_norm, s_norm, scale
-    cdef list missing, values, rws = []
+    cdef list missing, values
     cdef int64_t scratch[65]
     cdef int64_t ones[64]
     cdef int64_t total = 0, units
@@ -1827,43 +1848,20 @@ def page_fingerprint(WordTable table not None, FeatureCounts structure_bits not 
     page = table.serial
     table.serial += 1
     # 1. each segment's distinct words (first appearance first) and their counts, within the token budget
-    try:
-        for rw, text in texts:
-            if budget <= 0:
-                break
-            start = seg.n
-            segment = table.serial
-            table.serial += 1
-            taken = 0
-            if (<str>text).isascii():
-                data = PyUnicode_AsUTF8AndSize(text, &n)
-                if n > lower_cap:
-                    PyMem_Free(lower)
-                    lower = <char*>PyMem_Malloc(n + 1)
-                    if lower is NULL:
-                        raise MemoryError()
-                    lower_cap = n
-                for j in range(n):
-                    lower[j] = data[j] + 32 if 65 <= data[j] <= 90 else data[j]
-                i = 0
-                while i < n and taken < budget:
-                    while i < n and not _ascii_alnum(lower[i]):
-                        i += 1
-                    if i == n:
-                        break
-                    k = i
-                    while i < n and _ascii_alnum(lower[i]):
-                        i += 1
-                    _count_word(table, table.find(lower + k, i - k, None), segment, seg)
-                    taken += 1
-            else:
-                taken = _count_unicode(table, _normalize("NFKC", text).casefold(), budget, segment, seg, segmenter)
-            budget -= taken
-            if seg.n - start > max_features:  # only so many can become features: respell no more
-                seg.n = start + max_features
-            segments.push(seg.n, rw)
-    finally:
-        PyMem_Free(lower)
+    for rw, text in texts:
+        if budget <= 0:
+            break
+        start = seg.n
+        segment = table.serial
+        table.serial += 1
+        if (<str>text).isascii():
+            taken = _count_ascii_words(table, text, budget, segment, seg, lower)
+        else:
+            taken = _count_unicode(table, _normalize("NFKC", text).casefold(), budget, segment, seg, segmenter)
+        budget -= taken
+        if seg.n - start > max_features:  # only so many can become features: respell no more
+            seg.n = start + max_features
+        segments.push(seg.n, rw)
     # 2. the American spelling of the words met for the first time
     for i in range(seg.n):
         table.spelling(seg.items[i])
