@@ -60,7 +60,9 @@ test-venv:
 	$(TEST_VENV)/bin/python -m pip install --quiet -e '.[test]'
 
 # The suite on the oldest and newest Python the project supports, each in a fresh virtualenv: found on
-# PATH as pythonX.Y, else among pyenv's versions; a version this machine lacks is skipped with a message.
+# PATH as pythonX.Y, else among pyenv's versions; a version this machine lacks is skipped with a message. The
+# virtualenvs are built one after the other (each builds the compiled core in the tree); each one's tests start as
+# soon as it is ready, beside the next build, and their output is shown when all have ended.
 # The report's browser tests (its JavaScript in Chromium) run once, in `make test`: SIMHASH_NO_BROWSER=1 here;
 # the `slow` tests (real crawls, Spark, Redis fleets, duplicate floods, pywb: about 9 of the suite's 13 minutes) run
 # once too, in `make test`, to keep CI under 30 minutes (SLOW_PYTHONS=3.13 runs them there again, but the `flood`
@@ -76,7 +78,7 @@ QUICK_TESTS ?= tests/test_core.py tests/test_core_hostile.py tests/test_fingerpr
 	tests/test_backend_file.py tests/test_dedup.py
 
 test-pythons:
-	@set -e; for v in $(OTHER_PYTHONS); do \
+	@set -e; mkdir -p $(OUT); pids=; for v in $(OTHER_PYTHONS); do \
 		py=$$(command -v python$$v 2>/dev/null || true); \
 		if [ -n "$$py" ] && ! "$$py" -c '' >/dev/null 2>&1; then py=; fi; \
 		if [ -z "$$py" ] && command -v pyenv >/dev/null 2>&1; then \
@@ -86,8 +88,11 @@ test-pythons:
 		$(MAKE) --no-print-directory test-venv PYTHON="$$py" TEST_VENV=$(TEST_VENV)-$$v; \
 		case " $(SLOW_PYTHONS) " in *" $$v "*) only="not flood";; *) only="not slow";; esac; \
 		case " $(QUICK_PYTHONS) " in *" $$v "*) tests="$(QUICK_TESTS)";; *) tests=;; esac; \
-		SIMHASH_NO_BROWSER=1 $(TEST_VENV)-$$v/bin/python -m pytest -q -m "$$only" $$tests; \
-	done
+		SIMHASH_NO_BROWSER=1 $(TEST_VENV)-$$v/bin/python -m pytest -q -p no:cacheprovider -m "$$only" $$tests \
+			> $(OUT)/pytest-$$v.log 2>&1 & pids="$$pids $$v:$$!"; \
+	done; status=0; for job in $$pids; do \
+		v=$${job%%:*}; if wait $${job#*:}; then r=passed; else r=FAILED; status=1; fi; \
+		echo "== Python $$v: $$r"; tail -n 40 $(OUT)/pytest-$$v.log; done; exit $$status
 
 # The compiled core under AddressSanitizer and UndefinedBehaviorSanitizer, away from the in-tree build and $(VENV):
 # a copy of the working tree (the files git tracks or would track) in $(SANITIZE)/src, built there with the
