@@ -1662,34 +1662,27 @@ cdef void* _grown(void* p, Py_ssize_t* cap, size_t item) except NULL:
     return q
 
 
-cdef class _Buffer:
-    """A growing array of Py_ssize_t and one of doubles, side by side (a page's entries and their values)."""
-    cdef Py_ssize_t* items
+cdef class _Buffer(_Ints):
+    """An :class:`_Ints` with a double beside each item (a page's entries and their values)."""
     cdef double* values
-    cdef Py_ssize_t n, cap
 
     def __cinit__(self):
-        self.cap = 256
-        self.n = 0
-        self.items = <Py_ssize_t*>PyMem_Malloc(self.cap * sizeof(Py_ssize_t))
         self.values = <double*>PyMem_Malloc(self.cap * sizeof(double))
-        if self.items is NULL or self.values is NULL:
+        if self.values is NULL:
             raise MemoryError()
 
     def __dealloc__(self):
-        PyMem_Free(self.items)
         PyMem_Free(self.values)
 
-    cdef inline int push(self, Py_ssize_t item, double value) except -1:
+    cdef inline int add(self, Py_ssize_t item, double value) except -1:
+        cdef double* values
         if self.n == self.cap:
-            self.values = <double*>PyMem_Realloc(self.values, 2 * self.cap * sizeof(double))
-            if self.values is NULL:
+            values = <double*>PyMem_Realloc(self.values, 2 * self.cap * sizeof(double))
+            if values is NULL:
                 raise MemoryError()
-            self.items = <Py_ssize_t*>_grown(self.items, &self.cap, sizeof(Py_ssize_t))
-        self.items[self.n] = item
+            self.values = values
         self.values[self.n] = value
-        self.n += 1
-        return 0
+        return self.push(item)
 
 
 cdef int _count_word(WordTable table, Py_ssize_t e, Py_ssize_t segment, _Buffer seg) except -1:
@@ -1700,7 +1693,7 @@ cdef int _count_word(WordTable table, Py_ssize_t e, Py_ssize_t segment, _Buffer 
         return 0
     w.seen = segment
     w.slot = seg.n
-    return seg.push(e, 1.0)
+    return seg.add(e, 1.0)
 
 
 cdef Py_ssize_t _count_ascii_words(WordTable table, str text, Py_ssize_t budget, Py_ssize_t segment, _Buffer seg,
@@ -1861,7 +1854,7 @@ def page_fingerprint(WordTable table not None, FeatureCounts structure_bits not 
         budget -= taken
         if seg.n - start > max_features:  # only so many can become features: respell no more
             seg.n = start + max_features
-        segments.push(seg.n, rw)
+        segments.add(seg.n, rw)
     # 2. the American spelling of the words met for the first time
     for i in range(seg.n):
         table.spelling(seg.items[i])
@@ -1880,7 +1873,7 @@ def page_fingerprint(WordTable table not None, FeatureCounts structure_bits not 
             else:
                 w.grouped = group
                 w.group = grouped.n
-                grouped.push(e, seg.values[i])
+                grouped.add(e, seg.values[i])
         room = max_features - tf.n
         for j in range(grouped.n):
             e = grouped.items[j]
@@ -1890,7 +1883,7 @@ def page_fingerprint(WordTable table not None, FeatureCounts structure_bits not 
             elif room > 0:
                 w.seen = page
                 w.slot = tf.n
-                tf.push(e, 0.0 + rw * grouped.values[j])
+                tf.add(e, 0.0 + rw * grouped.values[j])
                 room -= 1
         first = last
     # 4. IDF powers and n-gram counts of features met for the first time (the reference's word_values for a word
