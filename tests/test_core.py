@@ -368,3 +368,17 @@ def test_compiled_class_words_judge_values_as_the_reference(value):
         assert got == extract_mod._boilerplate_words(value)
     else:
         assert got in (None, extract_mod._boilerplate_words(value))
+
+
+@needs_core
+def test_the_word_table_starts_again_past_its_limit_with_the_same_fingerprints(monkeypatch):
+    """A word table over its limit empties itself between pages; the fingerprints and sketches stay the same."""
+    from simhash_filter.model import fingerprint as fingerprint_mod
+
+    pages = _pages()[:40]
+    unbounded = Fingerprinter()
+    expected = [unbounded.fingerprint(page) for page in pages]
+    monkeypatch.setattr(fingerprint_mod, "MAX_TABLE_WORDS", 50)
+    small = Fingerprinter()
+    assert [small.fingerprint(page) for page in pages + pages] == expected + expected
+    assert len(small._words) < len(unbounded._words)

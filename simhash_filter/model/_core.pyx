@@ -16,6 +16,7 @@ from cpython.unicode cimport (
     Py_UNICODE_ISSPACE,
     PyUnicode_AsUTF8AndSize,
     PyUnicode_DecodeASCII,
+    PyUnicode_DecodeUTF8,
 )
 from libc.math cimport log, pow, rint, sqrt
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
@@ -1291,7 +1292,6 @@ cdef class WordTable:
     cdef Py_ssize_t* slots
     cdef char* arena
     cdef uint8_t* rows
-    cdef list strings  # entry -> its str (for the reference's functions)
     cdef _Ints runs  # the words of the runs of CJK ideographs met, entry by entry
     # the IDF tables (simhash_filter.model.weights.IdfTable's sorted arrays) and the spelling's irregular words
     cdef _Idf english, chinese
@@ -1337,13 +1337,11 @@ cdef class WordTable:
         for i in range(2 * self.cap):
             self.slots[i] = -1
         self.used = self.arena_used = self.rows_used = 0
-        self.strings = []
         self.runs = _Ints()
         return 0
 
-    cdef Py_ssize_t find(self, const char* data, Py_ssize_t n, object string) except -1:
-        """The entry of the word whose UTF-8 is *data* (added when new, with *string* as its str, or one made
-        from *data*, which must then be ASCII)."""
+    cdef Py_ssize_t find(self, const char* data, Py_ssize_t n) except -1:
+        """The entry of the word whose UTF-8 is *data* (added when new)."""
         cdef uint64_t h = xxh64(<const uint8_t*>data, n, self.sketch_seed)
         cdef Py_ssize_t s = self.probe(data, n, h), e = self.slots[s]
         cdef _Word* w
@@ -1351,7 +1349,7 @@ cdef class WordTable:
             return e
         if self.used == self.cap:
             self._grow()
-            return self.find(data, n, string)
+            return self.find(data, n)
         while self.arena_used + n > self.arena_cap:
             self.arena = <char*>_grown(self.arena, &self.arena_cap, 1)
         memcpy(self.arena + self.arena_used, data, n)
@@ -1362,8 +1360,11 @@ cdef class WordTable:
         self.arena_used += n
         self.used += 1
         self.slots[s] = e
-        self.strings.append(PyUnicode_DecodeASCII(data, n, NULL) if string is None else string)
         return e
+
+    cdef str string(self, Py_ssize_t e):
+        """Entry *e*'s word as a str (for the reference's functions; the table keeps only its UTF-8)."""
+        return PyUnicode_DecodeUTF8(self.arena + self.words[e].offset, self.words[e].length, NULL)
 
     cdef inline Py_ssize_t probe(self, const char* data, Py_ssize_t n, uint64_t h) noexcept:
         """The slot of the word whose UTF-8 is *data* (hash *h*), or of the empty slot where it would go."""
@@ -1418,12 +1419,12 @@ cdef class WordTable:
         cdef Py_ssize_t n, e, s
         for word in words:
             data = PyUnicode_AsUTF8AndSize(word, &n)
-            e = self.find(data, n, word)
+            e = self.find(data, n)
             s = self.spelling(e)
             if not self.value(e):
                 out.append(None)
             else:
-                out.append((self.strings[s], self.words[e].power, self.words[e].grams))
+                out.append((self.string(s), self.words[e].power, self.words[e].grams))
         return out
 
     cdef Py_ssize_t spelling(self, Py_ssize_t e) except -1:
@@ -1437,10 +1438,10 @@ cdef class WordTable:
         cdef bint ascii = True
         if w.spelled >= 0:
             return w.spelled
-        american = self.irregular.get(self.strings[e])
+        american = self.irregular.get(self.string(e))
         if american is not None:
             data = PyUnicode_AsUTF8AndSize(american, &n)
-            s = self.find(data, n, american)
+            s = self.find(data, n)
             self.words[e].spelled = s
             return s
         data = self.arena + w.offset
@@ -1456,7 +1457,7 @@ cdef class WordTable:
                     raise MemoryError()
             try:
                 if _american(data, n, buf, &n):
-                    s = self.find(buf, n, None)
+                    s = self.find(buf, n)
             finally:
                 if buf != small:
                     PyMem_Free(buf)
@@ -1520,7 +1521,7 @@ cdef class WordTable:
         """Count the vote bits of entry *e* (a feature): into a new row, or into *scratch* each time for a word
         with more than 255 hashes in one column (its row is then -1)."""
         cdef _Word* w = &self.words[e]
-        cdef str name = self.strings[e]
+        cdef str name = self.string(e)
         cdef int n = self.cjk_char_ngram if _cjk(name[0]) else self.char_ngram
         cdef bytes padded = ("<" + name + ">").encode("utf-8")
         cdef Py_ssize_t j
@@ -1713,7 +1714,7 @@ cdef Py_ssize_t _count_ascii_words(WordTable table, str text, Py_ssize_t budget,
         start = i
         while i < n and _ascii_alnum(lower.data[i]):
             i += 1
-        _count_word(table, table.find(lower.data + start, i - start, None), segment, seg)
+        _count_word(table, table.find(lower.data + start, i - start), segment, seg)
         taken += 1
     return taken
 
@@ -1741,7 +1742,7 @@ cdef Py_ssize_t _count_unicode(WordTable table, str text, Py_ssize_t budget, Py_
                         if taken == budget:
                             break
                         data = PyUnicode_AsUTF8AndSize(word, &size)
-                        _count_word(table, table.find(data, size, word), segment, seg)
+                        _count_word(table, table.find(data, size), segment, seg)
                         taken += 1
                     if taken == budget:
                         break
@@ -1752,7 +1753,7 @@ cdef Py_ssize_t _count_unicode(WordTable table, str text, Py_ssize_t budget, Py_
                 j += 1
             word = text[i:j]
             data = PyUnicode_AsUTF8AndSize(word, &size)
-            _count_word(table, table.find(data, size, word), segment, seg)
+            _count_word(table, table.find(data, size), segment, seg)
             taken += 1
             i = j
         else:
@@ -1799,8 +1800,8 @@ cdef Py_ssize_t _count_run(WordTable table, str text, Py_ssize_t i, Py_ssize_t j
         start = table.runs.n
         for word in segment_run(run):
             data = PyUnicode_AsUTF8AndSize(word, &size)
-            table.runs.push(table.find(data, size, word))
-        e = table.find(key.data, n, run)
+            table.runs.push(table.find(data, size))
+        e = table.find(key.data, n)
         table.words[e].run_start, table.words[e].run_len = start, table.runs.n - start
     start, end = table.words[e].run_start, table.words[e].run_start + table.words[e].run_len
     while start < end and taken < budget:
@@ -1888,7 +1889,7 @@ def page_fingerprint(WordTable table not None, FeatureCounts structure_bits not 
         first = last
     # 4. IDF powers and n-gram counts of features met for the first time (the reference's word_values for a word
     # that is neither ASCII nor CJK ideographs only); their weights
-    missing = [table.strings[tf.items[i]] for i in range(tf.n) if not table.value(tf.items[i])]
+    missing = [table.string(tf.items[i]) for i in range(tf.n) if not table.value(tf.items[i])]
     if missing:
         values = word_values(missing)
         j = 0

@@ -187,6 +187,9 @@ class _FeatureBits:
 
 #: Feature memos are emptied when they grow past this many names.
 MAX_CACHED_FEATURES = 500_000
+#: The compiled word table (words, their spellings, values, vote rows; CJK runs) starts again past this many entries:
+#: about 250 bytes each, so at most ~60 MB a process.
+MAX_TABLE_WORDS = 250_000
 #: New names are hashed this many at a time.
 ADD_BATCH = 4096
 
@@ -209,7 +212,7 @@ class Fingerprinter:
         if compiled_word_table is not None and self.config.ngrams == (1,):
             cfg = self.config
             self._words = compiled_word_table(cfg.seed, SKETCH_SEED, cfg.char_ngram, cfg.cjk_char_ngram,
-                                              MAX_CACHED_FEATURES)  # fmt: skip
+                                              MAX_TABLE_WORDS)  # fmt: skip
             self._words.values(english_table, chinese_table, UNKNOWN_IDF, DIGIT_WEIGHT, cfg.idf_power, TABLE_SEED,
                                irregular_spellings())  # fmt: skip
 
