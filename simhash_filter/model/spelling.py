@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import re
 
-#: (pattern, replacement) tried in order; the first that matches rewrites the word.
+#: (pattern, replacement) tried in order; the first that matches rewrites the word.  The compiled core applies the
+#: same rules in C (``_core.pyx``: ``_american`` and its tables): change both, ``tests/test_core.py`` compares them.
 _RULES = (
     # organise, organised, organises, organising, organisation(s), organiser(s) -> -iz-
     (re.compile(r"(?<=[a-z]{3})is(e|es|ed|ing|ation|ations|er|ers)$"), r"iz\1"),
