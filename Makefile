@@ -58,6 +58,7 @@ test-venv:
 	$(PYTHON) -m venv $(TEST_VENV)
 	$(TEST_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(TEST_VENV)/bin/python -m pip install --quiet -e '.[test]'
+	touch $(TEST_VENV)/.built
 
 # The suite on the oldest and newest Python the project supports, each in a fresh virtualenv: found on
 # PATH as pythonX.Y, else among pyenv's versions; a version this machine lacks is skipped with a message. The
