@@ -8,10 +8,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simhash_filter.index.bound import DEFAULT_DUPLICATES, DEFAULT_PER_TABLE, CheckBound
+from simhash_filter.index.tables import tables_for
 from simhash_filter.model.config import MODEL_VERSION, FingerprintConfig
 
 __all__ = [
     "DEFAULTS",
+    "DEFAULT_EXPECTED_PAGES",
     "DEFAULT_MAX_DISTANCE",
     "DEFAULT_MIN_SIMILARITY",
     "MODEL_VERSION",
@@ -26,8 +28,12 @@ DEFAULT_MAX_DISTANCE = 10
 #: A candidate is a near-duplicate when the two pages' sketches are at least this similar (estimated weighted
 #: Jaccard of their words).
 DEFAULT_MIN_SIMILARITY = 0.75
-#: The index's permuted tables: five blocks of 13 bits (12 for the last), one table per block.
+#: The index's permuted tables up to 4 million pages: five blocks of 13 bits (12 for the last), one table per block.
 TABLES = "13+13+13+13+12/k4"
+#: The pages an index is built for: its tables follow (:func:`~simhash_filter.index.tables.tables_for`: the five
+#: tables of :data:`TABLES` up to 4,194,304 pages, then 15 tables of 20-22-bit leads up to 2**30, then 56), and it
+#: takes at most twice what its tables are built for.
+DEFAULT_EXPECTED_PAGES = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -43,6 +49,8 @@ class FilterConfig:
     candidates_per_table: int = DEFAULT_PER_TABLE
     #: ... and a table's block takes no more pages that this many of its candidates verify.
     block_duplicates: int = DEFAULT_DUPLICATES
+    #: The pages the index is built for: its table design follows (:attr:`tables`).
+    expected_pages: int = DEFAULT_EXPECTED_PAGES
 
     @property
     def bound(self) -> CheckBound:
@@ -51,8 +59,8 @@ class FilterConfig:
 
     @property
     def tables(self) -> str:
-        """The index's table design (:data:`TABLES`)."""
-        return TABLES
+        """The index's table design, for :attr:`expected_pages` (:data:`TABLES` up to 4,194,304)."""
+        return tables_for(self.expected_pages)
 
     def index_metadata(self) -> dict[str, Any]:
         """What an index built for this config is tagged with (a stored index must match it)."""
@@ -64,6 +72,7 @@ class FilterConfig:
         if not 0.0 <= self.min_similarity <= 1.0:
             raise ValueError(f"min_similarity must be in [0, 1], got {self.min_similarity!r}")
         self.bound  # noqa: B018 - checks candidates_per_table and block_duplicates
+        self.tables  # noqa: B018 - checks expected_pages
 
 
 DEFAULTS = FilterConfig()

@@ -44,6 +44,7 @@ import json
 import os
 import sys
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import replace
 from itertools import groupby
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
@@ -61,7 +62,7 @@ from simhash_filter.batch.inputs import (
 )
 from simhash_filter.config import DEFAULTS, FilterConfig
 from simhash_filter.index.bound import CheckBound, block_pass
-from simhash_filter.index.tables import resolve_design
+from simhash_filter.index.tables import TableDesign
 from simhash_filter.model.fingerprint import Fingerprinter
 
 if TYPE_CHECKING:
@@ -85,8 +86,6 @@ __all__ = [
 DAMAGE_SHOWN = 20
 #: A page's number: its file's number shifted by this many bits, plus its place in the file.
 FILE_SHIFT = 40
-#: Expected corpus size the index design is chosen for (one machine's dedup chooses the same).
-EXPECTED_SIZE = 1_000_000
 
 
 def _signed(value: int) -> int:
@@ -202,7 +201,7 @@ def _fingerprint_partition(
 ) -> Iterator[tuple[Any, ...]]:
     """Rows of numbered input items: ``(number, url, fingerprint, sketch, status, reason, fields JSON, leads)``."""
     fingerprinter = Fingerprinter(config.fingerprint)
-    design = resolve_design(config.tables, config.max_distance, EXPECTED_SIZE, candidates=True)
+    design = TableDesign.parse(config.tables)
     for number, item in items:
         url, value, status, reason, sketch = _prepare(fingerprinter, item)
         fields = json.dumps(dict(item.record_fields())) if isinstance(item, Page) else None
@@ -348,7 +347,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="OUT.jsonl: one file; another path: a directory of part files (or Parquet)")  # fmt: skip
     parser.add_argument("--format", choices=("jsonl", "parquet"), default="jsonl")
     parser.add_argument("--master", help="Spark master (default: spark-submit's, else local[*])")
+    parser.add_argument("--expected-pages", type=int, default=DEFAULTS.expected_pages, metavar="N",
+                        help="the pages the tables are built for, as dedup's option (default: "
+                        f"{DEFAULTS.expected_pages:,})")  # fmt: skip
     args = parser.parse_args(argv)
+    try:
+        config = replace(DEFAULTS, expected_pages=args.expected_pages)
+    except ValueError as exc:
+        parser.error(str(exc))
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # local executors run this Python, with this package
@@ -362,7 +368,7 @@ def main(argv: list[str] | None = None) -> int:
     spark = builder.getOrCreate()
     try:
         damage = damage_accumulator(spark)
-        result = spark_dedup(spark, args.inputs, exclude=[args.output], damage=damage)
+        result = spark_dedup(spark, args.inputs, config, exclude=[args.output], damage=damage)
         counts = write_output(result, args.output, args.format)
         places = damaged(damage)
     except FileNotFoundError as exc:

@@ -1,5 +1,5 @@
 """``simhash-filter index``: look into and maintain a stored index (``stats``, ``query``, ``export``,
-``delete``, ``compact``).
+``delete``, ``compact``, ``rebuild``).
 
 ``INDEX`` is a backend URI or a directory path (the crawler's default index is
 ``.scrapy/simhash/<spider name>`` in the project, or ``JOBDIR/simhash``).  The reading subcommands open
@@ -20,6 +20,7 @@ from typing import Any
 from simhash_filter.config import DEFAULTS
 from simhash_filter.index.backends import (
     Backend,
+    MetadataMismatchError,
     error_message,
     open_backend,
     open_errors,
@@ -28,13 +29,11 @@ from simhash_filter.index.backends import (
     with_uri_option,
 )
 from simhash_filter.index.nearduplicate import NearDuplicateIndex
-from simhash_filter.index.tables import resolve_design
+from simhash_filter.index.tables import SIZED_TABLES, TableDesign, capacity, page_limit, tables_for
 from simhash_filter.model.sketch import similarity
 
 __all__ = ["add_index_parser"]
 
-#: Design chosen when an index is opened from the command line (the tables are rebuilt in memory).
-EXPECTED_SIZE = 10_000_000
 _HEX = re.compile(r"[0-9a-fA-F]{16}")
 
 #: Given the parsed arguments: a function that fingerprints an HTML file (``(value, sketch, None)`` or
@@ -51,8 +50,25 @@ def _open(
             uri = with_uri_option(uri, "readonly", "1")
         if max_age is not None:
             uri = with_uri_option(uri, "max_age", max_age)
-    design = resolve_design(DEFAULTS.tables, k, EXPECTED_SIZE, candidates=True)
-    return open_backend(uri, k=k, design=design, metadata=metadata)
+    others = (name for name in SIZED_TABLES if name != DEFAULTS.tables)
+    return _open_stored(uri, k, metadata, (DEFAULTS.tables, *others))
+
+
+def _open_stored(uri: str, k: int, metadata: dict[str, Any] | None, designs: tuple[str, ...]) -> Backend:
+    """The index at *uri* opened with the design it was built with: the first of *designs* a store accepts (a
+    Redis index names its own), then the one an on-disk index's header names."""
+    for name in designs:
+        try:
+            backend = open_backend(uri, k=k, design=TableDesign.parse(name), metadata=metadata)
+        except MetadataMismatchError as exc:
+            if "design" in str(exc) and name != designs[-1]:
+                continue
+            raise
+        if backend.stored_design == name or backend.stored_design not in SIZED_TABLES:
+            return backend
+        backend.close()
+        return open_backend(uri, k=k, design=TableDesign.parse(backend.stored_design), metadata=metadata)
+    raise AssertionError("unreachable: the last design's error is raised")  # pragma: no cover
 
 
 def _when(seconds: float | None) -> str:
@@ -223,6 +239,59 @@ def cmd_compact(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_rebuild(args: argparse.Namespace) -> int:
+    """Store an index's pages again in the tables built for ``--expected-pages``, oldest first, each checked as a
+    crawl checks it (so the new tables' blocks refuse a flood's pages as the old ones did); its notes (the URL
+    rules' evidence) too.  A directory is rebuilt beside itself and swapped in; another store needs ``--into``."""
+    import shutil
+
+    from simhash_filter.index.backends.file import FileBackend
+
+    design = TableDesign.parse(tables_for(args.expected_pages))
+    in_place = args.into is None
+    if in_place and uri_scheme(args.index) != "file":
+        args.parser.error("a store other than a directory is rebuilt into another: give --into URI (a new prefix)")
+    with _open(args.index, args.max_distance, write=True) as source:  # a directory stays locked meanwhile
+        if not source.sketch_bytes:
+            raise ValueError("the index keeps no sketches (two-stage detection): it has no bounded design to rebuild")
+        path = source.path.resolve() if in_place and isinstance(source, FileBackend) else None
+        into = str(path.with_name(path.name + ".rebuild")) if path is not None else args.into
+        if path is not None and os.path.exists(into):
+            raise FileExistsError(f"{into} is left from a rebuild that did not finish: remove it, then try again")
+        target = open_backend(into, k=source.k, design=design, metadata=source.metadata)
+        added: list[float] = [0.0]
+        if isinstance(target, FileBackend):
+            target.set_clock(lambda: added[0])
+        index = NearDuplicateIndex(
+            source.k,
+            backend=target,
+            min_similarity=DEFAULTS.min_similarity,
+            per_table=DEFAULTS.candidates_per_table,
+            duplicates=DEFAULTS.block_duplicates,
+        )
+        with index:
+            if len(target):
+                raise ValueError(f"{redact_uri(into)} is not empty: rebuild into a new index")
+            pages = 0
+            for entry in source.entries():
+                added[0] = entry.added or 0.0
+                index.add_and_candidates(entry.fingerprint, entry.key, entry.sketch or b"")
+                pages += 1
+            target.add_notes(source.notes())
+            stored = len(index)
+    if path is not None:
+        old = path.with_name(path.name + ".old")
+        os.rename(path, old)
+        os.rename(into, path)
+        shutil.rmtree(old)
+    print(
+        f"{pages:,} pages -> {stored:,} stored in {redact_uri(str(path or into))}: tables {design.name}, built for "
+        f"{capacity(design):,} pages, taking up to {page_limit(design):,}"
+        + ("" if in_place else f"; point SIMHASH_BACKEND at {redact_uri(into)}")
+    )
+    return 0
+
+
 def _guarded(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
     """Report an index that cannot be opened, read or changed (unreachable, locked, damaged, another model's,
     a bad URI, an operation its backend lacks) in one line naming it (exit status 1), not a traceback; other
@@ -250,6 +319,9 @@ EXAMPLES = {
     "rules": "simhash-filter index rules .scrapy/simhash/site\n"
     "simhash-filter index rules .scrapy/simhash/site --all --json",
     "delete": "simhash-filter index delete .scrapy/simhash/site https://a.example/x https://a.example/y",
+    "rebuild": "simhash-filter index rebuild .scrapy/simhash/site --expected-pages 50000000\n"
+    "simhash-filter index rebuild 'redis://localhost:6379/0?prefix=site' --expected-pages 50000000 "
+    "--into 'redis://localhost:6379/0?prefix=site2'",
     "compact": "simhash-filter index compact .scrapy/simhash/site\n"
     "simhash-filter index compact .scrapy/simhash/site --max-age 30d   # also drop entries added 30+ days ago",
 }
@@ -269,7 +341,7 @@ def add_index_parser(
     """Add ``index`` and its subcommands to the ``simhash-filter`` parser."""
     p = sub.add_parser(
         "index",
-        help="inspect and maintain a stored index (stats, query, export, rules, delete, compact)",
+        help="inspect and maintain a stored index (stats, query, export, rules, delete, compact, rebuild)",
         description=(
             "INDEX is a backend URI or a directory (a crawl's default index is .scrapy/simhash/<spider> in the "
             "project, or JOBDIR/simhash). stats, query and export open an on-disk index read-only."
@@ -332,3 +404,14 @@ def add_index_parser(
         help="also drop fingerprints older than AGE: a number and a unit, s, m, h, d or w (e.g. 12h, 30d)",
     )
     c.set_defaults(func=_guarded(cmd_compact))
+
+    c = command("rebuild", "store an index's pages again, in the tables built for another number of pages")
+    c.add_argument(
+        "--expected-pages",
+        type=int,
+        required=True,
+        metavar="N",
+        help="the pages the new tables are built for, as SIMHASH_EXPECTED_PAGES",
+    )
+    c.add_argument("--into", metavar="URI", help="a new index to store them in (default: the directory, swapped in)")
+    c.set_defaults(func=_guarded(cmd_rebuild))

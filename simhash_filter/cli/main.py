@@ -109,6 +109,7 @@ def _filter_config(args: argparse.Namespace) -> FilterConfig:
             min_similarity=getattr(args, "min_similarity", DEFAULTS.min_similarity),
             candidates_per_table=getattr(args, "candidates_per_table", DEFAULTS.candidates_per_table),
             block_duplicates=getattr(args, "block_duplicates", DEFAULTS.block_duplicates),
+            expected_pages=getattr(args, "expected_pages", DEFAULTS.expected_pages),
         )
     except ValueError as exc:
         raise _UsageError(str(exc)) from None
@@ -746,6 +747,15 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="a table's block of the index takes no more pages when N of their candidates there verify: a flood "
         f"stops filling the index (default: {DEFAULTS.block_duplicates})",
+    )
+    p.add_argument(
+        "--expected-pages",
+        type=int,
+        default=DEFAULTS.expected_pages,
+        metavar="N",
+        help="the pages the index is built for: its tables follow, so that a check's work stays bounded; it takes "
+        f"at most twice what its tables are built for (default: {DEFAULTS.expected_pages:,}: five tables, "
+        "up to 8,388,608 pages)",
     )
     p.add_argument(
         "--no-progress",

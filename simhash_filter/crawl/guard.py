@@ -16,9 +16,9 @@ from simhash_filter.config import FilterConfig
 from simhash_filter.crawl.decision import INDEX_ERROR, Decision
 from simhash_filter.crawl.report import Report, logger
 from simhash_filter.crawl.waiting import in_executor, sleep
-from simhash_filter.index.backends import open_backend
+from simhash_filter.index.backends import IndexFullError, open_backend
 from simhash_filter.index.nearduplicate import NearDuplicateIndex
-from simhash_filter.index.tables import Match, resolve_design
+from simhash_filter.index.tables import Match, TableDesign
 
 __all__ = ["IndexGuard", "is_full", "open_index"]
 
@@ -28,8 +28,6 @@ RETRY_FIRST_DELAY, RETRY_MAX_DELAY = 0.5, 10.0
 UNINDEXED_LIMIT = 100_000
 #: After an index error, pages do not call the index for this many seconds (they wait or go through).
 INDEX_BREAK_SECONDS = 5.0
-#: The index is sized for this many pages (it chooses its table design from it).
-EXPECTED_SIZE = 1_000_000
 
 #: A page let through unchecked while the index failed: (fingerprint, url, sketch).
 _Page = tuple[int, str, bytes | None]
@@ -37,8 +35,8 @@ _Page = tuple[int, str, bytes | None]
 
 def is_full(exc: BaseException) -> bool:
     """Whether *exc* says the index's store is full: Redis refusing a write with ``OOM`` (``maxmemory`` reached
-    under the ``noeviction`` policy)."""
-    return type(exc).__name__ == "OutOfMemoryError" or str(exc).startswith("OOM ")
+    under the ``noeviction`` policy), or the index at twice the pages its tables are built for."""
+    return isinstance(exc, IndexFullError) or type(exc).__name__ == "OutOfMemoryError" or str(exc).startswith("OOM ")
 
 
 def _own_entry(match: Match | None, value: int, url: str) -> bool:
@@ -55,7 +53,7 @@ def open_index(config: FilterConfig, backend: str, backends: dict[str, Any] | No
         store = open_backend(
             backend,
             k=k,
-            design=resolve_design(config.tables, k, EXPECTED_SIZE, candidates=True),
+            design=TableDesign.parse(config.tables),
             metadata=metadata,
             backends=backends,
         )

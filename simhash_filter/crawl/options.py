@@ -36,7 +36,7 @@ ACTIONS = ("drop", "flag")
 
 def _setting_name(message: str) -> str:
     names = ("structure_weight", "dom_decay", "max_distance", "min_similarity", "candidates_per_table",
-             "block_duplicates")  # fmt: skip
+             "block_duplicates", "expected_pages")  # fmt: skip
     for name in names:
         message = message.replace(name, f"SIMHASH_{name.upper()}")
     return message
@@ -55,6 +55,7 @@ def filter_config(settings: BaseSettings) -> FilterConfig:
             settings.getfloat("SIMHASH_MIN_SIMILARITY", defaults.SIMHASH_MIN_SIMILARITY),
             settings.getint("SIMHASH_CANDIDATES_PER_TABLE", defaults.SIMHASH_CANDIDATES_PER_TABLE),
             settings.getint("SIMHASH_BLOCK_DUPLICATES", defaults.SIMHASH_BLOCK_DUPLICATES),
+            settings.getint("SIMHASH_EXPECTED_PAGES", defaults.SIMHASH_EXPECTED_PAGES),
         )
     except ValueError as exc:
         raise ValueError(_setting_name(str(exc))) from None

@@ -15,7 +15,7 @@ import numpy as np
 import xxhash
 
 from simhash_filter.crawl.decision import DONT_META_KEY, ERROR, INDEX_ERROR, Decision
-from simhash_filter.index.backends import error_message
+from simhash_filter.index.backends import IndexFullError, error_message
 from simhash_filter.model.fingerprint import Status
 from simhash_filter.report import report_path
 
@@ -174,12 +174,20 @@ class Report:
         self.stats.inc_value("simhash/index_seconds", seconds)
 
     def index_full(self, url: str, exc: BaseException) -> None:
-        """A page goes through unchecked because the index's Redis is full (counted in ``simhash/index_full``);
-        the first one is one ERROR line, without a traceback, that says what to do."""
+        """A page goes through unchecked because the index is full (counted in ``simhash/index_full``): its Redis,
+        or the pages its tables take; the first one is one ERROR line, without a traceback, that says what to do."""
         self.stats.inc_value("simhash/index_full")
         if "simhash/index_full" in self._logged:
             return
         self._logged.add("simhash/index_full")
+        if isinstance(exc, IndexFullError):
+            logger.error(
+                "simhash: %s; %s and the pages after it go through unchecked, or set SIMHASH_ON_INDEX_ERROR = 'stop' "
+                "to stop the crawl instead (further pages are only counted in simhash/index_full)",
+                error_message(exc)[:400],
+                url,
+            )
+            return
         logger.error(
             "simhash: Redis is full (%s): %s and the pages after it go through unchecked; raise maxmemory "
             "(redis-cli info memory shows used_memory and maxmemory) or give the index a Redis of its own, or set "

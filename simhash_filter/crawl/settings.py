@@ -58,6 +58,12 @@ SIMHASH_BLOCK_DUPLICATES = DEFAULTS.block_duplicates
 #: nearest (so at most five times as many a page); the stat ``simhash/candidates/max`` is the most one page had.
 SIMHASH_CANDIDATES_PER_TABLE = DEFAULTS.candidates_per_table
 
+#: The pages the index is built for: its tables follow (five up to 4,194,304 pages, then 15 up to 2**30, then
+#: 56), so that a check's work stays bounded whatever the index holds; an index takes at most twice what its
+#: tables are built for, then lets pages through unchecked (``simhash/index_full``) until it is rebuilt for more
+#: (``simhash-filter index rebuild INDEX --expected-pages N``).  A stored index keeps the design it was built with.
+SIMHASH_EXPECTED_PAGES = DEFAULTS.expected_pages
+
 #: Log every decision (kept, near-duplicate, skipped) at DEBUG level, not only the first of each kind.
 SIMHASH_DEBUG = False
 

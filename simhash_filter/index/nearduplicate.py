@@ -11,9 +11,17 @@ from typing import Any
 import numpy as np
 
 from simhash_filter.index.backends import open_backend
-from simhash_filter.index.backends.base import Backend, Candidate
+from simhash_filter.index.backends.base import Backend, Candidate, IndexFullError, full_message
 from simhash_filter.index.bound import DEFAULT_DUPLICATES, DEFAULT_PER_TABLE, CheckBound
-from simhash_filter.index.tables import F, Match, TableDesign, as_fingerprint_array, check_fingerprint, resolve_design
+from simhash_filter.index.tables import (
+    F,
+    Match,
+    TableDesign,
+    as_fingerprint_array,
+    check_fingerprint,
+    page_limit,
+    resolve_design,
+)
 from simhash_filter.model.sketch import similarity
 
 __all__ = ["NearDuplicateIndex"]
@@ -94,6 +102,9 @@ class NearDuplicateIndex:
             self._backend = open_backend(backend, k=self._k, design=resolved, metadata=metadata)
         else:
             raise TypeError(f"backend must be a URI or a Backend, got {type(backend).__name__}")
+        #: A two-stage index takes at most this many pages (:func:`~simhash_filter.index.tables.page_limit`); a
+        #: remote store's script refuses them itself.
+        self._limit = page_limit(self.design) if self.sketch_bytes and not self._backend.remote else 0
 
     @property
     def sketch_bytes(self) -> int:
@@ -154,9 +165,15 @@ class NearDuplicateIndex:
     def _query_k(self, k: int | None) -> int:
         return self._k if k is None else _check_k(k, self._k)
 
+    def _room(self, pages: int) -> None:
+        """Raise :class:`IndexFullError` if *pages* more would take a two-stage index past its page limit."""
+        if self._limit and len(self._backend) + pages > self._limit:
+            raise IndexFullError(full_message(len(self._backend), self.design))
+
     def add(self, fingerprint: int, key: str, sketch: bytes | None = None) -> None:
         """Store *fingerprint* with *key* (and *sketch*, in a two-stage index), even if a near-duplicate is
         already stored."""
+        self._room(1)
         self._backend.add(check_fingerprint(fingerprint), _check_key(key), self._check_sketch(sketch))
 
     def add_many(
@@ -177,6 +194,7 @@ class NearDuplicateIndex:
                 raise ValueError(f"got {len(arr)} fingerprints but {0 if sketches is None else len(sketches)} sketches")
             for sketch in sketches:
                 self._check_sketch(sketch)
+            self._room(len(arr))
             self._backend.add_many(arr, keys, sketches)
             return
         self._backend.add_many(arr, keys)
@@ -207,6 +225,7 @@ class NearDuplicateIndex:
     def add_and_candidates(self, fingerprint: int, key: str, sketch: bytes) -> list[Candidate]:
         """The candidates of a page under :attr:`bound`, then the page stored where the tables take it (see
         :meth:`Backend.add_and_candidates`); for a caller that verifies them itself."""
+        self._room(1)
         found = self._backend.add_and_candidates(fingerprint, key, sketch, self._k, self._bound)
         if len(found) > self.candidates_max:
             self.candidates_max = len(found)

@@ -27,12 +27,17 @@ from typing import NamedTuple
 import numpy as np
 
 __all__ = [
+    "BUCKET_LIMIT",
     "DESIGNS",
+    "SIZED_TABLES",
     "F",
     "Match",
     "TableDesign",
+    "capacity",
     "choose_design",
     "hamming",
+    "page_limit",
+    "tables_for",
 ]
 
 #: Fingerprint width in bits (the paper's f).
@@ -371,6 +376,38 @@ def choose_design(k: int, expected_size: int) -> TableDesign:
     if best is None:  # pragma: no cover - m = k + 1 always has k + 1 <= 64 tables
         raise ValueError(f"no design with at most {_MAX_TABLES} tables exists for k={k}")
     return best[2]
+
+
+#: The entries a bucket holds at a design's :func:`capacity`, at most (on its shortest lead): the work of a check
+#: of a two-stage index scans at most this many per table, whatever it stores.
+BUCKET_LIMIT = 1024
+#: The designs of a two-stage index (candidates at k = 10), by the pages they are built for (:func:`tables_for`):
+#: five tables of 13-bit leads (one block each), then 15 tables of 20-22-bit leads (one per pair of six blocks),
+#: then 56 of 24-bit leads (one per triple of eight).  Each keeps at least 99 % of the first's candidates among the
+#: public set's near-duplicate pairs (``python benchmarks/bench_designs.py``; docs/scaling.md).
+SIZED_TABLES = ("13+13+13+13+12/k4", "11+11+11+11+10+10/k4", "8x8/k5")
+
+
+def capacity(design: TableDesign) -> int:
+    """The pages *design* is built for: as many as make its shortest lead's buckets hold :data:`BUCKET_LIMIT`
+    random fingerprints each."""
+    return 2 ** min(design.lead_bits) * BUCKET_LIMIT
+
+
+def page_limit(design: TableDesign) -> int:
+    """The most pages a two-stage index of *design* takes: twice its :func:`capacity` (past it, a check would scan
+    buckets twice as long as the design allows; the index refuses pages and says how to rebuild it)."""
+    return 2 * capacity(design)
+
+
+def tables_for(expected_pages: int) -> str:
+    """The first of :data:`SIZED_TABLES` whose :func:`capacity` is at least *expected_pages* (the last beyond)."""
+    if isinstance(expected_pages, bool) or not isinstance(expected_pages, int) or expected_pages < 1:
+        raise ValueError(f"the expected number of pages must be an int >= 1, got {expected_pages!r}")
+    for name in SIZED_TABLES:
+        if capacity(TableDesign.parse(name)) >= expected_pages:
+            return name
+    return SIZED_TABLES[-1]
 
 
 def _named_designs() -> dict[str, TableDesign | Callable[[int, int], TableDesign]]:

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from simhash_filter.index.backends.base import Backend, Candidate, MetadataMismatchError, check_metadata
+from simhash_filter.index.backends.base import Backend, Candidate, IndexFullError, MetadataMismatchError, check_metadata
 from simhash_filter.index.backends.uri import error_message, redact_text, redact_uri, uri_scheme, with_uri_option
 
 if TYPE_CHECKING:
@@ -24,6 +24,7 @@ __all__ = [
     "BACKENDS_BASE",
     "Backend",
     "Candidate",
+    "IndexFullError",
     "MetadataMismatchError",
     "backend_registry",
     "check_metadata",
@@ -52,7 +53,13 @@ def store_errors() -> tuple[type[BaseException], ...]:
     another model's fingerprints.  Redis's are among them once ``redis`` is imported."""
     from simhash_filter.index.backends.file import CorruptIndexError, IndexLockedError
 
-    errors: list[type[BaseException]] = [OSError, IndexLockedError, CorruptIndexError, MetadataMismatchError]
+    errors: list[type[BaseException]] = [
+        OSError,
+        IndexLockedError,
+        CorruptIndexError,
+        MetadataMismatchError,
+        IndexFullError,
+    ]
     redis_exceptions = sys.modules.get("redis.exceptions")
     if redis_exceptions is not None:
         errors.append(redis_exceptions.RedisError)

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
     from simhash_filter.index.tables import Match, TableDesign
 
-__all__ = ["Backend", "Candidate", "Entry", "MetadataMismatchError", "check_metadata"]
+__all__ = ["Backend", "Candidate", "Entry", "IndexFullError", "MetadataMismatchError", "check_metadata", "full_message"]
 
 
 class Entry(NamedTuple):
@@ -49,6 +49,22 @@ class Candidate(NamedTuple):
 
 class MetadataMismatchError(ValueError):
     """A stored index was built with different metadata (another fingerprint model, say)."""
+
+
+class IndexFullError(RuntimeError):
+    """A two-stage index refuses a page: it holds twice the pages its tables are built for
+    (:func:`~simhash_filter.index.tables.page_limit`), and a check would scan ever longer buckets."""
+
+
+def full_message(stored: int, design: TableDesign) -> str:
+    """What :class:`IndexFullError` says: how many pages, the design, and the ways out."""
+    from simhash_filter.index.tables import capacity
+
+    return (
+        f"the index holds {stored:,} pages, twice the {capacity(design):,} its tables ({design.name}) are built for: "
+        "rebuild it for more with `simhash-filter index rebuild INDEX --expected-pages N`, or start a new one with "
+        "SIMHASH_EXPECTED_PAGES (dedup: --expected-pages)"
+    )
 
 
 def check_metadata(stored: Mapping[str, Any], requested: Mapping[str, Any] | None) -> None:
@@ -118,6 +134,12 @@ class Backend(abc.ABC):
     def design(self) -> TableDesign:
         """The permuted-table design."""
         return self._design
+
+    @property
+    def stored_design(self) -> str:
+        """The name of the design the stored index was built with (a reader may use another: its tables are
+        built on opening)."""
+        return self._design.name
 
     @property
     def metadata(self) -> dict[str, Any]:

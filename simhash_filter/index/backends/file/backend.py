@@ -391,6 +391,15 @@ class FileBackend(GenerationLoader, NotesFile, MemoryBackend):
         self._dead = set()
         self._n = self._sealed = 0
 
+    def set_clock(self, clock: Callable[[], float]) -> None:
+        """Take the time of each row written from now on from *clock* (``index rebuild`` keeps each page's age)."""
+        self._clock = clock
+
+    @property
+    def stored_design(self) -> str:
+        """The design its records header names (the tables' refusals are theirs), else this backend's."""
+        return self._stored_design or self._design.name
+
     def info(self) -> dict[str, Any]:
         with self._lock:
             self._check_open()

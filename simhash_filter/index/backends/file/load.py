@@ -181,7 +181,8 @@ class GenerationLoader(IndexDirectory):
             raise MetadataMismatchError(
                 f"{path}: the index was built with the table design {self._stored_design}, and its pages record "
                 f"which of those tables refused them, so it cannot take pages with the design {self.design.name}: "
-                f"open it with the design {self._stored_design} (the tables setting), or read it read-only"
+                f"open it with the design {self._stored_design} (the SIMHASH_EXPECTED_PAGES it was built for), read it "
+                "read-only, or rebuild it for another size with `simhash-filter index rebuild`"
             )
         logger.debug("simhash index %s: design %s, not %s: the refusals of its pages are ignored",
                      self.path, self.design.name, self._stored_design)  # fmt: skip

@@ -13,13 +13,22 @@ from typing import Any, ClassVar
 import numpy as np
 from redis.exceptions import ResponseError
 
-from simhash_filter.index.backends.base import Backend, Candidate, Entry, MetadataMismatchError, check_metadata
+from simhash_filter.index.backends.base import (
+    Backend,
+    Candidate,
+    Entry,
+    IndexFullError,
+    MetadataMismatchError,
+    check_metadata,
+    full_message,
+)
 from simhash_filter.index.backends.redis.connection import Call, ScriptRunner, client_from_uri, run_with_retries
 from simhash_filter.index.backends.redis.layout import (
     BATCH,
     CHUNK,
     DEFAULT_BUCKET_BITS,
     FORMAT,
+    MAX_SIZE,
     OLD_FORMATS,
     RECORD,
     bucket_keys,
@@ -33,9 +42,9 @@ from simhash_filter.index.backends.redis.layout import (
     tag,
     text,
 )
-from simhash_filter.index.backends.redis.script import INIT_SCRIPT, SCRIPT
+from simhash_filter.index.backends.redis.script import FULL, INIT_SCRIPT, SCRIPT
 from simhash_filter.index.bound import DEFAULT_BOUND, CheckBound
-from simhash_filter.index.tables import Match, TableDesign
+from simhash_filter.index.tables import Match, TableDesign, page_limit
 
 __all__ = ["RedisBackend"]
 
@@ -114,6 +123,8 @@ class RedisBackend(Backend):
         self._sketch_bytes = self._stored_sketch_bytes()
         self._record = RECORD + self._sketch_bytes
         self._masks = b"".join(pack_fingerprint(mask) for mask in design.lead_masks)
+        #: The most pages the index takes: a two-stage index's page limit (its design's), else 4-byte ids' limit.
+        self._limit = min(MAX_SIZE, page_limit(design)) if self._sketch_bytes else MAX_SIZE
         self._created = float(stored.get("created", 0))
 
     # -- construction ----------------------------------------------------------------------------
@@ -365,18 +376,28 @@ class RedisBackend(Backend):
         else:
             differ = bound.differing_bits(self._sketch_bytes)
             header += [str(bound.per_table), str(bound.duplicates), str(differ)]
+        header.append(str(self._limit))
         where = f"Redis index {self._prefix!r} at {self._location}"
-        return run_with_retries(
-            self._send,
-            header,
-            calls,
-            retry_at=4,
-            retries=self._retries,
-            backoff=self._retry_backoff,
-            where=where,
-            check_open=self._check_open,
-            recreate=self._recreate,
-        )
+        try:
+            return run_with_retries(
+                self._send,
+                header,
+                calls,
+                retry_at=4,
+                retries=self._retries,
+                backoff=self._retry_backoff,
+                where=where,
+                check_open=self._check_open,
+                recreate=self._recreate,
+            )
+        except ResponseError as exc:
+            if str(exc).startswith(FULL + " "):
+                stored = int(str(exc).split()[1])
+                if self._limit < MAX_SIZE:
+                    raise IndexFullError(f"{where}: {full_message(stored, self._design)}") from None
+                message = f"the index holds {stored:,} fingerprints, the most it can hold"
+                raise IndexFullError(f"{where}: {message}") from None
+            raise
 
     def _send(self, header: list[Any], calls: list[Call]) -> list[Any]:
         """Send the script calls; their replies in order."""

@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
-from simhash_filter.index.backends.redis.layout import CHUNK, ENTRY, ENTRY_LOW, MAX_SIZE, RECORD
+from simhash_filter.index.backends.redis.layout import CHUNK, ENTRY, ENTRY_LOW, RECORD
 
-__all__ = ["INIT_SCRIPT", "NOINDEX", "SCRIPT"]
+__all__ = ["FULL", "INIT_SCRIPT", "NOINDEX", "SCRIPT"]
 
 #: The error the script answers when the index is gone (its meta hash deleted).
 NOINDEX = "SIMHASH_NOINDEX"
+#: The script's error when a page would take the index past its limit: this, a space, the pages it holds.
+FULL = "SIMHASH_FULL"
 # Popcount of every byte, as a Lua string literal of decimal escapes: byte(POP, x + 1) = popcount(x).
 _POP = "".join(f"\\{bin(i).count('1')}" for i in range(256))
 # Popcount of x XOR g for nibbles g and x, likewise: byte(NIB, 16 * g + x + 1) = popcount(x ^ g).
@@ -30,14 +32,15 @@ SCRIPT = (
 -- (seconds, 0: none), R (bytes per record: @RECORD@ + the sketch's), the tables' lead masks (8 bytes each,
 -- big-endian; "d" and "p" only, else empty), the bound of a two-stage check ("d" and "p"; else "0"): the
 -- candidates per table, the verified ones that make a table refuse the page, the most bits in which two
--- sketches may differ and verify; then per item the fingerprint (8 bytes, big-endian), for "c", "a" and "d"
--- its key, and for "d" (and "a" in an index that keeps sketches) its sketch.
+-- sketches may differ and verify; the most pages the index takes; then per item the fingerprint (8 bytes,
+-- big-endian), for "c", "a" and "d" its key, and for "d" (and "a" in an index that keeps sketches) its sketch.
 -- Ops: "c" check-and-add, "a" add, "q" query, "d" add-and-candidates, "p" candidates, "n" count.
 local op, k, P, T = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
 local retry, max_age = ARGV[5] == "1", tonumber(ARGV[6])
 local R, MASKS = tonumber(ARGV[7]), ARGV[8]
 local PER_TABLE, DUPLICATES, DIFFER = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])
-local H = 11 -- header arguments: items start at ARGV[H + 1]
+local LIMIT = tonumber(ARGV[12])
+local H = 12 -- header arguments: items start at ARGV[H + 1]
 local S = R - @RECORD@ -- sketch bytes (0: the index keeps none)
 -- Bytes of a bucket entry: the id (4) and the fingerprint's 32-bit fold (4), then, in an index that keeps
 -- sketches, the fingerprint's low half (4).
@@ -447,8 +450,8 @@ if stride == 3 then -- checked before anything is written
 end
 local n0 = tonumber(call("HGET", meta, "n") or "0")
 local n = n0
-if n + m > @MAX_SIZE@ then
-  return redis.error_reply("SIMHASH_FULL the index holds " .. n .. " fingerprints, the most it can hold")
+if n + m > LIMIT then
+  return redis.error_reply("SIMHASH_FULL " .. n)
 end
 for item = 0, m - 1 do
   local at = H + 1 + stride * item
@@ -497,7 +500,6 @@ return results
     .replace("@CHUNK@", str(CHUNK))
     .replace("@RECORD@", str(RECORD))
     .replace("@NOINDEX@", NOINDEX)
-    .replace("@MAX_SIZE@", str(MAX_SIZE))
     .replace("@FEW@", str(_FEW))
 )
 
