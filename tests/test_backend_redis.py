@@ -781,3 +781,25 @@ def test_flood_of_near_duplicates_keeps_every_check_small(tmp_path: Path) -> Non
     assert stored < n // 10 and index.candidates_max <= DEFAULT_DUPLICATES * TWO_STAGE.n_tables
     first, last = usec
     assert last <= 2 * first + 200, usec  # noise allowed for; unbounded, the last calls took ~100 times the first
+
+
+def test_the_script_refuses_pages_past_the_designs_limit(redis_server: RedisServer, redis_prefix: str) -> None:
+    """A two-stage Redis index takes at most twice what its design is built for: the script refuses the page that
+    would go past it, atomically (nothing of the batch stored), with the ways out."""
+    from simhash_filter.index.backends import IndexFullError
+    from simhash_filter.index.tables import page_limit
+
+    design = TableDesign.parse("60+1+1+1+1/k4")  # 1-bit leads: takes 4,096 pages
+    limit = page_limit(design)
+    rng = np.random.default_rng(5)
+    fps = rng.integers(0, 2**64, size=limit + 1, dtype=np.uint64)
+    sketches = [bytes(rng.integers(0, 256, size=64, dtype=np.uint8)) for _ in range(limit + 1)]
+    uri = f"{redis_server.url}?prefix={redis_prefix}"
+    with open_backend(uri, k=K2, design=design, metadata=TWO_STAGE_META) as backend:
+        index = NearDuplicateIndex(K2, backend=backend, min_similarity=0.75)
+        backend.add_many(fps[:limit], [f"u{i}" for i in range(limit)], sketches[:limit])
+        assert len(backend) == limit
+        with pytest.raises(IndexFullError, match=r"holds 4,096 pages, twice the 2,048 its tables") as info:
+            index.check_and_add(int(fps[limit]), "late", sketches[limit])
+        assert redis_prefix in str(info.value) and "index rebuild" in str(info.value)
+        assert len(backend) == limit

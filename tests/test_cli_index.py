@@ -192,3 +192,44 @@ def test_index_rules_prints_what_crawls_learned(tmp_path: Path, pages_file: Path
         ("mirror", "b.example", False, 0),
         ("rule", "param:page", False, 1),
     ]
+
+
+def test_index_rebuild_swaps_a_directory_in_place(tmp_path: Path, pages_file: Path, capsys) -> None:
+    """rebuild stores every page again (with its URL, fingerprint, sketch and age) in the tables built for
+    --expected-pages, and swaps the new directory in; nothing is left beside it."""
+    index = tmp_path / "idx"
+    main(["dedup", str(pages_file), "--index", str(index), "--no-progress"])
+    capsys.readouterr()
+    main(["index", "export", str(index)])
+    before = capsys.readouterr().out
+    assert main(["index", "rebuild", str(index), "--expected-pages", "2000000"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("3 pages -> 3 stored in ") and "tables 13+13+13+13+12/k4, built for 4,194,304" in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["idx", "pages.jsonl"]
+    main(["index", "export", str(index)])
+    assert capsys.readouterr().out == before
+    main(["dedup", str(pages_file), "--index", str(index), "--no-progress"])
+    assert [r["distance"] for r in read_records(capsys.readouterr().out)] == [0, 0, 0]
+
+
+def test_index_rebuild_into_a_redis_prefix_with_more_tables(
+    redis_server, redis_prefix: str, pages_file: Path, capsys
+) -> None:
+    """A Redis index is rebuilt into another prefix (--into; without it, a usage error): there in 15 tables for
+    50 million pages, which a crawl or dedup built for that many opens and finds its pages in."""
+    old = f"{redis_server.url}?prefix={redis_prefix}"
+    new = f"{redis_server.url}?prefix={redis_prefix}-big"
+    main(["dedup", str(pages_file), "--index", old, "--no-progress"])
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exited:
+        main(["index", "rebuild", old, "--expected-pages", "50000000"])
+    assert exited.value.code == 2 and "--into" in capsys.readouterr().err
+    assert main(["index", "rebuild", old, "--expected-pages", "50000000", "--into", new]) == 0
+    assert "tables 11+11+11+11+10+10/k4, built for 1,073,741,824 pages" in capsys.readouterr().out
+    assert main(["index", "stats", new, "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert (info["entries"], info["design"]) == (3, "11+11+11+11+10+10/k4")
+    main(["dedup", str(pages_file), "--index", new, "--expected-pages", "50000000", "--no-progress"])
+    assert [r["distance"] for r in read_records(capsys.readouterr().out)] == [0, 0, 0]
+    assert main(["dedup", str(pages_file), "--index", new, "--no-progress"]) == 1  # built for another size
+    assert "table design 11+11+11+11+10+10/k4" in capsys.readouterr().err

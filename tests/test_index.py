@@ -16,14 +16,19 @@ from hypothesis import strategies as st
 from simhash_filter.index.backends.memory import MemoryBackend
 from simhash_filter.index.nearduplicate import NearDuplicateIndex
 from simhash_filter.index.tables import (
+    BUCKET_LIMIT,
     DESIGNS,
+    SIZED_TABLES,
     Match,
     TableDesign,
+    capacity,
     choose_design,
     estimated_bytes_per_fingerprint,
     fold16,
     fold16_array,
     hamming,
+    page_limit,
+    tables_for,
 )
 
 FP = st.integers(0, 2**64 - 1)
@@ -530,3 +535,59 @@ def test_fingerprint_tables_hide_deleted_rows() -> None:
     for q in [centre, *fps[:10]]:
         assert backend.query(q, 5) == brute_force(stored, q, 5)
         assert backend.query_many(np.array([q], dtype=np.uint64), 5) == [brute_force(stored, q, 5)]
+
+
+# -- the design follows the pages an index is built for (bounded buckets at any size) --------------------------------
+
+
+def test_the_tables_follow_the_expected_pages() -> None:
+    """Five 13-bit tables up to 4,194,304 pages (buckets of at most 1,024 random fingerprints on the 12-bit lead),
+    then 15 tables of 20-22 bits up to 2**30, then 56 of 24 bits; a design takes twice what it is built for."""
+    assert tables_for(1) == tables_for(4_194_304) == "13+13+13+13+12/k4"
+    assert tables_for(4_194_305) == tables_for(2**30) == "11+11+11+11+10+10/k4"
+    assert tables_for(2**30 + 1) == tables_for(10**12) == "8x8/k5"
+    for name in SIZED_TABLES:
+        design = TableDesign.parse(name)
+        assert capacity(design) == 2 ** min(design.lead_bits) * BUCKET_LIMIT
+        assert page_limit(design) == 2 * capacity(design)
+    for bad in (0, -5, 2.5, True, "10"):
+        with pytest.raises(ValueError, match="expected number of pages must be an int >= 1"):
+            tables_for(bad)  # type: ignore[arg-type]
+
+
+def test_a_two_stage_index_refuses_pages_past_its_limit() -> None:
+    """A two-stage index takes pages up to twice its design's capacity, then refuses them with the ways out; an
+    index without sketches is not limited."""
+    from simhash_filter.index.backends import IndexFullError
+
+    design = TableDesign.parse("60+1+1+1+1/k4")  # 1-bit leads: built for 2,048 pages, takes 4,096
+    limit = page_limit(design)
+    rng = np.random.default_rng(3)
+    fps = rng.integers(0, 2**64, size=limit + 1, dtype=np.uint64)
+    sketches = [bytes(rng.integers(0, 256, size=64, dtype=np.uint8)) for _ in range(limit + 1)]
+    keys = [f"u{i}" for i in range(limit + 1)]
+    with NearDuplicateIndex(10, design=design, metadata={"sketch_bytes": 64}, min_similarity=0.75) as index:
+        with pytest.raises(IndexFullError, match=r"holds 0 pages, twice the 2,048 its tables \(60\+1\+1\+1\+1/k4\)"):
+            index.add_many(fps, keys, sketches)
+        index.add_many(fps[: limit - 1], keys[: limit - 1], sketches[: limit - 1])
+        assert index.check_and_add(int(fps[limit - 1]), keys[limit - 1], sketches[limit - 1]) is None
+        assert len(index) == limit
+        with pytest.raises(IndexFullError, match="index rebuild INDEX --expected-pages N") as info:
+            index.check_and_add(int(fps[limit]), keys[limit], sketches[limit])
+        assert "SIMHASH_EXPECTED_PAGES" in str(info.value) and len(index) == limit
+        with pytest.raises(IndexFullError):
+            index.add(int(fps[limit]), keys[limit], sketches[limit])
+    with NearDuplicateIndex(3, design="60+1+1+1+1/k4") as exact:
+        exact.add_many(fps, keys)
+        assert len(exact) == limit + 1
+
+
+def test_filter_config_designs_for_its_expected_pages() -> None:
+    """``FilterConfig.tables`` follows ``expected_pages`` (1,000,000 by default: today's five tables); a bad value
+    is refused when the config is made."""
+    from simhash_filter.config import DEFAULTS, FilterConfig
+
+    assert DEFAULTS.expected_pages == 1_000_000 and DEFAULTS.tables == "13+13+13+13+12/k4"
+    assert FilterConfig(expected_pages=50_000_000).tables == "11+11+11+11+10+10/k4"
+    with pytest.raises(ValueError, match="expected number of pages"):
+        FilterConfig(expected_pages=0)
