@@ -462,14 +462,14 @@ def test_an_index_of_another_format_is_refused_with_the_way_out(tmp_path: Path) 
     for readonly in (False, True):
         with pytest.raises(
             MetadataMismatchError,
-            match=rf"index format 1, written by an older version.*reads formats 3 and {FORMAT} only.*new index",
+            match=r"index format 1, written by an older version.*reads formats 3 to 5 only.*new index",
         ):
             open_index(tmp_path / "old", readonly=readonly)
     assert {p.name: p.read_bytes() for p in (tmp_path / "old").iterdir() if p.name != "LOCK"} == before
     with open_sketch_index(tmp_path / "new") as index:
         index.add(1, "one", sketch_of("one"))
-    set_header_format(tmp_path / "new" / "records.1", FORMAT + 1)
-    with pytest.raises(MetadataMismatchError, match=f"index format {FORMAT + 1}, written by a newer.*upgrade"):
+    set_header_format(tmp_path / "new" / "records.1", FORMAT + 2)
+    with pytest.raises(MetadataMismatchError, match=f"index format {FORMAT + 2}, written by a newer.*upgrade"):
         open_sketch_index(tmp_path / "new")
 
 
@@ -546,6 +546,12 @@ def test_notes_survive_a_reopen_and_a_damaged_notes_file_counts_as_none(tmp_path
 
 TWO_STAGE = TableDesign.parse("13+13+13+13+12/k4")
 BOUND = CheckBound(per_table=5, duplicates=3, min_similarity=0.75)
+
+
+def read_header_fields(path: Path) -> dict[str, object]:
+    """The JSON fields of an index file's header."""
+    head = path.read_bytes()[:HEADER_SIZE]
+    return json.loads(head[head.index(b"\n") + 1 :])
 
 
 def open_two_stage(path: Path, design: TableDesign = TWO_STAGE, **options: object) -> FileBackend:
@@ -727,10 +733,51 @@ def test_a_flood_of_near_identical_pages_stays_small_and_fast(tmp_path: Path) ->
     assert elapsed < 120, f"20,000 pages took {elapsed:.0f} s"
 
 
-def test_a_two_stage_design_of_more_than_8_tables_is_refused_in_one_line(tmp_path: Path) -> None:
-    """The records keep a byte of refusals: a two-stage index on disk with 11 tables is a ValueError that names
-    the design and the way out, and nothing is written."""
-    design = TableDesign.parse("6+6+6+6+6+6+6+6+6+5+5/k10")
-    with pytest.raises(ValueError, match=r"at most 8 tables.*6\+6.*has 11: choose one with fewer tables"):
+def test_a_two_stage_design_of_more_than_16_tables_is_refused_in_one_line(tmp_path: Path) -> None:
+    """The records keep two bytes of refusals at most: a two-stage index on disk with 56 tables is a ValueError
+    that names the design and the ways out, and nothing is written."""
+    design = TableDesign.parse("8x8/k5")
+    with pytest.raises(ValueError, match=r"at most 16 tables.*8x8/k5 has 56: choose one with fewer tables"):
         open_two_stage(tmp_path / "wide", design)
     assert not (tmp_path / "wide").exists()
+
+
+def test_an_index_of_15_tables_is_written_wide_and_keeps_its_refusals(tmp_path: Path) -> None:
+    """A design of 9 to 16 tables is written in format 5 (16 bits of key length, 16 tables' refusals): a flood's
+    refusals of tables past the eighth survive a reopen and a compaction; keys past 65,535 bytes are refused."""
+    design = TableDesign.parse("11+11+11+11+10+10/k4")
+    rng = random.Random(8)
+    centre, sketch = rng.getrandbits(64), rng.randbytes(64)
+    with open_two_stage(tmp_path / "idx", design) as backend:
+        index = NearDuplicateIndex(10, backend=backend, min_similarity=0.75)
+        for i in range(60):
+            index.check_and_add(flip_bits(centre, rng.sample(range(64), rng.randint(0, 2))), f"u{i}", sketch)
+        refused = backend._refused[: len(backend)].copy()
+        stored = len(backend)
+        with pytest.raises(ValueError, match="a key longer than 65535 bytes"):
+            backend.add(1, "x" * 70_000, sketch)
+    assert stored < 60 and (refused >> 8).any(), "the flood's blocks refused pages in tables 8 to 14"
+    assert read_header_fields(tmp_path / "idx" / "records.1")["format"] == 5
+    for compact in (False, True):
+        with open_two_stage(tmp_path / "idx", design) as again:
+            assert len(again) == stored and (again._refused[:stored] == refused).all()
+            assert [e.key for e in again.entries()][:2] == ["u0", "u1"]
+            if compact:
+                again.compact()
+
+
+def test_a_format_4_index_with_pages_takes_no_design_of_more_than_8_tables(tmp_path: Path) -> None:
+    """An index of 5 tables with pages cannot be written with 15 tables (its records keep 8 tables' refusals): the
+    error names the way out (index rebuild); read-only it opens.  An empty one takes the design, written wide."""
+    wide = TableDesign.parse("11+11+11+11+10+10/k4")
+    with open_two_stage(tmp_path / "idx") as backend:
+        backend.add(5, "https://a.example/", bytes(64))
+    with pytest.raises(MetadataMismatchError, match=r"refusals of 8 tables.*index rebuild INDEX --expected-pages N"):
+        open_two_stage(tmp_path / "idx", wide)
+    with open_two_stage(tmp_path / "idx", wide, readonly=True) as reader:
+        assert len(reader) == 1
+    with open_two_stage(tmp_path / "empty"):
+        pass
+    with open_two_stage(tmp_path / "empty", wide) as backend:
+        backend.add(5, "https://a.example/", bytes(64))
+    assert read_header_fields(tmp_path / "empty" / "records.1")["format"] == 5

@@ -202,13 +202,15 @@ def test_index_rebuild_swaps_a_directory_in_place(tmp_path: Path, pages_file: Pa
     capsys.readouterr()
     main(["index", "export", str(index)])
     before = capsys.readouterr().out
-    assert main(["index", "rebuild", str(index), "--expected-pages", "2000000"]) == 0
+    assert main(["index", "rebuild", str(index), "--expected-pages", "50000000"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("3 pages -> 3 stored in ") and "tables 13+13+13+13+12/k4, built for 4,194,304" in out
+    assert out.startswith("3 pages -> 3 stored in ") and "tables 11+11+11+11+10+10/k4, built for 1,073,741,824" in out
     assert sorted(p.name for p in tmp_path.iterdir()) == ["idx", "pages.jsonl"]
     main(["index", "export", str(index)])
     assert capsys.readouterr().out == before
-    main(["dedup", str(pages_file), "--index", str(index), "--no-progress"])
+    main(["index", "stats", str(index), "--json"])
+    assert json.loads(capsys.readouterr().out)["design"] == "11+11+11+11+10+10/k4"
+    main(["dedup", str(pages_file), "--index", str(index), "--expected-pages", "50000000", "--no-progress"])
     assert [r["distance"] for r in read_records(capsys.readouterr().out)] == [0, 0, 0]
 
 

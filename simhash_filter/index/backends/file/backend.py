@@ -24,14 +24,13 @@ from simhash_filter.index.backends.file.osfiles import close_all, pread, write_a
 from simhash_filter.index.backends.file.records import (
     CHUNK,
     HEADER_SIZE,
-    LENGTH_BITS,
-    MAX_KEY_BYTES,
     RECORD,
     RECORD_STRUCT,
     TOMBSTONE,
     key_check,
     key_lengths,
     length_refused,
+    max_key_bytes,
     record_check,
     record_checks,
     record_chunks,
@@ -71,10 +70,11 @@ class FileBackend(GenerationLoader, NotesFile, MemoryBackend):
         merge_factor: int = 8,
     ) -> None:
         super().__init__(k=k, design=design, metadata=metadata, buffer_size=buffer_size, merge_factor=merge_factor)
-        if design.n_tables > 32 - LENGTH_BITS and not readonly and (metadata or {}).get("sketch_bytes"):
+        if design.n_tables > 16 and not readonly and (metadata or {}).get("sketch_bytes"):
             raise ValueError(
-                f"the on-disk index keeps the refusals of at most {32 - LENGTH_BITS} tables (a byte of each record); "
-                f"design {design.name} has {design.n_tables}: choose one with fewer tables"
+                f"the on-disk index keeps the refusals of at most 16 tables (two bytes of each record); design "
+                f"{design.name} has {design.n_tables}: choose one with fewer tables (SIMHASH_EXPECTED_PAGES of at "
+                "most 1,073,741,824), or a Redis index"
             )
         if sync not in ("none", "always"):
             raise ValueError(f"sync must be 'none' or 'always', got {sync!r}")
@@ -151,24 +151,25 @@ class FileBackend(GenerationLoader, NotesFile, MemoryBackend):
             self._headers_stale = False
         now = int(self._clock())
         encoded = [key.encode("utf-8", "surrogatepass") for key in keys]
+        longest = max_key_bytes(self._format)
         for data in encoded:
-            if len(data) > MAX_KEY_BYTES:
-                raise ValueError(f"a key longer than {MAX_KEY_BYTES} bytes: {data[:80]!r}...")
+            if len(data) > longest:
+                raise ValueError(f"a key longer than {longest} bytes: {data[:80]!r}...")
         if len(encoded) == 1:
             data = encoded[0]
             fp = int(fingerprints[0])
             sketch = sketches[0].tobytes() if self._sketch_bytes else None
             crc = key_check(data)
             mask = int(refused[0])
-            check = record_check(fp, self._url_end, now, len(data), self._salt, sketch, crc, mask)
-            packed = length_refused(len(data), mask)
+            packed = length_refused(len(data), mask, self._length_bits)
+            check = record_check(fp, self._url_end, now, packed, self._salt, sketch, crc)
             records = RECORD_STRUCT.pack(fp, self._url_end, now, packed, crc, check) + (sketch or b"")
             urls = data
         else:
             records_array = np.zeros(len(encoded), dtype=self._record)
             lengths = np.fromiter(map(len, encoded), dtype=np.uint64, count=len(encoded))
             records_array["fp"] = fingerprints
-            records_array["length_refused"] = lengths | refused.astype(np.uint64) << np.uint64(LENGTH_BITS)
+            records_array["length_refused"] = lengths | refused.astype(np.uint64) << np.uint64(self._length_bits)
             records_array["offset"] = np.cumsum(lengths) - lengths + np.uint64(self._url_end)
             records_array["added"] = now
             records_array["key_check"] = np.fromiter(map(key_check, encoded), dtype=np.uint32, count=len(encoded))
@@ -197,7 +198,7 @@ class FileBackend(GenerationLoader, NotesFile, MemoryBackend):
     def _key(self, row: int) -> str:
         record = pread(self._fds["records"], RECORD.itemsize, HEADER_SIZE + row * self._record.itemsize)
         _, offset, _, packed, crc, _ = RECORD_STRUCT.unpack(record)
-        length = packed & ((1 << LENGTH_BITS) - 1)
+        length = packed & ((1 << self._length_bits) - 1)
         key = pread(self._fds["urls"], length, offset)
         if key_check(key) == crc:
             with contextlib.suppress(UnicodeDecodeError):  # else its key check matched by chance
@@ -265,7 +266,7 @@ class FileBackend(GenerationLoader, NotesFile, MemoryBackend):
         crc32 = zlib.crc32
         for start, chunk in record_chunks(records_fd, path, 0, n, self._record, CHUNK // 16):
             first = int(chunk["offset"][0])
-            lengths = key_lengths(chunk)
+            lengths = key_lengths(chunk, self._length_bits)
             blob = pread(urls_fd, int(chunk["offset"][-1] + lengths[-1]) - first, first)
             sketches = np.ascontiguousarray(chunk["sketch"]).tobytes() if size else b""
             for i, (fp, offset, length, added, crc) in enumerate(
@@ -347,7 +348,7 @@ class FileBackend(GenerationLoader, NotesFile, MemoryBackend):
             path = self._file("records", self._generation_number)
             for start, chunk in record_chunks(self._fds["records"], path, 0, self._n, self._record):
                 first = int(chunk["offset"][0])
-                sizes = key_lengths(chunk)
+                sizes = key_lengths(chunk, self._length_bits)
                 data = pread(self._fds["urls"], int(chunk["offset"][-1] + sizes[-1]) - first, first)
                 keep = live[start : start + len(chunk)]
                 view = memoryview(data)
@@ -363,7 +364,7 @@ class FileBackend(GenerationLoader, NotesFile, MemoryBackend):
                 kept["offset"] = np.cumsum(kept_sizes, dtype=np.uint64) - kept_sizes + np.uint64(url_end)
                 url_end += int(kept_sizes.sum())
                 refused = self._refused[start : start + len(chunk)][keep]  # the refusals in force
-                kept["length_refused"] = kept_sizes | refused.astype(np.uint64) << np.uint64(LENGTH_BITS)
+                kept["length_refused"] = kept_sizes | refused.astype(np.uint64) << np.uint64(self._length_bits)
                 kept["check"] = record_checks(kept, salt)
                 write_all(fds["records"], kept.tobytes())
             for fd in fds.values():

@@ -20,6 +20,7 @@ from simhash_filter.index.backends.file.records import (
     HEADER_SIZE,
     MAGIC,
     URLS_MAGIC,
+    format_for,
     header,
     read_header,
     record_dtype,
@@ -44,6 +45,8 @@ class IndexDirectory:
     _requested: dict[str, Any] | None
     _clock: Callable[[], float]
     _sketch_bytes: int
+    #: The format rows are written in (:class:`~simhash_filter.index.backends.file.load.GenerationLoader`'s).
+    _write_format: int
     #: The backend's (properties of :class:`~simhash_filter.index.backends.base.Backend`).
     k: int
     design: TableDesign
@@ -101,7 +104,8 @@ class IndexDirectory:
                 os.close(fd)
 
     def _rewrite_headers(self, generation: int, fds: Mapping[str, int]) -> None:
-        """Make the headers of *generation* (open as *fds*) say format :data:`FORMAT` and this backend's design,
+        """Make the headers of *generation* (open as *fds*) say the format rows are written in (``_write_format``:
+        format 3 becomes :data:`FORMAT`; a format-5 index stays format 5) and this backend's design,
         the records file's first, each synced before the next: an older version refuses the records file
         before any record it cannot read is written.  Only the bytes that change are written (one digit of the
         format, when the design is the same), so a write cut short leaves a header of one version or the
@@ -110,7 +114,7 @@ class IndexDirectory:
             path = self._file(kind, generation)
             old = pread(fds[kind], HEADER_SIZE, 0)
             fields = read_header(fds[kind], path, magic)
-            fields["format"] = FORMAT
+            fields["format"] = self._write_format
             if kind == "records":
                 fields["design"] = self.design.name
             new = header(magic, fields)
@@ -164,7 +168,8 @@ class IndexDirectory:
     def _create_index(self) -> None:
         """Create generation 1 and make it current; if that fails (a full disk), remove what was written."""
         try:
-            self._create(1, secrets.randbits(63), self._clock(), self._requested or {})
+            fmt = format_for(self.design.n_tables)
+            self._create(1, secrets.randbits(63), self._clock(), self._requested or {}, fmt)
             self._write_current(1)
         except BaseException:
             if not self._current_is(1):

@@ -22,7 +22,10 @@ from simhash_filter.index.backends.file.records import (
     MAGIC,
     TOMBSTONE,
     URLS_MAGIC,
+    WIDE_FORMAT,
+    format_for,
     key_lengths,
+    length_bits,
     read_header,
     record_checks,
     record_chunks,
@@ -56,9 +59,12 @@ class GenerationLoader(IndexDirectory):
     _buffer_size: int
     _dead: set[int]
     _refused: np.ndarray
-    #: The format and the design the records file's header names.
+    #: The format and the design the records file's header names; the bits of a record's key length in that format,
+    #: and the format a writer writes (format 3 becomes 4; an empty index takes its design's).
     _format: int
     _stored_design: Any
+    _length_bits: int
+    _write_format: int
     #: Whether the headers must be rewritten (:meth:`_rewrite_headers`) before a row with refusals is written.
     _headers_stale: bool
 
@@ -82,6 +88,7 @@ class GenerationLoader(IndexDirectory):
         self._created = float(fields.get("created", 0.0))
         self._stored_k = fields.get("k")
         self._format = fields["format"]
+        self._length_bits = length_bits(self._format)
         self._stored_design = fields.get("design")
         stored = fields.get("metadata") or {}
         try:
@@ -133,7 +140,7 @@ class GenerationLoader(IndexDirectory):
             ok = record_checks(chunk, self._salt) == chunk["check"]
             expected = np.empty(len(chunk), dtype=np.uint64)
             expected[0] = end
-            lengths = key_lengths(chunk)
+            lengths = key_lengths(chunk, self._length_bits)
             np.add(chunk["offset"][:-1], lengths[:-1], out=expected[1:])
             ok &= chunk["offset"] == expected
             ok &= chunk["offset"] + lengths <= np.uint64(urls_size)
@@ -141,7 +148,7 @@ class GenerationLoader(IndexDirectory):
             intact = len(chunk) if len(bad) == 0 else int(bad[0])
             self._fps[start : start + intact] = chunk["fp"][:intact]
             self._times[start : start + intact] = chunk["added"][:intact]
-            self._refused[start : start + intact] = refusals(chunk[:intact])
+            self._refused[start : start + intact] = refusals(chunk[:intact], self._length_bits)
             if self._sketch_bytes:
                 self._sketches[start : start + intact] = chunk["sketch"][:intact]
             good += intact
@@ -174,7 +181,21 @@ class GenerationLoader(IndexDirectory):
         """Keep the refusals of the rows loaded if they are of this backend's tables (the design the header names);
         else a reader drops them (every table holds every row, as in format 3: its candidates are still bounded)
         and a writer is refused, for the rows it would add could not say which tables refused them."""
-        self._headers_stale = self._format != FORMAT or self._stored_design != self.design.name
+        self._write_format = self._format if self._format == WIDE_FORMAT else FORMAT
+        if format_for(self.design.n_tables) == WIDE_FORMAT and self._write_format != WIDE_FORMAT:
+            if self._n and not self._readonly:
+                raise MetadataMismatchError(
+                    f"{path}: the index keeps the refusals of 8 tables in its records (format {self._format}), and "
+                    f"the design {self.design.name} has {self.design.n_tables}: rebuild it for the pages it is to "
+                    "hold (`simhash-filter index rebuild INDEX --expected-pages N`), or open it with the "
+                    f"design {self._stored_design}"
+                )
+            self._write_format = WIDE_FORMAT  # nothing stored yet: its rows are written wide
+            if not self._readonly:
+                self._rewrite_headers(self._generation_number, self._fds)
+                self._format, self._length_bits = WIDE_FORMAT, length_bits(WIDE_FORMAT)
+                self._stored_design = self.design.name
+        self._headers_stale = self._format != self._write_format or self._stored_design != self.design.name
         if self._stored_design == self.design.name or not self._refused[: self._n].any():
             return
         if not self._readonly:
@@ -196,7 +217,7 @@ class GenerationLoader(IndexDirectory):
         damaged: int | None = None
         for start, chunk in record_chunks(self._fds["records"], path, first_bad, total, self._record, CHUNK // 16):
             intact = record_checks(chunk, self._salt) == chunk["check"]
-            keyed = chunk["offset"] + key_lengths(chunk) <= np.uint64(urls_size)
+            keyed = chunk["offset"] + key_lengths(chunk, self._length_bits) <= np.uint64(urls_size)
             later = intact & keyed
             if start == first_bad:
                 if later[0] and damaged is None:

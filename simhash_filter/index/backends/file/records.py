@@ -24,15 +24,20 @@ __all__ = [
     "LENGTH_BITS",
     "MAGIC",
     "MAX_KEY_BYTES",
+    "MAX_WIDE_KEY_BYTES",
     "READ_FORMATS",
     "RECORD",
     "RECORD_STRUCT",
     "TOMBSTONE",
     "URLS_MAGIC",
+    "WIDE_FORMAT",
+    "format_for",
     "header",
     "key_check",
     "key_lengths",
+    "length_bits",
     "length_refused",
+    "max_key_bytes",
     "read_header",
     "record_check",
     "record_checks",
@@ -45,10 +50,14 @@ __all__ = [
     "unwritten",
 ]
 
-#: The index format written (1: records without sketches; 2: records without key checks; 3: without refusals).
+#: The index format written for designs of up to 8 tables (1: records without sketches; 2: records without key
+#: checks; 3: without refusals).
 FORMAT = 4
+#: The format written for designs of 9 to 16 tables: format 4's records, with the key's length in the low 16 bits
+#: of ``length_refused`` (keys of at most :data:`MAX_WIDE_KEY_BYTES`) and 16 tables' refusals above.
+WIDE_FORMAT = 5
 #: The formats read: a format-3 record is a format-4 record that no table refused.
-READ_FORMATS = (3, 4)
+READ_FORMATS = (3, 4, 5)
 HEADER_SIZE = 4096
 MAGIC = b"simhash-filter index\n"
 URLS_MAGIC = b"simhash-filter urls\n"
@@ -72,6 +81,24 @@ MAX_KEY_BYTES = 1 << 20
 #: row (bit 24 + t: table t; always 0 in format 3, whose keys were as short).
 LENGTH_BITS = 24
 assert MAX_KEY_BYTES < 1 << LENGTH_BITS
+#: Longest key in bytes in format 5 (16 bits of length; browsers and Scrapy stop at a few thousand).
+MAX_WIDE_KEY_BYTES = (1 << 16) - 1
+
+
+def format_for(n_tables: int) -> int:
+    """The format a new index of *n_tables* tables is written in: :data:`FORMAT` up to 8, else :data:`WIDE_FORMAT`
+    (a design of more than 16 tables has no on-disk format)."""
+    return FORMAT if n_tables <= 32 - LENGTH_BITS else WIDE_FORMAT
+
+
+def length_bits(fmt: int) -> int:
+    """The bits of a record's ``length_refused`` that hold its key's length, in format *fmt*."""
+    return 16 if fmt == WIDE_FORMAT else LENGTH_BITS
+
+
+def max_key_bytes(fmt: int) -> int:
+    """The longest key in bytes a record of format *fmt* holds."""
+    return MAX_WIDE_KEY_BYTES if fmt == WIDE_FORMAT else MAX_KEY_BYTES
 #: Records verified per step on open (bounds the temporary memory: 32 MiB).
 CHUNK = 1 << 20
 _M64 = (1 << 64) - 1
@@ -162,19 +189,20 @@ def record_checks(records: np.ndarray, salt: int) -> np.ndarray:
     return (h & u64(0xFFFFFFFF)).astype(np.uint32)
 
 
-def length_refused(length: int, refused: int) -> int:
-    """The ``length_refused`` field of a record: the key's *length* and the tables that *refused* the row."""
-    return length | refused << LENGTH_BITS
+def length_refused(length: int, refused: int, bits: int = LENGTH_BITS) -> int:
+    """The ``length_refused`` field of a record: the key's *length* (in its low *bits*) and the tables that
+    *refused* the row."""
+    return length | refused << bits
 
 
-def key_lengths(records: np.ndarray) -> np.ndarray:
-    """The key length of each of *records* (``uint64``, to add to offsets)."""
-    return (records["length_refused"] & np.uint32((1 << LENGTH_BITS) - 1)).astype(np.uint64)
+def key_lengths(records: np.ndarray, bits: int = LENGTH_BITS) -> np.ndarray:
+    """The key length of each of *records* (``uint64``, to add to offsets); *bits*: :func:`length_bits`."""
+    return (records["length_refused"] & np.uint32((1 << bits) - 1)).astype(np.uint64)
 
 
-def refusals(records: np.ndarray) -> np.ndarray:
-    """The tables that refused each of *records* (``uint8``, bit t: table t)."""
-    return (records["length_refused"] >> np.uint32(LENGTH_BITS)).astype(np.uint8)
+def refusals(records: np.ndarray, bits: int = LENGTH_BITS) -> np.ndarray:
+    """The tables that refused each of *records* (bit t: table t); *bits*: :func:`length_bits`."""
+    return (records["length_refused"] >> np.uint32(bits)).astype(np.uint8 if bits == LENGTH_BITS else np.uint16)
 
 
 def tombstone_check(row: int, salt: int) -> int:
@@ -201,12 +229,12 @@ def read_header(fd: int, path: Path, magic: bytes) -> dict[str, Any]:
         raise CorruptIndexError(f"{path}: the header is damaged")
     stored = fields.get("format")
     if stored not in READ_FORMATS or isinstance(stored, bool):
-        newer = isinstance(stored, int) and not isinstance(stored, bool) and stored > FORMAT
+        newer = isinstance(stored, int) and not isinstance(stored, bool) and stored > WIDE_FORMAT
         raise MetadataMismatchError(
             f"{path} is in index format {stored!r}, written by "
-            f"{'a newer' if newer else 'an older'} version of simhash-filter; this version reads formats 3 and "
-            f"{FORMAT} only (format 3 keeps each page's sketch beside its fingerprint, and a check of its URL; "
-            "format 4 also the tables that refused the page): "
+            f"{'a newer' if newer else 'an older'} version of simhash-filter; this version reads formats 3 to "
+            f"{WIDE_FORMAT} only (format 3 keeps each page's sketch beside its fingerprint, and a check of its URL; "
+            "format 4 also the tables that refused the page; format 5 as many as 16 tables'): "
             + (
                 "upgrade simhash-filter, or use a new index location to start afresh"
                 if newer
