@@ -80,13 +80,14 @@ from redis_server import RedisServer
 
 from simhash_filter.index.backends import open_backend
 from simhash_filter.index.backends.memory import MemoryBackend
-from simhash_filter.index.tables import TableDesign, resolve_design
+from simhash_filter.index.tables import TableDesign, resolve_design, tables_for
 
 K = 3
 DESIGN: TableDesign = resolve_design("auto", K, 1_000_000)  # the crawl's design (4x16/k3)
 META = {"model": "bench"}
 #: Two-stage detection (part 5): the crawl's design, candidate distance and sketch size.
-TWO_STAGE = TableDesign.parse("13+13+13+13+12/k4")
+#: The two-stage index's design: the one built for ``--expected-pages`` (``SIMHASH_EXPECTED_PAGES``).
+TWO_STAGE = TableDesign.parse(tables_for(1_000_000))
 K2 = 10
 SKETCH = 64
 META2 = {"model": "bench", "sketch_bytes": SKETCH}
@@ -585,8 +586,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--only", choices=("classic", "two-stage", "flood"), help="run parts 1-4 only, part 5 only, or part 6 only"
     )
+    parser.add_argument("--expected-pages", type=int, default=0,
+                        help="the two-stage tables are built for this many pages (default: --size)")  # fmt: skip
     parser.add_argument("--json", type=Path, help="write the numbers here")
     args = parser.parse_args(argv)
+    global TWO_STAGE
+    TWO_STAGE = TableDesign.parse(tables_for(args.expected_pages or args.size))
     classic, staged = args.only in (None, "classic"), args.only in (None, "two-stage")
     flooded = args.only == "flood"
 

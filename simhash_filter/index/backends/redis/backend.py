@@ -135,12 +135,19 @@ class RedisBackend(Backend):
     ) -> RedisBackend:
         """``redis://[[user]:password@]host:port/db?prefix=NAME&...`` or ``rediss://...`` (TLS).
 
-        Options: ``prefix`` (default ``simhash``), ``bucket_bits``, ``cluster`` (``1``: Redis Cluster),
+        Options: ``prefix`` (default ``simhash``), ``bucket_bits``, ``cluster`` (``1``: Redis Cluster), ``shards``
+        (in a cluster: one index sharded over that many hash tags, on different masters), ``servers`` (more
+        ``host:port`` servers, comma-separated: one index sharded over them and the URI's; :mod:`.sharded`),
         ``retries`` (default 2), ``retry_backoff`` (seconds, default 0.1), ``max_age`` (seconds), and
         redis-py's connection options, among them ``socket_timeout`` and ``socket_connect_timeout``
         (seconds, default 2 here), ``health_check_interval``, ``client_name`` and the ``ssl_*`` ones.
         """
         client, location, own = client_from_uri(uri)
+        shards, servers = own.pop("shards", 0), own.pop("servers", "")
+        if shards or servers:
+            from simhash_filter.index.backends.redis.sharded import open_sharded
+
+            return open_sharded(uri, client, location, own, shards, servers, k=k, design=design, metadata=metadata)
         try:
             return cls(client, k=k, design=design, metadata=metadata, owns_client=True, location=location, **own)
         except BaseException:
@@ -326,15 +333,23 @@ class RedisBackend(Backend):
         ]
 
     def _calls(
-        self, fingerprints: np.ndarray | list[int], keys: Sequence[str] | None, sketches: Sequence[bytes] | None = None
+        self,
+        fingerprints: np.ndarray | list[int],
+        keys: Sequence[str] | None,
+        sketches: Sequence[bytes] | None = None,
+        tables: Sequence[int] | None = None,
     ) -> list[Call]:
-        """Split a batch into script calls of at most :data:`BATCH` items: ``(KEYS, ARGV after the header)``."""
+        """Split a batch into script calls of at most :data:`BATCH` items: ``(KEYS, ARGV after the header)``; one
+        fingerprint's call may name only some *tables* (their buckets)."""
         if isinstance(fingerprints, list):  # one fingerprint
             ((fp,),) = (fingerprints,)
             args: list[Any] = [pack_fingerprint(fp)] if keys is None else [pack_fingerprint(fp), encode_key(keys[0])]
             if sketches is not None:
                 args.append(sketches[0])
-            return [([self._meta_key, *self._item_keys(fp)], args)]
+            buckets = self._item_keys(fp)
+            if tables is not None:
+                buckets = [buckets[t] for t in tables]
+            return [([self._meta_key, *buckets], args)]
         buckets = bucket_keys(self._design, self._prefix, self._bucket_bits, fingerprints)
         packed = fingerprints.astype(">u8").tobytes()
         out = []
@@ -359,24 +374,29 @@ class RedisBackend(Backend):
         keys: Sequence[str] | None,
         sketches: Sequence[bytes] | None = None,
         bound: CheckBound | None = None,
+        tables: Sequence[int] | None = None,
     ) -> list[Any]:
         """Run the script for *op* over a batch (*bound*: that of a two-stage check): one call per :data:`BATCH`
-        items, pipelined; the replies.
+        items, pipelined; the replies.  With *tables* (one fingerprint, op ``"d"`` or ``"p"``), only those tables'
+        buckets, and a ``"d"`` reply ends with 1 if the page was stored, else 0 (:mod:`.sharded`).
 
         Tries again after a connection error or a timeout (telling the script, which then never adds
         twice), creates the index again if it is gone, loads the script again if the server lost it.
         """
         self._check_open()
-        calls = self._calls(fingerprints, keys, sketches) if len(fingerprints) else [([self._meta_key], [])]
+        calls = self._calls(fingerprints, keys, sketches, tables) if len(fingerprints) else [([self._meta_key], [])]
         masks = self._masks if op in ("d", "p") else b""
-        header: list[Any] = [op, str(k), self._tag, str(self._design.n_tables), "0", str(self._max_age)]
+        n_tables = self._design.n_tables
+        if tables is not None:
+            masks, n_tables = b"".join(self._masks[8 * t : 8 * t + 8] for t in tables), len(tables)
+        header: list[Any] = [op, str(k), self._tag, str(n_tables), "0", str(self._max_age)]
         header += [str(self._record), masks]
         if bound is None:
             header += ["0", "0", "0"]
         else:
             differ = bound.differing_bits(self._sketch_bytes)
             header += [str(bound.per_table), str(bound.duplicates), str(differ)]
-        header.append(str(self._limit))
+        header += [str(self._limit), "0" if tables is None else "1"]
         where = f"Redis index {self._prefix!r} at {self._location}"
         try:
             return run_with_retries(
@@ -445,6 +465,26 @@ class RedisBackend(Backend):
         self._require_sketches()
         checked = self._checked_sketches([sketch], 1)
         (reply,) = self._call("d", k, [fingerprint], [key], checked, bound)
+        return decode_candidates(reply[0])
+
+    def add_and_candidates_in(
+        self, tables: Sequence[int], fingerprint: int, key: str, sketch: bytes, k: int, bound: CheckBound
+    ) -> tuple[list[Candidate], bool]:
+        """:meth:`add_and_candidates` over some of the design's *tables* only (their indexes, in order), and whether
+        the page was stored (one of them took it): a shard of a sharded index (:mod:`.sharded`)."""
+        self._require_sketches()
+        checked = self._checked_sketches([sketch], 1)
+        (reply,) = self._call("d", k, [fingerprint], [key], checked, bound, tables)
+        return decode_candidates(reply[0][:-1]), bool(reply[0][-1])
+
+    def add_in(self, tables: Sequence[int], fingerprint: int, key: str, sketch: bytes) -> None:
+        """Store one page in some of the design's *tables* only (a shard's :meth:`add`)."""
+        self._call("a", 0, [fingerprint], [key], self._checked_sketches([sketch], 1), None, tables)
+
+    def candidates_in(self, tables: Sequence[int], fingerprint: int, k: int, bound: CheckBound) -> list[Candidate]:
+        """:meth:`candidates` over some of the design's *tables* only."""
+        self._require_sketches()
+        (reply,) = self._call("p", k, [fingerprint], None, None, bound, tables)
         return decode_candidates(reply[0])
 
     def candidates(self, fingerprint: int, k: int, bound: CheckBound = DEFAULT_BOUND) -> list[Candidate]:

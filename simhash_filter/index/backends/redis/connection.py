@@ -26,7 +26,7 @@ CONNECTION_ERRORS = (RedisConnectionError, RedisTimeoutError)
 #: redis-py options whose default differs here (seconds).
 _DEFAULTS = {"socket_timeout": 2.0, "socket_connect_timeout": 2.0}
 #: The backend's own URI options (the others go to redis-py).
-OWN_OPTIONS = ("prefix", "bucket_bits", "cluster", "retries", "retry_backoff", "max_age")
+OWN_OPTIONS = ("prefix", "bucket_bits", "cluster", "retries", "retry_backoff", "max_age", "shards", "servers")
 
 #: One script call: its KEYS and its ARGV after the header.
 Call = tuple[list[Any], list[Any]]
@@ -86,9 +86,9 @@ def client_from_uri(uri: str) -> Opened:
     passed: list[tuple[str, str]] = []
     allowed = _redis_options()
     for name, value in parse_qsl(parts.query, keep_blank_values=True):
-        if name in ("prefix",):
+        if name in ("prefix", "servers"):
             own[name] = value
-        elif name in ("bucket_bits", "retries"):
+        elif name in ("bucket_bits", "retries", "shards"):
             try:
                 own[name] = int(value)
             except ValueError:

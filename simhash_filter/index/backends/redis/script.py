@@ -32,15 +32,16 @@ SCRIPT = (
 -- (seconds, 0: none), R (bytes per record: @RECORD@ + the sketch's), the tables' lead masks (8 bytes each,
 -- big-endian; "d" and "p" only, else empty), the bound of a two-stage check ("d" and "p"; else "0"): the
 -- candidates per table, the verified ones that make a table refuse the page, the most bits in which two
--- sketches may differ and verify; the most pages the index takes; then per item the fingerprint (8 bytes,
+-- sketches may differ and verify; the most pages the index takes; "1" if a "d" reply ends with 1 when the page
+-- was stored (else 0), for a sharded index; then per item the fingerprint (8 bytes,
 -- big-endian), for "c", "a" and "d" its key, and for "d" (and "a" in an index that keeps sketches) its sketch.
 -- Ops: "c" check-and-add, "a" add, "q" query, "d" add-and-candidates, "p" candidates, "n" count.
 local op, k, P, T = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
 local retry, max_age = ARGV[5] == "1", tonumber(ARGV[6])
 local R, MASKS = tonumber(ARGV[7]), ARGV[8]
 local PER_TABLE, DUPLICATES, DIFFER = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])
-local LIMIT = tonumber(ARGV[12])
-local H = 12 -- header arguments: items start at ARGV[H + 1]
+local LIMIT, TELL_STORED = tonumber(ARGV[12]), ARGV[13] == "1"
+local H = 13 -- header arguments: items start at ARGV[H + 1]
 local S = R - @RECORD@ -- sketch bytes (0: the index keeps none)
 -- Bytes of a bucket entry: the id (4) and the fingerprint's 32-bit fold (4), then, in an index that keeps
 -- sketches, the fingerprint's low half (4).
@@ -466,7 +467,9 @@ for item = 0, m - 1 do
       add(q, key, sketch, base, buckets, n, takes)
       n = n + 1
     end
-    results[#results + 1] = reply(chosen)
+    local out = reply(chosen)
+    if TELL_STORED then out[#out + 1] = (takes ~= nil) and 1 or 0 end
+    results[#results + 1] = out
   else
     local found = nil
     local stored = false

@@ -1,0 +1,273 @@
+"""One two-stage index sharded over the masters of a Redis Cluster (``?cluster=1&shards=N``) or over a list of
+Redis servers (``?servers=host2:port,host3:port``): memory and script time divide among the shards.
+
+**Where a page goes.** Each table's bucket (the table and the top ``bucket_bits`` of its lead) belongs to one shard,
+by a hash of the two; a shard is an ordinary layout-3 index under its own prefix (``PREFIX.s.i``; in a cluster
+``i`` is chosen when the index is created so that the shards' hash tags fall on different masters, and the list
+is kept in ``{PREFIX}:shards``, so that every process agrees on it whatever the cluster does later).  A check of a
+page runs the script of :mod:`.script` once on each shard that owns one of its buckets, with those tables only: it
+reads the page's blocks there, takes the candidates, and stores the page in the tables that take it (a shard that
+stores it keeps its own record of the page: fingerprint, sketch, URL).  The candidates of all shards are merged
+(a page seen through several shards once), nearest first.
+
+**Race-free without a cross-slot transaction.** Two near-duplicates are candidates of each other only through a
+table whose block they share, and that block is in one shard, where the script runs atomically: of two pages
+checked at the same moment, the one whose script runs second on that shard sees the other (stored there, unless
+its block held ``duplicates`` verified near-duplicates of it already: then the first page is itself a
+near-duplicate of those).  So two near-duplicates are never both kept.  What sharding gives up: two pages that
+race through two shared blocks on two shards, in opposite orders, each see the other, and neither is kept (one
+is, on one server); ``tests/test_backend_sharded.py`` races four processes and counts it.
+
+**What it costs.** A check makes one round trip per shard it touches (at most the number of tables), one after
+the other; a page stored in *m* shards has *m* records: with five tables over three shards, 2.6 on average.
+The page count (``len``) is a counter beside the shards (``{PREFIX}:pages`` on the first one), incremented once for
+each page some shard stored.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import numpy as np
+import redis
+
+from simhash_filter.index.backends.base import Backend, Candidate, Entry, MetadataMismatchError
+from simhash_filter.index.backends.redis.backend import RedisBackend
+from simhash_filter.index.backends.redis.layout import tag, text
+from simhash_filter.index.bound import DEFAULT_BOUND, CheckBound
+from simhash_filter.index.tables import Match, TableDesign
+
+__all__ = ["ShardedRedisBackend", "shard_prefixes"]
+
+#: Names tried for a cluster shard's prefix before its hash tag falls on the master wanted.
+_TRIES = 100_000
+
+
+def shard_prefixes(client: Any, prefix: str, shards: int, cluster: bool) -> list[str]:
+    """The prefixes of the index *prefix*'s shards: those kept in ``{prefix}:shards``, else new ones stored there
+    (in a cluster, each on the next master in turn).  A different number of shards stored is an error."""
+    key = tag(prefix) + "shards"
+    stored = client.get(key)
+    if stored is None:
+        names = [f"{prefix}.{s}" for s in range(shards)]
+        if cluster:
+            masters = sorted((node.host, node.port) for node in client.get_primaries())
+            names = []
+            for s in range(shards):
+                want = masters[s % len(masters)]
+                for i in range(_TRIES):
+                    node = client.get_node_from_key(tag(f"{prefix}.{s}.{i}") + "meta")
+                    if (node.host, node.port) == want:
+                        names.append(f"{prefix}.{s}.{i}")
+                        break
+        client.set(key, json.dumps(names), nx=True)
+        stored = client.get(key)
+    names = json.loads(text(stored))
+    if len(names) != shards:
+        raise MetadataMismatchError(
+            f"the sharded Redis index {prefix!r} has {len(names)} shards, not {shards}: "
+            f"open it with shards={len(names)}"
+        )
+    return list(names)
+
+
+class ShardedRedisBackend(Backend):
+    """A two-stage index over :class:`RedisBackend` shards (see the module)."""
+
+    remote = True
+
+    def __init__(
+        self, shards: Sequence[RedisBackend], *, k: int, design: TableDesign, prefix: str, location: str
+    ) -> None:
+        first = shards[0]
+        super().__init__(k=k, design=design, metadata=first.metadata)
+        if not first.sketch_bytes:
+            raise ValueError("a sharded Redis index keeps sketches (two-stage detection): its metadata has none")
+        if len({shard.bucket_bits for shard in shards}) != 1:
+            raise MetadataMismatchError(f"the shards of the Redis index {prefix!r} differ in bucket_bits")
+        self._shards = list(shards)
+        self._sketch_bytes = first.sketch_bytes
+        self._prefix = prefix
+        self._location = location
+        self._pages_key = tag(prefix) + "pages"
+        #: The clients the shards use (closed with the index).
+        self._clients: list[Any] = []
+        bits = first.bucket_bits
+        self._shifts = [lead - min(bits, lead) for lead in design.lead_bits]
+
+    # -- routing -----------------------------------------------------------------------------------
+
+    def _groups(self, fingerprint: int) -> list[tuple[RedisBackend, list[int]]]:
+        """The shards that own the page's buckets, each with its tables (in table order)."""
+        groups: dict[int, list[int]] = {}
+        leads = self._design.lead_values(fingerprint)
+        for t, (lead, shift) in enumerate(zip(leads, self._shifts, strict=True)):
+            shard = zlib.crc32(b"%d:%x" % (t, lead >> shift)) % len(self._shards)
+            groups.setdefault(shard, []).append(t)
+        return [(self._shards[s], tables) for s, tables in sorted(groups.items())]
+
+    @staticmethod
+    def _merged(found: Iterable[Candidate]) -> list[Candidate]:
+        """Candidates of several shards: each page once, nearest first (stable: in shard order)."""
+        seen: dict[tuple[str, int], Candidate] = {}
+        for c in found:
+            seen.setdefault((c.key, c.fingerprint), c)
+        return sorted(seen.values(), key=lambda c: c.distance)
+
+    # -- two-stage checks ------------------------------------------------------------------------
+
+    def add_and_candidates(
+        self, fingerprint: int, key: str, sketch: bytes, k: int, bound: CheckBound = DEFAULT_BOUND
+    ) -> list[Candidate]:
+        """The candidates of every shard that owns one of the page's buckets, then the page stored in the tables
+        that take it, shard by shard (each shard's step atomic)."""
+        found: list[Candidate] = []
+        stored = False
+        for shard, tables in self._groups(fingerprint):
+            candidates, took = shard.add_and_candidates_in(tables, fingerprint, key, sketch, k, bound)
+            found += candidates
+            stored |= took
+        if stored:
+            self._shards[0].client.incr(self._pages_key)
+        return self._merged(found)
+
+    def candidates(self, fingerprint: int, k: int, bound: CheckBound = DEFAULT_BOUND) -> list[Candidate]:
+        found: list[Candidate] = []
+        for shard, tables in self._groups(fingerprint):
+            found += shard.candidates_in(tables, fingerprint, k, bound)
+        return self._merged(found)
+
+    def add_many(self, fingerprints: np.ndarray, keys: Sequence[str], sketches: Sequence[bytes] | None = None) -> None:
+        """Store every page in all its tables (no check), one at a time."""
+        if sketches is None or len(sketches) != len(keys):
+            raise ValueError(f"this index keeps a {self._sketch_bytes}-byte sketch beside each fingerprint")
+        for fp, key, sketch in zip(fingerprints.tolist(), keys, sketches, strict=True):
+            for shard, tables in self._groups(fp):
+                shard.add_in(tables, fp, key, sketch)
+        if len(keys):
+            self._shards[0].client.incr(self._pages_key, len(keys))
+
+    def query(self, fingerprint: int, k: int) -> list[Match]:
+        """The stored pages within *k* that share a block with the query (each once), nearest first."""
+        seen: dict[tuple[str, int], Match] = {}
+        for c in self.candidates(fingerprint, k, CheckBound(per_table=1 << 30, duplicates=1 << 30)):
+            seen.setdefault((c.key, c.fingerprint), Match(c.key, c.distance, c.fingerprint))
+        return list(seen.values())
+
+    def check_and_add(self, fingerprint: int, key: str, k: int) -> Match | None:
+        raise NotImplementedError("a sharded Redis index is two-stage only: use add_and_candidates")
+
+    def __len__(self) -> int:
+        return int(self._shards[0].client.get(self._pages_key) or 0)
+
+    # -- maintenance -------------------------------------------------------------------------------
+
+    def entries(self) -> Iterator[Entry]:
+        """Every stored page once (its record in the first shard that has it), oldest first."""
+        seen: dict[tuple[str, int], Entry] = {}
+        for shard in self._shards:
+            for entry in shard.entries():
+                seen.setdefault((entry.key, entry.fingerprint), entry)
+        yield from sorted(seen.values(), key=lambda e: e.added or 0.0)
+
+    def delete(self, keys: Iterable[str]) -> int:
+        wanted = list(keys)
+        deleted = max((shard.delete(wanted) for shard in self._shards), default=0)
+        if deleted:
+            self._shards[0].client.decrby(self._pages_key, deleted)
+        return deleted
+
+    def notes(self) -> dict[str, int]:
+        return self._shards[0].notes()
+
+    def add_notes(self, increments: Mapping[str, int]) -> dict[str, int]:
+        return self._shards[0].add_notes(increments)
+
+    def info(self) -> dict[str, Any]:
+        out = super().info()
+        out.update(
+            location=self._location,
+            prefix=self._prefix,
+            bucket_bits=self._shards[0].bucket_bits,
+            shards=[{"prefix": shard.prefix, "records": len(shard)} for shard in self._shards],
+        )
+        return out
+
+    def drop(self) -> int:
+        """Delete every shard and the shard list; close."""
+        client = self._shards[0].client
+        deleted = int(client.delete(self._pages_key, tag(self._prefix) + "shards"))
+        for shard in self._shards:
+            deleted += shard.drop()
+        return deleted
+
+    def close(self) -> None:
+        for shard in self._shards:
+            shard.close()
+        for client in self._clients:
+            client.close()
+        self._clients = []
+
+
+def _server_uri(uri: str, address: str) -> str:
+    """*uri* pointing at the server *address* (``host:port``), its credentials, database and options kept."""
+    parts = urlsplit(uri)
+    userinfo = parts.netloc.rpartition("@")[0]
+    return urlunsplit(parts._replace(netloc=f"{userinfo}@{address}" if userinfo else address))
+
+
+def open_sharded(
+    uri: str,
+    client: Any,
+    location: str,
+    own: dict[str, Any],
+    shards: int,
+    servers: str,
+    *,
+    k: int,
+    design: TableDesign,
+    metadata: Mapping[str, Any] | None,
+) -> ShardedRedisBackend:
+    """The sharded index of a ``redis://`` URI with ``shards`` or ``servers`` (its client already made)."""
+    from simhash_filter.index.backends.redis.connection import client_from_uri
+
+    prefix = own.pop("prefix", "simhash")
+    cluster = not isinstance(client, redis.Redis)
+    clients = [client]
+    try:
+        addresses = [a.strip() for a in servers.split(",") if a.strip()]
+        if addresses and cluster:
+            raise ValueError("servers= lists plain Redis servers: a cluster's shards are its masters (shards=N)")
+        clients += [client_from_uri(_server_uri(uri, address)).client for address in addresses]
+        count = len(clients) if addresses else shards
+        if addresses and shards and shards != count:
+            raise ValueError(f"shards={shards}, but {count} servers are given")
+        if count < 2:
+            raise ValueError(f"a sharded index needs at least 2 shards, got {count}")
+        names = shard_prefixes(client, prefix, count, cluster)
+        backends = []
+        for s, name in enumerate(names):
+            shard_client = clients[s] if addresses else client
+            backends.append(
+                RedisBackend(
+                    shard_client,
+                    k=k,
+                    design=design,
+                    metadata=metadata,
+                    prefix=name,
+                    owns_client=False,
+                    location=location,
+                    **own,
+                )
+            )
+        sharded = ShardedRedisBackend(backends, k=k, design=design, prefix=prefix, location=location)
+    except BaseException:
+        for c in clients:
+            c.close()
+        raise
+    sharded._clients = clients
+    return sharded
