@@ -41,12 +41,17 @@ def fetched(crawl: Crawl) -> list[str]:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("index", ["one server", "sharded over a cluster"])
 def test_two_processes_share_the_frontier_and_the_index(
-    redis_server: RedisServer, tmp_path_factory: pytest.TempPathFactory
+    index: str, redis_server: RedisServer, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
 ) -> None:
     """Each page is fetched by one of the two processes only, and of each group of near-identical pages
-    (across both hosts) exactly one is kept, whichever process met it."""
+    (across both hosts) exactly one is kept, whichever process met it: with the index on the frontier's Redis, and
+    sharded over the three masters of a Redis Cluster."""
     run = f"crawl-{uuid.uuid4().hex[:8]}"
+    index_uri = f"{redis_server.url}?prefix={run}"
+    if index != "one server":
+        index_uri = f"{request.getfixturevalue('redis_cluster').url}?cluster=1&shards=3&prefix={run}"
     queue = f"{run}:%(spider)s:requests"
     settings = {
         "SCHEDULER": "scrapy_redis.scheduler.Scheduler",
@@ -55,7 +60,7 @@ def test_two_processes_share_the_frontier_and_the_index(
         "SCHEDULER_QUEUE_KEY": queue,
         "SCHEDULER_DUPEFILTER_KEY": f"{run}:%(spider)s:dupefilter",
         "REDIS_URL": redis_server.url,
-        "SIMHASH_BACKEND": f"{redis_server.url}?prefix={run}",
+        "SIMHASH_BACKEND": index_uri,
         "DOWNLOAD_FAIL_ON_DATALOSS": "False",
         "CONCURRENT_REQUESTS": "4",
         "DOWNLOAD_DELAY": "0.05",  # a crawl long enough for the second process to take its share
@@ -93,9 +98,9 @@ def test_two_processes_share_the_frontier_and_the_index(
     assert dropped == sum(len(k) - 1 for k in groups.values())
     k = DEFAULTS.max_distance
     design = resolve_design(DEFAULTS.tables, k, 1_000_000, candidates=True)
-    with open_backend(f"{redis_server.url}?prefix={run}", k=k, design=design) as index:
+    with open_backend(index_uri, k=k, design=design) as stored_index:
         # every kept page is stored, a dropped one unless every table already held enough near-duplicates of it
-        assert kept <= len(index) <= kept + dropped
+        assert kept <= len(stored_index) <= kept + dropped
 
     # no errors; the only warnings are scrapy-redis's deprecated stats calls
     for crawl in crawls:
