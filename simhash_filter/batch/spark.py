@@ -43,12 +43,11 @@ import io
 import json
 import os
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
-from itertools import groupby
-from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
+from simhash_filter.batch.blockpairs import PAIRS_SCHEMA, arrow_block_pairs
 from simhash_filter.batch.dedup import MALFORMED, Outcome, Page, _prepare
 from simhash_filter.batch.inputs import (
     GZIP_MAGIC,
@@ -61,7 +60,7 @@ from simhash_filter.batch.inputs import (
     kind,
 )
 from simhash_filter.config import DEFAULTS, FilterConfig
-from simhash_filter.index.bound import CheckBound, block_pass
+from simhash_filter.index.bound import CheckBound
 from simhash_filter.index.tables import TableDesign
 from simhash_filter.model.fingerprint import Fingerprinter
 
@@ -73,7 +72,6 @@ if TYPE_CHECKING:
 __all__ = [
     "JSONL_SUFFIXES",
     "WARC_SUFFIXES",
-    "block_pairs",
     "candidate_pairs",
     "damage_accumulator",
     "damaged",
@@ -210,33 +208,15 @@ def _fingerprint_partition(
         yield (number, url, fp, None if value is None else bytes(sketch or b""), status, reason, fields, leads)
 
 
-def block_pairs(rows: Iterable[Any], k: int, bound: CheckBound, differing_bits: int) -> Iterator[tuple[Any, ...]]:
-    """The candidate pairs ``(number, of, of_url, distance, differ)`` of block rows ``(t, lead, number, fp, url,
-    sketch)`` sorted by block, then number: :func:`~simhash_filter.index.bound.block_pass` over each block."""
-    for _, block in groupby(rows, itemgetter(0, 1)):
-        pages = ((r[2], _unsigned(r[3]), r[4], int.from_bytes(r[5], "little")) for r in block)
-        for page, candidates, _ in block_pass(pages, k, bound, differing_bits):
-            for distance, earlier, differ in candidates:
-                yield page[0], earlier[0], earlier[2], distance, differ
-
-
 def candidate_pairs(blocks: DataFrame, k: int, bound: CheckBound, sketch_bytes: int) -> DataFrame:
     """The candidate pairs of the bounded check, ``number`` (the later page), ``of`` and ``of_url`` (the earlier),
     ``distance`` and ``differ`` (differing sketch bits), a pair once per table that finds it: the rows of *blocks*
     (``t``, ``lead``, ``number``, ``fp``, ``url``, ``sketch``) shuffled by block, sorted, and each block passed
-    through on its own (:func:`block_pairs`)."""
-    from pyspark.sql import types as T
-
+    through on its own, in Arrow batches (:func:`~simhash_filter.batch.blockpairs.arrow_block_pairs`)."""
     bits = bound.differing_bits(sketch_bytes)
     ordered = blocks.select("t", "lead", "number", "fp", "url", "sketch").repartition("t", "lead")
-    rows = ordered.sortWithinPartitions("t", "lead", "number").rdd
-    pairs = rows.mapPartitions(lambda part: block_pairs(part, k, bound, bits))
-    schema = T.StructType(
-        [T.StructField("number", T.LongType(), False), T.StructField("of", T.LongType(), False),
-         T.StructField("of_url", T.StringType()), T.StructField("distance", T.IntegerType(), False),
-         T.StructField("differ", T.IntegerType(), False)]
-    )  # fmt: skip
-    return blocks.sparkSession.createDataFrame(pairs, schema)
+    rows = ordered.sortWithinPartitions("t", "lead", "number")
+    return rows.mapInArrow(lambda batches: arrow_block_pairs(batches, k, bound, bits), PAIRS_SCHEMA)
 
 
 def spark_dedup(

@@ -1,0 +1,127 @@
+"""The Spark job's block stage over Arrow batches: the candidate pairs of every block, the bounded pass of
+:func:`~simhash_filter.index.bound.block_pass` made in numpy where nothing in the block is bounded.
+
+The rows come sorted by block (table, lead), then page number, in Arrow record batches (``mapInArrow``); a block
+may run on into the next batch, and is held until it ends.  In a block where every page has at most ``per_table``
+earlier pages within k, fewer than ``duplicates`` of which verify, and none with its URL and fingerprint, the
+block takes every page, and a page's candidates are all the earlier pages within k: every pair of the block is
+compared at once (XOR and popcount of the fingerprints, then of the sketches of the pairs within k).  Any other
+block (a flood's, a crowded template's, a page seen twice) goes through :func:`block_pass` page by page, as
+before: the pairs are the same either way (``tests/test_spark.py`` checks both against the reference).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from simhash_filter.index.bound import CheckBound, block_pass
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+__all__ = ["PAIRS_SCHEMA", "arrow_block_pairs"]
+
+#: The pairs' columns (a Spark DDL schema).
+PAIRS_SCHEMA = "number long, of long, of_url string, distance int, differ int"
+#: A block with more pairs than this goes page by page (numpy would hold them all at once).
+_MAX_PAIRS = 4_000_000
+
+
+def _sketches(column: pa.Array) -> np.ndarray:
+    """A binary column of equal-length values as an ``(n, width)`` ``uint8`` array."""
+    import pyarrow as pa
+
+    column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    offsets = np.frombuffer(column.buffers()[1], dtype=np.int32)[column.offset : column.offset + len(column) + 1]
+    width = int(offsets[1] - offsets[0]) if len(column) else 0
+    data = np.frombuffer(column.buffers()[2], dtype=np.uint8)[offsets[0] : offsets[-1]]
+    if len(column) and (np.diff(offsets) == width).all():
+        return data.reshape(len(column), width)
+    return np.array([np.frombuffer(v, dtype=np.uint8) for v in column.to_pylist()])  # pragma: no cover
+
+
+def _pairs_of(batch: pa.RecordBatch, k: int, bound: CheckBound, bits: int) -> pa.RecordBatch:
+    """The candidate pairs of the whole blocks of *batch*."""
+    import pyarrow as pa
+
+    t = batch.column("t").to_numpy()
+    lead = batch.column("lead").to_numpy()
+    number = batch.column("number").to_numpy()
+    fp = batch.column("fp").to_numpy().view(np.uint64)
+    urls = batch.column("url")
+    sketch = _sketches(batch.column("sketch"))
+    n = len(t)
+    starts = np.flatnonzero(np.r_[True, (t[1:] != t[:-1]) | (lead[1:] != lead[:-1])])
+    ends = np.r_[starts[1:], n]
+    later: list[np.ndarray] = []
+    earlier: list[np.ndarray] = []
+    dists: list[np.ndarray] = []
+    differs: list[np.ndarray] = []
+    slow: list[tuple[int, int, str, int, int]] = []
+    for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
+        m = e - s
+        if m < 2:
+            continue
+        if m * (m - 1) // 2 <= _MAX_PAIRS:
+            i, j = np.triu_indices(m, 1)
+            d = np.bitwise_count(fp[s + i] ^ fp[s + j])
+            near = d <= k
+            i, j, d = i[near] + s, j[near] + s, d[near]
+            differ = np.bitwise_count(sketch[i] ^ sketch[j]).sum(axis=1, dtype=np.int64)
+            same = np.flatnonzero(d == 0)
+            twice = any(urls[int(i[x])] == urls[int(j[x])] for x in same.tolist())
+            if (
+                not twice
+                and (not len(j) or np.bincount(j - s, minlength=m).max() <= bound.per_table)
+                and (not len(j) or np.bincount(j[differ <= bits] - s, minlength=m).max() < bound.duplicates)
+            ):
+                later.append(j)
+                earlier.append(i)
+                dists.append(d)
+                differs.append(differ)
+                continue
+        pages = [
+            (int(number[x]), int(fp[x]), urls[x].as_py(), int.from_bytes(sketch[x].tobytes(), "little"))
+            for x in range(s, e)
+        ]
+        for page, candidates, _ in block_pass(pages, k, bound, bits):
+            slow += [(page[0], c[0], c[2], d, differ) for d, c, differ in candidates]
+    j = np.concatenate(later) if later else np.empty(0, dtype=np.int64)
+    i = np.concatenate(earlier) if earlier else np.empty(0, dtype=np.int64)
+    columns = [
+        np.concatenate([number[j], np.array([p[0] for p in slow], dtype=np.int64)]),
+        np.concatenate([number[i], np.array([p[1] for p in slow], dtype=np.int64)]),
+        pa.concat_arrays([urls.take(pa.array(i)).cast(pa.string()), pa.array([p[2] for p in slow], pa.string())]),
+        np.concatenate([*dists, np.array([p[3] for p in slow], dtype=np.int64)]).astype(np.int32),
+        np.concatenate([*differs, np.array([p[4] for p in slow], dtype=np.int64)]).astype(np.int32),
+    ]
+    return pa.RecordBatch.from_arrays(
+        [pa.array(c) if isinstance(c, np.ndarray) else c for c in columns],
+        names=["number", "of", "of_url", "distance", "differ"],
+    )
+
+
+def arrow_block_pairs(batches: Iterator[Any], k: int, bound: CheckBound, bits: int) -> Iterator[Any]:
+    """The candidate pairs ``(number, of, of_url, distance, differ)`` of block rows ``(t, lead, number, fp, url,
+    sketch)`` that come sorted by block, then number, in Arrow record batches: one batch of pairs per batch of
+    rows (a block that runs on into the next batch is passed when it ends)."""
+    import pyarrow as pa
+
+    held: pa.RecordBatch | None = None
+    for batch in batches:
+        if held is not None and held.num_rows:
+            batch = pa.Table.from_batches([held, batch]).combine_chunks().to_batches()[0]
+        if not batch.num_rows:
+            continue
+        t = batch.column("t").to_numpy()
+        lead = batch.column("lead").to_numpy()
+        last = np.flatnonzero((t != t[-1]) | (lead != lead[-1]))
+        cut = int(last[-1]) + 1 if len(last) else 0  # the last block may go on in the next batch
+        held = batch.slice(cut)
+        if cut:
+            yield _pairs_of(batch.slice(0, cut), k, bound, bits)
+    if held is not None and held.num_rows:
+        yield _pairs_of(held, k, bound, bits)
