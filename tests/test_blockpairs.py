@@ -71,6 +71,7 @@ def test_arrow_batches_give_the_bounded_pass_pairs(seed: int, monkeypatch: pytes
     table = pa.table({n: pa.array([r[i] for r in rows], t) for i, (n, t) in enumerate(zip(names, types, strict=True))})
     size = random.Random(seed).randint(3, 40)
     batches = table.to_batches(max_chunksize=size)
-    got = [p for batch in arrow_block_pairs(iter(batches), 10, BOUND, BITS) for p in zip(*batch.to_pydict().values())]
+    pairs = arrow_block_pairs(iter(batches), 10, BOUND, BITS)
+    got = [p for batch in pairs for p in zip(*batch.to_pydict().values(), strict=True)]
     assert sorted(got) == reference(rows)
     assert 9 <= len(passed) < 12, "the three kinds of bounded blocks page by page, some quiet ones whole"
