@@ -15,7 +15,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 import numpy as np
 
-from simhash_filter.index.backends.base import Entry
+from simhash_filter.index.backends.base import Entry, MetadataMismatchError
 from simhash_filter.index.backends.file.age import parse_age
 from simhash_filter.index.backends.file.errors import damaged_key
 from simhash_filter.index.backends.file.load import GenerationLoader
@@ -24,6 +24,7 @@ from simhash_filter.index.backends.file.osfiles import close_all, pread, write_a
 from simhash_filter.index.backends.file.records import (
     CHUNK,
     HEADER_SIZE,
+    LENGTH_BITS,
     RECORD,
     RECORD_STRUCT,
     TOMBSTONE,
@@ -146,6 +147,13 @@ class FileBackend(GenerationLoader, NotesFile, MemoryBackend):
         them); durable when it returns."""
         if self._readonly:
             raise PermissionError(f"the index {self.path} is open read-only")
+        if self._length_bits == LENGTH_BITS and refused.any() and (refused.astype(np.uint64) >> np.uint64(8)).any():
+            raise MetadataMismatchError(
+                f"{self.path}: the index keeps the refusals of 8 tables in its records (format {self._format}), and "
+                f"the design {self.design.name} has {self.design.n_tables}: rebuild it for the pages it is to hold "
+                "(`simhash-filter index rebuild INDEX --expected-pages N`), or open it with the design "
+                f"{self._stored_design}"
+            )
         if self._headers_stale and refused.any():  # a format-3 generation takes its first refused row
             self._rewrite_headers(self._generation_number, self._fds)
             self._headers_stale = False

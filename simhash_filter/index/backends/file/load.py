@@ -182,14 +182,7 @@ class GenerationLoader(IndexDirectory):
         else a reader drops them (every table holds every row, as in format 3: its candidates are still bounded)
         and a writer is refused, for the rows it would add could not say which tables refused them."""
         self._write_format = self._format if self._format == WIDE_FORMAT else FORMAT
-        if format_for(self.design.n_tables) == WIDE_FORMAT and self._write_format != WIDE_FORMAT:
-            if self._n and not self._readonly:
-                raise MetadataMismatchError(
-                    f"{path}: the index keeps the refusals of 8 tables in its records (format {self._format}), and "
-                    f"the design {self.design.name} has {self.design.n_tables}: rebuild it for the pages it is to "
-                    "hold (`simhash-filter index rebuild INDEX --expected-pages N`), or open it with the "
-                    f"design {self._stored_design}"
-                )
+        if format_for(self.design.n_tables) == WIDE_FORMAT and self._write_format != WIDE_FORMAT and not self._n:
             self._write_format = WIDE_FORMAT  # nothing stored yet: its rows are written wide
             if not self._readonly:
                 self._rewrite_headers(self._generation_number, self._fds)

@@ -26,7 +26,6 @@ from simhash_filter.index.backends.redis.connection import Call, ScriptRunner, c
 from simhash_filter.index.backends.redis.layout import (
     BATCH,
     CHUNK,
-    DEFAULT_BUCKET_BITS,
     FORMAT,
     MAX_SIZE,
     OLD_FORMATS,
@@ -36,6 +35,7 @@ from simhash_filter.index.backends.redis.layout import (
     decode_key,
     decode_match,
     decode_matches,
+    default_bucket_bits,
     encode_key,
     pack_fingerprint,
     record_dtype,
@@ -111,7 +111,7 @@ class RedisBackend(Backend):
         self._runner = ScriptRunner(client, SCRIPT.encode("utf-8"))
         requested_bits = bucket_bits
         self._requested_metadata = None if metadata is None else dict(metadata)
-        stored = self._open(DEFAULT_BUCKET_BITS if bucket_bits is None else bucket_bits)
+        stored = self._open(default_bucket_bits(design) if bucket_bits is None else bucket_bits)
         self._bucket_bits = int(stored["bucket_bits"])
         self._shifts = [lead - min(self._bucket_bits, lead) for lead in design.lead_bits]
         if requested_bits is not None and requested_bits != self._bucket_bits:

@@ -26,6 +26,7 @@ __all__ = [
     "decode_key",
     "decode_match",
     "decode_matches",
+    "default_bucket_bits",
     "encode_key",
     "pack_fingerprint",
     "record_dtype",
@@ -49,8 +50,18 @@ OLD_FORMATS = {
         "the old index is not converted",
     ),
 }
-#: Default number of leading bits of each table's lead value that name its bucket (at most the lead bits).
+#: Default number of leading bits of each table's lead value that name its bucket (at most the lead bits), for a
+#: design whose leads are this short or shorter (:func:`default_bucket_bits`).
 DEFAULT_BUCKET_BITS = 14
+
+
+def default_bucket_bits(design: TableDesign) -> int:
+    """The bucket width a new index of *design* gets: :data:`DEFAULT_BUCKET_BITS`, or the design's shortest lead
+    when it has 20 bits or more (the 15 and 56 tables of large indexes, ``SIMHASH_EXPECTED_PAGES``: a bucket then
+    holds one block, at most 1,024 random pages at the size the design is built for, and a check's scan stays
+    bounded; shorter buckets would hold many blocks, and the script scans every entry of a bucket)."""
+    shortest = min(design.lead_bits)
+    return shortest if shortest >= 20 else DEFAULT_BUCKET_BITS
 #: Fingerprints per record chunk (``{prefix}:f<c>`` and ``{prefix}:u<c>``): 4095 records of 16 bytes and
 #: the string's header fit a 64 KiB allocation exactly (4096 would take the next size, 80 KiB); records of
 #: 80 bytes (a 64-byte sketch) fit 320 KiB.
