@@ -18,9 +18,10 @@ The stages:
    ``.warc.gz``) as ``simhash-filter dedup`` reads them, with the same model (the model id is checked);
 2. **block rows**: each fingerprinted page once per table, keyed by ``(table, lead value)``, shuffled so that a
    block is in one partition, sorted by block then page number;
-3. **one pass per block** (:func:`simhash_filter.index.bound.block_pass`): the pages the block took so far, each
-   page's nearest of them within k, their differing sketch bits, whether the block takes the page; out come the
-   candidate pairs (later page, earlier page, distance, differing bits);
+3. **one pass per block** (:func:`simhash_filter.index.bound.block_pass`, over Arrow batches:
+   :mod:`simhash_filter.batch.blockpairs`): the pages the block took so far, each page's nearest of them within k,
+   their differing sketch bits, whether the block takes the page; out come the candidate pairs (later page,
+   earlier page, distance, differing bits);
 4. **verification and choice**: the sketch similarity of each pair in Spark SQL from its differing bits (the same
    floating-point operations as :func:`simhash_filter.model.sketch.similarity`), filtered by ``min_similarity``;
    a window per later page picks its best earlier page (a pair found in several tables is the same row each
