@@ -42,8 +42,8 @@ __all__ = [
 BACKENDS_BASE: dict[str, str] = {
     "file": "simhash_filter.index.backends.file.FileBackend",
     "memory": "simhash_filter.index.backends.memory.MemoryBackend",
-    "redis": "simhash_filter.index.backends.redis.RedisBackend",
-    "rediss": "simhash_filter.index.backends.redis.RedisBackend",
+    "redis": "simhash_filter.index.backends.redis.sharded.ShardedRedisBackend",  # one server, or sharded
+    "rediss": "simhash_filter.index.backends.redis.sharded.ShardedRedisBackend",
 }
 
 

@@ -135,19 +135,29 @@ class RedisBackend(Backend):
     ) -> RedisBackend:
         """``redis://[[user]:password@]host:port/db?prefix=NAME&...`` or ``rediss://...`` (TLS).
 
-        Options: ``prefix`` (default ``simhash``), ``bucket_bits``, ``cluster`` (``1``: Redis Cluster), ``shards``
-        (in a cluster: one index sharded over that many hash tags, on different masters), ``servers`` (more
-        ``host:port`` servers, comma-separated: one index sharded over them and the URI's; :mod:`.sharded`),
+        Options: ``prefix`` (default ``simhash``), ``bucket_bits``, ``cluster`` (``1``: Redis Cluster),
         ``retries`` (default 2), ``retry_backoff`` (seconds, default 0.1), ``max_age`` (seconds), and
         redis-py's connection options, among them ``socket_timeout`` and ``socket_connect_timeout``
         (seconds, default 2 here), ``health_check_interval``, ``client_name`` and the ``ssl_*`` ones.
         """
         client, location, own = client_from_uri(uri)
-        shards, servers = own.pop("shards", 0), own.pop("servers", "")
-        if shards or servers:
-            from simhash_filter.index.backends.redis.sharded import open_sharded
+        if own.pop("shards", 0) or own.pop("servers", ""):
+            client.close()
+            raise ValueError("a sharded index (shards=, servers=) is opened by ShardedRedisBackend.from_uri")
+        return cls.owning(client, location, own, k=k, design=design, metadata=metadata)
 
-            return open_sharded(uri, client, location, own, shards, servers, k=k, design=design, metadata=metadata)
+    @classmethod
+    def owning(
+        cls,
+        client: Any,
+        location: str,
+        own: Mapping[str, Any],
+        *,
+        k: int,
+        design: TableDesign,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> RedisBackend:
+        """The index on *client* (closed with it, or at once if opening fails), with the URI's own options."""
         try:
             return cls(client, k=k, design=design, metadata=metadata, owns_client=True, location=location, **own)
         except BaseException:

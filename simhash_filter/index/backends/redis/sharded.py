@@ -99,6 +99,22 @@ class ShardedRedisBackend(Backend):
         bits = first.bucket_bits
         self._shifts = [lead - min(bits, lead) for lead in design.lead_bits]
 
+    @classmethod
+    def from_uri(
+        cls, uri: str, *, k: int, design: TableDesign, metadata: Mapping[str, Any] | None = None
+    ) -> Backend:
+        """Every ``redis://`` (``rediss://``) URI: a sharded index when it names ``shards`` (in a cluster: one index
+        over that many hash tags, on different masters) or ``servers`` (more ``host:port`` servers, comma-separated:
+        one index over them and the URI's), else one :class:`RedisBackend` (its options:
+        :meth:`RedisBackend.from_uri`)."""
+        from simhash_filter.index.backends.redis.connection import client_from_uri
+
+        client, location, own = client_from_uri(uri)
+        shards, servers = own.pop("shards", 0), own.pop("servers", "")
+        if not (shards or servers):
+            return RedisBackend.owning(client, location, own, k=k, design=design, metadata=metadata)
+        return open_sharded(uri, client, location, own, shards, servers, k=k, design=design, metadata=metadata)
+
     # -- routing -----------------------------------------------------------------------------------
 
     def _groups(self, fingerprint: int) -> list[tuple[RedisBackend, list[int]]]:
