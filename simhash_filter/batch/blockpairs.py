@@ -4,8 +4,9 @@
 The rows come sorted by block (table, lead), then page number, in Arrow record batches (``mapInArrow``); a block
 may run on into the next batch, and is held until it ends.  In a block where every page has at most ``per_table``
 earlier pages within k, fewer than ``duplicates`` of which verify, and none with its URL and fingerprint, the
-block takes every page, and a page's candidates are all the earlier pages within k: every pair of the block is
-compared at once (XOR and popcount of the fingerprints, then of the sketches of the pairs within k).  Any other
+block takes every page, and a page's candidates are all the earlier pages within k: every pair of every such block
+of a batch is compared at once (XOR and popcount of the fingerprints, then of the sketches of the pairs within k),
+whatever the number of blocks (one table's blocks hold a few pages each at the size its design is built for).  Any other
 block (a flood's, a crowded template's, a page seen twice) goes through :func:`block_pass` page by page, as
 before: the pairs are the same either way (``tests/test_spark.py`` checks both against the reference).
 """
@@ -43,8 +44,21 @@ def _sketches(column: pa.Array) -> np.ndarray:
     return np.array([np.frombuffer(v, dtype=np.uint8) for v in column.to_pylist()])  # pragma: no cover
 
 
+def _block_pairs(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every pair ``(i, j)``, i < j, of rows within the same block, for blocks ``[starts[b], ends[b])``, in numpy."""
+    sizes = ends - starts
+    rows = np.repeat(np.arange(len(sizes)), sizes)  # each row's block
+    index = np.arange(int(sizes.sum()), dtype=np.int64) + np.repeat(starts - np.cumsum(sizes) + sizes, sizes)
+    after = ends[rows] - index - 1  # the rows after each row in its block
+    i = np.repeat(index, after)
+    first = np.cumsum(after) - after
+    j = i + 1 + (np.arange(int(after.sum()), dtype=np.int64) - np.repeat(first, after))
+    return i, j
+
+
 def _pairs_of(batch: pa.RecordBatch, k: int, bound: CheckBound, bits: int) -> pa.RecordBatch:
-    """The candidate pairs of the whole blocks of *batch*."""
+    """The candidate pairs of the whole blocks of *batch*: the blocks of at most :data:`_MAX_PAIRS` pairs compared
+    together in numpy, those with something bounded in them (and larger ones) page by page."""
     import pyarrow as pa
 
     t = batch.column("t").to_numpy()
@@ -56,47 +70,37 @@ def _pairs_of(batch: pa.RecordBatch, k: int, bound: CheckBound, bits: int) -> pa
     n = len(t)
     starts = np.flatnonzero(np.r_[True, (t[1:] != t[:-1]) | (lead[1:] != lead[:-1])])
     ends = np.r_[starts[1:], n]
-    later: list[np.ndarray] = []
-    earlier: list[np.ndarray] = []
-    dists: list[np.ndarray] = []
-    differs: list[np.ndarray] = []
+    sizes = ends - starts
+    whole = (sizes >= 2) & (sizes * (sizes - 1) // 2 <= _MAX_PAIRS)
+    i, j = _block_pairs(starts[whole], ends[whole])
+    d = np.bitwise_count(fp[i] ^ fp[j])
+    near = d <= k
+    i, j, d = i[near], j[near], d[near]
+    differ = np.bitwise_count(sketch[i] ^ sketch[j]).sum(axis=1, dtype=np.int64)
+    block = np.searchsorted(starts, j, side="right") - 1  # each pair's block
+    bad = np.zeros(len(starts), dtype=bool)
+    bad[block[np.bincount(j, minlength=n)[j] > bound.per_table]] = True
+    bad[block[np.bincount(j[differ <= bits], minlength=n)[j] >= bound.duplicates]] = True
+    for x in np.flatnonzero(d == 0).tolist():  # a page seen again: its URL and fingerprint held
+        if urls[int(i[x])] == urls[int(j[x])]:
+            bad[block[x]] = True
+    fast = ~bad[block]
+    i, j, d, differ = i[fast], j[fast], d[fast], differ[fast]
     slow: list[tuple[int, int, str, int, int]] = []
-    for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
-        m = e - s
-        if m < 2:
-            continue
-        if m * (m - 1) // 2 <= _MAX_PAIRS:
-            i, j = np.triu_indices(m, 1)
-            d = np.bitwise_count(fp[s + i] ^ fp[s + j])
-            near = d <= k
-            i, j, d = i[near] + s, j[near] + s, d[near]
-            differ = np.bitwise_count(sketch[i] ^ sketch[j]).sum(axis=1, dtype=np.int64)
-            same = np.flatnonzero(d == 0)
-            twice = any(urls[int(i[x])] == urls[int(j[x])] for x in same.tolist())
-            if (
-                not twice
-                and (not len(j) or np.bincount(j - s, minlength=m).max() <= bound.per_table)
-                and (not len(j) or np.bincount(j[differ <= bits] - s, minlength=m).max() < bound.duplicates)
-            ):
-                later.append(j)
-                earlier.append(i)
-                dists.append(d)
-                differs.append(differ)
-                continue
+    for b in np.flatnonzero(bad | ((sizes >= 2) & ~whole)).tolist():
+        s, e = int(starts[b]), int(ends[b])
         pages = [
             (int(number[x]), int(fp[x]), urls[x].as_py(), int.from_bytes(sketch[x].tobytes(), "little"))
             for x in range(s, e)
         ]
         for page, candidates, _ in block_pass(pages, k, bound, bits):
-            slow += [(page[0], c[0], c[2], d, differ) for d, c, differ in candidates]
-    j = np.concatenate(later) if later else np.empty(0, dtype=np.int64)
-    i = np.concatenate(earlier) if earlier else np.empty(0, dtype=np.int64)
+            slow += [(page[0], c[0], c[2], dist, diff) for dist, c, diff in candidates]
     columns = [
         np.concatenate([number[j], np.array([p[0] for p in slow], dtype=np.int64)]),
         np.concatenate([number[i], np.array([p[1] for p in slow], dtype=np.int64)]),
         pa.concat_arrays([urls.take(pa.array(i)).cast(pa.string()), pa.array([p[2] for p in slow], pa.string())]),
-        np.concatenate([*dists, np.array([p[3] for p in slow], dtype=np.int64)]).astype(np.int32),
-        np.concatenate([*differs, np.array([p[4] for p in slow], dtype=np.int64)]).astype(np.int32),
+        np.concatenate([d.astype(np.int64), np.array([p[3] for p in slow], dtype=np.int64)]).astype(np.int32),
+        np.concatenate([differ, np.array([p[4] for p in slow], dtype=np.int64)]).astype(np.int32),
     ]
     return pa.RecordBatch.from_arrays(
         [pa.array(c) if isinstance(c, np.ndarray) else c for c in columns],
