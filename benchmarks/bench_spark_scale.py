@@ -7,7 +7,8 @@ makes its pages from their numbers (random fingerprints and sketches, 10 % of th
 earlier page: 1-6 bits of the fingerprint and a few bits of the sketch changed; 40-byte URLs), the leads of the
 design built for ``--expected-pages`` (default: the size), and the job counts the verified pairs.  Reported per
 size: wall seconds of the block stage (rows made, shuffled, passed), the rows, the comparisons made in the block
-passes, and the cost model of docs/spark.md fitted to them: seconds = a * rows + b * comparisons.
+passes, and a line fitted to them, seconds = fixed + a * rows, extrapolated to 10^8 and 10^9 pages in the tables
+built for them (core-hours: two cores busy).
 
     python benchmarks/bench_spark_scale.py --sizes 1000000,3000000,10000000 [--expected-pages N] [--master local[2]]
 """
@@ -105,15 +106,12 @@ def main() -> int:
             results.append(row)
     finally:
         spark.stop()
-    if len(results) >= 2:  # seconds = a * rows + b * comparisons, least squares through the origin
-        a_matrix = np.array([[r["rows"], r["comparisons"]] for r in results], dtype=float)
-        (a, b), *_ = np.linalg.lstsq(a_matrix, np.array([r["seconds"] for r in results]), rcond=None)
-        model = {"seconds_per_row": a, "seconds_per_comparison": b}
+    if len(results) >= 2:  # seconds = fixed + a * rows (the comparisons, in numpy, were negligible here)
+        a, fixed = np.polyfit([r["rows"] for r in results], [r["seconds"] for r in results], 1)
+        model: dict[str, Any] = {"seconds_per_row": a, "fixed_seconds": fixed}
         for size in (10**8, 10**9):
-            design = TableDesign.parse(tables_for(size))
-            block = sum(size / 2**lead for lead in design.lead_bits) / design.n_tables
-            rows, comparisons = size * design.n_tables, design.n_tables * size * block / 2
-            model[f"core_hours_{size:.0e}"] = round(2 * (a * rows + b * comparisons) / 3600, 2)
+            rows = size * TableDesign.parse(tables_for(size)).n_tables
+            model[f"core_hours_{size:.0e}"] = round(2 * (fixed + a * rows) / 3600, 2)  # local[2]: two cores busy
         print(json.dumps(model))
         results.append({"model": model})
     if args.json:
