@@ -167,8 +167,8 @@ class NearDuplicateIndex:
 
     def _room(self, pages: int) -> None:
         """Raise :class:`IndexFullError` if *pages* more would take a two-stage index past its page limit."""
-        if self._limit and len(self._backend) + pages > self._limit:
-            raise IndexFullError(full_message(len(self._backend), self.design))
+        if self._limit and (rows := self._backend.rows) + pages > self._limit:
+            raise IndexFullError(full_message(rows, self.design))
 
     def add(self, fingerprint: int, key: str, sketch: bytes | None = None) -> None:
         """Store *fingerprint* with *key* (and *sketch*, in a two-stage index), even if a near-duplicate is

@@ -136,6 +136,11 @@ class Backend(abc.ABC):
         return self._design
 
     @property
+    def rows(self) -> int:
+        """The pages the store holds, deleted and expired ones included (what a page limit counts)."""
+        return len(self)
+
+    @property
     def stored_design(self) -> str:
         """The name of the design the stored index was built with (a reader may use another: its tables are
         built on opening)."""

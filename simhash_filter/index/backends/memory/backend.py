@@ -137,6 +137,11 @@ class MemoryBackend(Backend):
     def __len__(self) -> int:
         return self._n - len(self._dead)
 
+    @property
+    def rows(self) -> int:
+        """Every row stored, the dead and expired ones too: no scan (the page limit reads it on every add)."""
+        return self._n
+
     def close(self) -> None:
         """Drop the arrays; later calls raise ``ValueError``."""
         with self._lock:
