@@ -17,6 +17,7 @@ import numpy as np
 
 from simhash_filter.index.backends.base import Entry, MetadataMismatchError
 from simhash_filter.index.backends.file.age import parse_age
+from simhash_filter.index.backends.file.disktables import DiskTables
 from simhash_filter.index.backends.file.errors import damaged_key
 from simhash_filter.index.backends.file.load import GenerationLoader
 from simhash_filter.index.backends.file.notes import NotesFile
@@ -40,19 +41,23 @@ from simhash_filter.index.backends.file.records import (
 )
 from simhash_filter.index.backends.memory import MemoryBackend
 from simhash_filter.index.backends.uri import redact_uri
-from simhash_filter.index.tables import TableDesign
+from simhash_filter.index.tables import Match, TableDesign
 
 __all__ = ["FileBackend"]
 
 
-class FileBackend(GenerationLoader, NotesFile, MemoryBackend):
+class FileBackend(DiskTables, GenerationLoader, NotesFile, MemoryBackend):
     """An index in a directory; ``file:///path/to/dir?sync=always&max_age=30d`` or a plain path.
 
     Options: ``sync`` (``none``, the default: every add is written before it returns and survives
     ``kill -9``; ``always``: also ``fdatasync``-ed, survives power loss), ``max_age`` (fingerprints
     older than this are ignored, so their pages are kept again: seconds or ``12h``, ``30d``...;
     ``0``, the default, keeps them forever), ``readonly`` (``1``: no lock, no writes; reads a
-    snapshot while another process writes), and the memory backend's ``buffer_size`` and
+    snapshot while another process writes), ``tables`` (``memory``: every row's tables and sketch in memory;
+    ``disk``: the older rows' tables in run files, their sketches read from the records -
+    :mod:`~simhash_filter.index.backends.file.disktables`, for an index of tens of millions of pages; ``auto``, the
+    default: on disk when the index has run files) and ``spill_rows`` (with tables on disk, the rows kept in memory
+    before they are written as a run file; 1,048,576), and the memory backend's ``buffer_size`` and
     ``merge_factor``.  One process writes at a time (:class:`IndexLockedError` otherwise).
     """
 
@@ -69,8 +74,11 @@ class FileBackend(GenerationLoader, NotesFile, MemoryBackend):
         clock: Callable[[], float] = time.time,
         buffer_size: int = 2048,
         merge_factor: int = 8,
+        tables: str = "auto",
+        spill_rows: int = 1 << 20,
     ) -> None:
         super().__init__(k=k, design=design, metadata=metadata, buffer_size=buffer_size, merge_factor=merge_factor)
+        self._init_tables(tables, spill_rows)
         if design.n_tables > 16 and not readonly and (metadata or {}).get("sketch_bytes"):
             raise ValueError(
                 f"the on-disk index keeps the refusals of at most 16 tables (two bytes of each record); design "
@@ -114,7 +122,7 @@ class FileBackend(GenerationLoader, NotesFile, MemoryBackend):
             )
         options: dict[str, Any] = {}
         for name, value in parse_qsl(query, keep_blank_values=True):
-            if name in ("buffer_size", "merge_factor"):
+            if name in ("buffer_size", "merge_factor", "spill_rows"):
                 try:
                     options[name] = int(value)
                 except ValueError:
@@ -125,7 +133,7 @@ class FileBackend(GenerationLoader, NotesFile, MemoryBackend):
                 if value not in ("0", "1", "true", "false"):
                     raise ValueError(f"option readonly must be 0 or 1, got {value!r} in {redact_uri(uri)!r}")
                 options[name] = value in ("1", "true")
-            elif name in ("sync", "max_age"):
+            elif name in ("sync", "max_age", "tables"):
                 options[name] = value
             else:
                 raise ValueError(f"unknown file backend option {name!r} in {redact_uri(uri)!r}")
@@ -392,6 +400,8 @@ class FileBackend(GenerationLoader, NotesFile, MemoryBackend):
         self._load()
 
     def _reset(self) -> None:
+        self._close_runs()
+        self._sketch_base = 0
         self._fps = np.empty(0, dtype=np.uint64)
         self._sketches = np.empty((0, self._sketch_bytes), dtype=np.uint8)
         self._refused = np.empty(0, dtype=self._refused_dtype)
@@ -431,13 +441,20 @@ class FileBackend(GenerationLoader, NotesFile, MemoryBackend):
             disk_bytes=sum(sizes.values()),
             key_bytes=sizes["urls"] - HEADER_SIZE,
             memory_bytes=self.nbytes,
+            **self._tables_info(),
         )
         return info
 
     @property
     def nbytes(self) -> int:
         """Bytes held in numpy arrays (fingerprints, sketches, tables, added times); keys stay on disk."""
-        return super().nbytes + self._times.nbytes
+        return super().nbytes + self._times.nbytes + self._directories_nbytes
+
+    def query_many(self, fingerprints: np.ndarray, k: int) -> list[list[Match]]:
+        """Every stored fingerprint within *k* of each query (one by one with tables on disk)."""
+        if not self.tables_on_disk:
+            return super().query_many(fingerprints, k)
+        return [self.query(fp, k) for fp in fingerprints.tolist()]
 
     def flush(self) -> None:
         """Force what was written to the disk (``fsync``; adds are already safe from a process crash)."""
@@ -455,6 +472,7 @@ class FileBackend(GenerationLoader, NotesFile, MemoryBackend):
         self._fds = {}
 
     def _release(self) -> None:
+        self._close_runs()
         self._close_files()
         if self._lock_fd is not None:
             os.close(self._lock_fd)  # releases the flock

@@ -25,6 +25,7 @@ from simhash_filter.index.backends.file.records import (
     read_header,
     record_dtype,
 )
+from simhash_filter.index.backends.file.runfiles import run_names
 from simhash_filter.index.tables import TableDesign
 
 __all__ = ["KINDS", "IndexDirectory"]
@@ -152,7 +153,8 @@ class IndexDirectory:
 
     def _discard(self, generation: int) -> None:
         """Remove what a creation or compaction of *generation* that failed wrote (best effort)."""
-        for path in (*(self._file(kind, generation) for kind in KINDS), self.path / "CURRENT.tmp"):
+        runs = [path for _, _, path in run_names(self.path, generation)]
+        for path in (*(self._file(kind, generation) for kind in KINDS), *runs, self.path / "CURRENT.tmp"):
             with contextlib.suppress(OSError):
                 path.unlink()
 
@@ -161,7 +163,12 @@ class IndexDirectory:
         died left) and a stale ``CURRENT.tmp``.  Readers that hold them open go on reading them."""
         for stale in self.path.iterdir():
             kind, _, number = stale.name.partition(".")
-            if stale.name == "CURRENT.tmp" or (kind in KINDS and number.isdigit() and int(number) != generation):
+            if kind == "tables":  # a run file (:mod:`.runfiles`) of another generation, or one cut short
+                number = number.split(".", 1)[0] if not stale.name.endswith(".tmp") else ""
+                if number != str(generation):
+                    with contextlib.suppress(FileNotFoundError):
+                        stale.unlink()
+            elif stale.name == "CURRENT.tmp" or (kind in KINDS and number.isdigit() and int(number) != generation):
                 with contextlib.suppress(FileNotFoundError):
                     stale.unlink()
 

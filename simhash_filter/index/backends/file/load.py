@@ -59,6 +59,10 @@ class GenerationLoader(IndexDirectory):
     _buffer_size: int
     _dead: set[int]
     _refused: np.ndarray
+    _sealed: int
+    _sketch_base: int
+    _spill_rows: int
+    tables_on_disk: bool
     #: The format and the design the records file's header names; the bits of a record's key length in that format,
     #: and the format a writer writes (format 3 becomes 4; an empty index takes its design's).
     _format: int
@@ -134,9 +138,9 @@ class GenerationLoader(IndexDirectory):
         urls_size = os.fstat(self._fds["urls"]).st_size
         total = (size - HEADER_SIZE) // record.itemsize
         self._reserve(total)
-        good = 0
-        end = HEADER_SIZE
-        for start, chunk in record_chunks(fd, path, 0, total, record):
+        good = first = self._open_runs(total)  # the rows in run files are not read here (tables on disk)
+        end = self._key_end(path, first)
+        for start, chunk in record_chunks(fd, path, first, total, record):
             ok = record_checks(chunk, self._salt) == chunk["check"]
             expected = np.empty(len(chunk), dtype=np.uint64)
             expected[0] = end
@@ -150,13 +154,18 @@ class GenerationLoader(IndexDirectory):
             self._times[start : start + intact] = chunk["added"][:intact]
             self._refused[start : start + intact] = refusals(chunk[:intact], self._length_bits)
             if self._sketch_bytes:
-                self._sketches[start : start + intact] = chunk["sketch"][:intact]
+                base = start - self._sketch_base
+                self._sketches[base : base + intact] = chunk["sketch"][:intact]
             good += intact
             if intact:
                 end = int(chunk["offset"][intact - 1] + lengths[intact - 1])
             if intact < len(chunk):
                 self._check_tail_is_torn(path, start + intact, total, urls_size)
                 break
+            if self.tables_on_disk and not self._readonly and good - self._sealed >= self._spill_rows:
+                self._n = good  # written as a run file now: the sketches of a large index never all in memory
+                self._url_end = end
+                self._seal()
         torn_bytes = size - HEADER_SIZE - good * record.itemsize
         if torn_bytes or urls_size > end:
             logger.log(
@@ -174,8 +183,21 @@ class GenerationLoader(IndexDirectory):
         self._url_end = end
         self._n = good
         self._check_refusals(path)
-        if good >= self._buffer_size:
+        if good - self._sealed >= self._buffer_size:
             self._seal()
+
+    def _open_runs(self, total: int) -> int:
+        """The rows whose columns came from run files (:class:`~.disktables.DiskTables`): none here."""
+        return 0
+
+    def _key_end(self, path: Path, rows: int) -> int:
+        """Where the keys of the first *rows* rows end in the keys file (checked against their last record)."""
+        if not rows:
+            return HEADER_SIZE
+        ((_, last),) = record_chunks(self._fds["records"], path, rows - 1, rows, self._record)
+        if record_checks(last, self._salt)[0] != last["check"][0]:
+            raise CorruptIndexError(f"{path}: record {rows - 1} is damaged (its check fails)")
+        return int(last["offset"][0] + key_lengths(last, self._length_bits)[0])
 
     def _check_refusals(self, path: Path) -> None:
         """Keep the refusals of the rows loaded if they are of this backend's tables (the design the header names);

@@ -90,7 +90,8 @@ class MemoryBackend(Backend):
         self._all_tables = (1 << design.n_tables) - 1  # a page every table refused is not stored
         self._lead_masks = np.array(design.lead_masks, dtype=np.uint64)
         self._fps = np.empty(0, dtype=np.uint64)
-        self._sketches = np.empty((0, self._sketch_bytes), dtype=np.uint8)  # row -> sketch (two-stage)
+        self._sketches = np.empty((0, self._sketch_bytes), dtype=np.uint8)  # row - sketch base -> sketch (two-stage)
+        self._sketch_base = 0  # the rows below have their sketches elsewhere (:meth:`_sketch_of`)
         # row -> the tables that refused it (bit t: table t), in the smallest unsigned type that has a bit a table
         self._refused_dtype = refusal_dtype(design.n_tables)
         self._refused = np.empty(0, dtype=self._refused_dtype)
@@ -185,6 +186,15 @@ class MemoryBackend(Backend):
         """The key of a stored row."""
         return self._keys[row]
 
+    def _sketch_of(self, row: int) -> bytes:
+        """The sketch of a stored row (the on-disk backend reads those below the sketch base from its records)."""
+        return self._sketches[row - self._sketch_base].tobytes()
+
+    def _lower_buckets(self, leads: list[int]) -> Iterator[tuple[np.ndarray, np.ndarray, int, int]]:
+        """``(values, rows, table, lead bits below the bucket)`` of the query's bucket in tables kept elsewhere
+        (the on-disk backend's tables on disk), before the runs': none here."""
+        return iter(())
+
     def _hides_rows(self) -> bool:
         """Whether some stored rows must not be returned (then :meth:`_hidden` is asked per hit)."""
         return bool(self._dead)
@@ -201,12 +211,15 @@ class MemoryBackend(Backend):
             grown = np.empty(capacity, dtype=np.uint64)
             grown[: self._n] = self._fps[: self._n]
             self._fps = grown
-            sketches = np.empty((capacity, self._sketch_bytes), dtype=np.uint8)
-            sketches[: self._n] = self._sketches[: self._n]
-            self._sketches = sketches
             refused = np.zeros(capacity, dtype=self._refused_dtype)
             refused[: self._n] = self._refused[: self._n]
             self._refused = refused
+        base = self._sketch_base
+        if n - base > len(self._sketches):  # the sketches of rows from the sketch base on
+            rows = max(n - base, len(self._sketches) + len(self._sketches) // 4 + self._buffer_size)
+            sketches = np.empty((rows, self._sketch_bytes), dtype=np.uint8)
+            sketches[: self._n - base] = self._sketches[: self._n - base]
+            self._sketches = sketches
 
     def _seal(self) -> None:
         """Turn the buffer into a run, then merge runs that have become of similar size."""
@@ -226,13 +239,14 @@ class MemoryBackend(Backend):
         if sketch is None and self._sketch_bytes:
             raise ValueError("this index keeps a sketch beside each fingerprint: use add_and_candidates")
         n = self._n
-        if n == len(self._fps):
+        if n == len(self._fps) or n - self._sketch_base == len(self._sketches):
             self._reserve(n + 1)
         self._fps[n] = fingerprint
+        s = n - self._sketch_base
         if sketch is not None:
-            self._sketches[n] = sketch
+            self._sketches[s] = sketch
         self._refused[n] = refused
-        self._store_keys(self._fps[n : n + 1], [key], self._sketches[n : n + 1], self._refused[n : n + 1])
+        self._store_keys(self._fps[n : n + 1], [key], self._sketches[s : s + 1], self._refused[n : n + 1])
         self._n = n + 1
         if self._n - self._sealed >= self._buffer_size:
             self._seal()
@@ -254,7 +268,7 @@ class MemoryBackend(Backend):
                 return
             self._reserve(self._n + m)
             self._fps[self._n : self._n + m] = fingerprints
-            self._sketches[self._n : self._n + m] = rows
+            self._sketches[self._n - self._sketch_base : self._n - self._sketch_base + m] = rows
             self._refused[self._n : self._n + m] = 0
             self._store_keys(fingerprints, keys, rows, self._refused[self._n : self._n + m])
             self._n += m
@@ -280,7 +294,7 @@ class MemoryBackend(Backend):
             fps = self._fps[:n].tolist()
         for row, fp in enumerate(fps):
             if not self._hidden(row):
-                yield Entry(fp, self._key(row), sketch=self._sketches[row].tobytes() if self._sketch_bytes else None)
+                yield Entry(fp, self._key(row), sketch=self._sketch_of(row) if self._sketch_bytes else None)
 
     def _query(self, fingerprint: int, k: int) -> list[Match]:
         return [Match(self._key(r), d, f) for d, r, f in self._hits(fingerprint, k)]
@@ -341,9 +355,14 @@ class MemoryBackend(Backend):
         there the entries of other leads are left out, so that a flood in one block never costs a page of
         another block more than a numpy pass)."""
         parts = []
+        masks = self._design.lead_masks
+        leads = self._leads(fingerprint)
+        for part_values, part_rows, t, drop in self._lower_buckets(leads):
+            if blocks and drop and len(part_rows) > _BLOCK_FILTER_MIN:
+                same = ((part_values ^ np.uint64(fingerprint)) & np.uint64(masks[t])) == 0
+                part_values, part_rows = part_values[same], part_rows[same]
+            parts.append((part_values, part_rows, t))
         if self._runs:
-            leads = self._leads(fingerprint)
-            masks = self._design.lead_masks
             folds = self._folds
             for run in self._runs:
                 for t, ((_, off, values, rows, drop), lead) in enumerate(zip(run.tables, leads, strict=True)):
@@ -476,18 +495,24 @@ class MemoryBackend(Backend):
         """The bounded check (:func:`~simhash_filter.index.bound.take`): the candidates, and the tables that
         refuse the page (*key* None: a query that stores nothing, and so refuses nothing)."""
         verdicts: dict[int, bool] = {}
-        sketches, fps, t = self._sketches, self._fps, bound.min_similarity
+        fps, t = self._fps, bound.min_similarity
+        read: dict[int, bytes] = {}
+
+        def sketch_of(row: int) -> bytes:
+            if row not in read:
+                read[row] = self._sketch_of(row)
+            return read[row]
 
         def verified(row: int) -> bool:
             if row not in verdicts:
-                verdicts[row] = similarity(sketch, sketches[row].tobytes()) >= t
+                verdicts[row] = similarity(sketch, sketch_of(row)) >= t
             return verdicts[row]
 
         def own(row: int) -> bool:
             return key is not None and int(fps[row]) == fingerprint and self._key(row) == key
 
         chosen, refused = take(self._block_hits(fingerprint, k, bound.per_table), bound, verified, own)
-        found = [Candidate(self._key(r), d, int(fps[r]), sketches[r].tobytes()) for d, r in chosen]
+        found = [Candidate(self._key(r), d, int(fps[r]), sketch_of(r)) for d, r in chosen]
         return found, refused
 
     def candidates(self, fingerprint: int, k: int, bound: CheckBound = DEFAULT_BOUND) -> list[Candidate]:

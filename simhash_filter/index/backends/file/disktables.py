@@ -1,0 +1,197 @@
+"""Tables on disk for a large index (``?tables=disk``): the rows' tables written to run files, their sketches
+read from the records when a check needs them.
+
+With tables in memory an index of N pages holds its fingerprints, sketches and tables in memory: 137 bytes a page
+with five tables, 258 with fifteen, read from the records on every open.  With tables on disk only the newest
+rows (fewer than ``spill_rows``, a million by default) are kept so; older ones are in run files
+(:mod:`.runfiles`), and memory holds, per row, its fingerprint, added time and refusals (14 bytes with fifteen
+tables) and a sixteenth of a 4-byte offset per table.  A check reads one bucket per table and run file (one
+``pread`` of about 200 bytes each) and, for each candidate, its record (the sketch: one ``pread`` of 96 bytes,
+checked).  Opening reads the run files' columns and directories and the records of the rows past them.
+
+Run files follow the memory backend's merge rule: the rows kept in memory are written as one run file once they
+are ``spill_rows``; a run file is rewritten together with the newer one after it while it is at most
+``merge_factor`` times larger, so there are about log_merge_factor(N / spill_rows) of them and each row is
+rewritten O(log N) times (from the columns in memory: the records are not read).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from simhash_filter.index.backends.file.errors import CorruptIndexError
+from simhash_filter.index.backends.file.records import HEADER_SIZE, record_checks
+from simhash_filter.index.backends.file.runfiles import RunFile, run_names, write_run
+from simhash_filter.index.tables import TableDesign
+
+__all__ = ["TABLE_MODES", "DiskTables"]
+
+logger = logging.getLogger("simhash_filter.index.backends.file")
+
+#: The ``tables`` option: ``auto`` (on disk when the index has run files), ``memory``, ``disk``.
+TABLE_MODES = ("auto", "memory", "disk")
+
+
+class DiskTables:
+    """Run files for :class:`~simhash_filter.index.backends.file.FileBackend` (a mixin before the memory
+    backend: it overrides its sealing, its lower buckets and its sketches)."""
+
+    path: Path
+    design: TableDesign
+    _readonly: bool
+    _salt: int
+    _generation_number: int
+    _fds: dict[str, int]
+    _record: np.dtype
+    _fps: np.ndarray
+    _times: np.ndarray
+    _refused: np.ndarray
+    _refused_dtype: np.dtype
+    _sketches: np.ndarray
+    _sketch_base: int
+    _sketch_bytes: int
+    _n: int
+    _sealed: int
+    _runs: list[Any]
+    _merge_factor: int
+    _buffer_size: int
+    _folds: bool
+    _format: int
+
+    def _init_tables(self, mode: str, spill_rows: int) -> None:
+        if mode not in TABLE_MODES:
+            raise ValueError(f"tables must be one of {', '.join(TABLE_MODES)}, got {mode!r}")
+        if isinstance(spill_rows, bool) or not isinstance(spill_rows, int) or spill_rows < 1:
+            raise ValueError(f"spill_rows must be an int >= 1, got {spill_rows!r}")
+        self._table_mode = mode
+        self._spill_rows = spill_rows
+        self._disk: list[RunFile] = []
+        self._spilled = 0  # rows below this are in run files
+
+    @property
+    def tables_on_disk(self) -> bool:
+        """Whether the tables of older rows are kept in run files (decided on the first open for ``auto``)."""
+        return self._table_mode == "disk"
+
+    def _open_runs(self, total: int) -> int:
+        """Open this generation's run files that tile rows ``0..S-1`` (leaving out damaged ones and those a merge
+        replaced), fill the columns of those rows (reserved for *total* rows); S (0 without tables on disk)."""
+        found = sorted(run_names(self.path, self._generation_number), key=lambda f: (f[0], -f[1]))
+        if self._table_mode == "auto":
+            self._table_mode = "disk" if found and self._sketch_bytes else "memory"
+        if self._table_mode != "disk":
+            return 0
+        if self._folds or not self._sketch_bytes:
+            raise ValueError("tables=disk keeps the tables of a two-stage index (one that keeps sketches)")
+        at = 0
+        for start, end, path in found:
+            if start != at or end > total:
+                if start == at:
+                    raise CorruptIndexError(
+                        f"{path} holds the tables of rows up to {end}, but {self._file_name()} ends at row {total}: "
+                        "the records file was cut"
+                    )
+                self._stale(path)
+                continue
+            try:
+                run, columns = RunFile.open(path, self._salt, self.design, self._refused_dtype)
+            except (CorruptIndexError, OSError, ValueError) as exc:
+                logger.warning("simhash index %s: %s; its rows are read from the records", self.path, exc)
+                self._stale(path)
+                continue
+            if columns is None:  # pragma: no cover - asked for
+                raise RuntimeError("no columns")
+            fps, added, refused = columns
+            self._fps[start:end] = fps
+            self._times[start:end] = added
+            self._refused[start:end] = refused
+            self._disk.append(run)
+            at = end
+        self._spilled = self._sealed = self._sketch_base = at
+        self._sketches = np.empty((total - at, self._sketch_bytes), dtype=np.uint8)  # the rows read from records
+        return at
+
+    def _file_name(self) -> Path:
+        return self.path / f"records.{self._generation_number}"
+
+    def _stale(self, path: Path) -> None:
+        if not self._readonly:
+            path.unlink(missing_ok=True)
+
+    def _seal(self) -> None:
+        """Write the rows in memory as a run file once they are ``spill_rows`` (then merge run files), else seal
+        the buffer into a run in memory."""
+        if self._table_mode != "disk" or self._readonly or self._n - self._spilled < self._spill_rows:
+            super()._seal()  # type: ignore[misc]
+            return
+        start, end = self._spilled, self._n
+        for fd in (self._fds["urls"], self._fds["records"]):  # the rows a run file covers are on the disk first
+            os.fsync(fd)
+        self._disk.append(self._write(start, end, []))
+        self._runs = []
+        self._spilled = self._sealed = end
+        self._sketch_base = end  # nothing past the sealed rows yet: no sketch to carry over
+        self._sketches = np.empty((self._buffer_size, self._sketch_bytes), dtype=np.uint8)
+        runs = self._disk
+        while len(runs) >= 2 and runs[-2].size <= self._merge_factor * runs[-1].size:
+            older, newer = runs[-2:]
+            runs[-2:] = [self._write(older.start, newer.end, [older, newer])]
+
+    def _write(self, start: int, end: int, replaced: list[RunFile]) -> RunFile:
+        """Write and open the run file of rows ``start..end-1``; close and remove the *replaced* ones."""
+        path = write_run(
+            self.path, self._generation_number, self._salt, self.design, start,
+            self._fps[start:end], self._times[start:end], self._refused[start:end], self._format,
+        )  # fmt: skip
+        run, _ = RunFile.open(path, self._salt, self.design, self._refused_dtype, columns=False)
+        for old in replaced:
+            old.close(remove=True)
+        return run
+
+    def _lower_buckets(self, leads: list[int]) -> Iterator[tuple[np.ndarray, np.ndarray, int, int]]:
+        for run in self._disk:
+            for t, lead in enumerate(leads):
+                found = run.bucket(t, lead)
+                if found is not None:
+                    yield found[0], found[1], t, found[2]
+
+    def _sketch_of(self, row: int) -> bytes:
+        """A row's sketch: from memory, or (a row in a run file) from its record, checked."""
+        if row >= self._sketch_base:
+            return super()._sketch_of(row)  # type: ignore[misc]
+        size = self._record.itemsize
+        data = os.pread(self._fds["records"], size, HEADER_SIZE + row * size)
+        record = np.frombuffer(data, dtype=self._record) if len(data) == size else None
+        if record is None or record_checks(record, self._salt)[0] != record["check"][0] or (
+            record["fp"][0] != self._fps[row]
+        ):
+            at = HEADER_SIZE + row * size
+            raise CorruptIndexError(
+                f"{self._file_name()}: record {row} (bytes {at}..{at + size}) is damaged, or the run file holding its "
+                "row is"
+            )
+        return record["sketch"][0].tobytes()
+
+    def _close_runs(self) -> None:
+        for run in self._disk:
+            run.close()
+        self._disk = []
+        self._spilled = 0
+
+    def _tables_info(self) -> dict[str, Any]:
+        return {
+            "tables": self._table_mode,
+            "run_files": len(self._disk),
+            "rows_in_run_files": self._spilled,
+            "run_file_bytes": sum(os.fstat(run.fd).st_size for run in self._disk),
+        }
+
+    @property
+    def _directories_nbytes(self) -> int:
+        return sum(run.nbytes for run in self._disk)

@@ -1,0 +1,244 @@
+"""Tables on disk (``?tables=disk``): a run of rows' permuted tables in one file, read a bucket at a time.
+
+A *run file* ``tables.<generation>.<start>-<end>`` holds, for the rows ``start..end-1`` of its generation's
+records, after a 4 KiB header (magic line + JSON: the index's format and salt, the rows, the design, where each
+part is, a CRC-32 of the columns and directories)::
+
+    columns      the rows' fingerprints (u64), added times (u32), refusals (the smallest unsigned type with a
+                 bit a table)
+    per table    its directory: ``(1 << bucket_bits) + 1`` u32 offsets, a bucket's entries being those from
+                 ``offsets[b]`` to ``offsets[b + 1]``; then its entries, ``fingerprint u64 | row u32`` (12
+                 bytes), sorted by the bucket (the top bits of the table's lead) and then by row
+
+Opening one reads its columns (14-16 bytes a row: the backend keeps fingerprints, times and refusals of every
+row in memory) and its directories (a bucket holds :data:`BUCKET_ROWS` entries on average: 4 bytes per 16 rows
+per table) and checks their CRC; a check then reads one bucket per table with one ``pread`` (a few hundred
+bytes).  The entries are not checked on opening (they are most of the file): a candidate read from them is
+checked against its record (:meth:`~simhash_filter.index.backends.file.FileBackend._sketch_of`).  A run file is
+derived from the records: written to ``<name>.tmp``, synced, then renamed, so that a run file present is whole;
+one that cannot be used (damaged, of another design) is left out, and its rows are read from the records.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from simhash_filter.index.backends.file.errors import CorruptIndexError
+from simhash_filter.index.backends.file.osfiles import fsync_dir, pread, write_all
+from simhash_filter.index.backends.file.records import HEADER_SIZE, header, read_header
+from simhash_filter.index.tables import TableDesign
+
+__all__ = ["BUCKET_ROWS", "ENTRY", "RUN_MAGIC", "RunFile", "run_name", "run_names", "write_run"]
+
+RUN_MAGIC = b"simhash-filter tables\n"
+#: An entry of a table on disk: the row's fingerprint and its row number.
+ENTRY = np.dtype([("fp", "<u8"), ("row", "<u4")])
+#: Rows per bucket on average (a bucket is one ``pread`` of about 16 x 12 bytes; the directories cost 4 bytes per
+#: this many rows and table in memory).
+BUCKET_ROWS = 16
+#: Entries written at a time (bounds the temporary memory of writing a large run).
+_WRITE_CHUNK = 1 << 22
+_NAME = re.compile(r"tables\.(\d+)\.(\d+)-(\d+)")
+
+
+def run_name(generation: int, start: int, end: int) -> str:
+    return f"tables.{generation}.{start}-{end}"
+
+
+def run_names(directory: Path, generation: int) -> list[tuple[int, int, Path]]:
+    """``(start, end, path)`` of the run files of *generation* in *directory*."""
+    found = []
+    for path in directory.iterdir():
+        match = _NAME.fullmatch(path.name)
+        if match and int(match[1]) == generation:
+            found.append((int(match[2]), int(match[3]), path))
+    return found
+
+
+def _bucket_bits(lead_bits: int, size: int) -> int:
+    return max(0, min(lead_bits, (size // BUCKET_ROWS).bit_length() - 1))
+
+
+def write_run(
+    directory: Path,
+    generation: int,
+    salt: int,
+    design: TableDesign,
+    start: int,
+    fps: np.ndarray,
+    added: np.ndarray,
+    refused: np.ndarray,
+    fmt: int,
+) -> Path:
+    """Write the run file of rows ``start..start+len(fps)-1`` (their fingerprints, added times and refusals) of
+    an index in format *fmt*, synced and renamed into place; its path."""
+    size = len(fps)
+    end = start + size
+    path = directory / run_name(generation, start, end)
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        at = HEADER_SIZE
+        os.lseek(fd, at, os.SEEK_SET)
+        crc = 0
+        for column in (fps.astype("<u8", copy=False), added.astype("<u4", copy=False), refused):
+            data = np.ascontiguousarray(column).data
+            write_all(fd, data)
+            crc = zlib.crc32(data, crc)
+            at += column.nbytes
+        tables = []
+        row_bits = max(1, (size - 1).bit_length())
+        for t, lead in enumerate(design.lead_bits):
+            b = _bucket_bits(lead, size)
+            drop = lead - b
+            ids = np.arange(size, dtype=np.uint64)
+            if refused.any():
+                ids = ids[(refused & refused.dtype.type(1 << t)) == 0]
+            key = design.lead_array(fps[ids], t)
+            if drop:
+                key >>= np.uint64(drop)
+            offsets = np.zeros((1 << b) + 1, dtype="<u4")
+            np.cumsum(np.bincount(key.astype(np.intp), minlength=1 << b), out=offsets[1:])
+            key <<= np.uint64(row_bits)
+            key |= ids
+            del ids
+            key.sort()
+            key &= np.uint64((1 << row_bits) - 1)
+            write_all(fd, offsets.data)
+            crc = zlib.crc32(offsets.data, crc)
+            directory_at, at = at, at + offsets.nbytes
+            for lo in range(0, len(key), _WRITE_CHUNK):
+                local = key[lo : lo + _WRITE_CHUNK]
+                entries = np.empty(len(local), dtype=ENTRY)
+                entries["fp"] = fps[local]
+                entries["row"] = local + np.uint64(start)
+                write_all(fd, entries.data)
+            tables.append([b, drop, directory_at, at, len(key)])
+            at += len(key) * ENTRY.itemsize
+            del key
+        fields = {
+            "format": fmt, "salt": salt, "start": start, "end": end, "design": design.name,
+            "refused_bytes": refused.dtype.itemsize, "tables": tables, "crc": crc,
+        }  # fmt: skip
+        os.pwrite(fd, header(RUN_MAGIC, fields), 0)
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    os.close(fd)
+    os.replace(tmp, path)
+    fsync_dir(directory)
+    return path
+
+
+class RunFile:
+    """An open run file: its directories in memory, its entries read a bucket at a time."""
+
+    __slots__ = ("end", "fd", "path", "start", "tables")
+
+    def __init__(self, path: Path, fd: int, start: int, end: int, tables: list[tuple[memoryview, int, int]]) -> None:
+        self.path = path
+        self.fd = fd
+        self.start = start
+        self.end = end
+        #: per table: (directory, lead bits below the bucket, offset of the entries in the file)
+        self.tables = tables
+
+    @property
+    def size(self) -> int:
+        return self.end - self.start
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of its directories in memory."""
+        return sum(directory.nbytes for directory, _, _ in self.tables)
+
+    @classmethod
+    def open(
+        cls, path: Path, salt: int, design: TableDesign, refused_dtype: np.dtype, columns: bool = True
+    ) -> tuple[RunFile, tuple[np.ndarray, np.ndarray, np.ndarray] | None]:
+        """Open the run file at *path* and read its columns ``(fingerprints, added, refused)`` (with *columns*:
+        else None, and its CRC is not checked: a run just written); raise :class:`CorruptIndexError` if it is not
+        one of this index's (its salt), of *design*, whole."""
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            fields = read_header(fd, path, RUN_MAGIC)
+            start, end = int(fields["start"]), int(fields["end"])
+            if fields.get("salt") != salt:
+                raise CorruptIndexError(f"{path} does not belong to this generation's records (another salt)")
+            if fields.get("design") != design.name or fields.get("refused_bytes") != refused_dtype.itemsize:
+                raise CorruptIndexError(f"{path} holds the tables of the design {fields.get('design')}")
+            size = end - start
+            column_bytes = size * (8 + 4 + refused_dtype.itemsize)
+            read = None
+            crc = 0
+            if columns:
+                data = pread(fd, column_bytes, HEADER_SIZE)
+                if len(data) != column_bytes:
+                    raise CorruptIndexError(f"{path} ends in its columns")
+                crc = zlib.crc32(data)
+                read = (
+                    np.frombuffer(data, dtype="<u8", count=size),
+                    np.frombuffer(data, dtype="<u4", count=size, offset=8 * size),
+                    np.frombuffer(data, dtype=refused_dtype, count=size, offset=12 * size),
+                )
+            tables = []
+            for b, drop, directory_at, entries_at, count in _table_fields(fields, path, design):
+                raw = pread(fd, 4 * ((1 << b) + 1), directory_at)
+                if columns:
+                    crc = zlib.crc32(raw, crc)
+                directory = np.frombuffer(raw, dtype="<u4")
+                if len(directory) != (1 << b) + 1 or int(directory[-1]) != count:
+                    raise CorruptIndexError(f"{path}: a table's directory is damaged")
+                tables.append((memoryview(directory), drop, entries_at))
+            if columns and crc != fields.get("crc"):
+                raise CorruptIndexError(f"{path}: its columns or directories are damaged (their CRC-32 differs)")
+            if os.fstat(fd).st_size < entries_at + count * ENTRY.itemsize:
+                raise CorruptIndexError(f"{path} ends in its entries")
+        except BaseException:
+            os.close(fd)
+            raise
+        return cls(path, fd, start, end, tables), read
+
+    def bucket(self, table: int, lead: int) -> tuple[np.ndarray, np.ndarray, int] | None:
+        """The entries of *table*'s bucket of the lead value *lead* ``(fingerprints, rows, lead bits below the
+        bucket)``, or None when it is empty."""
+        directory, drop, entries_at = self.tables[table]
+        b = lead >> drop
+        lo = directory[b]
+        hi = directory[b + 1]
+        if hi == lo:
+            return None
+        size = (hi - lo) * 12
+        data = os.pread(self.fd, size, entries_at + lo * 12)
+        if len(data) != size:
+            raise CorruptIndexError(f"{self.path} ends in table {table}'s entries: the file was cut while in use")
+        entries = np.frombuffer(data, dtype=ENTRY)
+        return entries["fp"], entries["row"], drop
+
+    def close(self, remove: bool = False) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
+        if remove:
+            with contextlib.suppress(OSError):
+                self.path.unlink()
+
+
+def _table_fields(fields: dict[str, Any], path: Path, design: TableDesign) -> Iterator[tuple[int, int, int, int, int]]:
+    tables = fields.get("tables")
+    if not isinstance(tables, list) or len(tables) != design.n_tables:
+        raise CorruptIndexError(f"{path}: the header is damaged (its tables)")
+    for table in tables:
+        if not (isinstance(table, list) and len(table) == 5 and all(isinstance(v, int) and v >= 0 for v in table)):
+            raise CorruptIndexError(f"{path}: the header is damaged (a table {table!r})")
+        yield tuple(table)  # type: ignore[misc]

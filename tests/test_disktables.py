@@ -1,0 +1,215 @@
+"""Tables on disk (``file://...?tables=disk``): run files decide exactly as tables in memory, across reopening,
+merging, compaction and damage; opening reads the run files, not the records below them."""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from simhash_filter.index.backends.file import CorruptIndexError, FileBackend
+from simhash_filter.index.backends.file.records import HEADER_SIZE, record_dtype
+from simhash_filter.index.backends.memory import MemoryBackend
+from simhash_filter.index.bound import CheckBound
+from simhash_filter.index.tables import TableDesign
+
+DESIGN = TableDesign.parse("11+11+11+11+10+10/k4")
+SKETCH = 64
+META = {"model": "disk-tables", "sketch_bytes": SKETCH}
+K = 10
+BOUND = CheckBound(per_table=5, duplicates=3, min_similarity=0.75)
+
+
+def pages(n: int, seed: int = 1) -> list[tuple[int, str, bytes]]:
+    """Clusters of near-duplicates (some floods: near sketches), unrelated pages, some pages seen again."""
+    rng = random.Random(seed)
+    bases = [(rng.getrandbits(64), rng.randbytes(SKETCH)) for _ in range(40)]
+    out = []
+    for i in range(n):
+        if rng.random() < 0.5:
+            fp, sketch = bases[rng.randrange(len(bases))]
+            fp ^= sum(1 << b for b in rng.sample(range(64), rng.randint(0, 8)))
+            value = int.from_bytes(sketch, "little") ^ ((1 << rng.randint(0, 60)) - 1)
+            sketch = value.to_bytes(SKETCH, "little")
+        else:
+            fp, sketch = rng.getrandbits(64), rng.randbytes(SKETCH)
+        out.append((fp, f"https://example.test/{i % (n - 50)}", sketch))
+    return out
+
+
+def open_disk(path: Path, **options: object) -> FileBackend:
+    settings = {"tables": "disk", "spill_rows": 100, "buffer_size": 16, "merge_factor": 2, **options}
+    return FileBackend(path, k=K, design=DESIGN, metadata=META, **settings)  # type: ignore[arg-type]
+
+
+def fill(backend: FileBackend, reference: MemoryBackend, stream: list[tuple[int, str, bytes]]) -> None:
+    for i, (fp, key, sketch) in enumerate(stream):
+        got = backend.add_and_candidates(fp, key, sketch, K, BOUND)
+        assert got == reference.add_and_candidates(fp, key, sketch, K, BOUND), i
+
+
+def same_answers(backend: FileBackend, reference: MemoryBackend, seed: int = 9) -> None:
+    for fp, _, _ in pages(200, seed):
+        assert backend.candidates(fp, K, BOUND) == reference.candidates(fp, K, BOUND)
+
+
+def runs(path: Path) -> list[str]:
+    return sorted(p.name for p in path.iterdir() if p.name.startswith("tables."))
+
+
+def test_tables_on_disk_decide_as_tables_in_memory_across_reopening_and_merges(tmp_path: Path) -> None:
+    """Every check's candidates and storage equal the memory backend's, while rows are written to run files and
+    merged, and after reopening (``auto`` finds the run files); run files stay few (the merge rule)."""
+    reference = MemoryBackend(k=K, design=DESIGN, metadata=META)
+    stream = pages(3000)
+    backend = open_disk(tmp_path)
+    fill(backend, reference, stream[:1700])
+    assert backend.info()["rows_in_run_files"] >= 1400
+    backend.close()
+    backend = FileBackend(tmp_path, k=K, design=DESIGN, metadata=META, spill_rows=100, buffer_size=16, merge_factor=2)
+    assert backend.tables_on_disk
+    fill(backend, reference, stream[1700:])
+    same_answers(backend, reference)
+    info = backend.info()
+    assert info["tables"] == "disk" and info["entries"] == len(reference)
+    assert 1 <= info["run_files"] == len(runs(tmp_path)) <= 6  # merge factor 2: about log2(30)
+    assert [e[:2] for e in backend.entries()] == [e[:2] for e in reference.entries()]
+    backend.close()
+
+
+def test_memory_holds_the_columns_and_directories_of_rows_in_run_files(tmp_path: Path) -> None:
+    """With tables on disk memory holds 14 bytes a row (and spare capacity) and the directories, not the 258 bytes
+    of fifteen tables in memory."""
+    rng = np.random.default_rng(5)
+    n = 40_000
+    fps = rng.integers(0, 2**64, n, dtype=np.uint64)
+    sketches = [rng.bytes(SKETCH) for _ in range(n)]
+    keys = [f"u{i}" for i in range(n)]
+    with open_disk(tmp_path / "disk", spill_rows=10_000, merge_factor=8) as disk:
+        for lo in range(0, n, 5000):
+            disk.add_many(fps[lo : lo + 5000], keys[lo : lo + 5000], sketches[lo : lo + 5000])
+        assert disk.info()["rows_in_run_files"] == n
+        per_row = disk.nbytes / n
+    with FileBackend(tmp_path / "memory", k=K, design=DESIGN, metadata=META, tables="memory") as memory:
+        memory.add_many(fps, keys, sketches)
+        assert memory.nbytes / n > 200
+    assert per_row < 24
+
+
+def test_opening_reads_the_run_files_not_the_records_below_them(tmp_path: Path) -> None:
+    """A damaged record of a row in a run file does not stop the index opening; a check that reads its sketch
+    raises CorruptIndexError naming the records file (never a wrong answer)."""
+    stream = pages(600)
+    with open_disk(tmp_path) as backend:
+        for fp, key, sketch in stream:
+            backend.add_and_candidates(fp, key, sketch, K, BOUND)
+        assert backend.info()["rows_in_run_files"] >= 500
+    record = record_dtype(SKETCH)
+    records = tmp_path / "records.1"
+    with records.open("r+b") as f:  # a byte of row 0's sketch
+        f.seek(HEADER_SIZE + record.fields["sketch"][1] + 3)
+        byte = f.read(1)
+        f.seek(-1, os.SEEK_CUR)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    with open_disk(tmp_path) as backend:
+        first = next(fp for fp, key, _ in stream if key.endswith("/0"))
+        with pytest.raises(CorruptIndexError, match=r"records\.1: record 0 "):
+            backend.candidates(first, K, BOUND)
+
+
+def test_a_damaged_run_file_is_left_out_and_its_rows_read_from_the_records(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A run file whose columns fail their CRC is removed with a warning; the same answers come from the records."""
+    reference = MemoryBackend(k=K, design=DESIGN, metadata=META)
+    with open_disk(tmp_path) as backend:
+        fill(backend, reference, pages(700))
+    damaged = tmp_path / runs(tmp_path)[0]
+    with damaged.open("r+b") as f:
+        f.seek(HEADER_SIZE + 5)
+        f.write(b"\x99")
+    with caplog.at_level(logging.WARNING), open_disk(tmp_path) as backend:
+        assert "CRC-32" in caplog.text
+        assert not damaged.exists()
+        same_answers(backend, reference)
+        fill(backend, reference, pages(300, seed=2))
+
+
+def test_what_a_merge_cut_short_left_is_removed(tmp_path: Path) -> None:
+    """Run files a merge replaced (it died before removing them) and a run file cut short (``.tmp``) are removed
+    on opening; the longest run files are used."""
+    reference = MemoryBackend(k=K, design=DESIGN, metadata=META)
+    stream = pages(1200)
+    old = tmp_path / "old"
+    with open_disk(tmp_path / "index") as backend:
+        fill(backend, reference, stream[:250])
+        old.mkdir()
+        before = runs(tmp_path / "index")
+        for name in before:
+            shutil.copy(tmp_path / "index" / name, old / name)
+        fill(backend, reference, stream[250:])
+        after = runs(tmp_path / "index")
+    assert set(before) - set(after)  # merged away
+    for name in before:
+        shutil.copy(old / name, tmp_path / "index" / name)
+    (tmp_path / "index" / "tables.1.0-7.tmp").write_bytes(b"cut short")
+    with open_disk(tmp_path / "index") as backend:
+        assert runs(tmp_path / "index") == after
+        same_answers(backend, reference)
+
+
+def test_compaction_writes_the_new_generation_s_run_files(tmp_path: Path) -> None:
+    """A compaction (after deletions) builds run files for the new generation and removes the old ones."""
+    reference = MemoryBackend(k=K, design=DESIGN, metadata=META)
+    stream = pages(800)
+    with open_disk(tmp_path) as backend:
+        fill(backend, reference, stream)
+        gone = {key for _, key, _ in stream[:300]}
+        assert backend.delete(gone) == reference.delete(gone) > 0
+        backend.compact()
+        assert runs(tmp_path) and all(name.startswith("tables.2.") for name in runs(tmp_path))
+        kept = [e.key for e in backend.entries()]
+        assert kept == [e.key for e in reference.entries()] and not gone & set(kept)
+    with open_disk(tmp_path) as backend:
+        assert [e.key for e in backend.entries()] == kept
+
+
+def test_a_reader_reads_the_run_files_while_the_writer_goes_on(tmp_path: Path) -> None:
+    """A read-only open uses the run files (and writes none); its answers are those of the rows it opened."""
+    reference = MemoryBackend(k=K, design=DESIGN, metadata=META)
+    with open_disk(tmp_path) as writer:
+        fill(writer, reference, pages(500))
+        with FileBackend(tmp_path, k=K, design=DESIGN, metadata=META, readonly=True) as reader:
+            assert reader.tables_on_disk and reader.info()["rows_in_run_files"] >= 400
+            same_answers(reader, reference)
+
+
+def test_records_cut_below_the_run_files_are_an_error(tmp_path: Path) -> None:
+    """A records file that ends before rows its run files hold was cut: CorruptIndexError, not a silent loss."""
+    with open_disk(tmp_path) as backend:
+        for fp, key, sketch in pages(400):
+            backend.add_and_candidates(fp, key, sketch, K, BOUND)
+    records = tmp_path / "records.1"
+    os.truncate(records, HEADER_SIZE + 150 * record_dtype(SKETCH).itemsize)
+    with pytest.raises(CorruptIndexError, match="records file was cut"):
+        open_disk(tmp_path)
+
+
+def test_options_are_checked(tmp_path: Path) -> None:
+    """``tables`` is auto, memory or disk; ``spill_rows`` >= 1; tables on disk need a two-stage index."""
+    with pytest.raises(ValueError, match="tables must be one of auto, memory, disk"):
+        FileBackend.from_uri(f"file://{tmp_path}/a?tables=ssd", k=K, design=DESIGN, metadata=META)
+    with pytest.raises(ValueError, match="spill_rows must be an int >= 1"):
+        FileBackend.from_uri(f"file://{tmp_path}/b?tables=disk&spill_rows=0", k=K, design=DESIGN, metadata=META)
+    with pytest.raises(ValueError, match="two-stage index"):
+        FileBackend(tmp_path / "c", k=3, design=TableDesign.parse("4x16/k3"), metadata={}, tables="disk")
+    backend = FileBackend.from_uri(
+        f"file://{tmp_path}/d?tables=disk&spill_rows=5", k=K, design=DESIGN, metadata=META
+    )
+    assert backend.tables_on_disk
+    backend.close()
