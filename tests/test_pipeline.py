@@ -245,3 +245,18 @@ def test_flagged_items_carry_the_similarity_that_verified_them():
     )
     item = c.crawl_page("http://c.test/copy", COPY, ITEM_TYPES["Item"])
     assert field(item, "duplicate_of") is not None and "similarity" not in ItemAdapter(item)
+
+
+def test_a_flagged_crawl_s_item_says_when_the_index_did_not_check_it():
+    """A page the index failed to check is let through with its fingerprint; in flag mode its item says
+    ``skipped: index_error`` (so it is not taken for a page checked and kept)."""
+    c = Components(SIMHASH_ACTION="flag", SIMHASH_BACKEND="memory://")
+    backend = c.downloader.filter.index.backend
+
+    def unreachable(*args: Any, **kwargs: Any) -> Any:
+        raise ConnectionRefusedError("the index is down")
+
+    backend.add_and_candidates = unreachable
+    item = c.crawl_page("http://a.test/rain", ARTICLE, ITEM_TYPES["dict"])
+    assert item["skipped"] == "index_error" and item["fingerprint"] and item["duplicate_of"] is None
+    assert c.stat("simhash/skipped/index_error") == 1

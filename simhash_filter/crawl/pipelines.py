@@ -7,7 +7,8 @@ type work (dict, ``scrapy.Item``, dataclass, attrs: through itemadapter).  Every
 ``fingerprint`` (16 hex digits); with ``SIMHASH_ACTION = "flag"`` also ``duplicate_of`` (the URL of
 the kept page, or None) and ``distance``, ``similarity`` (the sketch similarity to that page, 3 decimals) where
 its type has room for it, and an item of a page let through unchecked gets ``skipped`` (why:
-``too_few_features``, ``empty``, ...) where its type has room for it; with ``"drop"`` a near-duplicate item
+``too_few_features``, ``empty``, ``index_error``: fingerprinted, but the index did not answer...) where its type
+has room for it; with ``"drop"`` a near-duplicate item
 is dropped with :class:`NearDuplicateItem`.
 """
 
@@ -84,6 +85,8 @@ class SimhashPipeline:
         if crawl_filter.action == "flag":  # where the item has room for it (a declared field is optional)
             similarity = None if decision.similarity is None else round(decision.similarity, 3)
             self._set(item, {"similarity": similarity})
+            if not decision.checked and "skipped" not in ItemAdapter(item):  # fingerprinted, the index failed
+                self._set(item, {"skipped": decision.status})
         if decision.near_duplicate:
             if "duplicate_of" in missing:
                 crawl_filter.stats.inc_value("simhash/items/unflaggable")

@@ -156,10 +156,7 @@ class DiskTables:
 
     def _lower_buckets(self, leads: list[int]) -> Iterator[tuple[np.ndarray, np.ndarray, int, int]]:
         for run in self._disk:
-            for t, lead in enumerate(leads):
-                found = run.bucket(t, lead)
-                if found is not None:
-                    yield found[0], found[1], t, found[2]
+            yield from run.buckets(leads)
 
     def _sketch_of(self, row: int) -> bytes:
         """A row's sketch: from memory, or (a row in a run file) from its record, checked."""

@@ -210,21 +210,31 @@ class RunFile:
             raise
         return cls(path, fd, start, end, tables), read
 
-    def bucket(self, table: int, lead: int) -> tuple[np.ndarray, np.ndarray, int] | None:
-        """The entries of *table*'s bucket of the lead value *lead* ``(fingerprints, rows, lead bits below the
-        bucket)``, or None when it is empty."""
-        directory, drop, entries_at = self.tables[table]
-        b = lead >> drop
-        lo = directory[b]
-        hi = directory[b + 1]
-        if hi == lo:
-            return None
-        size = (hi - lo) * 12
-        data = os.pread(self.fd, size, entries_at + lo * 12)
-        if len(data) != size:
-            raise CorruptIndexError(f"{self.path} ends in table {table}'s entries: the file was cut while in use")
+    def buckets(self, leads: list[int]) -> list[tuple[np.ndarray, np.ndarray, int, int]]:
+        """The entries of each table's bucket of the lead values *leads* (one per table), when not empty:
+        ``(fingerprints, rows, table, lead bits below the bucket)``; one ``pread`` a bucket."""
+        reads, spans = [], []
+        fd = self.fd
+        for t, ((directory, drop, entries_at), lead) in enumerate(zip(self.tables, leads, strict=True)):
+            b = lead >> drop
+            lo = directory[b]
+            hi = directory[b + 1]
+            if hi != lo:
+                reads.append(os.pread(fd, (hi - lo) * 12, entries_at + lo * 12))
+                spans.append((t, hi - lo, drop))
+        if not reads:
+            return []
+        data = b"".join(reads) if len(reads) > 1 else reads[0]
+        if len(data) != 12 * sum(m for _, m, _ in spans):
+            raise CorruptIndexError(f"{self.path} ends in a table's entries: the file was cut while in use")
         entries = np.frombuffer(data, dtype=ENTRY)
-        return entries["fp"], entries["row"], drop
+        fps, rows = entries["fp"], entries["row"]
+        out = []
+        at = 0
+        for t, m, drop in spans:
+            out.append((fps[at : at + m], rows[at : at + m], t, drop))
+            at += m
+        return out
 
     def close(self, remove: bool = False) -> None:
         with contextlib.suppress(OSError):
