@@ -23,7 +23,8 @@ Reported, against the targets of issue 28:
   the crawls' logs, how each crawl finished, and kept pages missing from the index afterwards (pages let through
   are added when the index answers again: target 0).
 
-    python benchmarks/bench_cluster_crawl.py [--pages 300] [--crawlers 4] [--restart-at 0.4] [--json PATH]
+    python benchmarks/bench_cluster_crawl.py [--pages 300] [--crawlers 4] [--restart-at 0.4]
+                                             [--index-options '&retries=5'] [--json PATH]
 """
 
 from __future__ import annotations
@@ -196,6 +197,7 @@ def main() -> int:
     parser.add_argument("--pages", type=int, default=300, help="pages of the set on each host (default: 300)")
     parser.add_argument("--crawlers", type=int, default=4)
     parser.add_argument("--restart-at", type=float, default=0.4, help="share of the URLs seen before the restart")
+    parser.add_argument("--index-options", default="", help="more options of the sharded index's URI (&retries=5)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     site, groups = three_sites(args.pages)
@@ -221,7 +223,7 @@ def main() -> int:
             }
             workdir = Path(tmp) / name.replace(" ", "-")
             if name == "sharded":  # over the cluster, a node restarted mid-crawl
-                index_uri = f"{cluster.url}?cluster=1&shards=3&prefix={run}"
+                index_uri = f"{cluster.url}?cluster=1&shards=3&prefix={run}{args.index_options}"
                 before = [node.used_memory() for node in cluster.nodes]
                 restart = (cluster.nodes[1], int(args.restart_at * urls))
             else:  # the same crawl with the index on one server (the frontier's): what sharding changes

@@ -184,7 +184,9 @@ class RedisCluster:
     """Three master nodes (no replicas) on 127.0.0.1, made a cluster with ``redis-cli --cluster create``."""
 
     def __init__(self, directory: Path, nodes: int = 3, appendonly: bool = False) -> None:
-        self.nodes = [RedisServer(Path(directory) / f"node{i}", cluster=True, appendonly=appendonly) for i in range(nodes)]
+        self.nodes = [
+            RedisServer(Path(directory) / f"node{i}", cluster=True, appendonly=appendonly) for i in range(nodes)
+        ]
 
     @property
     def url(self) -> str:

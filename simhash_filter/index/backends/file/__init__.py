@@ -8,6 +8,8 @@ An index is a directory::
                          then one record of ``record_bytes`` per stored page, in insertion order
     urls.<gen>           a 4 KiB header, then the keys (UTF-8), back to back, in the same order
     deleted.<gen>        16-byte tombstones (row, check) of deleted fingerprints
+    tables.<gen>.<a>-<b> with ``tables=disk``: the tables of rows a..b-1 (:mod:`.runfiles`, derived from the
+                         records: rebuilt from them when missing or damaged)
     CURRENT.tmp          only while CURRENT is being replaced (a stale one is ignored, and removed by
                          the next writer)
 
@@ -40,11 +42,13 @@ without sketches) and 2 (records without key checks), written by earlier version
 index is refused (:class:`~simhash_filter.index.backends.base.MetadataMismatchError`) with the way out -
 start a new index (another location, or delete this one), or keep using the version that wrote it.
 
-On open the records are read and verified with numpy and the fingerprints are sorted into
-:class:`~simhash_filter.index.backends.memory.MemoryBackend`'s tables (about 2 s for 10 million); only
-the fingerprints (8 bytes), the sketches (``sketch_bytes``), the tables (6 bytes per table) and the
-added times (4 bytes) stay in memory.  A key is read back from disk (two ``pread``) only when a
-query returns its row.
+With ``tables=disk`` (:mod:`.disktables`) the older rows' tables are in run files, read a bucket at a time, and
+their sketches are read from their records when a check needs them; opening reads the run files' columns and only
+the records past them.  Otherwise, on open the records are read and verified with numpy and the fingerprints are
+sorted into :class:`~simhash_filter.index.backends.memory.MemoryBackend`'s tables (about 2 s for 10 million);
+only the fingerprints (8 bytes), the sketches (``sketch_bytes``), the tables (12 bytes a table; 6 in a classic
+index, k <= 3) and the added times (4 bytes) stay in memory.  A key is read back from disk (two ``pread``) only
+when a query returns its row.
 
 Durability: an add writes the key, then the record (with its sketch), with ``write(2)`` before it
 returns, so whatever a call reported as stored survives the process being killed (``kill -9``);
@@ -66,7 +70,8 @@ Failures (a full disk): opening never writes (but cuts a torn tail); a compactio
 index that fails midway removes what it wrote (its generation's files, ``CURRENT.tmp``), so the index
 stays as it was, and the backend goes on with the generation it had.
 
-The package: :mod:`.records` (the format: headers, records, tombstones and their checks), :mod:`.directory`
+The package: :mod:`.records` (the format: headers, records, tombstones and their checks), :mod:`.runfiles` and
+:mod:`.disktables` (tables on disk), :mod:`.directory`
 (the lock, ``CURRENT`` and the generations), :mod:`.load` (reading and verifying a generation into memory),
 :mod:`.notes` (``notes.json``), :mod:`.backend` (:class:`FileBackend`), :mod:`.errors`, :mod:`.age`
 (:func:`parse_age`) and :mod:`.osfiles` (whole reads and writes of file descriptors).
