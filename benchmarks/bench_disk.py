@@ -47,7 +47,7 @@ def _status(field: str) -> int:
 
 
 def _uri(directory: Path, spill_rows: int) -> str:
-    return f"file://{directory}/index?tables=disk&spill_rows={spill_rows}&merge_factor=2"
+    return f"file://{directory}/index?tables=disk&spill_rows={spill_rows}"
 
 
 def _planted() -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -11,8 +11,8 @@ checked).  Opening reads the run files' columns and directories and the records 
 
 Run files follow the memory backend's merge rule: the rows kept in memory are written as one run file once they
 are ``spill_rows``; a run file is rewritten together with the newer one after it while it is at most
-``merge_factor`` times larger, so there are about log_merge_factor(N / spill_rows) of them and each row is
-rewritten O(log N) times (from the columns in memory: the records are not read).
+:data:`MERGE_FACTOR` (2) times larger, so there are a few of them (three at 100M rows) and each row is rewritten
+O(log N) times (from the columns in memory: the records are not read).
 """
 
 from __future__ import annotations
@@ -36,6 +36,9 @@ logger = logging.getLogger("simhash_filter.index.backends.file")
 
 #: The ``tables`` option: ``auto`` (on disk when the index has run files), ``memory``, ``disk``.
 TABLE_MODES = ("auto", "memory", "disk")
+#: A run file is rewritten with the newer one after it while it is at most this many times larger: about log2(N /
+#: spill_rows) run files, and fewer bytes written than a larger factor (whose runs are rewritten more often).
+MERGE_FACTOR = 2
 
 
 class DiskTables:
@@ -59,7 +62,6 @@ class DiskTables:
     _n: int
     _sealed: int
     _runs: list[Any]
-    _merge_factor: int
     _buffer_size: int
     _folds: bool
     _format: int
@@ -139,7 +141,7 @@ class DiskTables:
         self._sketch_base = end  # nothing past the sealed rows yet: no sketch to carry over
         self._sketches = np.empty((self._buffer_size, self._sketch_bytes), dtype=np.uint8)
         runs = self._disk
-        while len(runs) >= 2 and runs[-2].size <= self._merge_factor * runs[-1].size:
+        while len(runs) >= 2 and runs[-2].size <= MERGE_FACTOR * runs[-1].size:
             older, newer = runs[-2:]
             runs[-2:] = [self._write(older.start, newer.end, [older, newer])]
 
