@@ -7,7 +7,9 @@ import logging
 import os
 import random
 import shutil
+import threading
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -75,6 +77,7 @@ def test_tables_on_disk_decide_as_tables_in_memory_across_reopening_and_merges(t
     assert backend.tables_on_disk
     fill(backend, reference, stream[1700:])
     same_answers(backend, reference)
+    backend.wait_for_merges()
     info = backend.info()
     assert info["tables"] == "disk" and info["entries"] == len(reference)
     assert 1 <= info["run_files"] == len(runs(tmp_path)) <= 6  # merge factor 2: about log2(30)
@@ -148,11 +151,13 @@ def test_what_a_merge_cut_short_left_is_removed(tmp_path: Path) -> None:
     old = tmp_path / "old"
     with open_disk(tmp_path / "index") as backend:
         fill(backend, reference, stream[:250])
+        backend.wait_for_merges()
         old.mkdir()
         before = runs(tmp_path / "index")
         for name in before:
             shutil.copy(tmp_path / "index" / name, old / name)
         fill(backend, reference, stream[250:])
+        backend.wait_for_merges()
         after = runs(tmp_path / "index")
     assert set(before) - set(after)  # merged away
     for name in before:
@@ -213,3 +218,43 @@ def test_options_are_checked(tmp_path: Path) -> None:
     )
     assert backend.tables_on_disk
     backend.close()
+
+
+def test_merges_run_in_the_background_and_a_close_stops_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Checks go on while run files are merged (the merged file replaces them when written); closing during a
+    merge stops it, and the index reopens with the same answers."""
+    from simhash_filter.index.backends.file import disktables
+
+    release = threading.Event()
+    merging = threading.Event()
+    real = disktables.write_run
+
+    def slow_write_run(directory: Path, generation: int, salt: int, design: TableDesign, start: int,
+                       *columns: Any, cancelled: Any = lambda: False) -> Path:  # fmt: skip
+        if threading.current_thread().name == "simhash-merge":
+            merging.set()
+            while not release.wait(0.01):
+                if cancelled():
+                    raise disktables.MergeCancelled
+        return real(directory, generation, salt, design, start, *columns, cancelled=cancelled)
+
+    monkeypatch.setattr(disktables, "write_run", slow_write_run)
+    reference = MemoryBackend(k=K, design=DESIGN, metadata=META)
+    stream = pages(900)
+    backend = open_disk(tmp_path)
+    fill(backend, reference, stream[:250])
+    assert merging.wait(5)
+    held = runs(tmp_path)
+    fill(backend, reference, stream[250:500])  # while the merge waits
+    assert set(held) <= set(runs(tmp_path))
+    release.set()
+    backend.wait_for_merges()
+    assert len(runs(tmp_path)) < len(held) + 3
+    release.clear()
+    merging.clear()
+    fill(backend, reference, stream[500:])
+    assert merging.wait(5)
+    backend.close()  # stops the merge waiting
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    with open_disk(tmp_path) as reopened:
+        same_answers(reopened, reference)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ import numpy as np
 
 from simhash_filter.index.backends.file.errors import CorruptIndexError
 from simhash_filter.index.backends.file.records import HEADER_SIZE, record_checks
-from simhash_filter.index.backends.file.runfiles import RunFile, run_names, write_run
+from simhash_filter.index.backends.file.runfiles import MergeCancelled, RunFile, run_names, write_run
 from simhash_filter.index.tables import TableDesign
 
 __all__ = ["TABLE_MODES", "DiskTables"]
@@ -61,6 +62,7 @@ class DiskTables:
     _sketch_bytes: int
     _n: int
     _sealed: int
+    _lock: threading.Lock
     _runs: list[Any]
     _buffer_size: int
     _folds: bool
@@ -75,6 +77,8 @@ class DiskTables:
         self._spill_rows = spill_rows
         self._disk: list[RunFile] = []
         self._spilled = 0  # rows below this are in run files
+        self._merger: threading.Thread | None = None  # the merge under way
+        self._stop_merging = threading.Event()
 
     @property
     def tables_on_disk(self) -> bool:
@@ -140,10 +144,7 @@ class DiskTables:
         self._spilled = self._sealed = end
         self._sketch_base = end  # nothing past the sealed rows yet: no sketch to carry over
         self._sketches = np.empty((self._buffer_size, self._sketch_bytes), dtype=np.uint8)
-        runs = self._disk
-        while len(runs) >= 2 and runs[-2].size <= MERGE_FACTOR * runs[-1].size:
-            older, newer = runs[-2:]
-            runs[-2:] = [self._write(older.start, newer.end, [older, newer])]
+        self._merge_later()
 
     def _write(self, start: int, end: int, replaced: list[RunFile]) -> RunFile:
         """Write and open the run file of rows ``start..end-1``; close and remove the *replaced* ones."""
@@ -155,6 +156,57 @@ class DiskTables:
         for old in replaced:
             old.close(remove=True)
         return run
+
+    def _merge_later(self) -> None:
+        """Merge the newest two adjacent run files that the rule merges, in a thread of its own (one merge at a time:
+        only a merge changes run files other than the newest; the checks go on with the run files as they are, and
+        the merged one replaces the two when it is written).  Called with the backend's lock held."""
+        runs = self._disk
+        pairs = [i for i in range(len(runs) - 1) if runs[i].size <= MERGE_FACTOR * runs[i + 1].size]
+        if self._merger is not None or not pairs:
+            return
+        older, newer = runs[pairs[-1]], runs[pairs[-1] + 1]  # the newest pair the rule merges
+        rows = slice(older.start, newer.end)  # views of the columns as they are: a row's never change
+        columns = (self._fps[rows], self._times[rows], self._refused[rows])
+        self._merger = threading.Thread(
+            target=self._merge, args=(older, newer, columns), name="simhash-merge", daemon=True
+        )
+        self._merger.start()
+
+    def _merge(self, older: RunFile, newer: RunFile, columns: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
+        """Write the run file of *older* and *newer*'s rows; swap it in under the lock; then merge on."""
+        stop = self._stop_merging
+        try:
+            path = write_run(
+                self.path, self._generation_number, self._salt, self.design, older.start, *columns, self._format,
+                cancelled=stop.is_set,
+            )  # fmt: skip
+            run, _ = RunFile.open(path, self._salt, self.design, self._refused_dtype, columns=False)
+        except MergeCancelled:
+            return
+        except Exception as exc:  # a full disk, say: the run files stay as they are (they are derived data)
+            logger.warning("simhash index %s: merging run files failed (%s); they stay as they are", self.path, exc)
+            return
+        while not stop.is_set():
+            if self._lock.acquire(timeout=0.1):
+                try:
+                    i = self._disk.index(older)  # run files were maybe written after these meanwhile
+                    self._disk[i : i + 2] = [run]
+                    older.close(remove=True)
+                    newer.close(remove=True)
+                    self._merger = None
+                    self._merge_later()
+                finally:
+                    self._lock.release()
+                return
+        run.close()  # closing: the next open uses it (and removes the two it replaces)
+
+    def wait_for_merges(self) -> None:
+        """Return once no run files are being merged (for benchmarks and tests: merges run in the background)."""
+        while (merger := self._merger) is not None:
+            merger.join()
+            if merger is self._merger:  # it stopped without swapping (closing, or a failure)
+                return
 
     def _lower_buckets(self, leads: list[int]) -> Iterator[tuple[np.ndarray, np.ndarray, int, int]]:
         for run in self._disk:
@@ -178,6 +230,12 @@ class DiskTables:
         return record["sketch"][0].tobytes()
 
     def _close_runs(self) -> None:
+        """Stop a merge under way (it stops between two tables, its file removed) and close the run files."""
+        if self._merger is not None:
+            self._stop_merging.set()
+            self._merger.join()
+            self._merger = None
+            self._stop_merging = threading.Event()
         for run in self._disk:
             run.close()
         self._disk = []

@@ -25,7 +25,7 @@ import contextlib
 import os
 import re
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,7 @@ from simhash_filter.index.backends.file.osfiles import fsync_dir, pread, write_a
 from simhash_filter.index.backends.file.records import HEADER_SIZE, header, read_header
 from simhash_filter.index.tables import TableDesign
 
-__all__ = ["BUCKET_ROWS", "ENTRY", "RUN_MAGIC", "RunFile", "run_name", "run_names", "write_run"]
+__all__ = ["BUCKET_ROWS", "ENTRY", "RUN_MAGIC", "MergeCancelled", "RunFile", "run_name", "run_names", "write_run"]
 
 RUN_MAGIC = b"simhash-filter tables\n"
 #: An entry of a table on disk: the row's fingerprint and its row number.
@@ -47,6 +47,10 @@ BUCKET_ROWS = 16
 #: Entries written at a time (bounds the temporary memory of writing a large run).
 _WRITE_CHUNK = 1 << 22
 _NAME = re.compile(r"tables\.(\d+)\.(\d+)-(\d+)")
+
+
+class MergeCancelled(Exception):
+    """A run file's writing was cancelled (the index is closing)."""
 
 
 def run_name(generation: int, start: int, end: int) -> str:
@@ -77,9 +81,11 @@ def write_run(
     added: np.ndarray,
     refused: np.ndarray,
     fmt: int,
+    cancelled: Callable[[], bool] = lambda: False,
 ) -> Path:
     """Write the run file of rows ``start..start+len(fps)-1`` (their fingerprints, added times and refusals) of
-    an index in format *fmt*, synced and renamed into place; its path."""
+    an index in format *fmt*, synced and renamed into place; its path.  :class:`MergeCancelled` (nothing left) if
+*cancelled()* says so between two tables."""
     size = len(fps)
     end = start + size
     path = directory / run_name(generation, start, end)
@@ -97,6 +103,8 @@ def write_run(
         tables = []
         row_bits = max(1, (size - 1).bit_length())
         for t, lead in enumerate(design.lead_bits):
+            if cancelled():
+                raise MergeCancelled
             b = _bucket_bits(lead, size)
             drop = lead - b
             ids = np.arange(size, dtype=np.uint64)
