@@ -235,3 +235,34 @@ def test_index_rebuild_into_a_redis_prefix_with_more_tables(
     assert [r["distance"] for r in read_records(capsys.readouterr().out)] == [0, 0, 0]
     assert main(["dedup", str(pages_file), "--index", new, "--no-progress"]) == 1  # built for another size
     assert "table design 11+11+11+11+10+10/k4" in capsys.readouterr().err
+
+
+def test_index_rebuild_in_place_keeps_the_tables_on_disk(tmp_path: Path, capsys) -> None:
+    """An index with its tables on disk (run files) is rebuilt in place with its tables on disk, and the same
+    pages."""
+    import random
+
+    from simhash_filter.config import DEFAULTS
+    from simhash_filter.index.backends.file import FileBackend
+    from simhash_filter.index.tables import resolve_design
+
+    index = tmp_path / "idx"
+    k = DEFAULTS.max_distance
+    design = resolve_design("auto", k, 1000, candidates=True)
+    rng = random.Random(4)
+    with FileBackend(
+        index, k=k, design=design, metadata=DEFAULTS.index_metadata(), tables="disk", spill_rows=8, buffer_size=4
+    ) as backend:
+        for i in range(40):
+            backend.add_and_candidates(rng.getrandbits(64), f"https://a.example/{i}", rng.randbytes(64), k)
+        assert backend.info()["run_files"]
+    main(["index", "export", str(index)])
+    before = capsys.readouterr().out
+    assert main(["index", "rebuild", str(index), "--expected-pages", "50000000"]) == 0
+    assert "40 pages -> 40 stored" in capsys.readouterr().out
+    assert (index / "TABLES").read_text() == "disk\n"  # what the next open reads (run files come with more rows)
+    main(["index", "stats", str(index), "--json"])
+    info = json.loads(capsys.readouterr().out)
+    assert (info["tables"], info["design"], info["entries"]) == ("disk", "11+11+11+11+10+10/k4", 40)
+    main(["index", "export", str(index)])
+    assert capsys.readouterr().out == before

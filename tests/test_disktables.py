@@ -258,3 +258,16 @@ def test_merges_run_in_the_background_and_a_close_stops_one(tmp_path: Path, monk
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
     with open_disk(tmp_path) as reopened:
         same_answers(reopened, reference)
+
+
+def test_the_choice_of_tables_on_disk_is_kept_with_the_index(tmp_path: Path) -> None:
+    """An open with ``tables=disk`` writes ``TABLES``: later opens with ``auto`` (the default) keep the tables on disk
+    before any run file exists; one with ``tables=memory`` removes it."""
+    FileBackend(tmp_path, k=K, design=DESIGN, metadata=META, tables="disk").close()
+    assert (tmp_path / "TABLES").read_text() == "disk\n" and not runs(tmp_path)
+    with FileBackend(tmp_path, k=K, design=DESIGN, metadata=META) as backend:
+        assert backend.tables_on_disk
+    FileBackend(tmp_path, k=K, design=DESIGN, metadata=META, tables="memory").close()
+    assert not (tmp_path / "TABLES").exists()
+    with FileBackend(tmp_path, k=K, design=DESIGN, metadata=META) as backend:
+        assert not backend.tables_on_disk

@@ -16,6 +16,7 @@ import sys
 from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
+from urllib.parse import quote
 
 from simhash_filter.config import DEFAULTS
 from simhash_filter.index.backends import (
@@ -258,6 +259,8 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
         into = str(path.with_name(path.name + ".rebuild")) if path is not None else args.into
         if path is not None and os.path.exists(into):
             raise FileExistsError(f"{into} is left from a rebuild that did not finish: remove it, then try again")
+        if path is not None and isinstance(source, FileBackend):  # in place, the tables stay where they were
+            into = f"file://{quote(into)}?{source.table_options}"
         target = open_backend(into, k=source.k, design=design, metadata=source.metadata)
         added: list[float] = [0.0]
         if isinstance(target, FileBackend):
@@ -282,7 +285,7 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
     if path is not None:
         old = path.with_name(path.name + ".old")
         os.rename(path, old)
-        os.rename(into, path)
+        os.rename(path.with_name(path.name + ".rebuild"), path)
         shutil.rmtree(old)
     print(
         f"{pages:,} pages -> {stored:,} stored in {redact_uri(str(path or into))}: tables {design.name}, built for "

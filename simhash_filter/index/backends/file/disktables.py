@@ -31,7 +31,7 @@ from simhash_filter.index.backends.file.records import HEADER_SIZE, record_check
 from simhash_filter.index.backends.file.runfiles import MergeCancelled, RunFile, run_names, write_run
 from simhash_filter.index.tables import TableDesign
 
-__all__ = ["TABLE_MODES", "DiskTables"]
+__all__ = ["MERGE_FACTOR", "MODE_FILE", "TABLE_MODES", "DiskTables"]
 
 logger = logging.getLogger("simhash_filter.index.backends.file")
 
@@ -40,6 +40,9 @@ TABLE_MODES = ("auto", "memory", "disk")
 #: A run file is rewritten with the newer one after it while it is at most this many times larger: about log2(N /
 #: spill_rows) run files, and fewer bytes written than a larger factor (whose runs are rewritten more often).
 MERGE_FACTOR = 2
+#: In the index's directory, written by an open with ``tables=disk`` (removed by one with ``tables=memory``): later
+#: opens with ``tables=auto`` keep the tables on disk, run files or not.
+MODE_FILE = "TABLES"
 
 
 class DiskTables:
@@ -67,6 +70,7 @@ class DiskTables:
     _buffer_size: int
     _folds: bool
     _format: int
+    _stored_design: Any
 
     def _init_tables(self, mode: str, spill_rows: int) -> None:
         if mode not in TABLE_MODES:
@@ -81,6 +85,11 @@ class DiskTables:
         self._stop_merging = threading.Event()
 
     @property
+    def table_options(self) -> str:
+        """The URI option that keeps an index's tables where this one's are (``index rebuild`` in place)."""
+        return f"tables={self._table_mode}"
+
+    @property
     def tables_on_disk(self) -> bool:
         """Whether the tables of older rows are kept in run files (decided on the first open for ``auto``)."""
         return self._table_mode == "disk"
@@ -89,12 +98,20 @@ class DiskTables:
         """Open this generation's run files that tile rows ``0..S-1`` (leaving out damaged ones and those a merge
         replaced), fill the columns of those rows (reserved for *total* rows); S (0 without tables on disk)."""
         found = sorted(run_names(self.path, self._generation_number), key=lambda f: (f[0], -f[1]))
+        marker = self.path / MODE_FILE
         if self._table_mode == "auto":
-            self._table_mode = "disk" if found and self._sketch_bytes else "memory"
+            self._table_mode = "disk" if (found or marker.exists()) and self._sketch_bytes else "memory"
+        elif not self._readonly and (self._table_mode == "disk") != marker.exists():  # what auto opens next
+            if self._table_mode == "disk":
+                marker.write_text("disk\n", encoding="ascii")
+            else:
+                marker.unlink()
         if self._table_mode != "disk":
             return 0
         if self._folds or not self._sketch_bytes:
             raise ValueError("tables=disk keeps the tables of a two-stage index (one that keeps sketches)")
+        if self._stored_design not in (None, self.design.name):  # opened with another design: its run files stay
+            return 0
         at = 0
         for start, end, path in found:
             if start != at or end > total:
