@@ -6,13 +6,15 @@ with five tables, 258 with fifteen, read from the records on every open.  With t
 rows (fewer than ``spill_rows``, a million by default) are kept so; older ones are in run files
 (:mod:`.runfiles`), and memory holds, per row, its fingerprint, added time and refusals (14 bytes with fifteen
 tables) and a sixteenth of a 4-byte offset per table.  A check reads one bucket per table and run file (one
-``pread`` of about 200 bytes each) and, for each candidate, its record (the sketch: one ``pread`` of 96 bytes,
-checked).  Opening reads the run files' columns and directories and the records of the rows past them.
+``pread`` of about 64 bytes each: row numbers, whose fingerprints are in memory) and, for each candidate, its
+record (the sketch: one ``pread`` of 96 bytes, checked).  Opening reads the run files' columns and directories
+and the records of the rows past them.
 
 Run files follow the memory backend's merge rule: the rows kept in memory are written as one run file once they
-are ``spill_rows``; a run file is rewritten together with the newer one after it while it is at most
-:data:`MERGE_FACTOR` (2) times larger, so there are a few of them (three at 100M rows) and each row is rewritten
-O(log N) times (from the columns in memory: the records are not read).
+are ``spill_rows`` (the add that reaches it waits for that file); a run file is rewritten together with the newer
+one after it while it is at most :data:`MERGE_FACTOR` (2) times larger, so there are a few of them (three at 100M
+rows) and each row is rewritten O(log N) times (from the columns in memory: the records are not read), in a
+thread of its own: a check never waits for a merge.
 """
 
 from __future__ import annotations
@@ -122,18 +124,13 @@ class DiskTables:
                     )
                 self._stale(path)
                 continue
+            columns = (self._fps[start:end], self._times[start:end], self._refused[start:end])
             try:
-                run, columns = RunFile.open(path, self._salt, self.design, self._refused_dtype)
+                run = RunFile.open(path, self._salt, self.design, self._refused_dtype, columns)
             except (CorruptIndexError, OSError, ValueError) as exc:
                 logger.warning("simhash index %s: %s; its rows are read from the records", self.path, exc)
                 self._stale(path)
                 continue
-            if columns is None:  # pragma: no cover - asked for
-                raise RuntimeError("no columns")
-            fps, added, refused = columns
-            self._fps[start:end] = fps
-            self._times[start:end] = added
-            self._refused[start:end] = refused
             self._disk.append(run)
             at = end
         self._spilled = self._sealed = self._sketch_base = at
@@ -169,7 +166,7 @@ class DiskTables:
             self.path, self._generation_number, self._salt, self.design, start,
             self._fps[start:end], self._times[start:end], self._refused[start:end], self._format,
         )  # fmt: skip
-        run, _ = RunFile.open(path, self._salt, self.design, self._refused_dtype, columns=False)
+        run = RunFile.open(path, self._salt, self.design, self._refused_dtype)
         for old in replaced:
             old.close(remove=True)
         return run
@@ -198,7 +195,7 @@ class DiskTables:
                 self.path, self._generation_number, self._salt, self.design, older.start, *columns, self._format,
                 cancelled=stop.is_set,
             )  # fmt: skip
-            run, _ = RunFile.open(path, self._salt, self.design, self._refused_dtype, columns=False)
+            run = RunFile.open(path, self._salt, self.design, self._refused_dtype)
         except MergeCancelled:
             return
         except Exception as exc:  # a full disk, say: the run files stay as they are (they are derived data)
@@ -227,7 +224,12 @@ class DiskTables:
 
     def _lower_buckets(self, leads: list[int]) -> Iterator[tuple[np.ndarray, np.ndarray, int, int]]:
         for run in self._disk:
-            yield from run.buckets(leads)
+            rows, spans = run.buckets(leads)
+            values = self._fps[rows]  # the fingerprints are in memory: the entries are row numbers
+            at = 0
+            for t, m, drop in spans:
+                yield values[at : at + m], rows[at : at + m], t, drop
+                at += m
 
     def _sketch_of(self, row: int) -> bytes:
         """A row's sketch: from memory, or (a row in a run file) from its record, checked."""

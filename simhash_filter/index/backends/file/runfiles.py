@@ -7,14 +7,16 @@ part is, a CRC-32 of the columns and directories)::
     columns      the rows' fingerprints (u64), added times (u32), refusals (the smallest unsigned type with a
                  bit a table)
     per table    its directory: ``(1 << bucket_bits) + 1`` u32 offsets, a bucket's entries being those from
-                 ``offsets[b]`` to ``offsets[b + 1]``; then its entries, ``fingerprint u64 | row u32`` (12
-                 bytes), sorted by the bucket (the top bits of the table's lead) and then by row
+                 ``offsets[b]`` to ``offsets[b + 1]``; then its entries, the rows' numbers (u32), sorted by
+                 the bucket (the top bits of the table's lead) and then by row
 
-Opening one reads its columns (14-16 bytes a row: the backend keeps fingerprints, times and refusals of every
-row in memory) and its directories (a bucket holds :data:`BUCKET_ROWS` entries on average: 4 bytes per 16 rows
-per table) and checks their CRC; a check then reads one bucket per table with one ``pread`` (a few hundred
-bytes).  The entries are not checked on opening (they are most of the file): a candidate read from them is
-checked against its record (:meth:`~simhash_filter.index.backends.file.FileBackend._sketch_of`).  A run file is
+Opening one reads its columns straight into the backend's arrays (14 bytes a row with 9-16 tables: the backend
+keeps the fingerprints, times and refusals of every row in memory) and its directories (a bucket holds
+:data:`BUCKET_ROWS` entries on average: 4 bytes per 16 rows per table), and checks their CRC; a check then reads
+one bucket per table with one ``pread`` (about 64 bytes) and takes the rows' fingerprints from memory.  An entry
+is 4 bytes, so that the page cache holds the tables of a large index (15 tables of 100M rows: 6 GB).  The entries
+are not checked on opening (they are most of the file): a candidate read from them is checked against its record
+(:meth:`~simhash_filter.index.backends.file.FileBackend._sketch_of`).  A run file is
 derived from the records: written to ``<name>.tmp``, synced, then renamed, so that a run file present is whole;
 one that cannot be used (damaged, of another design) is left out, and its rows are read from the records.
 """
@@ -39,12 +41,13 @@ from simhash_filter.index.tables import TableDesign
 __all__ = ["BUCKET_ROWS", "ENTRY", "RUN_MAGIC", "MergeCancelled", "RunFile", "run_name", "run_names", "write_run"]
 
 RUN_MAGIC = b"simhash-filter tables\n"
-#: An entry of a table on disk: the row's fingerprint and its row number.
-ENTRY = np.dtype([("fp", "<u8"), ("row", "<u4")])
-#: Rows per bucket on average (a bucket is one ``pread`` of about 16 x 12 bytes; the directories cost 4 bytes per
+#: An entry of a table on disk: a row's number (its fingerprint is in memory, in the columns).
+ENTRY = np.dtype("<u4")
+#: Rows per bucket on average (a bucket is one ``pread`` of about 16 x 4 bytes; the directories cost 4 bytes per
 #: this many rows and table in memory).
 BUCKET_ROWS = 16
-#: Entries written at a time (bounds the temporary memory of writing a large run).
+#: Rows made and entries written at a time (bounds the temporary memory of writing a large run: its sort keys, 8
+#: bytes a row, and this many rows' worth).
 _WRITE_CHUNK = 1 << 22
 _NAME = re.compile(r"tables\.(\d+)\.(\d+)-(\d+)")
 
@@ -107,17 +110,24 @@ def write_run(
                 raise MergeCancelled
             b = _bucket_bits(lead, size)
             drop = lead - b
-            ids = np.arange(size, dtype=np.uint64)
-            if refused.any():
-                ids = ids[(refused & refused.dtype.type(1 << t)) == 0]
-            key = design.lead_array(fps[ids], t)
-            if drop:
-                key >>= np.uint64(drop)
+            taken = (refused & refused.dtype.type(1 << t)) == 0 if refused.any() else None
+            key = np.empty(size if taken is None else int(np.count_nonzero(taken)), dtype=np.uint64)
+            counts = np.zeros(1 << b, dtype=np.int64)
+            filled = 0
+            for lo in range(0, size, _WRITE_CHUNK):  # (bucket, row) packed in 64 bits, a chunk at a time
+                ids = np.arange(lo, min(size, lo + _WRITE_CHUNK), dtype=np.uint64)
+                if taken is not None:
+                    ids = ids[taken[lo : lo + _WRITE_CHUNK]]
+                part = design.lead_array(fps[ids], t)
+                if drop:
+                    part >>= np.uint64(drop)
+                counts += np.bincount(part.astype(np.intp), minlength=1 << b)
+                part <<= np.uint64(row_bits)
+                part |= ids
+                key[filled : filled + len(part)] = part
+                filled += len(part)
             offsets = np.zeros((1 << b) + 1, dtype="<u4")
-            np.cumsum(np.bincount(key.astype(np.intp), minlength=1 << b), out=offsets[1:])
-            key <<= np.uint64(row_bits)
-            key |= ids
-            del ids
+            np.cumsum(counts, out=offsets[1:])
             key.sort()
             key &= np.uint64((1 << row_bits) - 1)
             write_all(fd, offsets.data)
@@ -125,9 +135,7 @@ def write_run(
             directory_at, at = at, at + offsets.nbytes
             for lo in range(0, len(key), _WRITE_CHUNK):
                 local = key[lo : lo + _WRITE_CHUNK]
-                entries = np.empty(len(local), dtype=ENTRY)
-                entries["fp"] = fps[local]
-                entries["row"] = local + np.uint64(start)
+                entries = (local + np.uint64(start)).astype(ENTRY)
                 write_all(fd, entries.data)
             tables.append([b, drop, directory_at, at, len(key)])
             at += len(key) * ENTRY.itemsize
@@ -173,11 +181,16 @@ class RunFile:
 
     @classmethod
     def open(
-        cls, path: Path, salt: int, design: TableDesign, refused_dtype: np.dtype, columns: bool = True
-    ) -> tuple[RunFile, tuple[np.ndarray, np.ndarray, np.ndarray] | None]:
-        """Open the run file at *path* and read its columns ``(fingerprints, added, refused)`` (with *columns*:
-        else None, and its CRC is not checked: a run just written); raise :class:`CorruptIndexError` if it is not
-        one of this index's (its salt), of *design*, whole."""
+        cls,
+        path: Path,
+        salt: int,
+        design: TableDesign,
+        refused_dtype: np.dtype,
+        columns: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+    ) -> RunFile:
+        """Open the run file at *path*, reading its columns into *columns* ``(fingerprints, added, refused)``, the
+        backend's arrays' rows of the run (None: a run just written, whose columns and CRC are not read); raise
+        :class:`CorruptIndexError` if it is not one of this index's (its salt), of *design*, whole."""
         fd = os.open(path, os.O_RDONLY)
         try:
             fields = read_header(fd, path, RUN_MAGIC)
@@ -186,41 +199,37 @@ class RunFile:
                 raise CorruptIndexError(f"{path} does not belong to this generation's records (another salt)")
             if fields.get("design") != design.name or fields.get("refused_bytes") != refused_dtype.itemsize:
                 raise CorruptIndexError(f"{path} holds the tables of the design {fields.get('design')}")
-            size = end - start
-            column_bytes = size * (8 + 4 + refused_dtype.itemsize)
-            read = None
             crc = 0
-            if columns:
-                data = pread(fd, column_bytes, HEADER_SIZE)
-                if len(data) != column_bytes:
-                    raise CorruptIndexError(f"{path} ends in its columns")
-                crc = zlib.crc32(data)
-                read = (
-                    np.frombuffer(data, dtype="<u8", count=size),
-                    np.frombuffer(data, dtype="<u4", count=size, offset=8 * size),
-                    np.frombuffer(data, dtype=refused_dtype, count=size, offset=12 * size),
-                )
+            if columns is not None:
+                at = HEADER_SIZE
+                for column in columns:
+                    if len(column) != end - start:
+                        raise CorruptIndexError(f"{path} holds rows {start}..{end - 1}, which the records do not")
+                    view = memoryview(column).cast("B")
+                    _read_into(fd, view, at, path)
+                    crc = zlib.crc32(view, crc)
+                    at += len(view)
             tables = []
             for b, drop, directory_at, entries_at, count in _table_fields(fields, path, design):
                 raw = pread(fd, 4 * ((1 << b) + 1), directory_at)
-                if columns:
+                if columns is not None:
                     crc = zlib.crc32(raw, crc)
                 directory = np.frombuffer(raw, dtype="<u4")
                 if len(directory) != (1 << b) + 1 or int(directory[-1]) != count:
                     raise CorruptIndexError(f"{path}: a table's directory is damaged")
                 tables.append((memoryview(directory), drop, entries_at))
-            if columns and crc != fields.get("crc"):
+            if columns is not None and crc != fields.get("crc"):
                 raise CorruptIndexError(f"{path}: its columns or directories are damaged (their CRC-32 differs)")
             if os.fstat(fd).st_size < entries_at + count * ENTRY.itemsize:
                 raise CorruptIndexError(f"{path} ends in its entries")
         except BaseException:
             os.close(fd)
             raise
-        return cls(path, fd, start, end, tables), read
+        return cls(path, fd, start, end, tables)
 
-    def buckets(self, leads: list[int]) -> list[tuple[np.ndarray, np.ndarray, int, int]]:
-        """The entries of each table's bucket of the lead values *leads* (one per table), when not empty:
-        ``(fingerprints, rows, table, lead bits below the bucket)``; one ``pread`` a bucket."""
+    def buckets(self, leads: list[int]) -> tuple[np.ndarray, list[tuple[int, int, int]]]:
+        """The rows in each table's bucket of the lead values *leads* (one per table), one ``pread`` a bucket: the
+        rows of every non-empty bucket back to back, and per bucket ``(table, rows, lead bits below the bucket)``."""
         reads, spans = [], []
         fd = self.fd
         for t, ((directory, drop, entries_at), lead) in enumerate(zip(self.tables, leads, strict=True)):
@@ -228,21 +237,12 @@ class RunFile:
             lo = directory[b]
             hi = directory[b + 1]
             if hi != lo:
-                reads.append(os.pread(fd, (hi - lo) * 12, entries_at + lo * 12))
+                reads.append(os.pread(fd, (hi - lo) * 4, entries_at + lo * 4))
                 spans.append((t, hi - lo, drop))
-        if not reads:
-            return []
-        data = b"".join(reads) if len(reads) > 1 else reads[0]
-        if len(data) != 12 * sum(m for _, m, _ in spans):
+        data = b"".join(reads)
+        if len(data) != 4 * sum(m for _, m, _ in spans):
             raise CorruptIndexError(f"{self.path} ends in a table's entries: the file was cut while in use")
-        entries = np.frombuffer(data, dtype=ENTRY)
-        fps, rows = entries["fp"], entries["row"]
-        out = []
-        at = 0
-        for t, m, drop in spans:
-            out.append((fps[at : at + m], rows[at : at + m], t, drop))
-            at += m
-        return out
+        return np.frombuffer(data, dtype=ENTRY), spans
 
     def close(self, remove: bool = False) -> None:
         with contextlib.suppress(OSError):
@@ -250,6 +250,16 @@ class RunFile:
         if remove:
             with contextlib.suppress(OSError):
                 self.path.unlink()
+
+
+def _read_into(fd: int, view: memoryview, offset: int, path: Path) -> None:
+    """Fill *view* with the file's bytes from *offset* (a read at a time of at most 256 MiB)."""
+    done = 0
+    while done < len(view):
+        got = os.preadv(fd, [view[done : done + (1 << 28)]], offset + done)
+        if not got:
+            raise CorruptIndexError(f"{path} ends in its columns")
+        done += got
 
 
 def _table_fields(fields: dict[str, Any], path: Path, design: TableDesign) -> Iterator[tuple[int, int, int, int, int]]:
