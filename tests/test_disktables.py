@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from simhash_filter.index.backends.base import MetadataMismatchError
 from simhash_filter.index.backends.file import CorruptIndexError, FileBackend
 from simhash_filter.index.backends.file.records import HEADER_SIZE, record_dtype
 from simhash_filter.index.backends.memory import MemoryBackend
@@ -271,3 +272,21 @@ def test_the_choice_of_tables_on_disk_is_kept_with_the_index(tmp_path: Path) -> 
     assert not (tmp_path / "TABLES").exists()
     with FileBackend(tmp_path, k=K, design=DESIGN, metadata=META) as backend:
         assert not backend.tables_on_disk
+
+
+def test_an_index_with_tables_on_disk_is_written_with_its_own_design_only(tmp_path: Path) -> None:
+    """A writer with another table design is refused at open, before anything is read or written (its run files
+    are the stored design's); a reader with another design reads the records; the command line opens the index with
+    the design its header names."""
+    with open_disk(tmp_path) as backend:
+        for fp, key, sketch in pages(300):
+            backend.add_and_candidates(fp, key, sketch, K, BOUND)
+    before = runs(tmp_path)
+    other = TableDesign.parse("13+13+13+13+12/k4")
+    with pytest.raises(MetadataMismatchError, match="keeps the tables of the design 11\\+11"):
+        FileBackend(tmp_path, k=K, design=other, metadata=META)
+    with FileBackend(tmp_path, k=K, design=other, metadata=META, readonly=True) as reader:
+        assert not reader.info()["run_files"] and len(reader) > 250
+    assert runs(tmp_path) == before
+    assert FileBackend.design_at(f"file://{tmp_path}") == DESIGN.name
+    assert FileBackend.design_at(str(tmp_path / "none")) is None

@@ -51,8 +51,14 @@ def _open(
             uri = with_uri_option(uri, "readonly", "1")
         if max_age is not None:
             uri = with_uri_option(uri, "max_age", max_age)
-    others = (name for name in SIZED_TABLES if name != DEFAULTS.tables)
-    return _open_stored(uri, k, metadata, (DEFAULTS.tables, *others))
+    designs = [DEFAULTS.tables, *(name for name in SIZED_TABLES if name != DEFAULTS.tables)]
+    if uri_scheme(uri) == "file":  # the design its header names first: an index is never read with another's tables
+        from simhash_filter.index.backends.file import FileBackend
+
+        stored = FileBackend.design_at(uri)
+        if stored is not None:
+            designs = [stored, *(name for name in designs if name != stored)]
+    return _open_stored(uri, k, metadata, tuple(designs))
 
 
 def _open_stored(uri: str, k: int, metadata: dict[str, Any] | None, designs: tuple[str, ...]) -> Backend:

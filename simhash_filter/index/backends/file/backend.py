@@ -18,7 +18,7 @@ import numpy as np
 from simhash_filter.index.backends.base import Entry, MetadataMismatchError
 from simhash_filter.index.backends.file.age import parse_age
 from simhash_filter.index.backends.file.disktables import DiskTables
-from simhash_filter.index.backends.file.errors import damaged_key
+from simhash_filter.index.backends.file.errors import CorruptIndexError, damaged_key
 from simhash_filter.index.backends.file.load import GenerationLoader
 from simhash_filter.index.backends.file.notes import NotesFile
 from simhash_filter.index.backends.file.osfiles import close_all, pread, write_all
@@ -26,6 +26,7 @@ from simhash_filter.index.backends.file.records import (
     CHUNK,
     HEADER_SIZE,
     LENGTH_BITS,
+    MAGIC,
     RECORD,
     RECORD_STRUCT,
     TOMBSTONE,
@@ -33,6 +34,7 @@ from simhash_filter.index.backends.file.records import (
     key_lengths,
     length_refused,
     max_key_bytes,
+    read_header,
     record_check,
     record_checks,
     record_chunks,
@@ -110,12 +112,7 @@ class FileBackend(DiskTables, GenerationLoader, NotesFile, MemoryBackend):
         cls, uri: str, *, k: int, design: TableDesign, metadata: Mapping[str, Any] | None = None
     ) -> FileBackend:
         """``file://PATH?options`` (``file:///abs/dir``, ``file://relative/dir``) or a plain ``PATH``."""
-        if "://" in uri:
-            parts = urlsplit(uri)
-            location = unquote(uri.split("://", 1)[1].split("?", 1)[0].split("#", 1)[0])
-            query = parts.query
-        else:
-            location, query = uri, ""
+        location, query = _location(uri)
         if not location:
             raise ValueError(
                 f"a file backend needs a directory: {redact_uri(uri)!r} (e.g. 'file:///var/lib/crawl/simhash')"
@@ -138,6 +135,25 @@ class FileBackend(DiskTables, GenerationLoader, NotesFile, MemoryBackend):
             else:
                 raise ValueError(f"unknown file backend option {name!r} in {redact_uri(uri)!r}")
         return cls(Path(location).expanduser(), k=k, design=design, metadata=metadata, **options)
+
+    @staticmethod
+    def design_at(uri: str) -> str | None:
+        """The table design the index at *uri* was built with, from its records' header (None: no index there, or
+        its header cannot be read), without opening it (``simhash-filter index`` opens an index with it)."""
+        location, _ = _location(uri)
+        path = Path(location).expanduser()
+        try:
+            generation = (path / "CURRENT").read_text("ascii").strip()
+            fd = os.open(path / f"records.{generation}", os.O_RDONLY)
+        except (OSError, UnicodeDecodeError):
+            return None
+        try:
+            design = read_header(fd, path, MAGIC).get("design")
+        except (CorruptIndexError, MetadataMismatchError):
+            return None
+        finally:
+            os.close(fd)
+        return design if isinstance(design, str) else None
 
     # -- opening ---------------------------------------------------------------------------------
 
@@ -485,3 +501,10 @@ class FileBackend(DiskTables, GenerationLoader, NotesFile, MemoryBackend):
                 return
             self._release()
         super().close()
+
+
+def _location(uri: str) -> tuple[str, str]:
+    """The directory and the query of ``file://PATH?options`` or a plain ``PATH``."""
+    if "://" in uri:
+        return unquote(uri.split("://", 1)[1].split("?", 1)[0].split("#", 1)[0]), urlsplit(uri).query
+    return uri, ""

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from simhash_filter.index.backends.base import MetadataMismatchError
 from simhash_filter.index.backends.file.errors import CorruptIndexError
 from simhash_filter.index.backends.file.records import HEADER_SIZE, record_checks
 from simhash_filter.index.backends.file.runfiles import MergeCancelled, RunFile, run_names, write_run
@@ -113,6 +114,12 @@ class DiskTables:
         if self._folds or not self._sketch_bytes:
             raise ValueError("tables=disk keeps the tables of a two-stage index (one that keeps sketches)")
         if self._stored_design not in (None, self.design.name):  # opened with another design: its run files stay
+            if found and not self._readonly:
+                raise MetadataMismatchError(
+                    f"{self.path}: the index keeps the tables of the design {self._stored_design} on disk: open it "
+                    f"with that design (the SIMHASH_EXPECTED_PAGES it was built for), or rebuild it for another size "
+                    "with `simhash-filter index rebuild`"
+                )
             return 0
         at = 0
         for start, end, path in found:
@@ -200,6 +207,7 @@ class DiskTables:
             return
         except Exception as exc:  # a full disk, say: the run files stay as they are (they are derived data)
             logger.warning("simhash index %s: merging run files failed (%s); they stay as they are", self.path, exc)
+            self._merger = None  # the next spill tries again
             return
         while not stop.is_set():
             if self._lock.acquire(timeout=0.1):
