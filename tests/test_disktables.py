@@ -290,3 +290,32 @@ def test_an_index_with_tables_on_disk_is_written_with_its_own_design_only(tmp_pa
     assert runs(tmp_path) == before
     assert FileBackend.design_at(f"file://{tmp_path}") == DESIGN.name
     assert FileBackend.design_at(str(tmp_path / "none")) is None
+
+
+def test_a_merge_that_fails_leaves_the_run_files_and_is_tried_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A merge that fails (a full disk) logs a warning and leaves the run files as they were (the answers too); the
+    next spill merges again."""
+    from simhash_filter.index.backends.file import disktables
+
+    real = disktables.write_run
+    failures = [1]
+
+    def full_disk(*args: Any, **kwargs: Any) -> Path:
+        if threading.current_thread().name == "simhash-merge" and failures:
+            failures.pop()
+            raise OSError(28, "No space left on device")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(disktables, "write_run", full_disk)
+    reference = MemoryBackend(k=K, design=DESIGN, metadata=META)
+    with caplog.at_level(logging.WARNING), open_disk(tmp_path) as backend:
+        fill(backend, reference, pages(250))
+        backend.wait_for_merges()
+        assert "merging run files failed ([Errno 28] No space left on device)" in caplog.text
+        fill(backend, reference, pages(600, seed=3))
+        backend.wait_for_merges()
+        assert backend.info()["run_files"] <= 4
+        same_answers(backend, reference)
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
