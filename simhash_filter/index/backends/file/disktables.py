@@ -72,6 +72,7 @@ class DiskTables:
     _runs: list[Any]
     _buffer_size: int
     _folds: bool
+    _lead_masks: np.ndarray
     _format: int
     _stored_design: Any
 
@@ -230,14 +231,15 @@ class DiskTables:
             if merger is self._merger:  # it stopped without swapping (closing, or a failure)
                 return
 
-    def _lower_buckets(self, leads: list[int]) -> Iterator[tuple[np.ndarray, np.ndarray, int, int]]:
+    def _lower_buckets(self, fingerprint: int, leads: list[int]) -> Iterator[tuple[np.ndarray, np.ndarray, Any]]:
+        """Per run file, the rows of the page's blocks (its buckets' rows whose whole lead is the page's), their
+        fingerprints (in memory: the entries are row numbers) and tables, in one numpy pass."""
         for run in self._disk:
-            rows, spans = run.buckets(leads)
-            values = self._fps[rows]  # the fingerprints are in memory: the entries are row numbers
-            at = 0
-            for t, m, drop in spans:
-                yield values[at : at + m], rows[at : at + m], t, drop
-                at += m
+            rows, tables = run.buckets(leads)
+            if len(rows):
+                values = self._fps[rows]
+                same = ((values ^ np.uint64(fingerprint)) & self._lead_masks[tables]) == 0
+                yield values[same], rows[same], tables[same]
 
     def _sketch_of(self, row: int) -> bytes:
         """A row's sketch: from memory, or (a row in a run file) from its record, checked."""

@@ -227,10 +227,10 @@ class RunFile:
             raise
         return cls(path, fd, start, end, tables)
 
-    def buckets(self, leads: list[int]) -> tuple[np.ndarray, list[tuple[int, int, int]]]:
+    def buckets(self, leads: list[int]) -> tuple[np.ndarray, np.ndarray]:
         """The rows in each table's bucket of the lead values *leads* (one per table), one ``pread`` a bucket: the
-        rows of every non-empty bucket back to back, and per bucket ``(table, rows, lead bits below the bucket)``."""
-        reads, spans = [], []
+        rows of every bucket back to back, and each row's table."""
+        reads, tables, sizes = [], [], []
         fd = self.fd
         for t, ((directory, drop, entries_at), lead) in enumerate(zip(self.tables, leads, strict=True)):
             b = lead >> drop
@@ -238,11 +238,12 @@ class RunFile:
             hi = directory[b + 1]
             if hi != lo:
                 reads.append(os.pread(fd, (hi - lo) * 4, entries_at + lo * 4))
-                spans.append((t, hi - lo, drop))
+                tables.append(t)
+                sizes.append(hi - lo)
         data = b"".join(reads)
-        if len(data) != 4 * sum(m for _, m, _ in spans):
+        if len(data) != 4 * sum(sizes):
             raise CorruptIndexError(f"{self.path} ends in a table's entries: the file was cut while in use")
-        return np.frombuffer(data, dtype=ENTRY), spans
+        return np.frombuffer(data, dtype=ENTRY), np.repeat(np.array(tables, dtype=np.intp), sizes)
 
     def close(self, remove: bool = False) -> None:
         with contextlib.suppress(OSError):

@@ -190,9 +190,10 @@ class MemoryBackend(Backend):
         """The sketch of a stored row (the on-disk backend reads those below the sketch base from its records)."""
         return self._sketches[row - self._sketch_base].tobytes()
 
-    def _lower_buckets(self, leads: list[int]) -> Iterator[tuple[np.ndarray, np.ndarray, int, int]]:
-        """``(values, rows, table, lead bits below the bucket)`` of the query's bucket in tables kept elsewhere
-        (the on-disk backend's tables on disk), before the runs': none here."""
+    def _lower_buckets(self, fingerprint: int, leads: list[int]) -> Iterator[tuple[np.ndarray, np.ndarray, Any]]:
+        """``(values, rows, tables)`` of the rows in the query's blocks (the same whole lead: *leads*) in tables kept
+        elsewhere (the on-disk backend's tables on disk), before the runs': *tables* an array, each row's table.
+        None here."""
         return iter(())
 
     def _hides_rows(self) -> bool:
@@ -349,7 +350,7 @@ class MemoryBackend(Backend):
             hits = sorted(set(hits))  # a match can be found through several tables
         return hits
 
-    def _buckets(self, fingerprint: int, blocks: bool = False) -> list[tuple[np.ndarray, np.ndarray, int]]:
+    def _buckets(self, fingerprint: int, blocks: bool = False) -> list[tuple[np.ndarray, np.ndarray, Any]]:
         """The query's bucket in every table of every run, when not empty: ``(values, rows, table)``; with
         *blocks*, only the entries of the page's block (a bucket names only a lead's top bits in a small run:
         there the entries of other leads are left out, so that a flood in one block never costs a page of
@@ -357,11 +358,7 @@ class MemoryBackend(Backend):
         parts = []
         masks = self._design.lead_masks
         leads = self._leads(fingerprint)
-        for part_values, part_rows, t, drop in self._lower_buckets(leads):
-            if blocks and drop and len(part_rows) > _BLOCK_FILTER_MIN:
-                same = ((part_values ^ np.uint64(fingerprint)) & np.uint64(masks[t])) == 0
-                part_values, part_rows = part_values[same], part_rows[same]
-            parts.append((part_values, part_rows, t))
+        parts.extend(self._lower_buckets(fingerprint, leads))
         if self._runs:
             folds = self._folds
             for run in self._runs:
@@ -431,7 +428,9 @@ class MemoryBackend(Backend):
         in_runs = sel[sel < total]
         tables, rows, dists = [], [], []
         if len(in_runs):
-            table = np.repeat(np.array([t for _, _, t in parts]), lengths)[in_runs]
+            table = np.concatenate(
+                [np.full(len(r), t) if isinstance(t, int) else t for _, r, t in parts]
+            )[in_runs]
             same = (x[in_runs] & self._lead_masks[table]) == 0  # in the page's block (a bucket may be wider)
             tables.append(table[same])
             rows.append(np.concatenate([r for _, r, _ in parts])[in_runs[same]].astype(np.int64))
@@ -477,8 +476,11 @@ class MemoryBackend(Backend):
             if pos < total:
                 part = bisect_right(ends, pos)
                 _, rows, t = parts[part]
+                at = pos - ends[part] + lengths[part]
+                if not isinstance(t, int):  # a part of several tables (tables on disk)
+                    t = int(t[at])
                 if not xv & masks[t]:  # in the page's block (a bucket may be wider)
-                    hits[t].append((d, int(rows[pos - ends[part] + lengths[part]])))
+                    hits[t].append((d, int(rows[at])))
                 continue
             row = sealed + pos - total  # in the buffer: in the tables that took it and whose lead it shares
             refused = int(self._refused[row])
