@@ -100,7 +100,15 @@ class DiskTables:
 
     def _open_runs(self, total: int) -> int:
         """Open this generation's run files that tile rows ``0..S-1`` (leaving out damaged ones and those a merge
-        replaced), fill the columns of those rows (reserved for *total* rows); S (0 without tables on disk)."""
+        replaced), fill the columns of those rows (reserved for *total* rows), reserve the sketches of the rows read
+        from the records; S (0 without tables on disk)."""
+        at = self._tile_runs(total)
+        self._spilled = self._sealed = self._sketch_base = at
+        self._sketches = np.empty((total - at, self._sketch_bytes), dtype=np.uint8)  # the rows read from records
+        return at
+
+    def _tile_runs(self, total: int) -> int:
+        """:meth:`_open_runs`' run files: the rows they hold."""
         found = sorted(run_names(self.path, self._generation_number), key=lambda f: (f[0], -f[1]))
         marker = self.path / MODE_FILE
         if self._table_mode == "auto":
@@ -141,8 +149,6 @@ class DiskTables:
                 continue
             self._disk.append(run)
             at = end
-        self._spilled = self._sealed = self._sketch_base = at
-        self._sketches = np.empty((total - at, self._sketch_bytes), dtype=np.uint8)  # the rows read from records
         return at
 
     def _file_name(self) -> Path:

@@ -137,6 +137,7 @@ class GenerationLoader(IndexDirectory):
         # has its key (a read-only open takes a consistent snapshot while the writer goes on).
         urls_size = os.fstat(self._fds["urls"]).st_size
         total = (size - HEADER_SIZE) // record.itemsize
+        self._sketch_base = total  # no sketches reserved before it is known whose come from the records
         self._reserve(total)
         good = first = self._open_runs(total)  # the rows in run files are not read here (tables on disk)
         end = self._key_end(path, first)
@@ -187,7 +188,10 @@ class GenerationLoader(IndexDirectory):
             self._seal()
 
     def _open_runs(self, total: int) -> int:
-        """The rows whose columns came from run files (:class:`~.disktables.DiskTables`): none here."""
+        """The rows whose columns came from run files (:class:`~.disktables.DiskTables`): none here; the sketches of
+        the *total* rows read from the records are reserved."""
+        self._sketch_base = 0
+        self._sketches = np.empty((total, self._sketch_bytes), dtype=np.uint8)
         return 0
 
     def _key_end(self, path: Path, rows: int) -> int:
