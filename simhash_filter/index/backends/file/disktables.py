@@ -140,9 +140,8 @@ class DiskTables:
                     )
                 self._stale(path)
                 continue
-            columns = (self._fps[start:end], self._times[start:end], self._refused[start:end])
             try:
-                run = RunFile.open(path, self._salt, self.design, self._refused_dtype, columns)
+                run = RunFile.open(path, self._salt, self.design, self._refused_dtype, self._columns(start, end))
             except (CorruptIndexError, OSError, ValueError) as exc:
                 logger.warning("simhash index %s: %s; its rows are read from the records", self.path, exc)
                 self._stale(path)
@@ -167,23 +166,26 @@ class DiskTables:
         start, end = self._spilled, self._n
         for fd in (self._fds["urls"], self._fds["records"]):  # the rows a run file covers are on the disk first
             os.fsync(fd)
-        self._disk.append(self._write(start, end, []))
+        self._disk.append(self._run_file(start, self._columns(start, end)))
         self._runs = []
         self._spilled = self._sealed = end
         self._sketch_base = end  # nothing past the sealed rows yet: no sketch to carry over
         self._sketches = np.empty((self._buffer_size, self._sketch_bytes), dtype=np.uint8)
         self._merge_later()
 
-    def _write(self, start: int, end: int, replaced: list[RunFile]) -> RunFile:
-        """Write and open the run file of rows ``start..end-1``; close and remove the *replaced* ones."""
+    def _columns(self, start: int, end: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The fingerprints, added times and refusals of rows ``start..end-1`` (views: a row's never change)."""
+        return self._fps[start:end], self._times[start:end], self._refused[start:end]
+
+    def _run_file(
+        self, start: int, columns: tuple[np.ndarray, np.ndarray, np.ndarray], cancelled: Any = lambda: False
+    ) -> RunFile:
+        """Write and open the run file of the rows from *start* whose *columns* these are."""
         path = write_run(
-            self.path, self._generation_number, self._salt, self.design, start,
-            self._fps[start:end], self._times[start:end], self._refused[start:end], self._format,
+            self.path, self._generation_number, self._salt, self.design, start, *columns, self._format,
+            cancelled=cancelled,
         )  # fmt: skip
-        run = RunFile.open(path, self._salt, self.design, self._refused_dtype)
-        for old in replaced:
-            old.close(remove=True)
-        return run
+        return RunFile.open(path, self._salt, self.design, self._refused_dtype)
 
     def _merge_later(self) -> None:
         """Merge the newest two adjacent run files that the rule merges, in a thread of its own (one merge at a time:
@@ -194,8 +196,7 @@ class DiskTables:
         if self._merger is not None or not pairs:
             return
         older, newer = runs[pairs[-1]], runs[pairs[-1] + 1]  # the newest pair the rule merges
-        rows = slice(older.start, newer.end)  # views of the columns as they are: a row's never change
-        columns = (self._fps[rows], self._times[rows], self._refused[rows])
+        columns = self._columns(older.start, newer.end)  # the arrays may grow meanwhile: these views stay
         self._merger = threading.Thread(
             target=self._merge, args=(older, newer, columns), name="simhash-merge", daemon=True
         )
@@ -205,11 +206,7 @@ class DiskTables:
         """Write the run file of *older* and *newer*'s rows; swap it in under the lock; then merge on."""
         stop = self._stop_merging
         try:
-            path = write_run(
-                self.path, self._generation_number, self._salt, self.design, older.start, *columns, self._format,
-                cancelled=stop.is_set,
-            )  # fmt: skip
-            run = RunFile.open(path, self._salt, self.design, self._refused_dtype)
+            run = self._run_file(older.start, columns, stop.is_set)
         except MergeCancelled:
             return
         except Exception as exc:  # a full disk, say: the run files stay as they are (they are derived data)

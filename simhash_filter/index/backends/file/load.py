@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +64,8 @@ class GenerationLoader(IndexDirectory):
     _sketch_base: int
     _spill_rows: int
     tables_on_disk: bool
+    #: :meth:`~.disktables.DiskTables._open_runs`: the rows whose columns come from run files.
+    _open_runs: Callable[[int], int]
     #: The format and the design the records file's header names; the bits of a record's key length in that format,
     #: and the format a writer writes (format 3 becomes 4; an empty index takes its design's).
     _format: int
@@ -186,13 +189,6 @@ class GenerationLoader(IndexDirectory):
         self._check_refusals(path)
         if good - self._sealed >= self._buffer_size:
             self._seal()
-
-    def _open_runs(self, total: int) -> int:
-        """The rows whose columns came from run files (:class:`~.disktables.DiskTables`): none here; the sketches of
-        the *total* rows read from the records are reserved."""
-        self._sketch_base = 0
-        self._sketches = np.empty((total, self._sketch_bytes), dtype=np.uint8)
-        return 0
 
     def _key_end(self, path: Path, rows: int) -> int:
         """Where the keys of the first *rows* rows end in the keys file (checked against their last record)."""

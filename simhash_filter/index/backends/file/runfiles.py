@@ -88,7 +88,7 @@ def write_run(
 ) -> Path:
     """Write the run file of rows ``start..start+len(fps)-1`` (their fingerprints, added times and refusals) of
     an index in format *fmt*, synced and renamed into place; its path.  :class:`MergeCancelled` (nothing left) if
-*cancelled()* says so between two tables."""
+    *cancelled()* says so between two tables."""
     size = len(fps)
     end = start + size
     path = directory / run_name(generation, start, end)
