@@ -294,7 +294,8 @@ def test_worker_threads_decide_the_same():
 
     assert asyncio.run(run(inline)) == asyncio.run(run(threaded))
     assert stats(threaded)["simhash/fingerprint_seconds"] > 0
-    assert stats(threaded).get("simhash/reactor_seconds", 0) < stats(threaded)["simhash/fingerprint_seconds"]
+    # the reactor thread's own seconds are its index checks' alone: no page was fingerprinted there
+    assert stats(threaded).get("simhash/reactor_seconds", 0) == stats(threaded).get("simhash/index_seconds", 0)
     threaded.filter.spider_closed(None, "finished")
 
 
@@ -339,7 +340,8 @@ PAGES = [
 
 def test_worker_processes_decide_the_same():
     """Fingerprinting in worker processes (SIMHASH_PROCESSES) gives the same fingerprints and decisions as in
-    the reactor thread, for pages arriving together; the reactor thread only checks the index."""
+    the reactor thread, for pages arriving together; the reactor thread only checks the index (its seconds are the
+    index checks' seconds: counts and sums, never two measured times compared)."""
     expected = asyncio.run(check_together(middleware(), PAGES))
     assert [m["status"] for m in expected].count("ok") == 6 and expected[2]["duplicate_of"] == "http://a.test/rain"
     mw = middleware(SIMHASH_PROCESSES=2)
@@ -354,7 +356,7 @@ def test_worker_processes_decide_the_same():
     assert asyncio.run(run()) == expected
     s = stats(mw)
     assert s["simhash/checked"] == 6 and "simhash/fingerprinted_in_reactor" not in s
-    assert s["simhash/reactor_seconds"] < s["simhash/fingerprint_seconds"]
+    assert s.get("simhash/reactor_seconds", 0) == s.get("simhash/index_seconds", 0)  # the index checks alone
     assert mw.filter.executor._pool is None
 
 
