@@ -272,7 +272,7 @@ def test_internal_entity_expansion_does_not_blow_up() -> None:
     start = time.perf_counter()
     text = visible_text(html)
     fp = Fingerprinter().fingerprint(html)
-    assert time.perf_counter() - start < 5
+    assert time.perf_counter() - start < 60  # expanded, it would not end (and the text length below says it too)
     assert len(text) < 10_000
     assert fp.status in (Status.OK, Status.TOO_FEW_FEATURES)
 
