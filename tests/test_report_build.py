@@ -147,11 +147,26 @@ def test_display_text_joins_inline_pieces_and_cuts_long_texts():
 
 def test_the_command_writes_the_report_beside_the_feed(tmp_path, capsys):
     """``simhash-filter report FEED`` writes FEED's name + .report.html and says what it holds on stderr."""
-    feed = write_lines(tmp_path / "pages.jsonl", FEED)
+    feed = write_lines(tmp_path / "pages.jsonl", [line for line in FEED if isinstance(line, dict)])
     assert main(["report", str(feed)]) == 0
     written = tmp_path / "pages.report.html"
     assert written.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
-    assert "report: 10 pages, 2 clusters of near-duplicates (3 pairs)" in capsys.readouterr().err
+    assert "report: 9 pages, 2 clusters of near-duplicates (3 pairs)" in capsys.readouterr().err
+
+
+def test_malformed_lines_make_the_command_exit_2_as_dedup_does(tmp_path, capsys):
+    """A feed with a malformed line: the report is written, one line counts them, exit status 2 (as ``dedup``);
+    a file with no feed line at all (an HTML page): one line, no report, exit status 2."""
+    feed = write_lines(tmp_path / "pages.jsonl", FEED)
+    assert main(["report", str(feed)]) == 2
+    err = capsys.readouterr().err
+    assert "1 malformed lines" in err and "report: 9 pages" in err and (tmp_path / "pages.report.html").exists()
+    page = tmp_path / "page.html"
+    page.write_text("<html>\n<body><p>Not a feed.</p>\n</body></html>\n", encoding="utf-8")
+    assert main(["report", str(page)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "3 malformed lines" in err and "not a crawl's JSON Lines feed" in err
+    assert not (tmp_path / "page.report.html").exists()
 
 
 def test_the_command_refuses_bad_inputs_with_one_line(tmp_path, capsys, dedup_run):
@@ -189,3 +204,18 @@ def test_a_text_feed_gives_the_similarity_its_items_carry(tmp_path):
     report = build(Source(str(write_lines(tmp_path / "feed.jsonl", feed))), Options())
     rows = {m[0]: m for _, members in report.summary["clusters"] for m in members}
     assert rows[1][3] == 0.912 and rows[2][3] is None
+
+
+def test_a_feed_without_texts_shows_the_numbers_it_carries(tmp_path):
+    """A feed stored without ``text`` or ``html``: no pair counts as having texts, each pair shows the distance
+    and similarity its item carries, and the note says the input holds neither."""
+    feed = [{"url": "https://a.example/1", "fingerprint": "0000000000000000", "duplicate_of": None},
+            {"url": "https://b.example/1", "fingerprint": "0000000000000003", "duplicate_of": "https://a.example/1",
+             "distance": 2, "similarity": 0.875}]  # fmt: skip
+    report = build(Source(str(write_lines(tmp_path / "feed.jsonl", feed))), Options())
+    meta = report.summary["meta"]
+    assert report.detailed == 0 and meta["pairs_with_detail"] == 0 and meta["content"] == "none"
+    pair = details(report)[0]["pairs"]["0"]
+    assert (pair["distance"], pair["similarity"]) == (2, 0.875)
+    assert any("neither HTML nor text" in note for note in meta["notes"])
+    assert not any("no HTML: the pairs show the stored text" in note for note in meta["notes"])

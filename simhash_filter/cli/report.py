@@ -15,6 +15,9 @@ from simhash_filter.report import DEFAULT_MAX_PAIRS, DEFAULT_TEXT_CAP, report_pa
 
 __all__ = ["add_report_parser"]
 
+#: As ``dedup``: the input had malformed lines (a usage error's status too).
+EXIT_MALFORMED = 2
+
 EPILOG = """\
 examples:
   scrapy crawl site -a start_urls=https://example.com/ -a store=both -s SIMHASH_ACTION=flag -O pages.jsonl
@@ -23,7 +26,8 @@ examples:
   simhash-filter report result.jsonl --pages pages.jsonl.gz -o report.html --workers 2
   simhash-filter report result.jsonl --pages crawl/ -o report.html     # the dedup input was WARC
 
-exit status: 0 written, 1 an input could not be read or the report not written, 2 a usage error"""
+exit status: 0 written, 1 an input could not be read or the report not written, 2 a usage error or malformed
+input lines (as dedup: the report is written when any line was a page; none is when no line was)"""
 
 
 def _say(message: str) -> None:
@@ -62,19 +66,25 @@ def cmd_report(args: argparse.Namespace, config: Any) -> int:
     except BrokenProcessPool:  # a worker killed (out of memory, say)
         _say("a worker process died while working out the pairs; try --workers 1 or a lower --max-pairs")
         return 1
+    if built.malformed and not built.pages:
+        _say(f"{args.input}: no line is a feed item or a dedup output line ({built.malformed} malformed lines): "
+             "not a crawl's JSON Lines feed or a dedup output")  # fmt: skip
+        return EXIT_MALFORMED
     document = built.html()
     try:
         _write(output, document)
     except OSError as exc:
         _say(f"cannot write {output}: {exc.strerror or exc}")
         return 1
+    if built.malformed:
+        _say(f"{args.input}: {built.malformed} malformed lines (not JSON objects with a url), listed as skipped")
     print(
         f"report: {built.pages} pages, {built.clusters} clusters of near-duplicates ({built.pairs} pairs), "
         f"{built.near_misses} near misses, {built.detailed} pairs with texts; {output} "
         f"({len(document.encode('utf-8')) / 1e6:.1f} MB) in {time.perf_counter() - started:.1f} s",
         file=sys.stderr,
     )
-    return 0
+    return EXIT_MALFORMED if built.malformed else 0
 
 
 def _write(path: str, document: str) -> None:

@@ -69,6 +69,8 @@ class Decisions:
     host_names: list[str] = field(default_factory=list)
     unchanged: int = 0  # near-duplicates of themselves: the same URL kept by an earlier crawl
     html: bool = False  # whether the source holds HTML (else text, or nothing)
+    text: bool = False  # whether it holds any page's text
+    malformed: int = 0  # lines that are neither a feed item nor a dedup output line
 
     def __len__(self) -> int:
         return len(self.urls)
@@ -85,11 +87,18 @@ class Report:
     clusters: int
     pairs: int
     near_misses: int
+    #: Pairs shown with both pages' texts (none when the input holds neither HTML nor text).
     detailed: int
 
     @property
     def pages(self) -> int:
-        return int(self.summary["meta"]["pages"])
+        """The pages read (malformed lines not counted)."""
+        return int(self.summary["meta"]["pages"]) - self.malformed
+
+    @property
+    def malformed(self) -> int:
+        """Lines that were neither a feed item nor a dedup output line."""
+        return int(self.summary["meta"]["malformed"])
 
     def html(self) -> str:
         """The self-contained HTML file."""
@@ -126,6 +135,8 @@ def read_decisions(source: Source) -> Decisions:
     for entry in source.entries(content=False):
         url = entry.url or ""
         d.html = d.html or entry.has_html
+        d.text = d.text or entry.has_text
+        d.malformed += entry.status == MALFORMED
         page = add(url, entry.size, entry.status, entry.fingerprint, entry.distance, entry.similarity)
         if entry.url is not None:
             by_url.setdefault(url, []).append(page)
@@ -320,9 +331,12 @@ def build(source: Source, options: Options) -> Report:
 
     chunks: list[html.Encoded] = []
     similarity: dict[int, float] = {}
+    read = _read_values(d, cluster_rows, miss_rows)
     with tempfile.TemporaryFile() as store:
         where = _spill(source, {p for _, a, b in pairs for p in (a, b)}, store)
+        with_texts = sum(1 for _, a, b in pairs if a in where and b in where)
         for result in _worked(_jobs(pairs, where, store, options.text_cap), options):
+            _fill_in(result, read)
             chunks.append(html.encode(result))  # only the compressed text is kept
             for pair_id, pair in result["pairs"].items():
                 if pair["similarity"] is not None:
@@ -337,20 +351,49 @@ def build(source: Source, options: Options) -> Report:
     for row in [m for _, members in cluster_rows for m in members] + miss_rows:
         row[3] = similarity.get(row[4])
 
-    summary = _summary(d, cluster_rows, miss_rows, len(pairs), options, source)
+    summary = _summary(d, cluster_rows, miss_rows, (len(pairs), with_texts), options, source)
     charts = _histogram_charts(cluster_rows, list(similarity.values()), config)
-    return Report(summary, chunks, charts, len(clusters), sum(len(m) for _, m in clusters), len(misses), len(pairs))
+    return Report(summary, chunks, charts, len(clusters), sum(len(m) for _, m in clusters), len(misses), with_texts)
+
+
+def _read_values(
+    d: Decisions, cluster_rows: list[list[Any]], miss_rows: list[list[Any]]
+) -> dict[int, tuple[int | None, float | None]]:
+    """``pair id -> (distance, similarity)`` as the input gives them: a pair whose pages the report cannot
+    fingerprint again (a feed without HTML) still shows the numbers its feed item carries."""
+    read: dict[int, tuple[int | None, float | None]] = {}
+    for _, members in cluster_rows:
+        for page, target, distance, _, pair_id in members:
+            if pair_id >= 0:
+                similarity = d.similarities[page] if d.targets[page] == target else None
+                read[pair_id] = (distance, similarity)
+    for _, _, distance, _, pair_id in miss_rows:
+        if pair_id >= 0:
+            read[pair_id] = (distance, None)
+    return read
+
+
+def _fill_in(result: dict[str, Any], read: dict[int, tuple[int | None, float | None]]) -> None:
+    """A worked-out chunk's pairs get the input's distance and similarity where the texts gave none."""
+    for pair_id, pair in result["pairs"].items():
+        distance, similarity = read.get(int(pair_id), (None, None))
+        if pair["distance"] is None:
+            pair["distance"] = distance
+        if pair["similarity"] is None:
+            pair["similarity"] = similarity
 
 
 def _summary(
     d: Decisions,
     cluster_rows: list[list[Any]],
     miss_rows: list[list[Any]],
-    detailed: int,
+    shown: tuple[int, int],
     options: Options,
     source: Source,
 ) -> dict[str, Any]:
+    """The report's numbers and notes (``shown``: the pairs given a detail, and those of them with texts)."""
     config = options.config
+    detailed, with_texts = shown
     present = [i for i in range(len(d)) if d.statuses[i] != ABSENT]
     near = [i for i in present if d.targets[i] >= 0]
     skipped = [i for i in present if d.statuses[i] is not None]
@@ -365,19 +408,14 @@ def _summary(
             row[4] += 1
         else:
             row[2] += 1
-    notes = []
-    if not d.html:
-        notes.append(
-            "The input holds no HTML: the pairs show the stored text, without the features that set them apart "
-            "(a crawl with -a store=both, or a dedup output with --pages, has them)."
-        )
+    notes = [_content_note(d)] if not d.html else []
     absent = len(d) - len(present)
     if absent:
         notes.append(f"{absent} kept pages named by near-duplicates are not in this input (kept by an earlier crawl).")
     if d.unchanged:
         notes.append(f"{d.unchanged} pages were unchanged since an earlier crawl (near-duplicates of themselves).")
     total_pairs = sum(len(m) for _, m in cluster_rows) + len(miss_rows)
-    if detailed < total_pairs:
+    if with_texts and detailed < total_pairs:
         notes.append(f"Texts and explanations are shown for the first {detailed} of {total_pairs} pairs (--max-pairs).")
     title = options.title or f"simhash-filter report: {source.path}"
     meta = {
@@ -397,10 +435,11 @@ def _summary(
         "bytes_saved": sum(d.sizes[i] for i in near),
         "bytes_kind": "HTML" if d.html else "text",
         "pairs": total_pairs,
-        "pairs_with_detail": detailed,
+        "pairs_with_detail": with_texts,
         "pairs_per_chunk": PAIRS_PER_CHUNK,
         "text_cap": options.text_cap,
         "explained": d.html,
+        "content": "HTML" if d.html else "text" if d.text else "none",
         "notes": notes,
     }
     return {
@@ -412,3 +451,17 @@ def _summary(
         "host_stats": sorted(per_host.values(), key=lambda r: (-r[3], -r[1], r[0])),
         "skipped": [[i, d.statuses[i]] for i in skipped],
     }
+
+
+def _content_note(d: Decisions) -> str:
+    """The note on an input without HTML: the pairs show its text, or (neither text nor HTML) only its numbers."""
+    how = "(a crawl with -a store=both, or a dedup output with --pages, has them)"
+    if d.text:
+        return (
+            f"The input holds no HTML: the pairs show the stored text, without the features that set them apart "
+            f"{how}."
+        )
+    return (
+        "The input holds neither HTML nor text: the pairs show the distance and similarity it gives, without texts "
+        f"or the features that set them apart {how}."
+    )

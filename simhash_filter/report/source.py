@@ -48,6 +48,8 @@ class Entry:
     has_html: bool = False
     #: A near-duplicate's sketch similarity to the page it names, as its feed item carries it (flag mode), or None.
     similarity: float | None = None
+    #: Whether the source holds the page's text (a feed stored without ``text`` or ``html`` has neither).
+    has_text: bool = False
 
 
 def _fingerprint(value: Any) -> int | None:
@@ -150,13 +152,13 @@ def _feed_entry(line: bytes, content: bool) -> Entry:
     html = html if isinstance(html, str) else None
     text = text if isinstance(text, str) else None
     size = _utf8_len(html) if html is not None else _utf8_len(text) if text is not None else 0
-    has_html = html is not None
+    has_html, has_text = html is not None, text is not None
     if not content:
         html = text = None
     similarity = obj.get("similarity")
     if dup is None or type(similarity) not in (int, float) or not 0 <= similarity <= 1:
         similarity = None
-    return Entry(obj["url"], fingerprint, dup, distance, status, size, html, None, text, has_html, similarity)
+    return Entry(obj["url"], fingerprint, dup, distance, status, size, html, None, text, has_html, similarity, has_text)
 
 
 def _aligned(out: IO[bytes], items: Iterator[Any], content: bool, pages_name: str) -> Iterator[Entry]:

@@ -1039,8 +1039,10 @@
   function features(pair) {
     const box = el("div", {class: "features"}, el("h3", null, "Features that differ"));
     if (!S.meta.explained) {
-      box.appendChild(el("p", {class: "note not-explained"}, "No feature lists: the crawl's feed held only the " +
-        "pages' text, not their HTML, so the difference cannot be explained feature by feature."));
+      const held = S.meta.content === "none" ? "neither the pages' HTML nor their text" : "only the pages' text, not " +
+        "their HTML";
+      box.appendChild(el("p", {class: "note not-explained"}, "No feature lists: the input held " + held +
+        ", so the difference cannot be explained feature by feature."));
       return box;
     }
     const tables = el("div", {class: "feature-tables"});
