@@ -119,6 +119,17 @@ def test_index_errors_are_one_line(tmp_path: Path) -> None:
     assert "Traceback" not in missing.stderr + foreign.stderr
 
 
+def test_index_commands_refuse_a_regular_file_in_one_line(tmp_path: Path, pages_file: Path) -> None:
+    """A file given as the index (a path or a file:// URI) is said to be a file, not an index directory, with
+    the usage error's exit status 2, not as ``FILE/CURRENT`` that is not a directory."""
+    for index in (str(pages_file), pages_file.as_uri()):
+        for command in ("stats", "export"):
+            result = run_cli("index", command, index)
+            assert result.returncode == 2, result.stderr
+            assert result.stderr.count("\n") == 1 and "Not a directory" not in result.stderr
+            assert f"{pages_file} is a file, not an index directory" in result.stderr
+
+
 def test_index_compact_max_age_needs_a_unit(tmp_path: Path, pages_file: Path, capsys) -> None:
     """``--max-age 1`` (a bare number) is a usage error naming the accepted forms, and expires nothing; with a
     unit (``1d``) compaction runs and keeps today's entries (as a real subprocess too)."""

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote, urlsplit
 
 from simhash_filter.config import DEFAULTS
 from simhash_filter.index.backends import (
@@ -301,12 +301,28 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
     return 0
 
 
+def _regular_file(index: str) -> str | None:
+    """The path *index* names when it is an existing regular file (a feed, a page given by mistake): the store
+    would only say that ``FILE/CURRENT`` is not a directory."""
+    if "://" in index:
+        if not index.lower().startswith("file://"):
+            return None
+        index = unquote(urlsplit(index).path)
+    return index if os.path.isfile(index) else None
+
+
 def _guarded(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
     """Report an index that cannot be opened, read or changed (unreachable, locked, damaged, another model's,
     a bad URI, an operation its backend lacks) in one line naming it (exit status 1), not a traceback; other
     exceptions are bugs and keep theirs."""
 
     def run(args: argparse.Namespace) -> int:
+        file = _regular_file(args.index)
+        if file is not None:
+            where = "a crawl's is .scrapy/simhash/<spider>, or JOBDIR/simhash"
+            print(f"simhash-filter: index {file} is a file, not an index directory: give the directory a crawl or "
+                  f"dedup --index wrote ({where})", file=sys.stderr)  # fmt: skip
+            return 2
         try:
             return func(args)
         except BrokenPipeError:
