@@ -321,3 +321,20 @@ def test_a_merge_that_fails_leaves_the_run_files_and_is_tried_again(
         assert backend.info()["run_files"] <= 4
         same_answers(backend, reference)
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_an_index_opens_with_more_rows_past_its_run_files_than_spill_rows_and_a_chunk(tmp_path: Path) -> None:
+    """Opening an index whose rows past its run files are more than ``spill_rows`` and span several chunks of records
+    (a spill that failed, a smaller ``spill_rows``) writes them as run files on the way, every row kept (the sketches of
+    the rows read after a spill made during the open had no room: a ValueError)."""
+    rng = np.random.default_rng(3)
+    n = 400_000  # more than a chunk of records (349,525 of 96 bytes)
+    fps = rng.integers(0, 2**64, n, dtype=np.uint64)
+    sketches = [rng.bytes(SKETCH) for _ in range(n)]
+    with open_disk(tmp_path, spill_rows=1 << 30) as backend:
+        backend.add_many(fps, [f"u{i}" for i in range(n)], sketches)
+        assert backend.info()["run_files"] == 0
+    with open_disk(tmp_path, spill_rows=1000) as backend:
+        assert len(backend) == n and backend.info()["rows_in_run_files"] == n
+        for row in (0, 123_456, n - 1):
+            assert backend.candidates(int(fps[row]), 0, BOUND)[0].key == f"u{row}"

@@ -170,6 +170,7 @@ class GenerationLoader(IndexDirectory):
                 self._n = good  # written as a run file now: the sketches of a large index never all in memory
                 self._url_end = end
                 self._seal()
+                self._reserve(total)  # a spill leaves room for a buffer's sketches: the next chunk's are more
         torn_bytes = size - HEADER_SIZE - good * record.itemsize
         if torn_bytes or urls_size > end:
             logger.log(
