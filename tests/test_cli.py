@@ -206,6 +206,74 @@ def test_compare_missing_file(tmp_path, capsys):
     assert capsys.readouterr().err == f"simhash-filter: {missing}: no such file, and not a 16-hex-digit fingerprint\n"
 
 
+def test_compare_fetches_urls_with_the_charset_their_header_names(pages, page_files, capsys):
+    """An http(s) URL on either side is fetched (one GET) and its bytes fingerprinted in the charset of its
+    Content-Type: a GB18030 page whose <meta> wrongly says UTF-8 is the same page as its UTF-8 file."""
+    from crawler.localsite import LocalSite, Page
+
+    zh = pages["zh_article"]
+    site = {"/zh": Page(zh.encode("gb18030"), "text/html; charset=gb18030"), "/en": Page(pages["en_article"].encode())}
+    with LocalSite(site, hosts=("127.0.0.1",)) as server:
+        assert main(["compare", server.url("/zh"), str(page_files["zh_article"])]) == 0
+        assert capsys.readouterr().out.startswith("distance 0, similarity 1.00: near-duplicate")
+        assert main(["compare", server.url("/en"), server.url("/zh"), "--json"]) == 1
+        record = json.loads(capsys.readouterr().out)
+        assert record["fingerprint_b"] == fingerprint(zh).hex and record["a"] == server.url("/en")
+        assert main(["compare", server.url("/zh"), str(page_files["zh_article"]), "--explain"]) == 0
+        assert capsys.readouterr().out.startswith("distance 0, similarity 1.00")
+
+
+def test_compare_says_in_one_line_why_a_url_could_not_be_fetched(page_files, capsys):
+    """A 404 or a refused connection: one line naming the URL and why, exit status 2 (trouble), no decision."""
+    from crawler.localsite import LocalSite
+
+    with LocalSite({}, hosts=("127.0.0.1",)) as server:
+        port = server.port
+    refused = f"http://127.0.0.1:{port}/page"  # the server is closed
+    with LocalSite({}, hosts=("127.0.0.1",)) as server:
+        missing = server.url("/gone")
+        assert main(["compare", missing, str(page_files["en_article"])]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == "" and captured.err == f"simhash-filter: {missing}: cannot fetch: HTTP 404 Not Found\n"
+    assert main(["compare", str(page_files["en_article"]), refused]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"simhash-filter: {refused}: cannot fetch: ") and err.count("\n") == 1
+
+
+def test_fetch_reads_no_more_than_the_cap_and_names_itself():
+    """A fetch reads at most the cap (a huge page costs no memory) and sends the tool's User-Agent."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from simhash_filter.cli.fetch import USER_AGENT, fetch
+
+    agents: list[str | None] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            agents.append(self.headers.get("User-Agent"))
+            body = b"<p>" + b"x" * 100_000 + b"</p>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=ISO-8859-1")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    with ThreadingHTTPServer(("127.0.0.1", 0), Handler) as server:
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            page = fetch(f"http://127.0.0.1:{server.server_address[1]}/big", 1000)
+        finally:
+            server.shutdown()
+            thread.join()
+    assert len(page.body) == 1000 and page.charset == "iso-8859-1"
+    assert agents == [USER_AGENT] and USER_AGENT.startswith("simhash-filter/")
+
+
 def test_compare_short_hex_names_both_possibilities(page_files):
     """``compare a.html dfdc1edaff36`` (12 hex digits, no such file) is one line naming both readings of the
     argument, exit status 2 (subprocess)."""

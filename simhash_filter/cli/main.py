@@ -44,13 +44,14 @@ from simhash_filter.batch.dedup import (
 from simhash_filter.batch.inputs import WARC, input_files
 from simhash_filter.batch.reader import InputReader
 from simhash_filter.cli.calibrate import add_calibrate_parser
+from simhash_filter.cli.fetch import Fetched, FetchError, fetch, is_url
 from simhash_filter.cli.index import add_index_parser
 from simhash_filter.cli.report import add_report_parser
 from simhash_filter.config import DEFAULTS, FilterConfig, FingerprintConfig
 from simhash_filter.index.backends import error_message, open_errors, redact_uri
 from simhash_filter.index.tables import TableDesign, hamming
 from simhash_filter.model import core
-from simhash_filter.model.explain import Explanation, FeatureDifference, explain
+from simhash_filter.model.explain import Explanation, FeatureDifference, explain_features
 from simhash_filter.model.fingerprint import Fingerprint, Fingerprinter, Status
 from simhash_filter.model.sketch import similarity
 
@@ -178,10 +179,17 @@ def _print_explanation(e: Explanation) -> None:
     _print_differences("structure features that differ most", e.structure)
 
 
-def _compared_fingerprint(arg: str, data: bytes | None, fingerprinter: Fingerprinter) -> Fingerprint:
-    if data is None:
+def _compared_fingerprint(arg: str, page: Fetched | None, fingerprinter: Fingerprinter) -> Fingerprint:
+    if page is None:
         return Fingerprint(int(arg, 16), Status.OK)
-    return fingerprinter.fingerprint(data)
+    return fingerprinter.fingerprint(page.body, page.charset)
+
+
+def _compared_page(arg: str) -> Fetched:
+    """The bytes of a file, of standard input or of an http(s) URL (with the charset its header names)."""
+    if is_url(arg):
+        return fetch(arg, DEFAULTS.fingerprint.max_bytes + 1)
+    return Fetched(_read_bytes(arg), None)
 
 
 def _unreadable(arg: str, exc: OSError) -> str:
@@ -261,6 +269,13 @@ def _explanation_record(e: Explanation) -> dict[str, Any]:
     }
 
 
+def _explained(a: Fetched, b: Fetched, config: FilterConfig, top: int) -> Explanation:
+    """:func:`explain` of two pages, each read in the charset its server named (a URL's Content-Type)."""
+    fingerprinter = Fingerprinter(config.fingerprint)
+    return explain_features(*fingerprinter.analyze(a.body, a.charset), *fingerprinter.analyze(b.body, b.charset),
+                            top=top)  # fmt: skip
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     config = _filter_config(args)
     names = (args.a, args.b)
@@ -271,18 +286,21 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise _UsageError("--explain needs two HTML files, not fingerprints")
     if args.top < 0:
         raise _UsageError(f"--top must be >= 0, got {args.top}")
-    pages: list[bytes | None] = []
+    pages: list[Fetched | None] = []
     for arg, is_fp in zip(names, given, strict=True):
         try:
-            pages.append(None if is_fp else _read_bytes(arg))
+            pages.append(None if is_fp else _compared_page(arg))
+        except FetchError as exc:
+            _warn(f"{arg}: {exc}")
+            return EXIT_TROUBLE
         except OSError as exc:
             _warn(f"{arg}: {_unreadable(arg, exc)}")
             return EXIT_TROUBLE
     explanation = None
     if args.explain:
-        a_html, b_html = pages
-        assert a_html is not None and b_html is not None  # --explain with a fingerprint was refused
-        explanation = explain(a_html, b_html, config=config.fingerprint, top=args.top)
+        a_page, b_page = pages
+        assert a_page is not None and b_page is not None  # --explain with a fingerprint was refused
+        explanation = _explained(a_page, b_page, config, args.top)
         fps = [explanation.a, explanation.b]
     else:
         fingerprinter = Fingerprinter(config.fingerprint)
@@ -602,6 +620,7 @@ COMPARE_EPILOG = """\
 examples:
   simhash-filter compare a.html b.html              # distance 2, similarity 0.93: near-duplicate (k=10, t=0.75)
   simhash-filter compare a.html 3f0c1e22a9d47b10    # a file or a 16-hex-digit fingerprint on each side
+  simhash-filter compare https://a.example/x https://b.example/x   # or a URL: one GET each
   simhash-filter compare a.html b.html --explain    # + the features that pushed the two apart
   simhash-filter compare a.html b.html --json
   if simhash-filter compare a.html b.html >/dev/null; then echo near-duplicate; fi
@@ -690,8 +709,10 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=COMPARE_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("a", metavar="A", help="HTML file or 16-hex-digit fingerprint ('-' for standard input)")
-    p.add_argument("b", metavar="B", help="HTML file or 16-hex-digit fingerprint")
+    p.add_argument(
+        "a", metavar="A", help="HTML file, http(s) URL or 16-hex-digit fingerprint ('-' for standard input)"
+    )
+    p.add_argument("b", metavar="B", help="HTML file, http(s) URL or 16-hex-digit fingerprint")
     p.add_argument("--explain", action="store_true", help="list the features that pushed the two pages apart")
     p.add_argument("--top", type=int, default=10, metavar="N", help="features listed per kind (default: 10)")
     p.add_argument(
