@@ -44,6 +44,11 @@ _PARSER = etree.HTMLParser(
 )
 
 
+#: Levels of a document libxml2 keeps (``html`` and ``body`` are two of them): it drops deeper elements, and
+#: their text, without raising.  A page nested deeper loses what is below.
+PARSER_DEPTH_CAP = 256
+
+
 class NotHtml(ValueError):
     """The input is not text that could be an HTML page (binary garbage, NUL bytes, ...)."""
 
@@ -163,3 +168,32 @@ def parse(html: bytes | str, encoding: str | None = None, max_bytes: int = 4_000
         return Parsed(None, enc, truncated)
     etree.strip_elements(root, *INVISIBLE_TAGS, with_tail=False)
     return Parsed(root, enc, truncated)
+
+
+def nests_past_the_parser(html: bytes | str, encoding: str | None = None, max_bytes: int = 4_000_000) -> bool:
+    """Whether parsing the page hit libxml2's depth cap (:data:`PARSER_DEPTH_CAP`), dropping what is nested
+    deeper.  It parses the page again, so it is asked only of a page that gave too few features: the text that
+    was dropped is then the likely reason, and the caller says so instead of blaming the page for having none."""
+    try:
+        text, _, _ = decode(html, encoding, max_bytes)
+    except NotHtml:
+        return False
+    if text.count("<") < PARSER_DEPTH_CAP - 2:  # fewer tags than the cap's levels below html and body
+        return False
+    try:
+        root = etree.fromstring(text.encode("utf-8", "replace"), _PARSER)
+    except (etree.ParserError, etree.XMLSyntaxError, ValueError):
+        return False
+    if any("depth" in error.message.lower() for error in _PARSER.error_log):
+        return True
+    return root is not None and _depth(root) >= PARSER_DEPTH_CAP
+
+
+def _depth(root: etree._Element) -> int:
+    """The levels of the tree under ``root`` (``root`` is level 1), walked without recursion."""
+    deepest, stack = 0, [(root, 1)]
+    while stack:
+        element, level = stack.pop()
+        deepest = max(deepest, level)
+        stack.extend((child, level + 1) for child in element)
+    return deepest
