@@ -32,12 +32,13 @@ from types import ModuleType
 from urllib.parse import unquote, urlsplit
 
 from crawler.localsite import HOSTS, LocalSite, Page
+from simhash_filter.index.bound import DEFAULT_DUPLICATES
 
 ROOT = Path(__file__).resolve().parent.parent
 MAIN, MIRROR = HOSTS
 VARIANTS = ("original", "mirror", "copy", "ads", "edit")
 _DROPPED = re.compile(r"simhash: dropped (?P<url>\S+): near-duplicate of (?P<of>\S+) \(distance (?P<distance>\d+)")
-_SUMMARY = re.compile(r"simhash: \d+ pages checked: .*")
+_SUMMARY = re.compile(r"simhash: (?P<checked>\d+) pages checked: .*; index size (?P<size>\d+);.*")
 
 
 @dataclass(frozen=True)
@@ -165,7 +166,7 @@ def report(items: list[dict], log: str, truth: dict[str, Truth], action: str) ->
     lines: list[str] = []
     summary = _SUMMARY.search(log)
     if summary:
-        lines += [summary.group(0), ""]
+        lines += [summary.group(0), *_index_size_note(int(summary["checked"]), int(summary["size"])), ""]
     kept_groups = Counter(truth[k].group for k in kept if k in truth)
     groups = {t.group for t in truth.values()}
     # per variant: pages, kept as the first page of their article, rightly near-dup, missed, wrong
@@ -200,9 +201,11 @@ def report(items: list[dict], log: str, truth: dict[str, Truth], action: str) ->
             cell["wrong"] += 1
             wrong.append(line + "  <- a different article!")
     word = "dropped" if action == "drop" else "flagged"
-    stored = f"Stored {len(items)} pages;" if action == "drop" else f"Stored {len(items)} pages: {len(kept)} unflagged,"
+    unchecked = sum(1 for i in items if not i.get("fingerprint"))
+    why = _stored_pages(len(kept) - unchecked, unchecked)
+    near_words = f"; dropped {len(near)}" if action == "drop" else f", and {len(near)} flagged"
     lines.append(
-        f"{stored} {word} {len(near)} near-duplicates. Of {len(groups)} articles, "
+        f"Stored {len(items)} pages: {why}{near_words} near-duplicates. Of {len(groups)} articles, "
         f"{sum(1 for g in groups if kept_groups[g] == 1)} are stored exactly once"
         + (" (the others also as a near-duplicate that was missed)." if action == "drop" else " unflagged.")
     )
@@ -222,6 +225,24 @@ def report(items: list[dict], log: str, truth: dict[str, Truth], action: str) ->
     lines.append(f"Near-duplicates stored anyway (missed): {len(missed)}")
     lines += missed[:5]
     return lines
+
+
+def _stored_pages(kept: int, unchecked: int) -> str:
+    """Why the feed holds more pages than the filter kept: the pages it could not check are let through too."""
+    if not unchecked:
+        return f"the {kept} the filter kept"
+    return f"the {kept} the filter kept and {unchecked} it let through unchecked (empty, or too little text)"
+
+
+def _index_size_note(checked: int, size: int) -> list[str]:
+    """Why the index holds fewer pages than were checked, when it does (the demo's index starts empty)."""
+    if size >= checked:
+        return [f"(Index size {size}: every checked page is stored, none had {DEFAULT_DUPLICATES} near-duplicates "
+                "stored already.)"]  # fmt: skip
+    return [
+        f"(The index holds {size} of the {checked} checked pages: a page is stored unless {DEFAULT_DUPLICATES} "
+        "near-duplicates of it are stored already, so a flood's copies beyond that many are checked, not stored.)"
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
