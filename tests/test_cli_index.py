@@ -277,3 +277,33 @@ def test_index_rebuild_in_place_keeps_the_tables_on_disk(tmp_path: Path, capsys)
     assert (info["tables"], info["design"], info["entries"]) == ("disk", "11+11+11+11+10+10/k4", 40)
     main(["index", "export", str(index)])
     assert capsys.readouterr().out == before
+
+
+def test_index_query_of_an_index_whose_run_file_is_damaged_answers_with_a_warning(tmp_path: Path) -> None:
+    """`index query` of an index with its tables on disk, a row number in a run file damaged (a high byte: a row far
+    past the index's): exit status 0, the stored page found, a warning naming the run file (never a traceback)."""
+    import numpy as np
+
+    from simhash_filter.config import DEFAULTS
+    from simhash_filter.index.backends.file import HEADER_SIZE, FileBackend
+    from simhash_filter.index.tables import TableDesign
+
+    index = tmp_path / "idx"
+    rng = np.random.default_rng(8)
+    fps = rng.integers(0, 2**64, 3000, dtype=np.uint64)
+    design = TableDesign.parse(DEFAULTS.tables)
+    with FileBackend(index, k=DEFAULTS.max_distance, design=design, metadata=DEFAULTS.index_metadata(),
+                     tables="disk", spill_rows=1000) as backend:  # fmt: skip
+        backend.add_many(fps, [f"https://a.example/{i}" for i in range(len(fps))], [rng.bytes(64) for _ in fps])
+        backend.wait_for_merges()
+    run = max(index.glob("tables.*"), key=lambda p: p.stat().st_size)
+    data = bytearray(run.read_bytes())
+    table = json.loads(data[:HEADER_SIZE].split(b"\n", 1)[1])["tables"][0]
+    at = table[3] + 4 * (table[4] // 2)
+    row = int.from_bytes(data[at : at + 4], "little")
+    data[at + 3] ^= 0x40
+    run.write_bytes(bytes(data))
+    proc = run_cli("index", "query", str(index), f"{int(fps[row]):016x}")
+    assert proc.returncode == 0, proc.stderr
+    assert f"https://a.example/{row}" in proc.stdout
+    assert run.name in proc.stderr and "failed its check" in proc.stderr and "Traceback" not in proc.stderr

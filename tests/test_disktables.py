@@ -3,11 +3,13 @@ merging, compaction and damage; opening reads the run files, not the records bel
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import random
 import shutil
 import threading
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +18,10 @@ import pytest
 
 from simhash_filter.index.backends.base import MetadataMismatchError
 from simhash_filter.index.backends.file import CorruptIndexError, FileBackend
-from simhash_filter.index.backends.file.records import HEADER_SIZE, record_dtype
+from simhash_filter.index.backends.file.records import HEADER_SIZE, header, record_dtype
 from simhash_filter.index.backends.memory import MemoryBackend
 from simhash_filter.index.bound import CheckBound
-from simhash_filter.index.tables import TableDesign
+from simhash_filter.index.tables import Match, TableDesign
 
 DESIGN = TableDesign.parse("11+11+11+11+10+10/k4")
 SKETCH = 64
@@ -338,3 +340,144 @@ def test_an_index_opens_with_more_rows_past_its_run_files_than_spill_rows_and_a_
         assert len(backend) == n and backend.info()["rows_in_run_files"] == n
         for row in (0, 123_456, n - 1):
             assert backend.candidates(int(fps[row]), 0, BOUND)[0].key == f"u{row}"
+
+
+# --- damaged entries: each block of a run file's entries is checked when read -------------------------------------
+
+DAMAGE_ROWS = 6000
+
+
+@pytest.fixture(scope="module")
+def damage_source(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, np.ndarray, list[bytes]]:
+    """An index of DAMAGE_ROWS distinct pages, all acknowledged, most of them in run files of a few thousand rows;
+    their fingerprints and sketches."""
+    path = tmp_path_factory.mktemp("damage") / "index"
+    rng = np.random.default_rng(21)
+    fps = rng.integers(0, 2**64, DAMAGE_ROWS, dtype=np.uint64)
+    sketches = [rng.bytes(SKETCH) for _ in range(DAMAGE_ROWS)]
+    with open_disk(path, spill_rows=1000, buffer_size=64) as backend:
+        for lo in range(0, DAMAGE_ROWS, 500):
+            backend.add_many(fps[lo : lo + 500], [f"u{i}" for i in range(lo, lo + 500)], sketches[lo : lo + 500])
+        backend.wait_for_merges()
+        assert backend.info()["rows_in_run_files"] == DAMAGE_ROWS
+    return path, fps, sketches
+
+
+def largest_run(path: Path) -> tuple[Path, dict[str, Any]]:
+    """The run file of the most rows, and its header's fields."""
+    run = max((p for p in path.iterdir() if p.name.startswith("tables.")), key=lambda p: p.stat().st_size)
+    head = run.read_bytes()[:HEADER_SIZE]
+    return run, json.loads(head[head.index(b"\n") + 1 :])
+
+
+def entries_of(run: Path, table: list[int]) -> tuple[int, np.ndarray]:
+    """Where a table's entries start in the run file, and the entries."""
+    at, count = table[3], table[4]
+    return at, np.frombuffer(run.read_bytes()[at : at + 4 * count], dtype="<u4")
+
+
+def damage(run: Path, fields: dict[str, Any], how: str) -> int:
+    """Damage the entries of *run* (closed) *how*; the row whose entries the damage is about."""
+    data = bytearray(run.read_bytes())
+    at, entries = entries_of(run, fields["tables"][0])
+    middle = len(entries) // 2
+    row = int(entries[middle])
+    if how == "high-byte":  # the row's number made 2**30 larger: out of the index's rows
+        data[at + 4 * middle + 3] ^= 0x40
+    elif how == "low-bit":  # another row of the run: this one is not in its bucket of table 0
+        data[at + 4 * middle] ^= 0x01
+    elif how == "zero-4k":  # a page of the disk that never reached it
+        page = (at + 4 * middle) // 4096 * 4096
+        data[page : page + 4096] = bytes(4096)
+    else:  # the row's entry in every table changed to another row's: nothing in the run files points at it
+        other = int(entries[middle + 1])
+        for table in fields["tables"]:
+            at, entries = entries_of(run, table)
+            (where,) = np.flatnonzero(entries == row)
+            data[at + 4 * int(where) : at + 4 * int(where) + 4] = np.array([other], dtype="<u4").tobytes()
+    run.write_bytes(bytes(data))
+    return row
+
+
+@pytest.mark.parametrize("how", ["high-byte", "low-bit", "zero-4k", "one-row-everywhere"])
+def test_damaged_entries_are_made_again_from_the_records_never_a_miss_nor_a_re_add(
+    tmp_path: Path,
+    damage_source: tuple[Path, np.ndarray, list[bytes]],
+    caplog: pytest.LogCaptureFixture,
+    how: str,
+) -> None:
+    """A run file's entries damaged (a high byte, a low bit, a zeroed 4 KiB page, one row's entries in every table):
+    the block is found damaged when a check reads it (a warning, once; counted), made again from the rows in memory
+    (the records' fingerprints), and every acknowledged page is found again (its own row, never stored twice), by a
+    reader and by a writer, which writes the run file again (the next open finds nothing damaged)."""
+    source, fps, sketches = damage_source
+    shutil.copytree(source, tmp_path / "index")
+    path = tmp_path / "index"
+    run, fields = largest_run(path)
+    assert fields["run_format"] == 2
+    row = damage(run, fields, how)
+    rows = [row, *range(0, DAMAGE_ROWS, 7)]
+    with caplog.at_level(logging.WARNING):
+        with open_disk(path, readonly=True) as reader:
+            for r in rows:
+                assert Match(f"u{r}", 0, int(fps[r])) in reader.query(int(fps[r]), 0)
+            assert reader.info()["damaged_blocks"] >= 1
+        with open_disk(path) as writer:
+            for r in rows:
+                found = writer.add_and_candidates(int(fps[r]), f"u{r}", sketches[r], K, BOUND)
+                assert [(c.key, c.distance) for c in found] == [(f"u{r}", 0)], r
+            assert len(writer) == DAMAGE_ROWS
+            assert writer.info()["damaged_blocks"] >= 1
+            writer.wait_for_merges()
+    told = [m for m in caplog.messages if "failed its check" in m]
+    assert len(told) == 2 and run.name in told[0]  # once by the reader, once by the writer
+    assert "written again" in told[1] and "Traceback" not in caplog.text
+    caplog.clear()
+    with open_disk(path) as again:  # written again: whole
+        for r in rows:
+            assert Match(f"u{r}", 0, int(fps[r])) in again.query(int(fps[r]), 0)
+        assert again.info()["damaged_blocks"] == 0 and len(again) == DAMAGE_ROWS
+    assert not [m for m in caplog.messages if "failed its check" in m]
+
+
+def as_format_1(run: Path) -> None:
+    """Make *run* a run file of format 1, as the version before wrote it: no block checks named in its header (their
+    bytes stay, unread), its CRC over the columns and directories only."""
+    data = bytearray(run.read_bytes())
+    fields = json.loads(data[:HEADER_SIZE].split(b"\n", 1)[1])
+    tables = fields["tables"]
+    crc = zlib.crc32(data[HEADER_SIZE : tables[0][2]])  # the columns
+    for b, _, directory_at, _, _, _ in tables:
+        crc = zlib.crc32(data[directory_at : directory_at + 4 * ((1 << b) + 1)], crc)
+    del fields["run_format"], fields["block_entries"]
+    fields.update(crc=crc, tables=[table[:5] for table in tables])
+    data[:HEADER_SIZE] = header(b"simhash-filter tables\n", fields)
+    run.write_bytes(bytes(data))
+
+
+def test_a_run_file_of_format_1_is_read_then_written_again_with_checks(
+    tmp_path: Path, damage_source: tuple[Path, np.ndarray, list[bytes]], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A run file of the format before block checks is read as it is (a warning saying so; a row number past its rows
+    dropped, never an IndexError); a writer writes it again with checks, from its columns, in the background."""
+    source, fps, sketches = damage_source
+    shutil.copytree(source, tmp_path / "index")
+    path = tmp_path / "index"
+    run, fields = largest_run(path)
+    row = damage(run, fields, "high-byte")
+    as_format_1(run)
+    with caplog.at_level(logging.WARNING):
+        with open_disk(path, readonly=True) as reader:
+            assert "is of run-file format 1 (its entries have no checks): read as it is" in caplog.text
+            assert reader.query(int(fps[row]), 0) == [Match(f"u{row}", 0, int(fps[row]))]  # through other tables
+            for r in range(0, DAMAGE_ROWS, 11):
+                assert Match(f"u{r}", 0, int(fps[r])) in reader.query(int(fps[r]), 0)
+        assert largest_run(path)[1].get("run_format") is None
+        with open_disk(path) as writer:
+            writer.wait_for_merges()
+            assert largest_run(path)[1]["run_format"] == 2
+            for r in [row, *range(0, DAMAGE_ROWS, 11)]:
+                found = writer.add_and_candidates(int(fps[r]), f"u{r}", sketches[r], K, BOUND)
+                assert [(c.key, c.distance) for c in found] == [(f"u{r}", 0)], r
+            assert len(writer) == DAMAGE_ROWS
+    assert "Traceback" not in caplog.text

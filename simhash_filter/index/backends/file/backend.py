@@ -102,7 +102,8 @@ class FileBackend(DiskTables, GenerationLoader, NotesFile, MemoryBackend):
         try:
             if not readonly:
                 self._take_lock()
-            self._load()
+            with self._lock:  # a merge that the open starts swaps its run file in once the open is done
+                self._load()
         except BaseException:
             self._release()
             raise

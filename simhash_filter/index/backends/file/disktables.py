@@ -15,6 +15,11 @@ are ``spill_rows`` (the add that reaches it waits for that file); a run file is 
 one after it while it is at most :data:`MERGE_FACTOR` (2) times larger, so there are a few of them (three at 100M
 rows) and each row is rewritten O(log N) times (from the columns in memory: the records are not read), in a
 thread of its own: a check never waits for a merge.
+
+Run files are derived data; the records are the truth.  A block of entries that fails its check when a check reads
+it is made again from the columns in memory (:class:`~.runfiles.RunColumns`), with a warning (once per run file;
+``info()["damaged_blocks"]`` counts them), and a writer writes that run file again in the merge thread; a run file of
+format 1 (entries without checks) is written again the same way.
 """
 
 from __future__ import annotations
@@ -87,6 +92,8 @@ class DiskTables:
         self._spilled = 0  # rows below this are in run files
         self._merger: threading.Thread | None = None  # the merge under way
         self._stop_merging = threading.Event()
+        self._damaged_blocks = 0  # blocks of entries found damaged (and made again) since opening
+        self._damage_told: set[Path] = set()  # the run files whose damage was logged
 
     @property
     def table_options(self) -> str:
@@ -104,6 +111,7 @@ class DiskTables:
         from the records; S (0 without tables on disk)."""
         at = self._tile_runs(total)
         self._spilled = self._sealed = self._sketch_base = at
+        self._merge_later()  # a run file of format 1 written again with checks (a writer), or a merge a close stopped
         self._sketches = np.empty((total - at, self._sketch_bytes), dtype=np.uint8)  # the rows read from records
         return at
 
@@ -141,14 +149,24 @@ class DiskTables:
                 self._stale(path)
                 continue
             try:
-                run = RunFile.open(path, self._salt, self.design, self._refused_dtype, self._columns(start, end))
+                run = RunFile.open(path, self._salt, self.design, self._columns(start, end), on_damage=self._damaged)
             except (CorruptIndexError, OSError, ValueError) as exc:
                 logger.warning("simhash index %s: %s; its rows are read from the records", self.path, exc)
                 self._stale(path)
                 continue
+            if run.unchecked:
+                self._tell_unchecked(run)
             self._disk.append(run)
             at = end
         return at
+
+    def _tell_unchecked(self, run: RunFile) -> None:
+        """Say that *run* is of run-file format 1 (its entries have no checks), and what becomes of it."""
+        logger.warning(
+            "simhash index %s: %s is of run-file format 1 (its entries have no checks): %s", self.path, run.path.name,
+            "read as it is (a writer's open writes it again with checks)" if self._readonly
+            else "read as it is until it is written again with checks, from its columns, in the background",
+        )  # fmt: skip
 
     def _file_name(self) -> Path:
         return self.path / f"records.{self._generation_number}"
@@ -185,47 +203,69 @@ class DiskTables:
             self.path, self._generation_number, self._salt, self.design, start, *columns, self._format,
             cancelled=cancelled,
         )  # fmt: skip
-        return RunFile.open(path, self._salt, self.design, self._refused_dtype)
+        return RunFile.open(path, self._salt, self.design, columns, read=False, on_damage=self._damaged)
 
     def _merge_later(self) -> None:
-        """Merge the newest two adjacent run files that the rule merges, in a thread of its own (one merge at a time:
-        only a merge changes run files other than the newest; the checks go on with the run files as they are, and
-        the merged one replaces the two when it is written).  Called with the backend's lock held."""
-        runs = self._disk
-        pairs = [i for i in range(len(runs) - 1) if runs[i].size <= MERGE_FACTOR * runs[i + 1].size]
-        if self._merger is not None or not pairs:
+        """Write a run file again in a thread of its own (one at a time: only this changes run files other than the
+        newest; the checks go on with the run files as they are, and the new one replaces those it holds the rows of
+        when it is written): first one whose entries were found damaged or have no checks, else the newest two
+        adjacent run files that the merge rule merges.  Called with the backend's lock held."""
+        if self._merger is not None or self._readonly:
             return
-        older, newer = runs[pairs[-1]], runs[pairs[-1] + 1]  # the newest pair the rule merges
-        columns = self._columns(older.start, newer.end)  # the arrays may grow meanwhile: these views stay
-        self._merger = threading.Thread(
-            target=self._merge, args=(older, newer, columns), name="simhash-merge", daemon=True
-        )
+        job = self._next_job()
+        if not job:
+            return
+        columns = self._columns(job[0].start, job[-1].end)  # the arrays may grow meanwhile: these views stay
+        self._merger = threading.Thread(target=self._merge, args=(job, columns), name="simhash-merge", daemon=True)
         self._merger.start()
 
-    def _merge(self, older: RunFile, newer: RunFile, columns: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
-        """Write the run file of *older* and *newer*'s rows; swap it in under the lock; then merge on."""
+    def _next_job(self) -> list[RunFile]:
+        """The run files to write again as one (none: nothing to do)."""
+        runs = self._disk
+        for run in runs:
+            if run.damaged or run.unchecked:
+                return [run]
+        pairs = [i for i in range(len(runs) - 1) if runs[i].size <= MERGE_FACTOR * runs[i + 1].size]
+        return runs[pairs[-1] : pairs[-1] + 2] if pairs else []  # the newest pair the rule merges
+
+    def _merge(self, job: list[RunFile], columns: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
+        """Write the run file of *job*'s rows; swap it in under the lock; then merge on."""
         stop = self._stop_merging
         try:
-            run = self._run_file(older.start, columns, stop.is_set)
+            run = self._run_file(job[0].start, columns, stop.is_set)
         except MergeCancelled:
             return
         except Exception as exc:  # a full disk, say: the run files stay as they are (they are derived data)
-            logger.warning("simhash index %s: merging run files failed (%s); they stay as they are", self.path, exc)
+            what = "merging run files" if len(job) > 1 else f"writing {job[0].path.name} again"
+            logger.warning("simhash index %s: %s failed (%s); the run files stay as they are", self.path, what, exc)
             self._merger = None  # the next spill tries again
             return
         while not stop.is_set():
             if self._lock.acquire(timeout=0.1):
                 try:
-                    i = self._disk.index(older)  # run files were maybe written after these meanwhile
-                    self._disk[i : i + 2] = [run]
-                    older.close(remove=True)
-                    newer.close(remove=True)
+                    i = self._disk.index(job[0])  # run files were maybe written after these meanwhile
+                    self._disk[i : i + len(job)] = [run]
+                    for old in job:
+                        old.close(remove=old.path != run.path)  # a run file written again has the same name
                     self._merger = None
                     self._merge_later()
                 finally:
                     self._lock.release()
                 return
-        run.close()  # closing: the next open uses it (and removes the two it replaces)
+        run.close()  # closing: the next open uses it (and removes those it replaces)
+
+    def _damaged(self, run: RunFile, what: str) -> None:
+        """A block of *run*'s entries failed its check (and was made again from the columns): count it, say so once
+        per run file, and write the run file again (a writer).  Called with the backend's lock held (a check)."""
+        self._damaged_blocks += 1
+        if run.path not in self._damage_told:
+            self._damage_told.add(run.path)
+            logger.warning(
+                "simhash index %s: %s: %s (the file was changed or damaged); its rows are taken from the records' "
+                "fingerprints in memory%s", self.path, run.path.name, what,
+                "" if self._readonly else ", and the run file is written again",
+            )  # fmt: skip
+        self._merge_later()
 
     def wait_for_merges(self) -> None:
         """Return once no run files are being merged (for benchmarks and tests: merges run in the background)."""
@@ -272,6 +312,7 @@ class DiskTables:
             run.close()
         self._disk = []
         self._spilled = 0
+        self._damage_told = set()
 
     def _tables_info(self) -> dict[str, Any]:
         return {
@@ -279,6 +320,7 @@ class DiskTables:
             "run_files": len(self._disk),
             "rows_in_run_files": self._spilled,
             "run_file_bytes": sum(os.fstat(run.fd).st_size for run in self._disk),
+            "damaged_blocks": self._damaged_blocks,
         }
 
     @property

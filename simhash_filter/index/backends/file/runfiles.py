@@ -1,24 +1,30 @@
 """Tables on disk (``?tables=disk``): a run of rows' permuted tables in one file, read a bucket at a time.
 
 A *run file* ``tables.<generation>.<start>-<end>`` holds, for the rows ``start..end-1`` of its generation's
-records, after a 4 KiB header (magic line + JSON: the index's format and salt, the rows, the design, where each
-part is, a CRC-32 of the columns and directories)::
+records, after a 4 KiB header (magic line + JSON: the index's format and salt, the run-file format, the rows, the
+design, where each part is, a CRC-32 of the columns, directories and block checks)::
 
     columns      the rows' fingerprints (u64), added times (u32), refusals (the smallest unsigned type with a
                  bit a table)
     per table    its directory: ``(1 << bucket_bits) + 1`` u32 offsets, a bucket's entries being those from
                  ``offsets[b]`` to ``offsets[b + 1]``; then its entries, the rows' numbers (u32), sorted by
-                 the bucket (the top bits of the table's lead) and then by row
+                 the bucket (the top bits of the table's lead) and then by row; then its block checks, the CRC-32
+                 of each :data:`BLOCK_ENTRIES` entries (run-file format 2)
 
 Opening one reads its columns straight into the backend's arrays (14 bytes a row with 9-16 tables: the backend
-keeps the fingerprints, times and refusals of every row in memory) and its directories (a bucket holds
-:data:`BUCKET_ROWS` entries on average: 4 bytes per 16 rows per table), and checks their CRC; a check then reads
-one bucket per table with one ``pread`` (about 64 bytes) and takes the rows' fingerprints from memory.  An entry
-is 4 bytes, so that the page cache holds the tables of a large index (15 tables of 100M rows: 6 GB).  The entries
-are not checked on opening (they are most of the file): a candidate read from them is checked against its record
-(:meth:`~simhash_filter.index.backends.file.FileBackend._sketch_of`).  A run file is
-derived from the records: written to ``<name>.tmp``, synced, then renamed, so that a run file present is whole;
-one that cannot be used (damaged, of another design) is left out, and its rows are read from the records.
+keeps the fingerprints, times and refusals of every row in memory), its directories (a bucket holds
+:data:`BUCKET_ROWS` entries on average: 4 bytes per 16 rows per table) and its block checks (4 bytes per
+:data:`BLOCK_ENTRIES` entries per table), and checks their CRC; a check then reads the blocks that hold one bucket
+per table with one ``pread`` (a block: 1 KiB) and checks them, and takes the rows' fingerprints from memory.  An
+entry is 4 bytes, so that the page cache holds the tables of a large index (15 tables of 100M rows: 6 GB).  The
+entries are most of the file: they are checked a block at a time when a check reads them, never all on opening.
+A block whose check fails (a changed byte, a zeroed sector, a file cut while in use) is made again from the run's
+columns in memory (:class:`RunColumns`: the records' fingerprints and refusals, which the entries are derived
+from), kept in memory, and reported to the backend, which writes the run file again; never read as row numbers.
+A run file is derived from the records: written to ``<name>.tmp``, synced, then renamed, so that a run file present
+is whole; one that cannot be used (damaged columns, of another design) is left out, and its rows are read from the
+records.  A run file of format 1 (no block checks) is read as it is, its row numbers kept within its rows, until a
+writer writes it again.
 """
 
 from __future__ import annotations
@@ -38,18 +44,42 @@ from simhash_filter.index.backends.file.osfiles import fsync_dir, pread, write_a
 from simhash_filter.index.backends.file.records import HEADER_SIZE, header, read_header
 from simhash_filter.index.tables import TableDesign
 
-__all__ = ["BUCKET_ROWS", "ENTRY", "RUN_MAGIC", "MergeCancelled", "RunFile", "run_name", "run_names", "write_run"]
+__all__ = [
+    "BLOCK_ENTRIES",
+    "BUCKET_ROWS",
+    "ENTRY",
+    "RUN_FORMAT",
+    "RUN_MAGIC",
+    "MergeCancelled",
+    "RunColumns",
+    "RunFile",
+    "run_name",
+    "run_names",
+    "write_run",
+]
 
 RUN_MAGIC = b"simhash-filter tables\n"
+#: The run-file format written: 2 checks the entries a block at a time (format 1, read until a writer writes the file
+#: again, checked only its header, columns and directories).
+RUN_FORMAT = 2
+_READ_RUN_FORMATS = (1, 2)
 #: An entry of a table on disk: a row's number (its fingerprint is in memory, in the columns).
 ENTRY = np.dtype("<u4")
 #: Rows per bucket on average (a bucket is one ``pread`` of about 16 x 4 bytes; the directories cost 4 bytes per
 #: this many rows and table in memory).
 BUCKET_ROWS = 16
+#: Entries per checked block (1 KiB): a CRC-32 each, kept in memory (4 bytes per 256 rows per table: 0.23 bytes a
+#: page with 15 tables), and the bytes a check reads per table and run file (the blocks holding its bucket of ~16
+#: entries).  Measured in docs/stores.md (``benchmarks/bench_run_checks.py``): 64 entries cost 0.9 bytes a page
+#: and check as fast; 1,024 cost 0.06 bytes a page and read 4 KiB per bucket.
+BLOCK_ENTRIES = 256
 #: Rows made and entries written at a time (bounds the temporary memory of writing a large run: its sort keys, 8
 #: bytes a row, and this many rows' worth).
 _WRITE_CHUNK = 1 << 22
 _NAME = re.compile(r"tables\.(\d+)\.(\d+)-(\d+)")
+
+#: ``on_damage(run, what)``: a block of a run file's entries failed its check (*what* names it) and was made again.
+DamageHook = Callable[["RunFile", str], None]
 
 
 class MergeCancelled(Exception):
@@ -74,6 +104,31 @@ def _bucket_bits(lead_bits: int, size: int) -> int:
     return max(0, min(lead_bits, (size // BUCKET_ROWS).bit_length() - 1))
 
 
+def _bucket_chunks(
+    design: TableDesign, fps: np.ndarray, refused: np.ndarray, t: int, drop: int
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """``(rows, buckets)`` of the rows table *t* takes (numbered from the run's first, ``uint64``) and their buckets
+    (the lead's top bits: *drop* bits dropped), a chunk of rows at a time: how a run file sorts a table's entries,
+    the same when it is written and when a damaged block is made again."""
+    size = len(fps)
+    taken = (refused & refused.dtype.type(1 << t)) == 0 if refused.any() else None
+    for lo in range(0, size, _WRITE_CHUNK):
+        ids = np.arange(lo, min(size, lo + _WRITE_CHUNK), dtype=np.uint64)
+        if taken is not None:
+            ids = ids[taken[lo : lo + _WRITE_CHUNK]]
+        part = design.lead_array(fps[ids], t)
+        if drop:
+            part >>= np.uint64(drop)
+        yield ids, part
+
+
+def _block_checks(entries: np.ndarray, block: int) -> np.ndarray:
+    """The CRC-32 of each *block* entries of *entries* (the last block may be shorter)."""
+    view = memoryview(entries).cast("B")
+    size = block * ENTRY.itemsize
+    return np.array([zlib.crc32(view[i : i + size]) for i in range(0, len(view), size)], dtype="<u4")
+
+
 def write_run(
     directory: Path,
     generation: int,
@@ -85,10 +140,11 @@ def write_run(
     refused: np.ndarray,
     fmt: int,
     cancelled: Callable[[], bool] = lambda: False,
+    block: int = BLOCK_ENTRIES,
 ) -> Path:
     """Write the run file of rows ``start..start+len(fps)-1`` (their fingerprints, added times and refusals) of
-    an index in format *fmt*, synced and renamed into place; its path.  :class:`MergeCancelled` (nothing left) if
-    *cancelled()* says so between two tables."""
+    an index in format *fmt*, its entries checked every *block*, synced and renamed into place; its path.
+    :class:`MergeCancelled` (nothing left) if *cancelled()* says so between two tables."""
     size = len(fps)
     end = start + size
     path = directory / run_name(generation, start, end)
@@ -110,22 +166,16 @@ def write_run(
                 raise MergeCancelled
             b = _bucket_bits(lead, size)
             drop = lead - b
-            taken = (refused & refused.dtype.type(1 << t)) == 0 if refused.any() else None
-            key = np.empty(size if taken is None else int(np.count_nonzero(taken)), dtype=np.uint64)
+            key = np.empty(size, dtype=np.uint64)
             counts = np.zeros(1 << b, dtype=np.int64)
             filled = 0
-            for lo in range(0, size, _WRITE_CHUNK):  # (bucket, row) packed in 64 bits, a chunk at a time
-                ids = np.arange(lo, min(size, lo + _WRITE_CHUNK), dtype=np.uint64)
-                if taken is not None:
-                    ids = ids[taken[lo : lo + _WRITE_CHUNK]]
-                part = design.lead_array(fps[ids], t)
-                if drop:
-                    part >>= np.uint64(drop)
+            for ids, part in _bucket_chunks(design, fps, refused, t, drop):  # (bucket, row) packed in 64 bits
                 counts += np.bincount(part.astype(np.intp), minlength=1 << b)
                 part <<= np.uint64(row_bits)
                 part |= ids
                 key[filled : filled + len(part)] = part
                 filled += len(part)
+            key = key[:filled]
             offsets = np.zeros((1 << b) + 1, dtype="<u4")
             np.cumsum(counts, out=offsets[1:])
             key.sort()
@@ -133,16 +183,21 @@ def write_run(
             write_all(fd, offsets.data)
             crc = zlib.crc32(offsets.data, crc)
             directory_at, at = at, at + offsets.nbytes
-            for lo in range(0, len(key), _WRITE_CHUNK):
-                local = key[lo : lo + _WRITE_CHUNK]
-                entries = (local + np.uint64(start)).astype(ENTRY)
+            checks = []
+            for lo in range(0, len(key), _WRITE_CHUNK):  # a multiple of the block: each block's check in one chunk
+                entries = (key[lo : lo + _WRITE_CHUNK] + np.uint64(start)).astype(ENTRY)
                 write_all(fd, entries.data)
-            tables.append([b, drop, directory_at, at, len(key)])
-            at += len(key) * ENTRY.itemsize
+                checks.append(_block_checks(entries, block))
+            entries_at, at = at, at + len(key) * ENTRY.itemsize
+            check_data = np.concatenate(checks) if checks else np.empty(0, dtype="<u4")
+            write_all(fd, check_data.data)
+            crc = zlib.crc32(check_data.data, crc)
+            tables.append([b, drop, directory_at, entries_at, len(key), at])
+            at += check_data.nbytes
             del key
         fields = {
-            "format": fmt, "salt": salt, "start": start, "end": end, "design": design.name,
-            "refused_bytes": refused.dtype.itemsize, "tables": tables, "crc": crc,
+            "format": fmt, "run_format": RUN_FORMAT, "block_entries": block, "salt": salt, "start": start,
+            "end": end, "design": design.name, "refused_bytes": refused.dtype.itemsize, "tables": tables, "crc": crc,
         }  # fmt: skip
         os.pwrite(fd, header(RUN_MAGIC, fields), 0)
         os.fsync(fd)
@@ -157,18 +212,81 @@ def write_run(
     return path
 
 
+class RunColumns:
+    """A run's rows as the backend holds them in memory (views of its arrays: a row's fingerprint and refusals never
+    change), which its entries are derived from: a damaged block of entries is made again from them.
+
+    These are the records' values (read from them, or from the run file's columns, checked by its CRC): making a
+    block again needs no read of the records, and costs one pass over the run's fingerprints for one table (a
+    numpy pass, about 10 ms per million rows), once per damaged block."""
+
+    __slots__ = ("design", "fps", "refused", "start")
+
+    def __init__(self, design: TableDesign, start: int, fps: np.ndarray, refused: np.ndarray) -> None:
+        self.design = design
+        self.start = start
+        self.fps = fps
+        self.refused = refused
+
+    def entries(self, t: int, drop: int, directory: np.ndarray, first: int, last: int) -> np.ndarray:
+        """Entries ``first..last-1`` of table *t* (whose buckets drop *drop* bits of the lead and start at
+        *directory*), as the run file holds them."""
+        low = int(np.searchsorted(directory, first, side="right")) - 1  # the buckets the entries are in
+        high = int(np.searchsorted(directory, last - 1, side="right")) - 1
+        rows, buckets = [], []
+        for ids, part in _bucket_chunks(self.design, self.fps, self.refused, t, drop):
+            inside = (part >= np.uint64(low)) & (part <= np.uint64(high))
+            rows.append(ids[inside])
+            buckets.append(part[inside])
+        row = np.concatenate(rows)
+        row = row[np.lexsort((row, np.concatenate(buckets)))]
+        base = int(directory[low])
+        if len(row) != int(directory[high + 1]) - base:
+            raise CorruptIndexError(f"table {t}'s directory does not match the rows of the run")
+        return (row[first - base : last - base] + np.uint64(self.start)).astype(ENTRY)
+
+
+class _Table:
+    """One table of an open run file: its directory and block checks (in memory), where its entries are."""
+
+    __slots__ = ("checks", "count", "directory", "drop", "entries_at", "offsets")
+
+    def __init__(
+        self, directory: np.ndarray, drop: int, entries_at: int, count: int, checks: np.ndarray | None
+    ) -> None:
+        self.offsets = directory
+        self.directory = memoryview(directory)  # a Python int per index: faster than numpy's scalars
+        self.drop = drop
+        self.entries_at = entries_at
+        self.count = count
+        self.checks = None if checks is None else memoryview(checks)
+
+
 class RunFile:
-    """An open run file: its directories in memory, its entries read a bucket at a time."""
+    """An open run file: its directories and block checks in memory, its entries read a bucket at a time, each
+    block checked (a damaged one made again from the run's columns, and kept)."""
 
-    __slots__ = ("end", "fd", "path", "start", "tables")
+    __slots__ = ("_remade", "block", "columns", "end", "fd", "on_damage", "path", "start", "tables")
 
-    def __init__(self, path: Path, fd: int, start: int, end: int, tables: list[tuple[memoryview, int, int]]) -> None:
+    def __init__(
+        self,
+        path: Path,
+        fd: int,
+        columns: RunColumns,
+        end: int,
+        tables: list[_Table],
+        block: int,
+        on_damage: DamageHook,
+    ) -> None:
         self.path = path
         self.fd = fd
-        self.start = start
+        self.columns = columns
+        self.start = columns.start
         self.end = end
-        #: per table: (directory, lead bits below the bucket, offset of the entries in the file)
         self.tables = tables
+        self.block = block
+        self.on_damage = on_damage
+        self._remade: dict[tuple[int, int], bytes] = {}  # (table, block) -> its entries, made from the columns
 
     @property
     def size(self) -> int:
@@ -176,8 +294,19 @@ class RunFile:
 
     @property
     def nbytes(self) -> int:
-        """Bytes of its directories in memory."""
-        return sum(directory.nbytes for directory, _, _ in self.tables)
+        """Bytes of its directories, block checks and remade blocks in memory."""
+        held = sum(t.directory.nbytes + (t.checks.nbytes if t.checks is not None else 0) for t in self.tables)
+        return held + sum(map(len, self._remade.values()))
+
+    @property
+    def unchecked(self) -> bool:
+        """Whether its entries have no block checks (run-file format 1)."""
+        return self.tables[0].checks is None if self.tables else False
+
+    @property
+    def damaged(self) -> int:
+        """Its blocks found damaged (and made again) so far."""
+        return len(self._remade)
 
     @classmethod
     def open(
@@ -185,65 +314,127 @@ class RunFile:
         path: Path,
         salt: int,
         design: TableDesign,
-        refused_dtype: np.dtype,
-        columns: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+        columns: tuple[np.ndarray, np.ndarray, np.ndarray],
+        *,
+        read: bool = True,
+        on_damage: DamageHook = lambda run, what: None,
     ) -> RunFile:
-        """Open the run file at *path*, reading its columns into *columns* ``(fingerprints, added, refused)``, the
-        backend's arrays' rows of the run (None: a run just written, whose columns and CRC are not read); raise
-        :class:`CorruptIndexError` if it is not one of this index's (its salt), of *design*, whole."""
+        """Open the run file at *path* of the rows whose *columns* ``(fingerprints, added, refused)`` these are (the
+        backend's arrays' rows of the run), reading them from the file with *read* (else: a run just written, whose
+        columns and CRC are not read); raise :class:`CorruptIndexError` if it is not one of this index's (its salt),
+        of *design*, whole.  *on_damage* is told of each damaged block of entries found later."""
         fd = os.open(path, os.O_RDONLY)
         try:
             fields = read_header(fd, path, RUN_MAGIC)
             start, end = int(fields["start"]), int(fields["end"])
+            run_format, block = _layout(fields, path)
             if fields.get("salt") != salt:
                 raise CorruptIndexError(f"{path} does not belong to this generation's records (another salt)")
-            if fields.get("design") != design.name or fields.get("refused_bytes") != refused_dtype.itemsize:
+            refused = columns[2]
+            if fields.get("design") != design.name or fields.get("refused_bytes") != refused.dtype.itemsize:
                 raise CorruptIndexError(f"{path} holds the tables of the design {fields.get('design')}")
-            crc = 0
-            if columns is not None:
-                at = HEADER_SIZE
-                for column in columns:
-                    if len(column) != end - start:
-                        raise CorruptIndexError(f"{path} holds rows {start}..{end - 1}, which the records do not")
-                    view = memoryview(column).cast("B")
-                    _read_into(fd, view, at, path)
-                    crc = zlib.crc32(view, crc)
-                    at += len(view)
+            if any(len(column) != end - start for column in columns):
+                raise CorruptIndexError(f"{path} holds rows {start}..{end - 1}, which the records do not")
+            crc = _read_columns(fd, path, columns) if read else 0
             tables = []
-            for b, drop, directory_at, entries_at, count in _table_fields(fields, path, design):
+            for b, drop, directory_at, entries_at, count, checks_at in _table_fields(fields, path, design):
                 raw = pread(fd, 4 * ((1 << b) + 1), directory_at)
-                if columns is not None:
-                    crc = zlib.crc32(raw, crc)
+                crc = zlib.crc32(raw, crc)
                 directory = np.frombuffer(raw, dtype="<u4")
                 if len(directory) != (1 << b) + 1 or int(directory[-1]) != count:
                     raise CorruptIndexError(f"{path}: a table's directory is damaged")
-                tables.append((memoryview(directory), drop, entries_at))
-            if columns is not None and crc != fields.get("crc"):
-                raise CorruptIndexError(f"{path}: its columns or directories are damaged (their CRC-32 differs)")
-            if os.fstat(fd).st_size < entries_at + count * ENTRY.itemsize:
+                checks = None
+                if run_format >= 2:
+                    raw = pread(fd, 4 * -(-count // block), checks_at)
+                    crc = zlib.crc32(raw, crc)
+                    checks = np.frombuffer(raw, dtype="<u4")
+                tables.append(_Table(directory, drop, entries_at, count, checks))
+            if read and crc != fields.get("crc"):
+                raise CorruptIndexError(
+                    f"{path}: its columns, directories or block checks are damaged (their CRC-32 differs)"
+                )
+            if os.fstat(fd).st_size < max(entries_at + count * ENTRY.itemsize, checks_at + 4 * -(-count // block)):
                 raise CorruptIndexError(f"{path} ends in its entries")
         except BaseException:
             os.close(fd)
             raise
-        return cls(path, fd, start, end, tables)
+        run_columns = RunColumns(design, start, columns[0], refused)
+        return cls(path, fd, run_columns, end, tables, block, on_damage)
 
     def buckets(self, leads: list[int]) -> tuple[np.ndarray, np.ndarray]:
-        """The rows in each table's bucket of the lead values *leads* (one per table), one ``pread`` a bucket: the
-        rows of every bucket back to back, and each row's table."""
+        """The rows in each table's bucket of the lead values *leads* (one per table), one ``pread`` a bucket (the
+        blocks that hold it, checked): the rows of every bucket back to back, and each row's table."""
         reads, tables, sizes = [], [], []
-        fd = self.fd
-        for t, ((directory, drop, entries_at), lead) in enumerate(zip(self.tables, leads, strict=True)):
-            b = lead >> drop
+        fd, block, crc32 = self.fd, self.block, zlib.crc32
+        size = block * 4
+        for t, (table, lead) in enumerate(zip(self.tables, leads, strict=True)):
+            directory = table.directory
+            b = lead >> table.drop
             lo = directory[b]
             hi = directory[b + 1]
-            if hi != lo:
-                reads.append(os.pread(fd, (hi - lo) * 4, entries_at + lo * 4))
-                tables.append(t)
-                sizes.append(hi - lo)
-        data = b"".join(reads)
-        if len(data) != 4 * sum(sizes):
+            if hi == lo:
+                continue
+            checks = table.checks
+            if checks is None:  # run-file format 1: the bucket alone, unchecked
+                reads.append(os.pread(fd, (hi - lo) * 4, table.entries_at + lo * 4))
+            else:
+                first = lo - lo % block
+                last = hi + -hi % block
+                if last > table.count:
+                    last = table.count
+                data = os.pread(fd, (last - first) * 4, table.entries_at + first * 4)
+                if len(data) != (last - first) * 4 or (  # one block, usually; else each checked
+                    crc32(data) != checks[first // block]
+                    if last - first <= block
+                    else not _intact(data, checks, first // block, size)
+                ):
+                    data = self._checked(t, table, data, first, last)  # a damaged block made again
+                reads.append(data[(lo - first) * 4 : (hi - first) * 4])
+            tables.append(t)
+            sizes.append(hi - lo)
+        rows = np.frombuffer(b"".join(reads), dtype=ENTRY)
+        which = np.repeat(np.array(tables, dtype=np.intp), sizes)
+        if self.tables[0].checks is None:  # format 1: row numbers kept within the run's rows
+            return self._within(rows, which, sum(sizes))
+        return rows, which
+
+    def _checked(self, t: int, table: _Table, data: bytes, first: int, last: int) -> bytes:
+        """Entries ``first..last-1`` of *table* (the *t*-th), whole blocks, from *data* (as read), each block
+        checked (a damaged one made again)."""
+        j = first // self.block
+        return b"".join(self._block(t, table, data, j, j + i) for i in range(-(-(last - first) // self.block)))
+
+    def _block(self, t: int, table: _Table, data: bytes, first: int, j: int) -> bytes:
+        """Block *j* of *table* (the *t*-th) out of *data*, the blocks read from block *first* on, checked (made
+        again if damaged)."""
+        size = self.block * 4
+        part = data[(j - first) * size : (j - first + 1) * size]
+        if len(part) != min(size, (table.count - j * self.block) * 4) or zlib.crc32(part) != table.checks[j]:
+            return self._remake(t, table, j)
+        return part
+
+    def _remake(self, t: int, table: _Table, j: int) -> bytes:
+        """Block *j* of *table* (the *t*-th) made again from the run's columns (kept: it is made once), its check
+        verified; the damage reported."""
+        remade = self._remade.get((t, j))
+        if remade is not None:
+            return remade
+        first = j * self.block
+        last = min(table.count, first + self.block)
+        entries = self.columns.entries(t, table.drop, table.offsets, first, last)
+        if table.checks is None or zlib.crc32(entries.data) != table.checks[j]:
+            raise CorruptIndexError(f"{self.path}: table {t}'s block {j} made from the rows differs from its check")
+        remade = self._remade[(t, j)] = entries.tobytes()
+        self.on_damage(self, f"table {t}'s block {j} of entries (entries {first}..{last - 1}) failed its check")
+        return remade
+
+    def _within(self, rows: np.ndarray, which: np.ndarray, expected: int) -> tuple[np.ndarray, np.ndarray]:
+        """The rows of a run file without block checks that are of its rows (a damaged entry dropped); a file cut in
+        its entries while in use is an error (format 1: its blocks cannot be told apart)."""
+        if len(rows) != expected:
             raise CorruptIndexError(f"{self.path} ends in a table's entries: the file was cut while in use")
-        return np.frombuffer(data, dtype=ENTRY), np.repeat(np.array(tables, dtype=np.intp), sizes)
+        inside = (rows >= self.start) & (rows < self.end)
+        return (rows, which) if inside.all() else (rows[inside], which[inside])
 
     def close(self, remove: bool = False) -> None:
         with contextlib.suppress(OSError):
@@ -251,6 +442,39 @@ class RunFile:
         if remove:
             with contextlib.suppress(OSError):
                 self.path.unlink()
+
+
+def _intact(data: bytes, checks: memoryview, j: int, size: int) -> bool:
+    """Whether the blocks *data* holds (of *size* bytes; the first is block *j*) match their *checks*."""
+    view = memoryview(data)
+    for at in range(0, len(data), size):
+        if zlib.crc32(view[at : at + size]) != checks[j]:
+            return False
+        j += 1
+    return True
+
+
+def _layout(fields: dict[str, Any], path: Path) -> tuple[int, int]:
+    """The run-file format and the entries per checked block its header names."""
+    run_format = fields.get("run_format", 1)
+    if run_format not in _READ_RUN_FORMATS or isinstance(run_format, bool):
+        raise CorruptIndexError(f"{path} is in run-file format {run_format!r}, which this version does not read")
+    block = fields.get("block_entries", BLOCK_ENTRIES)
+    if isinstance(block, bool) or not isinstance(block, int) or block < 1:
+        raise CorruptIndexError(f"{path}: the header is damaged (block_entries {block!r})")
+    return run_format, block
+
+
+def _read_columns(fd: int, path: Path, columns: tuple[np.ndarray, ...]) -> int:
+    """Fill *columns* from the run file's columns; their CRC-32."""
+    crc = 0
+    at = HEADER_SIZE
+    for column in columns:
+        view = memoryview(column).cast("B")
+        _read_into(fd, view, at, path)
+        crc = zlib.crc32(view, crc)
+        at += len(view)
+    return crc
 
 
 def _read_into(fd: int, view: memoryview, offset: int, path: Path) -> None:
@@ -263,11 +487,16 @@ def _read_into(fd: int, view: memoryview, offset: int, path: Path) -> None:
         done += got
 
 
-def _table_fields(fields: dict[str, Any], path: Path, design: TableDesign) -> Iterator[tuple[int, int, int, int, int]]:
+def _table_fields(
+    fields: dict[str, Any], path: Path, design: TableDesign
+) -> Iterator[tuple[int, int, int, int, int, int]]:
+    """Each table's ``(bucket bits, dropped bits, directory at, entries at, entries, checks at)`` (format 1: no
+    checks, at 0)."""
     tables = fields.get("tables")
     if not isinstance(tables, list) or len(tables) != design.n_tables:
         raise CorruptIndexError(f"{path}: the header is damaged (its tables)")
+    width = 6 if fields.get("run_format", 1) >= 2 else 5
     for table in tables:
-        if not (isinstance(table, list) and len(table) == 5 and all(isinstance(v, int) and v >= 0 for v in table)):
+        if not (isinstance(table, list) and len(table) == width and all(isinstance(v, int) and v >= 0 for v in table)):
             raise CorruptIndexError(f"{path}: the header is damaged (a table {table!r})")
-        yield tuple(table)  # type: ignore[misc]
+        yield tuple(table) if width == 6 else (*table, 0)  # type: ignore[misc]
