@@ -6,14 +6,16 @@ from __future__ import annotations
 import errno
 import hashlib
 import json
+import logging
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
+from fault_helpers import fill, small_filesystem, tmpfs_problem
 
 from simhash_filter.cli.main import main
 from simhash_filter.index.backends.file import HEADER_SIZE, RECORD, CorruptIndexError, FileBackend, record_dtype
@@ -333,3 +335,72 @@ def test_a_creation_on_a_full_disk_leaves_nothing_behind(
         index.add(1, "one")
     with open_index(idx, readonly=True) as index:
         assert [e.key for e in index.entries()] == ["one"]
+
+
+# --- a spill (tables on disk) on a full disk: the page is stored, and reported so -----------------------------------
+
+DISK_DESIGN = TableDesign.parse("11+11+11+11+10+10/k4")
+SPILL_ROWS = 4000
+
+
+@pytest.fixture
+def small_fs(tmp_path: Path) -> Iterator[Path]:
+    """A 4 MiB tmpfs mounted for the test (root only: skipped elsewhere, but required under CI as root)."""
+    problem = tmpfs_problem()
+    if problem is not None:
+        if os.environ.get("CI") and os.geteuid() == 0:
+            pytest.fail(f"CI runs as root: the small-filesystem tests must run, but {problem}")
+        pytest.skip(f"no small filesystem to fill: {problem}")
+    with small_filesystem(tmp_path / "fs", 4 << 20) as path:
+        yield path
+
+
+def open_disk_tables(path: Path) -> FileBackend:
+    return FileBackend(
+        path, k=10, design=DISK_DESIGN, metadata=SKETCH_META, tables="disk", spill_rows=SPILL_ROWS, buffer_size=64
+    )
+
+
+def spill_pages(first: int, n: int) -> list[tuple[int, str, bytes]]:
+    rng = np.random.default_rng(first)
+    return [(int(fp), f"https://site.example/spill/{first + i}", sketch_of(str(first + i)))
+            for i, fp in enumerate(rng.integers(0, 2**64, n, dtype=np.uint64))]  # fmt: skip
+
+
+def test_a_spill_on_a_full_disk_fails_no_add_and_is_tried_again(
+    small_fs: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """With the disk full when the rows in memory are to be written as a run file, the adds (whose records fit)
+    return, stored; the rows stay in memory (a warning, once) and every page is found; an open on the still full disk
+    opens; once there is space the spill is tried again and works, and every page is there after reopening."""
+    directory = small_fs / "idx"
+    stored = spill_pages(0, 3968)  # 62 buffers: the next one reaches spill_rows
+    index = open_disk_tables(directory)
+    index.add_many(np.array([p[0] for p in stored], dtype=np.uint64), [p[1] for p in stored], [p[2] for p in stored])
+    assert index.info()["run_files"] == 0
+    filler = fill(small_fs, leave=100_000)  # room for the records of 300 pages (36 kB), not for a run file (160 kB)
+    with caplog.at_level(logging.WARNING):
+        for fp, key, sketch in spill_pages(10_000, 300):
+            assert index.add_and_candidates(fp, key, sketch, 10) == []  # stored: no exception
+            stored.append((fp, key, sketch))
+        assert len(index) == len(stored) and index.info()["spills_failed"] == 1
+        assert [p.name for p in directory.iterdir() if p.name.startswith("tables.")] == []
+        for fp, key, _ in stored[::50] + stored[-300:]:
+            assert Match(key, 0, fp) in index.query(fp, 0)
+        index.close()
+        index = open_disk_tables(directory)  # the disk still full: the spill of the open fails too
+        assert len(index) == len(stored) and index.info()["run_files"] == 0
+        failed = [m for m in caplog.messages if "to a run file failed ([Errno 28] No space left on device)" in m]
+        assert len(failed) == 2 and "they are stored" in failed[0]  # once per open
+        filler.unlink()
+        for fp, key, sketch in spill_pages(20_000, 600):  # the spill is tried again after 500 pages
+            index.add_and_candidates(fp, key, sketch, 10)
+            stored.append((fp, key, sketch))
+        assert index.info()["rows_in_run_files"] > 4768 and index.info()["spills_failed"] == 0
+        assert "written to a run file at last" in caplog.text
+    index.close()
+    with open_disk_tables(directory) as index:
+        assert len(index) == len(stored)
+        assert [e.key for e in index.entries()] == [key for _, key, _ in stored]
+        for fp, key, _ in stored[::37]:
+            assert Match(key, 0, fp) in index.query(fp, 0)

@@ -19,7 +19,8 @@ thread of its own: a check never waits for a merge.
 Run files are derived data; the records are the truth.  A block of entries that fails its check when a check reads
 it is made again from the columns in memory (:class:`~.runfiles.RunColumns`), with a warning (once per run file;
 ``info()["damaged_blocks"]`` counts them), and a writer writes that run file again in the merge thread; a run file of
-format 1 (entries without checks) is written again the same way.
+format 1 (entries without checks) is written again the same way.  A spill that fails (a full disk) leaves the rows
+in memory, stored (:meth:`DiskTables._seal` says why), and is tried again later.
 """
 
 from __future__ import annotations
@@ -94,6 +95,8 @@ class DiskTables:
         self._stop_merging = threading.Event()
         self._damaged_blocks = 0  # blocks of entries found damaged (and made again) since opening
         self._damage_told: set[Path] = set()  # the run files whose damage was logged
+        self._spill_failures = 0  # spills failed in a row (0: the last one worked)
+        self._spill_again_at = 0  # no spill is tried before this many rows after a failed one
 
     @property
     def table_options(self) -> str:
@@ -177,19 +180,63 @@ class DiskTables:
 
     def _seal(self) -> None:
         """Write the rows in memory as a run file once they are ``spill_rows`` (then merge run files), else seal
-        the buffer into a run in memory."""
-        if self._table_mode != "disk" or self._readonly or self._n - self._spilled < self._spill_rows:
+        the buffer into a run in memory.
+
+        A spill that fails (a full disk, an I/O error) does not fail the add that reached it: the add's records are
+        written (:meth:`_store_keys` returned), so the page is stored - it survives a crash and every open finds it -
+        and the run file is derived from those records.  Failing the add would tell the caller "not stored" about a
+        page that is; rolling its records back instead would throw away pages the index can keep, all the adds of a
+        long full-disk spell rather than the one spill.  So the rows stay in memory (in runs, as with
+        ``tables=memory``: their tables cost memory until a spill works), with a warning once, and the spill is tried
+        again after :meth:`_spill_pause` more rows.  A disk still full then fails the next add's record write, which
+        is the add told that it failed (nothing of it stored)."""
+        if not self._spill_due():
             super()._seal()  # type: ignore[misc]
             return
         start, end = self._spilled, self._n
-        for fd in (self._fds["urls"], self._fds["records"]):  # the rows a run file covers are on the disk first
-            os.fsync(fd)
-        self._disk.append(self._run_file(start, self._columns(start, end)))
+        try:
+            run = self._spill(start, end)
+        except (OSError, CorruptIndexError) as exc:
+            self._spill_failed(start, end, exc)
+            super()._seal()  # type: ignore[misc]
+            return
+        if self._spill_failures:
+            logger.warning("simhash index %s: rows %d..%d written to a run file at last", self.path, start, end - 1)
+        self._spill_failures = 0
+        self._disk.append(run)
         self._runs = []
         self._spilled = self._sealed = end
         self._sketch_base = end  # nothing past the sealed rows yet: no sketch to carry over
         self._sketches = np.empty((self._buffer_size, self._sketch_bytes), dtype=np.uint8)
         self._merge_later()
+
+    def _spill_due(self) -> bool:
+        """Whether the rows in memory are to be written as a run file now."""
+        if self._table_mode != "disk" or self._readonly:
+            return False
+        return self._n - self._spilled >= self._spill_rows and self._n >= self._spill_again_at
+
+    def _spill(self, start: int, end: int) -> RunFile:
+        """The run file of rows ``start..end-1``, written (their keys and records synced first) and opened."""
+        for fd in (self._fds["urls"], self._fds["records"]):  # the rows a run file covers are on the disk first
+            os.fsync(fd)
+        return self._run_file(start, self._columns(start, end))
+
+    def _spill_failed(self, start: int, end: int, exc: Exception) -> None:
+        """Note a failed spill: a warning the first time in a row, the next try after :meth:`_spill_pause` rows."""
+        self._spill_failures += 1
+        self._spill_again_at = self._n + self._spill_pause()
+        logger.log(
+            logging.WARNING if self._spill_failures == 1 else logging.DEBUG,
+            "simhash index %s: writing rows %d..%d to a run file failed (%s); they are stored (their records are "
+            "written) and their tables kept in memory; tried again after %d more pages",
+            self.path, start, end - 1, exc, self._spill_pause(),
+        )  # fmt: skip
+
+    def _spill_pause(self) -> int:
+        """Rows added between two tries of a failed spill: an eighth of ``spill_rows`` (a try on a disk that is
+        still full writes up to a run file's bytes before it fails), at least a buffer."""
+        return max(self._buffer_size, self._spill_rows // 8)
 
     def _columns(self, start: int, end: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The fingerprints, added times and refusals of rows ``start..end-1`` (views: a row's never change)."""
@@ -321,6 +368,7 @@ class DiskTables:
             "rows_in_run_files": self._spilled,
             "run_file_bytes": sum(os.fstat(run.fd).st_size for run in self._disk),
             "damaged_blocks": self._damaged_blocks,
+            "spills_failed": self._spill_failures,
         }
 
     @property
