@@ -5,8 +5,13 @@ kept when four processes race on them."""
 from __future__ import annotations
 
 import multiprocessing
+import os
 import random
+import signal
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 from redis_server import RedisCluster, RedisServer
@@ -127,3 +132,84 @@ def test_four_processes_never_both_keep_near_duplicates(redis_cluster: RedisClus
     print(f"groups: {groups}, one page kept: {kept.count(1)}, none: {kept.count(0)}, more: {sum(k > 1 for k in kept)}")
     assert max(kept) == 1, f"groups with two pages kept: {sum(k > 1 for k in kept)}"
     assert sum(kept) >= 0.9 * groups, f"groups with no page kept: {kept.count(0)}"
+
+
+#: A client that gives up on a frozen node after 1 s and tries again for longer than the node stays frozen.
+PATIENT = "&socket_timeout=1.0&retries=6&retry_backoff=0.1"
+
+
+@contextmanager
+def two_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[RedisServer, RedisServer]]:
+    with RedisServer(tmp_path_factory.mktemp("a")) as a, RedisServer(tmp_path_factory.mktemp("b")) as b:
+        yield a, b
+
+
+@contextmanager
+def frozen_for(server: RedisServer, seconds: float) -> Iterator[None]:
+    """The server stopped (SIGSTOP) and resumed after *seconds* (and on exit anyway): calls sent meanwhile time out
+    on the client and still run on the server when it wakes up."""
+    assert server.process is not None
+    pid = server.process.pid
+    os.kill(pid, signal.SIGSTOP)
+    resume = threading.Timer(seconds, os.kill, (pid, signal.SIGCONT))
+    resume.start()
+    try:
+        yield
+    finally:
+        resume.cancel()
+        os.kill(pid, signal.SIGCONT)
+
+
+def second_shard_only(index: ShardedRedisBackend, n: int, seed: int) -> list[tuple[int, str, bytes]]:
+    """*n* random pages whose every bucket belongs to the second shard (a check of one calls no other server)."""
+    rng = random.Random(seed)
+    out: list[tuple[int, str, bytes]] = []
+    while len(out) < n:
+        fp = rng.getrandbits(64)
+        if [shard for shard, _ in index._groups(fp)] == [index._shards[1]]:
+            out.append((fp, f"https://only-b.example/{len(out)}", rng.randbytes(64)))
+    return out
+
+
+def test_a_paused_first_node_delays_the_sharded_index_and_fails_nothing(
+    tmp_path_factory: pytest.TempPathFactory, redis_prefix: str
+) -> None:
+    """The first server (which holds the shard list and, before, the page counter) frozen for 3 s: a check of a page
+    that the second server stores, and len(), wait for it or need it not, and answer; the page is counted once.
+    (The counter's INCR was never tried again: the check failed after the client's timeout, its page stored.)"""
+    with two_servers(tmp_path_factory) as (a, b):
+        uri = f"{a.url}?prefix={redis_prefix}&servers=127.0.0.1:{b.port}{PATIENT}"
+        with open_sharded(uri) as index:
+            batch = pages(20, 3)
+            for fp, key, sk in batch:
+                index.add_and_candidates(fp, key, sk, K, BOUND)
+            (page,) = second_shard_only(index, 1, 4)
+            with frozen_for(a, 3.0):
+                index.add_and_candidates(*page, K, BOUND)
+            with frozen_for(a, 3.0):
+                assert len(index) == len(batch) + 1
+            fp, key, sk = page
+            assert [c.key for c in index.add_and_candidates(fp, key, sk, K, BOUND)][:1] == [key]
+            assert len(index) == len(batch) + 1
+
+
+def test_a_check_tried_again_after_its_first_attempt_ran_counts_its_page_once(
+    tmp_path_factory: pytest.TempPathFactory, redis_prefix: str
+) -> None:
+    """A page of the second shard only, that shard frozen 2.5 s: the first attempt of its check times out on the
+    client and runs when the node wakes up; the attempts after it find the page stored.  The page is counted
+    once (the retry's "stored" answer and the count are the script's: len() was one short, the page uncounted)."""
+    with two_servers(tmp_path_factory) as (a, b):
+        uri = f"{a.url}?prefix={redis_prefix}&servers=127.0.0.1:{b.port}{PATIENT}"
+        with open_sharded(uri) as index:
+            batch = pages(20, 5)
+            for fp, key, sk in batch:
+                index.add_and_candidates(fp, key, sk, K, BOUND)
+            (page, later) = second_shard_only(index, 2, 6)
+            with frozen_for(b, 2.5):
+                found = index.add_and_candidates(*page, K, BOUND)
+            assert page[1] not in [c.key for c in found]
+            assert len(index) == len(batch) + 1
+            index.add_and_candidates(*later, K, BOUND)
+            assert len(index) == len(batch) + 2
+            assert sorted(e.key for e in index.entries() if "only-b" in e.key) == sorted([page[1], later[1]])

@@ -7,6 +7,7 @@ import json
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -22,7 +23,15 @@ from simhash_filter.index.backends.base import (
     check_metadata,
     full_message,
 )
-from simhash_filter.index.backends.redis.connection import Call, ScriptRunner, client_from_uri, run_with_retries
+from simhash_filter.index.backends.redis.connection import (
+    DEFAULT_BACKOFF,
+    DEFAULT_RETRIES,
+    Call,
+    Retries,
+    ScriptRunner,
+    client_from_uri,
+    run_with_retries,
+)
 from simhash_filter.index.backends.redis.layout import (
     BATCH,
     CHUNK,
@@ -42,11 +51,14 @@ from simhash_filter.index.backends.redis.layout import (
     tag,
     text,
 )
-from simhash_filter.index.backends.redis.script import FULL, INIT_SCRIPT, SCRIPT
+from simhash_filter.index.backends.redis.script import FULL, INIT_SCRIPT, NOTES_SCRIPT, SCRIPT
 from simhash_filter.index.bound import DEFAULT_BOUND, CheckBound
 from simhash_filter.index.tables import Match, TableDesign, page_limit
 
 __all__ = ["RedisBackend"]
+
+#: Seconds the token of an :meth:`RedisBackend.add_notes` call is kept (far beyond any retry of it).
+NOTES_TOKEN_SECONDS = 3600
 
 logger = logging.getLogger(__package__)  # simhash_filter.index.backends.redis
 
@@ -77,8 +89,8 @@ class RedisBackend(Backend):
         metadata: Mapping[str, Any] | None = None,
         prefix: str = "simhash",
         bucket_bits: int | None = None,
-        retries: int = 2,
-        retry_backoff: float = 0.1,
+        retries: int = DEFAULT_RETRIES,
+        retry_backoff: float = DEFAULT_BACKOFF,
         max_age: float = 0,
         owns_client: bool = False,
         location: str = "",
@@ -101,11 +113,11 @@ class RedisBackend(Backend):
         self._prefix = prefix
         self._tag = tag(prefix)
         self._meta_key = self._tag + "meta"
-        self._retries = retries
-        self._retry_backoff = float(retry_backoff)
         self._max_age = int(max_age)
         self._location = location or repr(client)
         self._closed = False
+        where = f"Redis index {prefix!r} at {self._location}"
+        self._retries = Retries(retries, float(retry_backoff), where, self._check_open)
         self._heads = [f"{self._tag}{t}:" for t in range(design.n_tables)]
         self._lock = threading.Lock()  # guards re-creating a lost index
         self._runner = ScriptRunner(client, SCRIPT.encode("utf-8"))
@@ -274,6 +286,16 @@ class RedisBackend(Backend):
         """The redis-py client."""
         return self._client
 
+    @property
+    def retries(self) -> Retries:
+        """How this index's calls are tried again after a connection error or a timeout."""
+        return self._retries
+
+    @property
+    def meta_key(self) -> str:
+        """The key of the index's meta hash (its settings, its record count ``n``, a shard's page count)."""
+        return self._meta_key
+
     def __len__(self) -> int:
         (n,) = self._call("n", 0, [], None)
         return int(n)
@@ -293,17 +315,17 @@ class RedisBackend(Backend):
     def notes(self) -> dict[str, int]:
         """The counters of the hash ``{prefix}:notes``."""
         self._check_open()
-        return {text(k): int(v) for k, v in self._client.hgetall(self._tag + "notes").items()}
+        stored = self._retries.call(self._client.hgetall, self._tag + "notes")
+        return {text(k): int(v) for k, v in stored.items()}
 
     def add_notes(self, increments: Mapping[str, int]) -> dict[str, int]:
-        """``HINCRBY`` of each counter and ``HGETALL`` in one transaction: atomic for every process."""
+        """``HINCRBY`` of each counter and ``HGETALL`` in one script: atomic for every process.  The call carries a
+        token of its own, kept an hour: tried again after a timeout whose first attempt ran, it adds nothing twice."""
         self._check_open()
-        key = self._tag + "notes"
-        pipe = self._client.pipeline(transaction=True)
-        for name, n in increments.items():
-            pipe.hincrby(key, name, int(n))
-        pipe.hgetall(key)
-        return {text(k): int(v) for k, v in pipe.execute()[-1].items()}
+        token = f"{self._tag}notes:{uuid.uuid4().hex}"
+        args = [str(NOTES_TOKEN_SECONDS)] + [x for name, n in increments.items() for x in (name, str(int(n)))]
+        stored = self._retries.call(self._client.eval, NOTES_SCRIPT, 2, self._tag + "notes", token, *args)
+        return {text(stored[i]): int(stored[i + 1]) for i in range(0, len(stored), 2)}
 
     def close(self) -> None:
         """Close the connections (when this backend opened them); later calls raise ``ValueError``."""
@@ -321,6 +343,12 @@ class RedisBackend(Backend):
         """Delete the whole index from Redis (every key ``{prefix}:*``) and close; return the keys deleted."""
         self._check_open()
         pattern = "".join("\\" + ch if ch in "\\*?[]{}" else ch for ch in self._tag) + "*"  # a glob: escaped
+        deleted = self._retries.call(self._unlink_all, pattern)  # tried again: a second scan finds what is left
+        self.close()
+        return deleted
+
+    def _unlink_all(self, pattern: str) -> int:
+        """Unlink every key matching *pattern*, a thousand at a time; how many were."""
         deleted = 0
         batch: list[Any] = []
         for key in self._client.scan_iter(match=pattern, count=1000):
@@ -330,7 +358,6 @@ class RedisBackend(Backend):
                 batch = []
         if batch:
             deleted += self._client.unlink(*batch)
-        self.close()
         return deleted
 
     # -- the script ------------------------------------------------------------------------------
@@ -385,10 +412,12 @@ class RedisBackend(Backend):
         sketches: Sequence[bytes] | None = None,
         bound: CheckBound | None = None,
         tables: Sequence[int] | None = None,
+        count: bool = False,
     ) -> list[Any]:
         """Run the script for *op* over a batch (*bound*: that of a two-stage check): one call per :data:`BATCH`
-        items, pipelined; the replies.  With *tables* (one fingerprint, op ``"d"`` or ``"p"``), only those tables'
-        buckets, and a ``"d"`` reply ends with 1 if the page was stored, else 0 (:mod:`.sharded`).
+        items, pipelined; the replies.  With *tables* (one fingerprint, op ``"d"``, ``"p"`` or ``"a"``), only those
+        tables' buckets, and a ``"d"`` reply ends with 1 if the page is stored here, else 0; with *count* too, the
+        page is counted in the meta hash's ``pages`` by the script that stores it (:mod:`.sharded`).
 
         Tries again after a connection error or a timeout (telling the script, which then never adds
         twice), creates the index again if it is gone, loads the script again if the server lost it.
@@ -406,19 +435,11 @@ class RedisBackend(Backend):
         else:
             differ = bound.differing_bits(self._sketch_bytes)
             header += [str(bound.per_table), str(bound.duplicates), str(differ)]
-        header += [str(self._limit), "0" if tables is None else "1"]
-        where = f"Redis index {self._prefix!r} at {self._location}"
+        header += [str(self._limit), "0" if tables is None else "2" if count else "1"]
+        where = self._retries.where
         try:
             return run_with_retries(
-                self._send,
-                header,
-                calls,
-                retry_at=4,
-                retries=self._retries,
-                backoff=self._retry_backoff,
-                where=where,
-                check_open=self._check_open,
-                recreate=self._recreate,
+                self._send, header, calls, retry_at=4, retries=self._retries, recreate=self._recreate
             )
         except ResponseError as exc:
             if str(exc).startswith(FULL + " "):
@@ -478,18 +499,34 @@ class RedisBackend(Backend):
         return decode_candidates(reply[0])
 
     def add_and_candidates_in(
-        self, tables: Sequence[int], fingerprint: int, key: str, sketch: bytes, k: int, bound: CheckBound
+        self,
+        tables: Sequence[int],
+        fingerprint: int,
+        key: str,
+        sketch: bytes,
+        k: int,
+        bound: CheckBound,
+        *,
+        count: bool = False,
     ) -> tuple[list[Candidate], bool]:
         """:meth:`add_and_candidates` over some of the design's *tables* only (their indexes, in order), and whether
-        the page was stored (one of them took it): a shard of a sharded index (:mod:`.sharded`)."""
+        the page is stored here (one of them took it, in this call or in its first attempt): a shard of a sharded
+        index (:mod:`.sharded`).  With *count*, the call that stores the page counts it in the meta hash's
+        ``pages``, in the same atomic step: once, however often the call is tried again."""
         self._require_sketches()
         checked = self._checked_sketches([sketch], 1)
-        (reply,) = self._call("d", k, [fingerprint], [key], checked, bound, tables)
+        (reply,) = self._call("d", k, [fingerprint], [key], checked, bound, tables, count)
         return decode_candidates(reply[0][:-1]), bool(reply[0][-1])
 
-    def add_in(self, tables: Sequence[int], fingerprint: int, key: str, sketch: bytes) -> None:
-        """Store one page in some of the design's *tables* only (a shard's :meth:`add`)."""
-        self._call("a", 0, [fingerprint], [key], self._checked_sketches([sketch], 1), None, tables)
+    def add_in(self, tables: Sequence[int], fingerprint: int, key: str, sketch: bytes, *, count: bool = False) -> None:
+        """Store one page in some of the design's *tables* only (a shard's :meth:`add`), counted in the meta hash's
+        ``pages`` with *count* (once, however often the call is tried again)."""
+        self._call("a", 0, [fingerprint], [key], self._checked_sketches([sketch], 1), None, tables, count)
+
+    def counted_pages(self) -> int:
+        """The pages this shard counted (``pages`` of its meta hash: :mod:`.sharded`)."""
+        self._check_open()
+        return int(self._retries.call(self._client.hget, self._meta_key, "pages") or 0)
 
     def candidates_in(self, tables: Sequence[int], fingerprint: int, k: int, bound: CheckBound) -> list[Candidate]:
         """:meth:`candidates` over some of the design's *tables* only."""
@@ -521,13 +558,13 @@ class RedisBackend(Backend):
     def entries(self) -> Iterator[Entry]:
         """Every stored fingerprint, oldest first (read chunk by chunk; not a snapshot)."""
         self._check_open()
-        n = int(self._client.hget(self._meta_key, "n") or 0)
+        n = int(self._retries.call(self._client.hget, self._meta_key, "n") or 0)
         oldest = time.time() - self._max_age if self._max_age else 0
         size, width = self._sketch_bytes, self._record
         record = record_dtype(width)
         for chunk in range((n + CHUNK - 1) // CHUNK):
-            records, urls = self._client.get(f"{self._tag}f{chunk}"), self._client.get(f"{self._tag}u{chunk}")
-            records, urls = records or b"", urls or b""
+            records = self._retries.call(self._client.get, f"{self._tag}f{chunk}") or b""
+            urls = self._retries.call(self._client.get, f"{self._tag}u{chunk}") or b""
             count = min(CHUNK, n - chunk * CHUNK)
             table = np.frombuffer(records, dtype=record, count=min(count, len(records) // width))
             start = 0

@@ -6,7 +6,8 @@ from __future__ import annotations
 import inspect
 import time
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from dataclasses import dataclass
+from typing import Any, NamedTuple, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import redis
@@ -19,17 +20,59 @@ from redis.retry import Retry
 from simhash_filter.index.backends.redis.script import NOINDEX
 from simhash_filter.index.backends.uri import redact_uri
 
-__all__ = ["CONNECTION_ERRORS", "IndexGone", "ScriptRunner", "client_from_uri", "run_with_retries"]
+__all__ = ["CONNECTION_ERRORS", "IndexGone", "Retries", "ScriptRunner", "client_from_uri", "run_with_retries"]
 
 #: The errors after which a call is tried again (on a new connection).
 CONNECTION_ERRORS = (RedisConnectionError, RedisTimeoutError)
 #: redis-py options whose default differs here (seconds).
 _DEFAULTS = {"socket_timeout": 2.0, "socket_connect_timeout": 2.0}
+#: Tries again after a connection error or a timeout, and the first wait (seconds, doubled each time): the
+#: defaults of the URI options ``retries`` and ``retry_backoff``.
+DEFAULT_RETRIES, DEFAULT_BACKOFF = 2, 0.1
 #: The backend's own URI options (the others go to redis-py).
 OWN_OPTIONS = ("prefix", "bucket_bits", "cluster", "retries", "retry_backoff", "max_age", "shards", "servers")
 
 #: One script call: its KEYS and its ARGV after the header.
 Call = tuple[list[Any], list[Any]]
+
+_T = TypeVar("_T")
+
+
+def _never_closed() -> None:
+    """The default ``check_open`` of :class:`Retries`: nothing to check."""
+
+
+@dataclass(frozen=True)
+class Retries:
+    """How an index's Redis calls are tried again after a connection error or a timeout: at most *retries* more
+    times, after *backoff* seconds doubled each time, then the error is raised naming the index (*where*).  One
+    policy for every call of an index, so that none of them fails on the first lost reply while the others ride
+    out the same stall (a call tried again must be idempotent: a timed-out attempt may still run on the server).
+    *check_open* raises when the index was closed meanwhile (then nothing is tried again)."""
+
+    retries: int = DEFAULT_RETRIES
+    backoff: float = DEFAULT_BACKOFF
+    where: str = "Redis"
+    check_open: Callable[[], None] = _never_closed
+
+    def failed(self, exc: BaseException, attempt: int) -> None:
+        """Attempt number *attempt* (1 for the first) failed with *exc*: wait before the next one, or raise when
+        it was the last."""
+        self.check_open()
+        if attempt > self.retries:
+            raise type(exc)(f"{self.where}: {exc} (tried {attempt} times)") from exc
+        time.sleep(self.backoff * 2 ** (attempt - 1))
+
+    def call(self, func: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+        """``func(*args, **kwargs)``, tried again after a connection error or a timeout."""
+        attempt = 0
+        while True:
+            self.check_open()
+            try:
+                return func(*args, **kwargs)
+            except CONNECTION_ERRORS as exc:
+                attempt += 1
+                self.failed(exc, attempt)
 
 
 class IndexGone(Exception):
@@ -175,16 +218,12 @@ def run_with_retries(
     calls: list[Call],
     *,
     retry_at: int,
-    retries: int,
-    backoff: float,
-    where: str,
-    check_open: Callable[[], None],
+    retries: Retries,
     recreate: Callable[[], None],
 ) -> list[Any]:
     """The replies of *calls*, sent by *send*: after a connection error or a timeout, the calls not answered yet
     are sent again (``header[retry_at]`` set to ``"1"``: an earlier attempt may have run, and the script then
-    never adds a page twice), at most *retries* times, after *backoff* seconds doubled each time; then the error
-    is raised, naming the index (*where*).  If the index is gone, *recreate* makes it again and the rest is
+    never adds a page twice) as *retries* says.  If the index is gone, *recreate* makes it again and the rest is
     sent to it."""
     replies: list[Any] = []
     attempt = 0
@@ -193,11 +232,8 @@ def run_with_retries(
         try:
             replies.extend(send(header, calls[len(replies) :]))
         except CONNECTION_ERRORS as exc:
-            check_open()
             attempt += 1
-            if attempt > retries:
-                raise type(exc)(f"{where}: {exc} (tried {attempt} times)") from exc
-            time.sleep(backoff * 2 ** (attempt - 1))
+            retries.failed(exc, attempt)
         except IndexGone as gone:
             replies.extend(gone.replies)
             recreate()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from simhash_filter.index.backends.redis.layout import CHUNK, ENTRY, ENTRY_LOW, RECORD
 
-__all__ = ["FULL", "INIT_SCRIPT", "NOINDEX", "SCRIPT"]
+__all__ = ["FULL", "INIT_SCRIPT", "NOINDEX", "NOTES_SCRIPT", "SCRIPT"]
 
 #: The error the script answers when the index is gone (its meta hash deleted).
 NOINDEX = "SIMHASH_NOINDEX"
@@ -32,15 +32,16 @@ SCRIPT = (
 -- (seconds, 0: none), R (bytes per record: @RECORD@ + the sketch's), the tables' lead masks (8 bytes each,
 -- big-endian; "d" and "p" only, else empty), the bound of a two-stage check ("d" and "p"; else "0"): the
 -- candidates per table, the verified ones that make a table refuse the page, the most bits in which two
--- sketches may differ and verify; the most pages the index takes; "1" if a "d" reply ends with 1 when the page
--- was stored (else 0), for a sharded index; then per item the fingerprint (8 bytes,
+-- sketches may differ and verify; the most pages the index takes; for a shard of a sharded index, "1" if a "d"
+-- reply ends with 1 when the page is stored here (else 0), "2" the same and the page counted in the meta hash's
+-- "pages" when this call stores it (the shard that counts it), else "0"; then per item the fingerprint (8 bytes,
 -- big-endian), for "c", "a" and "d" its key, and for "d" (and "a" in an index that keeps sketches) its sketch.
 -- Ops: "c" check-and-add, "a" add, "q" query, "d" add-and-candidates, "p" candidates, "n" count.
 local op, k, P, T = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
 local retry, max_age = ARGV[5] == "1", tonumber(ARGV[6])
 local R, MASKS = tonumber(ARGV[7]), ARGV[8]
 local PER_TABLE, DUPLICATES, DIFFER = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])
-local LIMIT, TELL_STORED = tonumber(ARGV[12]), ARGV[13] == "1"
+local LIMIT, TELL_STORED, COUNT = tonumber(ARGV[12]), ARGV[13] ~= "0", ARGV[13] == "2"
 local H = 13 -- header arguments: items start at ARGV[H + 1]
 local S = R - @RECORD@ -- sketch bytes (0: the index keeps none)
 -- Bytes of a bucket entry: the id (4) and the fingerprint's 32-bit fold (4), then, in an index that keeps
@@ -329,9 +330,10 @@ local function full(nearest, sketch, page)
 end
 
 -- One bounded check of the page q (key nil: candidates only, nothing stored): its candidates, each once,
--- nearest first, then oldest, as {distance, id, fingerprint}, and the tables that take it (takes[t] true), or
--- nil when none does.  A retry that finds the page stored already (its first attempt ran: distance 0, the same
--- key) answers as that attempt did (the pages stored before it) and stores nothing.
+-- nearest first, then oldest, as {distance, id, fingerprint}, the tables that take it (takes[t] true), or
+-- nil when none does, and whether a retry found the page stored.  A retry that finds the page stored already
+-- (its first attempt ran: distance 0, the same key) answers as that attempt did (the pages stored before it)
+-- and stores nothing.
 local function bounded(q, key, sketch, base, buckets)
   local hits = blocks(q, base, k, buckets)
   local below = math.huge
@@ -361,7 +363,7 @@ local function bounded(q, key, sketch, base, buckets)
     end
   end
   table.sort(chosen, nearest_first)
-  return chosen, takes
+  return chosen, takes, below ~= math.huge
 end
 
 -- Store the page q as the id `id`: its record and key, and an entry in the buckets of the tables in `takes`
@@ -462,13 +464,15 @@ for item = 0, m - 1 do
   local base = 1 + item * T
   local buckets = {}
   if op == "d" then -- the candidates, then the page stored in the tables that take it (none: not stored)
-    local chosen, takes = bounded(q, key, sketch, base, buckets)
+    local chosen, takes, found = bounded(q, key, sketch, base, buckets)
     if takes ~= nil then
       add(q, key, sketch, base, buckets, n, takes)
       n = n + 1
+      if COUNT then call("HINCRBY", meta, "pages", 1) end
     end
     local out = reply(chosen)
-    if TELL_STORED then out[#out + 1] = (takes ~= nil) and 1 or 0 end
+    -- stored: by this call, or by its first attempt (which counted it if it was to)
+    if TELL_STORED then out[#out + 1] = (takes ~= nil or found) and 1 or 0 end
     results[#results + 1] = out
   else
     local found = nil
@@ -485,6 +489,7 @@ for item = 0, m - 1 do
       if not stored then
         add(q, key, sketch, base, buckets, n)
         n = n + 1
+        if COUNT then call("HINCRBY", meta, "pages", 1) end
       end
       results[#results + 1] = {}
     else
@@ -513,6 +518,18 @@ if redis.call("EXISTS", KEYS[1]) == 0 then
     return redis.error_reply("SIMHASH_ORPHAN")
   end
   redis.call("HSET", KEYS[1], unpack(ARGV, 1, #ARGV - 1))
+end
+return redis.call("HGETALL", KEYS[1])
+"""
+
+#: Adds to the counters of the notes hash and returns them all, once per token.  KEYS[1] the notes hash, KEYS[2] the
+#: call's token (a retry of a call that ran finds it, and adds nothing again); ARGV[1] seconds the token is kept,
+#: then counter/increment pairs.
+NOTES_SCRIPT = """
+if redis.call("SET", KEYS[2], "1", "NX", "EX", ARGV[1]) then
+  for i = 2, #ARGV, 2 do
+    redis.call("HINCRBY", KEYS[1], ARGV[i], ARGV[i + 1])
+  end
 end
 return redis.call("HGETALL", KEYS[1])
 """

@@ -20,12 +20,21 @@ is, on one server); ``tests/test_backend_sharded.py`` races four processes and c
 
 **What it costs.** A check makes one round trip per shard it touches (at most the number of tables), one after
 the other; a page stored in *m* shards has *m* records: with five tables over three shards, 2.6 on average.
-The page count (``len``) is a counter beside the shards (``{PREFIX}:pages`` on the first one), incremented once for
-each page some shard stored.
+
+**The page count** (``len``) is kept by the shards' scripts: of the shards that store a page, the first one in shard
+order counts it (``pages`` in its meta hash), in the same atomic step that stores it, so that a call tried again
+after a timeout whose first attempt ran counts nothing twice (the script finds the page stored, stores and counts
+nothing, and tells the page is stored: the shards after it do not count it either).  ``len`` adds the shards'
+counts (and ``{PREFIX}:pages``, where earlier versions counted).
+
+**Every call is tried again** after a connection error or a timeout, as a shard's own calls are (the index's
+``retries`` and ``retry_backoff``: :class:`~.connection.Retries`): a paused node delays a check, it does not fail
+it while its page is stored.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -37,6 +46,7 @@ import redis
 
 from simhash_filter.index.backends.base import Backend, Candidate, Entry, MetadataMismatchError
 from simhash_filter.index.backends.redis.backend import RedisBackend
+from simhash_filter.index.backends.redis.connection import DEFAULT_BACKOFF, DEFAULT_RETRIES, Retries
 from simhash_filter.index.backends.redis.layout import tag, text
 from simhash_filter.index.bound import DEFAULT_BOUND, CheckBound
 from simhash_filter.index.tables import Match, TableDesign
@@ -47,11 +57,13 @@ __all__ = ["ShardedRedisBackend", "shard_prefixes"]
 _TRIES = 100_000
 
 
-def shard_prefixes(client: Any, prefix: str, shards: int, cluster: bool) -> list[str]:
+def shard_prefixes(client: Any, prefix: str, shards: int, cluster: bool, retries: Retries | None = None) -> list[str]:
     """The prefixes of the index *prefix*'s shards: those kept in ``{prefix}:shards``, else new ones stored there
-    (in a cluster, each on the next master in turn).  A different number of shards stored is an error."""
+    (in a cluster, each on the next master in turn).  A different number of shards stored is an error.  Each
+    call is tried again as *retries* says (they are idempotent: a ``SET NX`` and reads)."""
+    retries = retries or Retries()
     key = tag(prefix) + "shards"
-    stored = client.get(key)
+    stored = retries.call(client.get, key)
     if stored is None:
         names = [f"{prefix}.{s}" for s in range(shards)]
         if cluster:
@@ -64,8 +76,8 @@ def shard_prefixes(client: Any, prefix: str, shards: int, cluster: bool) -> list
                     if (node.host, node.port) == want:
                         names.append(f"{prefix}.{s}.{i}")
                         break
-        client.set(key, json.dumps(names), nx=True)
-        stored = client.get(key)
+        retries.call(client.set, key, json.dumps(names), nx=True)
+        stored = retries.call(client.get, key)
     names = json.loads(text(stored))
     if len(names) != shards:
         raise MetadataMismatchError(
@@ -93,7 +105,9 @@ class ShardedRedisBackend(Backend):
         self._sketch_bytes = first.sketch_bytes
         self._prefix = prefix
         self._location = location
+        #: Where earlier versions counted the pages (read by ``len``, deleted by ``drop``).
         self._pages_key = tag(prefix) + "pages"
+        self._retries = dataclasses.replace(first.retries, where=f"sharded Redis index {prefix!r} at {location}")
         #: The clients the shards use (closed with the index).
         self._clients: list[Any] = []
         bits = first.bucket_bits
@@ -144,11 +158,9 @@ class ShardedRedisBackend(Backend):
         found: list[Candidate] = []
         stored = False
         for shard, tables in self._groups(fingerprint):
-            candidates, took = shard.add_and_candidates_in(tables, fingerprint, key, sketch, k, bound)
+            candidates, took = shard.add_and_candidates_in(tables, fingerprint, key, sketch, k, bound, count=not stored)
             found += candidates
             stored |= took
-        if stored:
-            self._shards[0].client.incr(self._pages_key)
         return self._merged(found)
 
     def candidates(self, fingerprint: int, k: int, bound: CheckBound = DEFAULT_BOUND) -> list[Candidate]:
@@ -158,14 +170,12 @@ class ShardedRedisBackend(Backend):
         return self._merged(found)
 
     def add_many(self, fingerprints: np.ndarray, keys: Sequence[str], sketches: Sequence[bytes] | None = None) -> None:
-        """Store every page in all its tables (no check), one at a time."""
+        """Store every page in all its tables (no check), one at a time; the first of its shards counts it."""
         if sketches is None or len(sketches) != len(keys):
             raise ValueError(f"this index keeps a {self._sketch_bytes}-byte sketch beside each fingerprint")
         for fp, key, sketch in zip(fingerprints.tolist(), keys, sketches, strict=True):
-            for shard, tables in self._groups(fp):
-                shard.add_in(tables, fp, key, sketch)
-        if len(keys):
-            self._shards[0].client.incr(self._pages_key, len(keys))
+            for i, (shard, tables) in enumerate(self._groups(fp)):
+                shard.add_in(tables, fp, key, sketch, count=i == 0)
 
     def query(self, fingerprint: int, k: int) -> list[Match]:
         """The stored pages within *k* that share a block with the query (each once), nearest first."""
@@ -178,7 +188,9 @@ class ShardedRedisBackend(Backend):
         raise NotImplementedError("a sharded Redis index is two-stage only: use add_and_candidates")
 
     def __len__(self) -> int:
-        return int(self._shards[0].client.get(self._pages_key) or 0)
+        """The pages stored: those the shards counted, and those earlier versions counted."""
+        earlier = int(self._retries.call(self._shards[0].client.get, self._pages_key) or 0)
+        return earlier + sum(shard.counted_pages() for shard in self._shards)
 
     # -- maintenance -------------------------------------------------------------------------------
 
@@ -189,13 +201,6 @@ class ShardedRedisBackend(Backend):
             for entry in shard.entries():
                 seen.setdefault((entry.key, entry.fingerprint), entry)
         yield from sorted(seen.values(), key=lambda e: e.added or 0.0)
-
-    def delete(self, keys: Iterable[str]) -> int:
-        wanted = list(keys)
-        deleted = max((shard.delete(wanted) for shard in self._shards), default=0)
-        if deleted:
-            self._shards[0].client.decrby(self._pages_key, deleted)
-        return deleted
 
     def notes(self) -> dict[str, int]:
         return self._shards[0].notes()
@@ -216,7 +221,7 @@ class ShardedRedisBackend(Backend):
     def drop(self) -> int:
         """Delete every shard and the shard list; close."""
         client = self._shards[0].client
-        deleted = int(client.delete(self._pages_key, tag(self._prefix) + "shards"))
+        deleted = int(self._retries.call(client.delete, self._pages_key, tag(self._prefix) + "shards"))
         for shard in self._shards:
             deleted += shard.drop()
         return deleted
@@ -264,7 +269,8 @@ def open_sharded(
             raise ValueError(f"shards={shards}, but {count} servers are given")
         if count < 2:
             raise ValueError(f"a sharded index needs at least 2 shards, got {count}")
-        names = shard_prefixes(client, prefix, count, cluster)
+        retries = Retries(own.get("retries", DEFAULT_RETRIES), own.get("retry_backoff", DEFAULT_BACKOFF), location)
+        names = shard_prefixes(client, prefix, count, cluster, retries)
         backends = []
         for s, name in enumerate(names):
             shard_client = clients[s] if addresses else client
