@@ -1,5 +1,6 @@
-"""The ``simhash-filter`` command line: ``fingerprint``, ``compare``, ``dedup`` and ``index`` (in
-:mod:`~simhash_filter.cli.index`).
+"""The ``simhash-filter`` command line: ``fingerprint``, ``compare`` and ``dedup`` here; ``index``, ``report`` and
+``calibrate`` in :mod:`~simhash_filter.cli.index`, :mod:`~simhash_filter.cli.report` and
+:mod:`~simhash_filter.cli.calibrate`.
 
 Every default comes from :data:`simhash_filter.config.DEFAULTS`, the same object the crawler reads.
 This module only parses arguments, reads and writes files, and prints; the work is done by
