@@ -23,9 +23,11 @@ Every page carries chrome (navigation, footer, inline scripts) and volatile bits
 timestamp that depend on the URL), so that the URLs of one page serve near-duplicates, not exact copies.  The
 articles are written by ``benchmarks/make_sample.py`` from its own vocabularies; the chrome's words are
 written here.  A site is deterministic: the same arguments give the same bytes at every URL.  Links to the
-other host carry the server's port, 8000 until :meth:`GeneratedSite.serve` binds one.
+other host carry the server's port, 8000 until :meth:`GeneratedSite.serve` binds one.  ``link_order`` shuffles the
+links of the start page by a seed (the rest of the site as it is): the same site met by a crawl in another order,
+for the tests that what a crawl learns does not depend on that order.
 
-    site = dup_heavy_site(articles=150, seed=7)
+    site = dup_heavy_site(articles=150, seed=7)  # link_order=3: its start page's links in another order
     with site.serve() as server:            # crawl server.url("/"), allowing the hosts of site.hosts
         ...
     site.content_id("http://127.0.0.1:8000/News/2024-05/farming-0012/index.html;jsessionid=9AB3?utm_source=rss")
@@ -52,6 +54,7 @@ MAIN, MIRROR = HOSTS
 DEFAULT_PORT = 8000
 ROBOTS = Page(b"User-agent: *\nDisallow: /private/\n", content_type="text/plain")
 _HREF = re.compile(r"""<a\b[^>]*?\bhref\s*=\s*(["'])(.*?)\1""", re.IGNORECASE | re.DOTALL)
+_ANCHOR = re.compile(r"<a\b[^>]*>.*?</a>", re.IGNORECASE | re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,15 @@ def links_of(page: str, url: str) -> list[str]:
         if href and not href.startswith(("#", "mailto:", "javascript:")):
             out.append(urljoin(url, href).split("#", 1)[0])
     return out
+
+
+def shuffle_links(page: str, rng: random.Random) -> str:
+    """``page`` with its ``<a>`` elements in another order (each with its text; the rest of the page in place): the
+    same links, met by a crawl in another order."""
+    anchors = _ANCHOR.findall(page)
+    rng.shuffle(anchors)
+    order = iter(anchors)
+    return _ANCHOR.sub(lambda _: next(order), page)
 
 
 def _hash(*parts: object) -> int:
@@ -162,8 +174,10 @@ class GeneratedSite:
     #: Articles of the site (its size argument).
     articles: int = 0
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, link_order: int | None = None) -> None:
         self.seed = seed
+        #: None: the start pages list their links in the site's order; a number: shuffled by that seed.
+        self.link_order = link_order
         self.port = DEFAULT_PORT
         self.pages: dict[str, Page] = {"/robots.txt": ROBOTS}
 
@@ -185,7 +199,12 @@ class GeneratedSite:
     def resolve(self, host: str, raw: str) -> Page | None:
         """The page at ``raw`` (path with query, percent-decoded) on ``host``, or ``None`` (a 404)."""
         view = self.view(host, raw)
-        return None if view is None else Page(self.render(view, raw).encode("utf-8"))
+        if view is None:
+            return None
+        page = self.render(view, raw)
+        if self.link_order is not None and host == MAIN and raw in self.start_paths:
+            page = shuffle_links(page, random.Random(f"{self.seed}/links/{self.link_order}"))
+        return Page(page.encode("utf-8"))
 
     def content_id(self, url: str) -> str | None:
         """The distinct page that ``url`` shows (``None``: not a page of the site)."""
@@ -333,8 +352,15 @@ class DupHeavySite(GeneratedSite):
     #: Navigation links by form of the path.
     NAV_FORMS: ClassVar[dict[str, float]] = {"plain": 0.8, "index": 0.1, "noslash": 0.05, "case": 0.05}
 
-    def __init__(self, articles: int = 150, seed: int = 7, per_page: int = 10, min_words: int = 600) -> None:
-        super().__init__(seed)
+    def __init__(
+        self,
+        articles: int = 150,
+        seed: int = 7,
+        per_page: int = 10,
+        min_words: int = 600,
+        link_order: int | None = None,
+    ) -> None:
+        super().__init__(seed, link_order)
         if articles < 6:
             raise ValueError(f"the duplicate-heavy site needs at least 6 articles, got {articles}")
         make_sample = load_make_sample()
@@ -610,9 +636,15 @@ class ParamsMatterSite(GeneratedSite):
     ALIAS_BASE = 1000
 
     def __init__(
-        self, articles: int = 60, seed: int = 7, per_page: int = 10, aliases: int = 3, min_words: int = 400
+        self,
+        articles: int = 60,
+        seed: int = 7,
+        per_page: int = 10,
+        aliases: int = 3,
+        min_words: int = 400,
+        link_order: int | None = None,
     ) -> None:
-        super().__init__(seed)
+        super().__init__(seed, link_order)
         if articles < 2 * per_page:
             raise ValueError(f"the params-matter site needs at least {2 * per_page} articles, got {articles}")
         make_sample = load_make_sample()
@@ -752,14 +784,20 @@ class ParamsMatterSite(GeneratedSite):
         )
 
 
-def dup_heavy_site(articles: int = 150, seed: int = 7, per_page: int = 10) -> DupHeavySite:
-    """The duplicate-heavy news site and its mirror (see the module's docstring)."""
-    return DupHeavySite(articles, seed, per_page)
+def dup_heavy_site(
+    articles: int = 150, seed: int = 7, per_page: int = 10, link_order: int | None = None
+) -> DupHeavySite:
+    """The duplicate-heavy news site and its mirror (see the module's docstring); ``link_order``: the start page's
+    links shuffled by this seed (the same site met in another order)."""
+    return DupHeavySite(articles, seed, per_page, link_order=link_order)
 
 
-def params_matter_site(articles: int = 60, seed: int = 7, per_page: int = 10, aliases: int = 3) -> ParamsMatterSite:
-    """The catalogue where parameters matter (see the module's docstring)."""
-    return ParamsMatterSite(articles, seed, per_page, aliases)
+def params_matter_site(
+    articles: int = 60, seed: int = 7, per_page: int = 10, aliases: int = 3, link_order: int | None = None
+) -> ParamsMatterSite:
+    """The catalogue where parameters matter (see the module's docstring); ``link_order`` as for
+    :func:`dup_heavy_site`."""
+    return ParamsMatterSite(articles, seed, per_page, aliases, link_order=link_order)
 
 
 #: The sites by name: a factory of ``(articles, seed)``.

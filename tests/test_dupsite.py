@@ -21,6 +21,7 @@ from crawler.dupsite import (
     GeneratedSite,
     ParamsMatterSite,
     dup_heavy_site,
+    links_of,
     params_matter_site,
 )
 from crawler.localsite import LocalSite, Page
@@ -81,6 +82,20 @@ def test_same_seed_gives_the_same_bytes_at_every_url() -> None:
         assert len(urls) > 100
         assert all(a.fetch(url).body == b.fetch(url).body for url in urls)
         assert a.fetch(a.url("/")).body != other.fetch(other.url("/")).body
+
+
+@pytest.mark.parametrize("make", [dup_heavy_site, params_matter_site])
+def test_link_order_shuffles_the_start_page_links_and_nothing_else(make) -> None:
+    """``link_order``: the start page lists the same links in another order (the same for the same seed, another
+    for another seed); every other page is served as it is, and the ground truth is the same."""
+    plain, one, again, two = make(40), make(40, link_order=1), make(40, link_order=1), make(40, link_order=2)
+    start = plain.url("/")
+    orders = [links_of(site.fetch(start).body.decode("utf-8"), start) for site in (plain, one, again, two)]
+    assert orders[1] == orders[2] and len({tuple(o) for o in orders}) == 3
+    assert all(sorted(o) == sorted(orders[0]) for o in orders)
+    urls = [url for url, _, _ in plain.walk()][1:60]
+    assert all(plain.fetch(url).body == one.fetch(url).body for url in urls)
+    assert [one.content_id(url) for url in urls] == [plain.content_id(url) for url in urls]
 
 
 @pytest.mark.parametrize("name", ["dup-heavy", "params-matter"])
