@@ -195,7 +195,9 @@ def test_index_rules_prints_what_crawls_learned(tmp_path: Path, pages_file: Path
         backend.add_notes({"rule|a.example|param:sid|+": 40, "rule|a.example|param:page|+": 9,
                            "rule|a.example|param:page|-": 1, "mirror|a.example|b.example|+": 3})  # fmt: skip
     assert main(["index", "rules", str(index)]) == 0
-    assert capsys.readouterr().out.splitlines() == ["a.example: param:sid (active: 40 examples, error < 7.0% at 95 %)"]
+    assert capsys.readouterr().out.splitlines() == [
+        "a.example: param:sid (active: 40 examples, 0 against, precision > 93.7% at 95 %)"
+    ]
     assert main(["index", "rules", str(index), "--all", "--json"]) == 0
     records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [(r["kind"], r["rule"], r["active"], r["against"]) for r in records] == [

@@ -208,17 +208,18 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_rules(args: argparse.Namespace) -> int:
     """Print the URL rules and mirrors that crawls learned into the index's notes (``SIMHASH_AVOID``)."""
-    from simhash_filter.index.urlrules import RuleBook
+    from simhash_filter.index.urlrules import RuleBook, precision_bound
 
     with _open(args.index, args.max_distance, write=False) as backend:
         notes = backend.notes()
-    book = RuleBook(min_examples=args.min_examples)
+    book = RuleBook(min_examples=args.min_examples, min_precision=args.min_precision)
     book.merge(notes)
     verdicts = [v for v in book.verdicts() if args.all or v.active]
     if args.json:
         for v in verdicts:
             record = {"kind": v.kind, "host": v.host, "rule": v.rule, "examples": v.positives,
-                      "against": v.negatives, "active": v.active}  # fmt: skip
+                      "against": v.negatives, "active": v.active,
+                      "precision_bound": round(precision_bound(v.positives, v.negatives), 4)}  # fmt: skip
             print(json.dumps(record, ensure_ascii=False))
         return 0
     if not verdicts:
@@ -413,6 +414,14 @@ def add_index_parser(
         default=5,
         metavar="N",
         help="examples a rule needs to be active, as SIMHASH_AVOID_MIN_EXAMPLES (default: 5)",
+    )
+    c.add_argument(
+        "--min-precision",
+        type=float,
+        default=0.8,
+        metavar="P",
+        help="lower 95%% bound of its precision a rule needs to be active, as SIMHASH_AVOID_MIN_PRECISION "
+        "(default: 0.8)",
     )
     c.add_argument("--json", action="store_true", help="one JSON object per rule")
     c.set_defaults(func=_guarded(cmd_rules))

@@ -8,9 +8,10 @@ same path on a mirror of its host was sent before, the request is *avoided*: dro
 counted in ``simhash/avoided/url_rule`` or ``simhash/avoided/mirror``) or, with ``SIMHASH_AVOID_ACTION =
 "deprioritize"``, sent back to the scheduler once with a lower priority.  A share of the would-be-avoided
 requests (``SIMHASH_AVOID_VALIDATE``, chosen by a hash of the URL, so the same in every run) is fetched all the
-same to validate the rules (``simhash/avoid/validations``); one that shows another page withdraws the rules (or
-the mirror) it was avoided by, for good, and the requests they avoided are queued again
-(``simhash/avoid/requeued``).
+same to validate the rules (``simhash/avoid/validations``); one that shows another page counts against the rule
+(or the mirror) it was avoided by, and a rule whose evidence no longer reaches its precision bound
+(``SIMHASH_AVOID_MIN_PRECISION``, :func:`~simhash_filter.index.urlrules.is_active`) is withdrawn and the
+requests it avoided are queued again (``simhash/avoid/requeued``): their pages count as evidence too.
 
 The evidence is counted in the index's notes (:meth:`Backend.add_notes`) every ``FLUSH_SECONDS`` and when the
 crawl ends: crawl processes sharing one index (Redis) learn together, and a recrawl with the on-disk index starts
@@ -76,7 +77,9 @@ class Avoidance:
         return out
 
 
-def check_avoid_options(*, action: str, validate: float, mirrors: str, min_examples: int) -> None:
+def check_avoid_options(
+    *, action: str, validate: float, mirrors: str, min_examples: int, min_precision: float = 0.8
+) -> None:
     """Raise ``ValueError`` naming the ``SIMHASH_AVOID_*`` setting whose value is wrong."""
     if action not in AVOID_ACTIONS:
         raise ValueError(f"SIMHASH_AVOID_ACTION must be one of {', '.join(AVOID_ACTIONS)}, got {action!r}")
@@ -86,6 +89,8 @@ def check_avoid_options(*, action: str, validate: float, mirrors: str, min_examp
         raise ValueError(f"SIMHASH_AVOID_VALIDATE must be a share in [0, 1], got {validate!r}")
     if min_examples < 1:
         raise ValueError(f"SIMHASH_AVOID_MIN_EXAMPLES must be at least 1, got {min_examples!r}")
+    if not 0.0 < min_precision < 1.0:
+        raise ValueError(f"SIMHASH_AVOID_MIN_PRECISION must be a share in (0, 1), got {min_precision!r}")
 
 
 class Avoider:
@@ -100,16 +105,19 @@ class Avoider:
         validate: float = 0.05,
         mirrors: str = "paths",
         min_examples: int = 5,
+        min_precision: float = 0.8,
         same_distance: int = 3,
         distinct_distance: int = 10,
     ) -> None:
-        check_avoid_options(action=action, validate=validate, mirrors=mirrors, min_examples=min_examples)
+        check_avoid_options(
+            action=action, validate=validate, mirrors=mirrors, min_examples=min_examples, min_precision=min_precision
+        )
         self.backend = backend
         self.stats = stats
         self.action = action
         self.validate = validate
         self.mirror_mode = mirrors
-        self.book = RuleBook(min_examples, same_distance, distinct_distance)
+        self.book = RuleBook(min_examples, same_distance, distinct_distance, min_precision=min_precision)
         # host -> hash of a canonical URL -> the first URL sent (hashes: about 300 bytes a URL in all)
         self._sent: dict[str, dict[int, str]] = {}
         self._raw: dict[str, list[str]] = {}  # host -> URLs sent, to rebuild its canonical ones

@@ -135,6 +135,7 @@ def avoid_options(settings: BaseSettings) -> dict[str, Any] | None:
         "mirrors": settings.get("SIMHASH_AVOID_MIRRORS", defaults.SIMHASH_AVOID_MIRRORS),
     }
     for name, key, read in (("min_examples", "SIMHASH_AVOID_MIN_EXAMPLES", settings.getint),
+                            ("min_precision", "SIMHASH_AVOID_MIN_PRECISION", settings.getfloat),
                             ("validate", "SIMHASH_AVOID_VALIDATE", settings.getfloat)):  # fmt: skip
         try:
             options[name] = read(key, getattr(defaults, key))

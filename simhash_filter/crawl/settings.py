@@ -28,15 +28,22 @@ SIMHASH_AVOID = False
 #: the scheduler once with a lower priority, ``simhash/deprioritized/<reason>``).
 SIMHASH_AVOID_ACTION = "drop"
 
-#: A rule (or mirror) acts once this many pages are examples of it, and none against it.
+#: A rule (or mirror) acts only with at least this many examples (pairs of stored pages whose URLs differ by it and
+#: that are the same page), and with its precision bound (``SIMHASH_AVOID_MIN_PRECISION``) reached.
 SIMHASH_AVOID_MIN_EXAMPLES = 5
+
+#: A rule (or mirror) acts once the lower one-sided 95 % Wilson bound of its precision (examples / (examples +
+#: pairs against it)) reaches this share: 11 examples without one against, 19 against one; a rule whose pairs
+#: disagree more than rarely never acts, and one that meets such pairs later is withdrawn.
+SIMHASH_AVOID_MIN_PRECISION = 0.8
 
 #: Confirmed mirror hosts: ``"paths"`` leaves unsent the paths its partner host already has, ``"all"`` every
 #: request to the host found second, ``"off"`` none (URL rules only).
 SIMHASH_AVOID_MIRRORS = "paths"
 
 #: Share of the requests a rule would avoid that are fetched all the same to validate it (one that shows
-#: another page withdraws the rule for good and queues again what it avoided).
+#: another page counts against the rule; a rule whose precision bound falls below ``SIMHASH_AVOID_MIN_PRECISION``
+#: is withdrawn and what it avoided queued again).
 SIMHASH_AVOID_VALIDATE = 0.05
 
 #: Index backend URI: ``""`` (the default) keeps the index on disk in ``JOBDIR/simhash`` when ``JOBDIR`` is

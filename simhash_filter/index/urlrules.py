@@ -16,16 +16,35 @@ Evidence comes from the pages a crawl fetches and fingerprints (:meth:`RuleBook.
 
 - a near-duplicate pair whose URLs differ only by rewrites (the duplicate's URL and the kept page's) is a
   *positive* example of each of those rewrites (or, across hosts at the same path, of the mirror);
-- a page whose URL, rewritten by one rule, is the URL of a page fetched before is an example of that rule:
-  positive when the filter found the page a near-duplicate of that one (or their fingerprints are within
+- a page whose URL one rule rewrites to the same URL as a page fetched before (the URL of that page itself, or
+  the URL that the rule also rewrites that page to: ``/a?id=4`` and ``/a?id=3`` are both ``/a`` without ``id``)
+  is a pair of that rule: positive when the filter found the two near-duplicates (or their fingerprints are within
   ``same_distance`` bits), *negative* when the filter kept the page (the rule would lose a page the filter
   stores) or found it a near-duplicate of another page more than ``distinct_distance`` bits from that one;
-- the pages a crawl still fetches to validate an active rule (:meth:`RuleBook.validated`) count the same way.
+- the pages a crawl still fetches to validate an active rule (:meth:`RuleBook.validated`) count the same way (a
+  negative one only when one rule made the rewrite: of several, the pairs above tell which was wrong).
 
-A rule (or a mirror) is **active** once it has ``min_examples`` positive examples and no negative one; one
-negative example withdraws it for good.  Until it has a negative example a rule's error rate is, with 95 %
-confidence, below ``1 - 0.05 ** (1 / (positives + 1))`` (the upper bound of a Beta(1, positives + 1)
-posterior): about 3 / positives.
+**Evidence both ways.**  A rule is a claim about a share: of the pairs of pages whose URLs differ by it, how
+many are the same page (its *precision*).  Each pair of stored pages counts once per rule (the kept page of each
+side: twenty session-id variants of one article are one example, not twenty), so the counts measure how many
+distinct pages agree, not how many URLs the crawl happened to fetch.  A rule (or a mirror) is **active** when it
+has at least ``min_examples`` positive pairs and the lower one-sided 95 % Wilson score bound of its precision,
+``positives / (positives + negatives)``, is at least ``min_precision`` (:func:`is_active`; 0.8 by default).
+Without a negative pair this needs ``positives >= z² · p / (1 - p)`` (11 for ``p = 0.8``): a rule cannot act on
+the first few pages of a site, before the site has had the chance to show that the part matters; with negatives
+it needs more positives (19 against one negative, 26 against two), and a rule whose pairs disagree often
+(``?page=``, ``&lang=``) never acts.  Negatives found later (validation fetches, the single-rule pairs of pages
+fetched all the same) pull the bound down and withdraw the rule; the requests it avoided are fetched again, and
+their pairs counted.
+
+**Why the end does not depend on the order.**  The verdict is a function of the two final counts only, and the
+counts are sums: merged in any order, from any number of processes, they give the same verdict.  What the crawl
+fetches does depend on what is active (an active rule's variants are not fetched, so its counts grow only by
+validation fetches), so the bound is set where a rule that the site supports reaches it whatever the order,
+long before the site's supply of pairs for it runs out, and a rule the site refutes meets its negatives first:
+the pairs are counted with the parts that active rules drop already dropped (``/a?id=4&sid=1`` against
+``/a?id=3``, once ``sid`` is known not to matter), so a part that matters shows it on the first pages that
+differ in it.
 
 The evidence is a set of counters (:meth:`RuleBook.counts`), which the index backends keep beside the index
 (``notes``), so that crawl processes sharing one index learn together and a recrawl starts with what the
@@ -34,13 +53,14 @@ last crawl learned.  Nothing here does I/O.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-__all__ = ["RuleBook", "Url", "Verdict", "error_bound", "parse_url"]
+__all__ = ["RuleBook", "Url", "Verdict", "is_active", "parse_url", "precision_bound"]
 
 #: Last path segments that name a directory's default page.
 INDEX_PAGES = frozenset({"index.html", "index.htm", "index.php", "index.shtml", "default.htm", "default.aspx"})
@@ -50,6 +70,8 @@ _PATH_PARAM = re.compile(r";([^;/=]+)=([^;/]*)")
 MAX_REWRITES = 4
 #: Kinds of rules (the part of a rule's name before ``:``).
 PATH_RULES = ("index", "slash", "case")
+#: z of a one-sided 95 % bound.
+Z95 = 1.645
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,9 +159,24 @@ def explain(duplicate: Url, kept: Url) -> list[str] | None:
     return rules if 0 < len(rules) <= MAX_REWRITES else None
 
 
-def error_bound(positives: int) -> float:
-    """Upper 95 % bound of the error rate of a rule with *positives* examples and no counterexample."""
-    return 1.0 - 0.05 ** (1.0 / (positives + 1))
+def precision_bound(positives: int, negatives: int, z: float = Z95) -> float:
+    """Lower Wilson score bound (one-sided 95 % with the default *z*) of the share of a rule's pairs that are the
+    same page.  Wilson's rather than the normal approximation's: it stays inside [0, 1] and is right for the
+    small counts a rule starts with (``n`` positives and no negative give ``n / (n + z²)``, not 1)."""
+    n = positives + negatives
+    if n == 0:
+        return 0.0
+    share, z2 = positives / n, z * z
+    centre = share + z2 / (2 * n)
+    margin = z * math.sqrt(share * (1 - share) / n + z2 / (4 * n * n))
+    return max(0.0, (centre - margin) / (1 + z2 / n))
+
+
+def is_active(positives: int, negatives: int, min_examples: int, min_precision: float) -> bool:
+    """Whether a rule with these counts acts: enough positive pairs, and evidence both ways that its precision is
+    at least *min_precision* (see the module).  A pure function of the final counts: the same verdict whatever the
+    order the pairs were counted or merged in."""
+    return positives >= min_examples and precision_bound(positives, negatives) >= min_precision
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,15 +192,17 @@ class Verdict:
 
     def describe(self) -> str:
         what = f"{self.host} and {self.rule} are mirrors" if self.kind == "mirror" else f"{self.host}: {self.rule}"
-        if self.negatives:
-            return f"{what} (withdrawn: {self.positives} examples, {self.negatives} against)"
-        state = "active" if self.active else "learning"
-        return f"{what} ({state}: {self.positives} examples, error < {error_bound(self.positives):.1%} at 95 %)"
+        state = "active" if self.active else "withdrawn" if self.negatives else "learning"
+        bound = precision_bound(self.positives, self.negatives)
+        return f"{what} ({state}: {self.positives} examples, {self.negatives} against, precision > {bound:.1%} at 95 %)"
 
 
 class _Fetched(NamedTuple):
+    """A page fetched: its fingerprint, its URL, and the URL of the stored page it is (itself when kept)."""
+
     fingerprint: int
     url: str
+    kept: str
 
 
 def _parse_key(key: str) -> tuple[str, str, str, str] | None:
@@ -186,14 +225,18 @@ class RuleBook:
     distinct_distance: int = 10
     #: The pages remembered to compare URL variants with (the oldest are forgotten beyond this many).
     max_pages: int = 300_000
+    #: The lower 95 % bound of a rule's precision at which it acts (:func:`is_active`).
+    min_precision: float = 0.8
     _counts: dict[str, int] = field(default_factory=dict)  # "kind|host|rule|+" or "-" -> count
     _pending: dict[str, int] = field(default_factory=dict)  # counts not handed to the store yet
     _tally: dict[tuple[str, str, str], list[int]] = field(default_factory=dict)  # (kind, host, rule) -> [+, -]
     _pages: dict[int, _Fetched] = field(default_factory=dict)  # hash of a URL (no rules applied) -> its page
+    #: (rule, hash of a URL that rule rewrote a fetched page's URL to) -> the first such page
+    _classes: dict[tuple[str, int], _Fetched] = field(default_factory=dict)
     _active: dict[str, frozenset[str]] = field(default_factory=dict)  # host -> active rules
     _mirrors: dict[str, frozenset[str]] = field(default_factory=dict)  # host -> hosts it mirrors or is mirrored by
     _partners: dict[str, set[str]] = field(default_factory=dict)  # host -> hosts some example pairs it with
-    _seen_examples: set[tuple[str, str]] = field(default_factory=set)  # (counter, url): each URL counts once
+    _seen_examples: set[tuple[str, str, str]] = field(default_factory=set)  # (counter, kept, kept): once a pair
     _touched: set[tuple[str, str, str]] = field(default_factory=set)  # tallies changed since the last refresh
 
     # --- evidence ---------------------------------------------------------------------------
@@ -234,15 +277,19 @@ class RuleBook:
         self._partners.setdefault(a, set()).add(b)
         self._partners.setdefault(b, set()).add(a)
 
-    def _count(self, kind: str, host: str, rule: str, sign: str, url: str) -> None:
+    def _count(self, kind: str, host: str, rule: str, sign: str, pages: tuple[str, str]) -> None:
+        """Count one pair of stored pages (their kept URLs) for or against a rule: once, however many URL pairs
+        show the same two pages, so that a count is of distinct pages and not of the URLs a crawl happened to
+        fetch (which depend on its order)."""
         if kind == "mirror":  # a pair of hosts, in order
             host, rule = sorted((host, rule))
         key = f"{kind}|{host}|{rule}|{sign}"
-        if (key, url) in self._seen_examples:
+        a, b = sorted(pages)
+        if (key, a, b) in self._seen_examples:
             return
         if len(self._seen_examples) > 4 * self.max_pages:
             self._seen_examples.clear()
-        self._seen_examples.add((key, url))
+        self._seen_examples.add((key, a, b))
         self._counts[key] = self._counts.get(key, 0) + 1
         self._pending[key] = self._pending.get(key, 0) + 1
         self._tally.setdefault((kind, host, rule), [0, 0])[sign == "-"] += 1
@@ -256,15 +303,16 @@ class RuleBook:
         page = parse_url(url)
         if page is None:
             return []
+        fetched = _Fetched(fingerprint, url, duplicate_of or url)
         if duplicate_of is not None and duplicate_of != url:
             kept = parse_url(duplicate_of)
             if kept is not None:
-                self._pair(page, kept, url)
-        self._variants(page, fingerprint, url, duplicate_of)
+                self._pair(page, kept, duplicate_of)
+        self._variants(page, fetched, duplicate_of)
         if hash(page) not in self._pages:
             if len(self._pages) >= self.max_pages:
                 del self._pages[next(iter(self._pages))]
-            self._pages[hash(page)] = _Fetched(fingerprint, url)
+            self._pages[hash(page)] = fetched
         return self._refresh()
 
     def validated(
@@ -277,56 +325,84 @@ class RuleBook:
         mirror: str | None,
     ) -> list[Verdict]:
         """A page fetched although the rules would have left it (a validation fetch): compare it with the page
-        it would have been left for (*target*, if that was fingerprinted); the verdicts whose state changed."""
+        it would have been left for (*target*, if that was fingerprinted); the verdicts whose state changed.  A
+        page that shows another page than its target counts against the rewrite only when one rule (or the mirror
+        alone) made it: against several, it does not say which one is wrong, and :meth:`observe`'s pairs of one
+        rule each do."""
         page, known = parse_url(url), parse_url(target)
-        fetched = self._pages.get(hash(known)) if known is not None else None
-        if page is None or fetched is None:
+        other = self._pages.get(hash(known)) if known is not None else None
+        if page is None or other is None:
             return []
-        sign = self._sign(fingerprint, duplicate_of, fetched)
+        rules = list(rules)
+        sign = self._sign(fingerprint, duplicate_of, other)
+        if sign == "-" and len(rules) + (mirror is not None) > 1:
+            sign = None
         if sign is not None:
+            pages = (duplicate_of or url, other.kept)
             if mirror is not None:
-                self._count("mirror", page.host, mirror, sign, url)
+                self._count("mirror", page.host, mirror, sign, pages)
             for rule in rules:
-                self._count("rule", page.host, rule, sign, url)
+                self._count("rule", page.host, rule, sign, pages)
         return self._refresh()
 
     def _sign(self, fingerprint: int, duplicate_of: str | None, other: _Fetched) -> str | None:
         """What a page says of a rewrite that leads from it to *other*: for it when the filter found it a
-        near-duplicate of *other* or their fingerprints are within ``same_distance``; against it when the filter
-        kept it (a page the rewrite would lose) or found it a near-duplicate of another page far from *other*."""
+        near-duplicate of *other* (or of the page *other* is a near-duplicate of) or their fingerprints are within
+        ``same_distance``; against it when the filter kept it (a page the rewrite would lose) or found it a
+        near-duplicate of another page far from *other*."""
         distance = (fingerprint ^ other.fingerprint).bit_count()
         if duplicate_of is None:
             return "-"
-        if duplicate_of == other.url or distance <= self.same_distance:
+        if duplicate_of in (other.url, other.kept) or distance <= self.same_distance:
             return "+"
         if distance > self.distinct_distance:
             return "-"
         return None
 
-    def _pair(self, page: Url, kept: Url, url: str) -> None:
+    def _pair(self, page: Url, kept: Url, duplicate_of: str) -> None:
         if page.host == kept.host:
             for rule in explain(page, kept) or ():
-                self._count("rule", page.host, rule, "+", url)
+                self._count("rule", page.host, rule, "+", (duplicate_of, duplicate_of))
             return
         a, b = self.canonical(page), self.canonical(kept)
         if (a.path, a.params) == (b.path, b.params):
-            self._count("mirror", page.host, kept.host, "+", url)
+            self._count("mirror", page.host, kept.host, "+", (duplicate_of, duplicate_of))
 
-    def _variants(self, page: Url, fingerprint: int, url: str, duplicate_of: str | None) -> None:
-        """Each single rewrite of this URL that names a page fetched before is an example, for or against; so is
-        the page at the same path on a host paired with this one as a mirror."""
+    def _variants(self, page: Url, fetched: _Fetched, duplicate_of: str | None) -> None:
+        """Each single rewrite of this URL is a pair with the page fetched before at the rewritten URL, or else
+        with the first page fetched before that the same rule rewrote to it; the parts that the host's other active
+        rules drop are dropped on both sides first (they are known not to matter, and a part that does shows it
+        on the first pages that differ in it alone).  So is the page at the same path on a host paired with this
+        one as a mirror."""
+        active = self._active.get(page.host, frozenset())
         for rule in self._single_rewrites(page):
-            other = self._pages.get(hash(_apply(page, (rule,))))
-            if other is not None and other.url != url:
-                sign = self._sign(fingerprint, duplicate_of, other)
-                if sign is not None:
-                    self._count("rule", page.host, rule, sign, url)
+            rewritten = _apply(page, active | {rule})
+            if rewritten == _apply(page, active - {rule}):
+                continue  # the other rules' rewrite already takes this part away: no pair differs in it alone
+            target = hash(rewritten)
+            other = self._pages.get(target) or self._classes.get(("", target)) or self._classes.get((rule, target))
+            if other is None:
+                self._remember_class(rule, target, fetched)
+            elif other.url != fetched.url:
+                self._compare("rule", page.host, rule, fetched, duplicate_of, other)
+        if active:
+            self._classes.setdefault(("", hash(_apply(page, active))), fetched)
         for host in sorted(self._partners.get(page.host, ())):
             other = self._pages.get(hash(Url(page.scheme, host, page.path, page.params)))
             if other is not None:
-                sign = self._sign(fingerprint, duplicate_of, other)
-                if sign is not None:
-                    self._count("mirror", page.host, host, sign, url)
+                self._compare("mirror", page.host, host, fetched, duplicate_of, other)
+
+    def _compare(
+        self, kind: str, host: str, rule: str, fetched: _Fetched, duplicate_of: str | None, other: _Fetched
+    ) -> None:
+        sign = self._sign(fetched.fingerprint, duplicate_of, other)
+        if sign is not None:
+            self._count(kind, host, rule, sign, (fetched.kept, other.kept))
+
+    def _remember_class(self, rule: str, target: int, fetched: _Fetched) -> None:
+        if len(self._classes) >= 4 * self.max_pages:
+            del self._classes[next(iter(self._classes))]
+        self._classes[rule, target] = fetched
 
     @staticmethod
     def _single_rewrites(page: Url) -> list[str]:
@@ -341,7 +417,7 @@ class RuleBook:
 
     def _verdict(self, kind: str, host: str, rule: str) -> Verdict:
         pos, neg = self._tally.get((kind, host, rule), (0, 0))
-        return Verdict(kind, host, rule, pos, neg, pos >= self.min_examples and neg == 0)
+        return Verdict(kind, host, rule, pos, neg, is_active(pos, neg, self.min_examples, self.min_precision))
 
     def verdicts(self) -> list[Verdict]:
         """Every rule and mirror with evidence, active ones first."""
