@@ -69,9 +69,9 @@ ENTRY = np.dtype("<u4")
 #: this many rows and table in memory).
 BUCKET_ROWS = 16
 #: Entries per checked block (1 KiB): a CRC-32 each, kept in memory (4 bytes per 256 rows per table: 0.23 bytes a
-#: page with 15 tables), and the bytes a check reads per table and run file (the blocks holding its bucket of ~16
-#: entries).  Measured in docs/stores.md (``benchmarks/bench_run_checks.py``): 64 entries cost 0.9 bytes a page
-#: and check as fast; 1,024 cost 0.06 bytes a page and read 4 KiB per bucket.
+#: page with 15 tables), and the bytes a check reads per table and run file (the blocks holding its bucket of ~16-32
+#: entries).  Measured (``benchmarks/bench_run_checks.py``, docs/stores.md): a run file's bucket reads take 35 us
+#: with blocks of 64 or 256 entries, 45 with 1,024, 100 with 4,096 (20 unchecked); 64 cost 0.94 bytes a page.
 BLOCK_ENTRIES = 256
 #: Rows made and entries written at a time (bounds the temporary memory of writing a large run: its sort keys, 8
 #: bytes a row, and this many rows' worth).
@@ -218,7 +218,7 @@ class RunColumns:
 
     These are the records' values (read from them, or from the run file's columns, checked by its CRC): making a
     block again needs no read of the records, and costs one pass over the run's fingerprints for one table (a
-    numpy pass, about 10 ms per million rows), once per damaged block."""
+    numpy pass, 15-30 ms per million rows here), once per damaged block (it is kept)."""
 
     __slots__ = ("design", "fps", "refused", "start")
 
