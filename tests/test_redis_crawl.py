@@ -4,6 +4,7 @@ index), over the local test site with its mirror (``tests/site_server.py``)."""
 
 from __future__ import annotations
 
+import json
 import re
 import time
 import uuid
@@ -12,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from conftest_redis import REDIS_PASSWORD
 from crawl_helpers import Crawl, local_site, scrapy_crawl, url_key
 from redis_server import RedisServer
 from site_server import GROUPS, INDEX_ERROR_PATH, MIRROR, OTHERS
@@ -167,7 +169,8 @@ def _full_redis_crawl(tmp_path: Path, on_index_error: str) -> Crawl:
         client = server.client()
         client.config_set("maxmemory", client.info("memory")["used_memory"] + 30_000)
         settings = {"SIMHASH_BACKEND": uri, "SIMHASH_PROCESSES": "0", "SIMHASH_ON_INDEX_ERROR": on_index_error}
-        return scrapy_crawl("site", tmp_path, args={"start_urls": f"http://127.0.0.1:{port}/"}, settings=settings)
+        args = {"start_urls": f"http://127.0.0.1:{port}/"}
+        return scrapy_crawl("site", tmp_path, args=args, settings=settings, check=on_index_error != "stop")
 
 
 @pytest.mark.slow
@@ -188,9 +191,82 @@ def test_a_full_redis_is_said_plainly_at_the_first_page_and_in_the_summary(tmp_p
 @pytest.mark.slow
 def test_on_index_error_stop_closes_the_crawl_when_redis_is_full(tmp_path: Path) -> None:
     """SIMHASH_ON_INDEX_ERROR = 'stop': the first page the full Redis cannot check closes the spider (finish
-    reason simhash_index_error), so the crawl does not run on unfiltered."""
+    reason simhash_index_error, exit status 1), so the crawl does not run on unfiltered."""
     passed = _full_redis_crawl(tmp_path / "pass", "pass")
     stopped = _full_redis_crawl(tmp_path / "stop", "stop")
-    assert stopped.stats["finish_reason"] == "simhash_index_error"
+    assert stopped.stats["finish_reason"] == "simhash_index_error" and stopped.returncode == 1
     assert "SIMHASH_ON_INDEX_ERROR is 'stop': the crawl stops" in stopped.log
     assert stopped.stats["response_received_count"] < passed.stats["response_received_count"]
+
+
+#: A log line's time: ``2026-01-31 12:00:00 [scrapy.core.engine] INFO: ...``.
+LOG_TIME = r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) \[[^]]+\] \w+: "
+
+
+def _logged_at(log: str, message: str) -> float:
+    """When the first log line ending in *message* was written (seconds since the epoch)."""
+    found = re.search(LOG_TIME + re.escape(message) + "$", log, re.MULTILINE)
+    assert found, f"no log line {message!r}:\n{log[-4000:]}"
+    return time.mktime(time.strptime(found.group(1), "%Y-%m-%d %H:%M:%S"))
+
+
+@pytest.mark.slow
+def test_on_index_error_stop_with_a_hung_redis_closes_in_seconds_and_exits_1(
+    own_redis_server: RedisServer, redis_prefix: str, tmp_path: Path
+) -> None:
+    """Redis hangs (``CLIENT PAUSE``) after the front page, with eight pages fetched at a time, each check waiting out
+    the client's 2 s timeout three times: the first failed check stops the crawl, the pages queued behind it go
+    through without calling the index (``simhash/skipped/after_stop``), the index's size is not read at the end,
+    and the spider closes in seconds, ``scrapy crawl`` exiting 1.  (Each queued page waited out the timeout, and
+    then two reads of the size: a minute; and the process exited 0.)"""
+    uri = f"{own_redis_server.url}?prefix={redis_prefix}"
+    settings = {
+        "SIMHASH_BACKEND": uri,
+        "SIMHASH_ON_INDEX_ERROR": "stop",
+        "SIMHASH_PROCESSES": "0",
+        "CONCURRENT_REQUESTS": "8",
+        "EXTENSIONS": json.dumps({"crawl_helpers.StatsToJson": 0, "crawl_helpers.RedisHangsAfterFrontPage": 0}),
+        "REDIS_HANGS_AFTER_FRONT_PAGE": own_redis_server.url,
+    }
+    with local_site() as port:
+        args = {"start_urls": f"http://127.0.0.1:{port}/"}
+        crawl = scrapy_crawl("site", tmp_path, args=args, settings=settings, check=False)
+    log = crawl.log
+    assert crawl.returncode == 1, log[-4000:]
+    assert crawl.stats["finish_reason"] == "simhash_index_error"
+    assert crawl.stats.get("simhash/skipped/after_stop", 0) >= 1, crawl.stats
+    closing = _logged_at(log, "Closing spider (simhash_index_error)")
+    closed = _logged_at(log, "Spider closed (simhash_index_error)")
+    print(f"closed {closed - closing:.0f} s after the stop; {crawl.stats['simhash/skipped/after_stop']} pages after it")
+    assert closed - closing < 25, f"closed {closed - closing:.0f} s after the stop"  # a hang took 60 s and more
+    assert "index size unknown: " in log and "did not answer at the last page" in log, log[-4000:]
+    assert "Error caught on signal handler" not in log and "cannot read the index size" not in log
+
+
+@pytest.mark.slow
+def test_a_redis_gone_at_the_end_of_the_crawl_leaves_the_summary_line_without_a_traceback(
+    tmp_path_factory: pytest.TempPathFactory, redis_prefix: str, tmp_path: Path
+) -> None:
+    """Redis (with a password) shut down as the spider closes: the summary line is written all the same, its
+    index size unknown because Redis did not answer; no traceback, no password.  (It was an ERROR with a
+    traceback, then "Error caught on signal handler" and no summary.)"""
+    with RedisServer(tmp_path_factory.mktemp("redis-gone"), password=REDIS_PASSWORD) as server, local_site() as port:
+        settings = {
+            "SIMHASH_BACKEND": f"{server.url}?prefix={redis_prefix}",
+            "SIMHASH_PROCESSES": "0",
+            "DOWNLOAD_FAIL_ON_DATALOSS": "False",  # the site's /truncated page is no error
+            "EXTENSIONS": json.dumps({"crawl_helpers.StatsToJson": 0, "crawl_helpers.RedisGoneAtClose": 0}),
+            "REDIS_GONE_AT_CLOSE": server.url,
+        }
+        crawl = scrapy_crawl("site", tmp_path, args={"start_urls": f"http://127.0.0.1:{port}/"}, settings=settings)
+        assert server.process is not None and server.process.wait(timeout=10) == 0
+    log = crawl.log
+    summary = [line for line in log.splitlines() if "pages checked: " in line]
+    assert len(summary) == 1, log[-4000:]
+    assert crawl.stats["simhash/checked"] > 10 and crawl.stats["finish_reason"] == "finished"
+    assert f"index size unknown: redis://:***@127.0.0.1:{server.port}/0?prefix={redis_prefix} did not answer" in (
+        summary[0]
+    ), summary[0]
+    assert "Traceback" not in log and "Error caught on signal handler" not in log, log[-4000:]
+    assert " ERROR: " not in log, log[-4000:]
+    assert REDIS_PASSWORD not in log

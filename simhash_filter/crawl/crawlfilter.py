@@ -29,6 +29,7 @@ from simhash_filter.config import FilterConfig
 from simhash_filter.crawl import settings as defaults
 from simhash_filter.crawl.avoid import Avoider
 from simhash_filter.crawl.decision import (
+    AFTER_STOP,
     DONT_META_KEY,
     ERROR,
     INDEX_ERROR,
@@ -38,7 +39,7 @@ from simhash_filter.crawl.decision import (
     ItemDecisions,
 )
 from simhash_filter.crawl.executor import FingerprintExecutor, WorkerDied
-from simhash_filter.crawl.guard import IndexGuard, open_index
+from simhash_filter.crawl.guard import IndexGuard, is_full, open_index
 from simhash_filter.crawl.options import (
     ACTIONS,
     ON_INDEX_ERROR,
@@ -61,6 +62,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ACTIONS",
+    "AFTER_STOP",
     "DONT_META_KEY",
     "ERROR",
     "INDEX_ERROR",
@@ -76,6 +78,8 @@ __all__ = [
 START_FAILED = "simhash_start_failed"
 #: The close reason of a crawl stopped by a failed index check (``SIMHASH_ON_INDEX_ERROR = "stop"``).
 INDEX_ERROR_STOP = "simhash_index_error"
+#: The close reasons of a crawl that failed: ``scrapy crawl`` exits with status 1 (:func:`_mark_failed`).
+FAILED_REASONS = frozenset({START_FAILED, INDEX_ERROR_STOP})
 #: Scrapy 2.18 closes a spider whose ``spider_opened`` handler raises ``CloseSpider``, before it crawls.
 CLOSE_AT_START = scrapy.version_info >= (2, 18)
 
@@ -103,13 +107,14 @@ def _close_at_start(spider: Any) -> None:
 
 
 def _mark_failed(spider: Any, reason: str) -> None:
-    """``spider_closed`` handler of a crawl whose filter could not start: the crawl counts as one that failed
-    to start, so ``scrapy crawl`` (and ``runspider``, and a script that reads ``bootstrap_failed``) exits 1.
+    """``spider_closed`` handler of a crawl whose filter could not start, or that a failed index check stopped
+    (:data:`FAILED_REASONS`): the crawl counts as one that failed, so ``scrapy crawl`` (and ``runspider``, and a
+    script that reads ``bootstrap_failed``) exits 1.
 
     Scrapy's crawler runners judge a crawl by its crawler's spider (``bootstrap_failed`` is set when the
-    crawler has none once the crawl is over); the spider is closed by now and nothing after this handler
-    uses it."""
-    if reason == START_FAILED:
+    crawler has none once the crawl is over), whatever its close reason; the spider is closed by now and nothing
+    after this handler (connected last) uses it."""
+    if reason in FAILED_REASONS:
         spider.crawler.spider = None
 
 
@@ -118,6 +123,13 @@ def _close_spider(crawler: Crawler, reason: str) -> None:
     from scrapy.utils.defer import deferred_from_coro
 
     deferred_from_coro(crawler.engine.close_spider_async(reason=reason))
+
+
+def _stop_failed(crawler: Crawler, reason: str) -> None:
+    """Close the crawler's spider with ``reason``, a failure: ``scrapy crawl`` exits 1 (:func:`_mark_failed`,
+    connected now: after every component's own ``spider_closed`` handler)."""
+    crawler.signals.connect(_mark_failed, signal=signals.spider_closed)
+    _close_spider(crawler, reason)
 
 
 def _stop_at_start(crawler: Crawler, exc: BaseException) -> bool:
@@ -238,7 +250,7 @@ class CrawlFilter:
             found.report_command = report_command(crawler.settings.getdict("FEEDS"), spider_name, found.action)
             if found.avoider is not None:
                 found.avoider.requeue = lambda request: crawler.engine.crawl(request)
-            found.stop_crawl = lambda reason: _close_spider(crawler, reason)
+            found.stop_crawl = lambda reason: _stop_failed(crawler, reason)
             crawler.signals.connect(found.spider_opened, signal=signals.spider_opened)
             crawler.signals.connect(found.spider_closed, signal=signals.spider_closed)
             for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
@@ -252,9 +264,7 @@ class CrawlFilter:
                 f"fingerprinting {found.executor.where(planned=True)}",
                 extra={"crawler": crawler},
             )
-            uri = found.backend_uri
-            where = redact_uri(uri) if "://" in uri else os.path.abspath(uri)
-            found.report.index_opened(where, uri_scheme(uri), len(found.index))
+            found.report.index_opened(found.index_where, uri_scheme(found.backend_uri), len(found.index))
         return found
 
     # --- checking pages -----------------------------------------------------------------------
@@ -313,11 +323,14 @@ class CrawlFilter:
 
     def _index_checked(self, decision: Decision) -> Decision:
         """Remember a decision of the index; with ``SIMHASH_ON_INDEX_ERROR = "stop"``, a page the index failed to
-        check stops the crawl (it goes through unchecked itself, counted)."""
+        check stops the crawl (it goes through unchecked itself, counted), and the index is called no more: the
+        pages after it go through at once (``simhash/skipped/after_stop``) while the spider closes."""
         if decision.status == INDEX_ERROR and self.on_index_error == "stop" and self.stop_crawl is not None:
             stop, self.stop_crawl = self.stop_crawl, None  # once
-            logger.error("simhash: the index failed and SIMHASH_ON_INDEX_ERROR is 'stop': the crawl stops (%s)",
-                         INDEX_ERROR_STOP)  # fmt: skip
+            logger.error("simhash: the index failed and SIMHASH_ON_INDEX_ERROR is 'stop': the crawl stops (%s); "
+                         "the pages after it go through without calling the index (simhash/skipped/%s)",
+                         INDEX_ERROR_STOP, AFTER_STOP)  # fmt: skip
+            self.guard.stop()
             stop(INDEX_ERROR_STOP)
         return self.items.remember(decision)
 
@@ -346,9 +359,30 @@ class CrawlFilter:
         """Log a near-duplicate: every one with ``SIMHASH_DEBUG``, else the first one only."""
         self.report.log_near_duplicate(decision, what)
 
-    def summary(self) -> str:
-        """One line: what the filter did in this crawl."""
-        return self.report.summary(len(self.index), self.executor.where())
+    @property
+    def index_where(self) -> str:
+        """Where the index is, fit to show: its URI with secrets masked, or its directory."""
+        uri = self.backend_uri
+        return redact_uri(uri) if "://" in uri else os.path.abspath(uri)
+
+    def closing_index_size(self) -> int | str:
+        """The index's size at the end of the crawl, or why it is unknown, in words fit for the summary (no
+        credentials).  An index whose last call failed (the crawl stopped on it, or Redis went away) is not read:
+        each read would wait out the client's timeout and its tries again.  Read once otherwise."""
+        error = self.guard.last_error
+        if error is not None and not is_full(error):  # a full Redis still answers reads
+            return f"{self.index_where} did not answer at the last page ({type(error).__name__}); not read again"
+        try:
+            return len(self.index)
+        except Exception as exc:
+            if isinstance(exc, OSError) or type(exc).__name__ in ("ConnectionError", "TimeoutError"):
+                return f"{self.index_where} did not answer ({type(exc).__name__})"
+            return error_message(exc, self.backend_uri)[:300]
+
+    def summary(self, index_size: int | str | None = None) -> str:
+        """One line: what the filter did in this crawl (*index_size*: read now if not given)."""
+        size = self.closing_index_size() if index_size is None else index_size
+        return self.report.summary(size, self.executor.where())
 
     # --- the crawl's signals ------------------------------------------------------------------
 
@@ -359,11 +393,10 @@ class CrawlFilter:
         if self.closed:
             return
         self.closed = True
-        try:
-            self.report.index_size(len(self.index))
-        except Exception:
-            logger.error("simhash: cannot read the index size", exc_info=True)
-        logger.info(self.summary(), extra={"spider": spider})
+        size = self.closing_index_size()
+        if isinstance(size, int):
+            self.report.index_size(size)
+        logger.info(self.summary(size), extra={"spider": spider})
         if self.report_command is not None:
             logger.info("simhash: to see what the filter did: %s", self.report_command, extra={"spider": spider})
         if self.avoider is not None:

@@ -14,6 +14,7 @@ from itemadapter import ItemAdapter
 from simhash_filter.model.fingerprint import Status
 
 __all__ = [
+    "AFTER_STOP",
     "DONT_META_KEY",
     "ERROR",
     "INDEX_ERROR",
@@ -33,6 +34,9 @@ ERROR = "error"
 WORKER_DIED = "worker_died"
 #: Reason of a page whose index check failed (let through, added to the index when it answers again).
 INDEX_ERROR = "index_error"
+#: Reason of a page whose check came after a failed one stopped the crawl (``SIMHASH_ON_INDEX_ERROR = "stop"``):
+#: let through without a call to the index, which would only wait out its timeout again (nor added later).
+AFTER_STOP = "after_stop"
 #: Decisions remembered by URL for items that reach the pipeline without the spider middleware.
 RECENT_URLS = 10_000
 #: Items waiting for the pipeline with their response's decision, at most.

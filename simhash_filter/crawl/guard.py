@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from simhash_filter.config import FilterConfig
-from simhash_filter.crawl.decision import INDEX_ERROR, Decision
+from simhash_filter.crawl.decision import AFTER_STOP, INDEX_ERROR, Decision
 from simhash_filter.crawl.report import Report, logger
 from simhash_filter.crawl.waiting import in_executor, sleep
 from simhash_filter.index.backends import IndexFullError, open_backend
@@ -31,6 +31,10 @@ INDEX_BREAK_SECONDS = 5.0
 
 #: A page let through unchecked while the index failed: (fingerprint, url, sketch).
 _Page = tuple[int, str, bytes | None]
+
+
+class _Stopped(Exception):
+    """A check due after the crawl was stopped: not made (:meth:`IndexGuard.stop`)."""
 
 
 def is_full(exc: BaseException) -> bool:
@@ -77,9 +81,36 @@ class IndexGuard:
         self._index_down_until = 0.0  # the breaker: monotonic time before which the index is not called
         self._unindexed: list[_Page] = []  # pages let through while the index failed
         self._last_error: BaseException | None = None  # why the index failed last (None: it answers)
+        self._stopped = False  # the crawl stops: no more calls to the index (stop)
+
+    @property
+    def last_error(self) -> BaseException | None:
+        """Why the index failed at its last call (None: it answered)."""
+        return self._last_error
+
+    def stop(self) -> None:
+        """Call the index no more: the crawl stops because it failed (``SIMHASH_ON_INDEX_ERROR = "stop"``).  The
+        pages whose checks are due from now on, queued for the index's thread or waiting to retry, go through at
+        once (``simhash/skipped/after_stop``) instead of each waiting out the hung index's timeout while the
+        spider closes; the one check under way, if any, ends as it ends."""
+        self._stopped = True
+
+    def _after_stop(self, url: str, value: int) -> Decision:
+        """A page let through after the stop, counted; not remembered for a late add (the crawl is ending and the
+        index is not called again)."""
+        return self.report.skip(url, AFTER_STOP, fingerprint=value)
+
+    def _check_and_add_unless_stopped(self, value: int, url: str, sketch: bytes | None) -> tuple[Match | None, int]:
+        """:meth:`_check_and_add`, in the index's thread, unless the crawl stopped while the call waited its turn
+        (then :class:`_Stopped`)."""
+        if self._stopped:
+            raise _Stopped
+        return self._check_and_add(value, url, sketch)
 
     def decide(self, url: str, value: int, sketch: bytes | None = None) -> Decision:
         """Check-and-add one fingerprint in the index, once, in this thread; an error lets the page through."""
+        if self._stopped:
+            return self._after_stop(url, value)
         start = time.perf_counter()
         try:
             match, added_late = self._check_and_add(value, url, sketch)
@@ -108,14 +139,18 @@ class IndexGuard:
         delay = RETRY_FIRST_DELAY
         error: BaseException | None = None
         while True:
+            if self._stopped:
+                return self._after_stop(url, value)
             if time.monotonic() >= self._index_down_until:
                 try:
                     if self._index_executor is None:
                         match, added_late = self._check_and_add(value, url, sketch)
                     else:
                         match, added_late = await in_executor(
-                            self._index_executor, self._check_and_add, value, url, sketch
+                            self._index_executor, self._check_and_add_unless_stopped, value, url, sketch
                         )
+                except _Stopped:
+                    return self._after_stop(url, value)
                 except Exception as exc:
                     error = self._last_error = exc
                     self._index_down_until = time.monotonic() + INDEX_BREAK_SECONDS

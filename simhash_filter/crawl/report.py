@@ -14,7 +14,7 @@ from urllib.parse import unquote, urlsplit
 import numpy as np
 import xxhash
 
-from simhash_filter.crawl.decision import DONT_META_KEY, ERROR, INDEX_ERROR, Decision
+from simhash_filter.crawl.decision import AFTER_STOP, DONT_META_KEY, ERROR, INDEX_ERROR, Decision
 from simhash_filter.index.backends import IndexFullError, error_message
 from simhash_filter.model.fingerprint import Status
 from simhash_filter.report import report_path
@@ -96,6 +96,7 @@ class Report:
             what = {
                 INDEX_ERROR: "the index failed; letting the page through",
                 ERROR: "fingerprinting failed; letting the page through",
+                AFTER_STOP: "the crawl stops after an index error; letting the page through without calling the index",
             }.get(reason, "not fingerprinted, let through")
             logger.log(
                 level,
@@ -244,8 +245,9 @@ class Report:
 
     # --- the end ------------------------------------------------------------------------------
 
-    def summary(self, index_size: int, where: str) -> str:
-        """One line: what the filter did in this crawl (``where``: where pages were fingerprinted)."""
+    def summary(self, index_size: int | str, where: str) -> str:
+        """One line: what the filter did in this crawl (``where``: where pages were fingerprinted).  *index_size* is
+        the index's size, or why it is unknown (the line is written all the same: it is the crawl's record)."""
         get = self.stats.get_value
         checked = get("simhash/checked", 0)
         skipped = sum(self._counts.values())
@@ -267,7 +269,7 @@ class Report:
             f"simhash: {checked} pages checked: {get('simhash/kept', 0)} kept, "
             f"{get('simhash/near_duplicates', 0)} near-duplicates ({get('simhash/dropped', 0)} dropped, "
             f"{get('simhash/flagged', 0)} flagged{unchanged}); {skipped} skipped{f' ({reasons})' if reasons else ''}; "
-            f"index size {index_size}; fingerprinting {per_page} {where} ({seconds:.2f} s in all{inline})"
+            f"{_size_part(index_size)}; fingerprinting {per_page} {where} ({seconds:.2f} s in all{inline})"
             f"{self._full()}"
         )
 
@@ -280,6 +282,13 @@ class Report:
             f"; Redis is full: {full} pages went unchecked; raise maxmemory or give the index a Redis of its own "
             "(or SIMHASH_ON_INDEX_ERROR = 'stop')"
         )
+
+
+def _size_part(index_size: int | str) -> str:
+    """The summary's words on the index's size: ``index size N``, or ``index size unknown: <why>``."""
+    if isinstance(index_size, int):
+        return f"index size {index_size}"
+    return f"index size unknown: {index_size}"
 
 
 #: Scrapy's names of the JSON Lines feed format, which ``simhash-filter report`` reads.
