@@ -133,6 +133,7 @@ def test_every_skip_reason_is_documented():
         crawlfilter.ERROR,
         crawlfilter.WORKER_DIED,
         crawlfilter.INDEX_ERROR,
+        crawlfilter.AFTER_STOP,
         crawlfilter.DONT_META_KEY,
     }
     assert {r for r in reasons if f"`{r}`" not in row} == set()
