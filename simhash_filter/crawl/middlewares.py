@@ -8,7 +8,8 @@ are not followed) or let through flagged (``"flag"``).  A page that duplicates i
 by an earlier crawl and it has not changed) always reaches the spider, so that a recrawl still follows
 its links; its items are dropped or flagged by the pipeline.  A request with ``meta["dont_simhash"]`` is
 not checked.  With ``SIMHASH_WARC`` each response is written to the crawl's WARC file right after its decision,
-a near-duplicate as a ``revisit`` record, before it is dropped (:mod:`.warc`).
+a near-duplicate as a ``revisit`` record, before it is dropped (:mod:`.warc`).  A dropped response's browser page
+(scrapy-playwright's ``meta["playwright_page"]``) is closed, since no spider callback will (:mod:`.release`).
 
 :class:`SimhashSpiderMiddleware` hands the decision of a response to the items the spider builds from
 it, for :class:`~simhash_filter.crawl.pipelines.SimhashPipeline`.
@@ -25,6 +26,7 @@ from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
 
 from simhash_filter.crawl.avoid import Avoidance
 from simhash_filter.crawl.crawlfilter import DONT_META_KEY, META_KEY, CrawlFilter, Decision, _stop_at_start
+from simhash_filter.crawl.release import HeldPages
 from simhash_filter.crawl.warc import WarcOutput
 
 if TYPE_CHECKING:
@@ -75,6 +77,8 @@ class SimhashDownloaderMiddleware:
         self.crawler = crawler
         #: The crawl's WARC output (``SIMHASH_WARC``; None when off).
         self.warc = warc
+        #: Closes the browser page a dropped response holds (scrapy-playwright), which no callback will close.
+        self.held_pages = HeldPages(crawl_filter.stats)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -124,6 +128,7 @@ class SimhashDownloaderMiddleware:
             elif self.filter.action == "drop":
                 self.filter.log_near_duplicate(decision, "dropped")
                 self._received(request, response)
+                await self.held_pages.release(request.meta)
                 raise NearDuplicateResponse(decision)
             else:
                 self.filter.log_near_duplicate(decision, "flagged")

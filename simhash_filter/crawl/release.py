@@ -1,0 +1,67 @@
+"""What a dropped response holds, released: a Playwright page (scrapy-playwright with
+``playwright_include_page=True``) rides in ``request.meta["playwright_page"]`` and is the spider's to close.  A
+response the filter drops never reaches the spider, so nobody would close it: scrapy-playwright's context keeps
+counting it against ``PLAYWRIGHT_MAX_PAGES_PER_CONTEXT``, and once that many are held the crawl waits for ever
+("Crawled N pages (at 0 pages/min)").  :class:`HeldPages` closes it when the response is dropped.
+
+The page is duck-typed (an object with a ``close()`` that may return an awaitable), so the filter does not import
+Playwright.  A page that fails to close is counted (``simhash/page_close_errors``) and the first failure logged;
+the drop goes on.  A flagged response reaches the spider, which closes its page as it would any other.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from scrapy.statscollectors import StatsCollector
+
+__all__ = ["PAGE_META_KEYS", "HeldPages"]
+
+logger = logging.getLogger(__name__)
+
+#: The ``request.meta`` keys that hold a browser page the spider would have closed.
+PAGE_META_KEYS = ("playwright_page",)
+
+
+class HeldPages:
+    """Closes the browser pages a dropped response holds in its meta, so that their slots are given back."""
+
+    def __init__(self, stats: StatsCollector | None = None) -> None:
+        self.stats = stats
+        self._logged_error = False
+
+    async def release(self, meta: dict[str, Any]) -> None:
+        """Close every page held in ``meta``; never raises (the response is dropped all the same)."""
+        for key in PAGE_META_KEYS:
+            page = meta.get(key)
+            close = getattr(page, "close", None)
+            if page is None or not callable(close):
+                continue
+            try:
+                result = close()
+                if inspect.isawaitable(result):
+                    await result
+            except Exception as exc:  # a page that fails to close must not turn a drop into a spider error
+                self._failed(key, exc)
+            else:
+                self._inc("simhash/pages_closed")
+
+    def _failed(self, key: str, exc: Exception) -> None:
+        """Count a failed close; log the first (the next ones would repeat it, once per dropped page)."""
+        self._inc("simhash/page_close_errors")
+        if not self._logged_error:
+            self._logged_error = True
+            logger.warning(
+                "simhash: the %s of a dropped near-duplicate could not be closed (%s: %s); the drop goes on, "
+                "further failures are counted in simhash/page_close_errors",
+                key,
+                type(exc).__name__,
+                exc,
+            )
+
+    def _inc(self, key: str) -> None:
+        if self.stats is not None:
+            self.stats.inc_value(key)
