@@ -19,7 +19,7 @@ def run_dir(tmp_path: Path, name: str) -> Path:
 
 
 def test_second_crawl_remembers_the_first(site_port: int, tmp_path: Path) -> None:
-    """With no SIMHASH_BACKEND the index lives in the project's .scrapy/simhash/<spider>: the second crawl
+    """With no SIMHASH_BACKEND the index lives in the project's .scrapy/simhash/<project>/<spider>: the second crawl
     stores none of the pages the first stored, yet follows their links (they reach the spider unchanged)."""
     project = run_dir(tmp_path, "project")
     (project / "scrapy.cfg").write_text("[settings]\ndefault = crawler.settings\n", encoding="utf-8")
@@ -27,7 +27,7 @@ def test_second_crawl_remembers_the_first(site_port: int, tmp_path: Path) -> Non
     first = scrapy_crawl("site", run_dir(tmp_path, "first"), **common)
     second = scrapy_crawl("site", run_dir(tmp_path, "second"), **common)
 
-    assert (project / ".scrapy" / "simhash" / "site" / "CURRENT").is_file()
+    assert (project / ".scrapy" / "simhash" / "simhash-crawler" / "site" / "CURRENT").is_file()
     stored_first, stored_second = first.by_key(), second.by_key()
     for group, keys in GROUPS.items():
         assert len([k for k in keys if k in stored_first]) == 1, group
@@ -40,7 +40,7 @@ def test_second_crawl_remembers_the_first(site_port: int, tmp_path: Path) -> Non
     assert first.stats["simhash/kept"] <= second.stats["simhash/unchanged"] <= first.stats["simhash/checked"]
     assert second.stats["simhash/index_size"] == first.stats["simhash/index_size"]  # nothing stored twice
     assert second.stats["response_received_count"] >= first.stats["response_received_count"]
-    index = project / ".scrapy" / "simhash" / "site"
+    index = project / ".scrapy" / "simhash" / "simhash-crawler" / "site"
     assert f"simhash: the index at {index} holds no pages yet" in first.log
     size = first.stats["simhash/index_size"]
     assert f"simhash: the index at {index} holds {size} pages from earlier crawls" in second.log

@@ -2,7 +2,7 @@
 ``delete``, ``compact``, ``rebuild``).
 
 ``INDEX`` is a backend URI or a directory path (the crawler's default index is
-``.scrapy/simhash/<spider name>`` in the project, or ``JOBDIR/simhash``).  The reading subcommands open
+``.scrapy/simhash/<project>/<spider name>`` in the project, or ``JOBDIR/simhash``).  The reading subcommands open
 an on-disk index read-only, so they work while a crawl writes it.
 """
 
@@ -320,7 +320,7 @@ def _guarded(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Na
     def run(args: argparse.Namespace) -> int:
         file = _regular_file(args.index)
         if file is not None:
-            where = "a crawl's is .scrapy/simhash/<spider>, or JOBDIR/simhash"
+            where = "a crawl's is .scrapy/simhash/<project>/<spider>, or JOBDIR/simhash"
             print(f"simhash-filter: index {file} is a file, not an index directory: give the directory a crawl or "
                   f"dedup --index wrote ({where})", file=sys.stderr)  # fmt: skip
             return 2
@@ -338,18 +338,21 @@ def _guarded(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Na
 
 #: The example at the end of each subcommand's ``--help``.
 EXAMPLES = {
-    "stats": "simhash-filter index stats .scrapy/simhash/site\nsimhash-filter index stats .scrapy/simhash/site --json",
-    "query": "simhash-filter index query .scrapy/simhash/site page.html\n"
-    "simhash-filter index query .scrapy/simhash/site d490dfee0514e20d -k 3 --json",
-    "export": "simhash-filter index export .scrapy/simhash/site -o kept.jsonl",
-    "rules": "simhash-filter index rules .scrapy/simhash/site\n"
-    "simhash-filter index rules .scrapy/simhash/site --all --json",
-    "delete": "simhash-filter index delete .scrapy/simhash/site https://a.example/x https://a.example/y",
-    "rebuild": "simhash-filter index rebuild .scrapy/simhash/site --expected-pages 50000000\n"
+    "stats": "simhash-filter index stats .scrapy/simhash/simhash-crawler/site\n"
+    "simhash-filter index stats .scrapy/simhash/simhash-crawler/site --json",
+    "query": "simhash-filter index query .scrapy/simhash/simhash-crawler/site page.html\n"
+    "simhash-filter index query .scrapy/simhash/simhash-crawler/site d490dfee0514e20d -k 3 --json",
+    "export": "simhash-filter index export .scrapy/simhash/simhash-crawler/site -o kept.jsonl",
+    "rules": "simhash-filter index rules .scrapy/simhash/simhash-crawler/site\n"
+    "simhash-filter index rules .scrapy/simhash/simhash-crawler/site --all --json",
+    "delete": "simhash-filter index delete .scrapy/simhash/simhash-crawler/site "
+    "https://a.example/x https://a.example/y",
+    "rebuild": "simhash-filter index rebuild .scrapy/simhash/simhash-crawler/site --expected-pages 50000000\n"
     "simhash-filter index rebuild 'redis://localhost:6379/0?prefix=site' --expected-pages 50000000 "
     "--into 'redis://localhost:6379/0?prefix=site2'",
-    "compact": "simhash-filter index compact .scrapy/simhash/site\n"
-    "simhash-filter index compact .scrapy/simhash/site --max-age 30d   # also drop entries added 30+ days ago",
+    "compact": "simhash-filter index compact .scrapy/simhash/simhash-crawler/site\n"
+    "simhash-filter index compact .scrapy/simhash/simhash-crawler/site --max-age 30d   "
+    "# also drop entries added 30+ days ago",
 }
 
 
@@ -369,8 +372,8 @@ def add_index_parser(
         "index",
         help="inspect and maintain a stored index (stats, query, export, rules, delete, compact, rebuild)",
         description=(
-            "INDEX is a backend URI or a directory (a crawl's default index is .scrapy/simhash/<spider> in the "
-            "project, or JOBDIR/simhash). stats, query and export open an on-disk index read-only."
+            "INDEX is a backend URI or a directory (a crawl's default index is .scrapy/simhash/<project>/<spider> "
+            "in the project, or JOBDIR/simhash). stats, query and export open an on-disk index read-only."
         ),
         epilog=_epilog("\n".join(EXAMPLES.values()))
         + "\n\nexit status: 0 success, 1 the index cannot be opened or failed, 2 a usage error",

@@ -5,16 +5,13 @@ its setting.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-from scrapy.exceptions import NotConfigured
-from scrapy.utils.project import data_path
 
 from simhash_filter.batch.dedup import available_cpus
 from simhash_filter.config import FilterConfig
 from simhash_filter.crawl import settings as defaults
 from simhash_filter.crawl.avoid import check_avoid_options
+from simhash_filter.crawl.indexpath import default_index_path
 from simhash_filter.index.backends import with_uri_option
 from simhash_filter.index.backends.file import parse_age
 
@@ -74,17 +71,11 @@ def processes_setting(settings: BaseSettings) -> int | None:
 
 def backend_uri(settings: BaseSettings, spider_name: str | None = None) -> str:
     """The index backend URI of a crawl: ``SIMHASH_BACKEND``, else the on-disk default (``JOBDIR/simhash``,
-    or ``.scrapy/simhash/<spider name>`` in the project's data directory), with ``SIMHASH_MAX_AGE`` added
-    as the URI's ``max_age`` option."""
+    or ``.scrapy/simhash/<project>/<spider name>`` in the project's data directory, where an index left at
+    the old path is moved: :mod:`.indexpath`), with ``SIMHASH_MAX_AGE`` added as the URI's ``max_age`` option."""
     uri = settings.get("SIMHASH_BACKEND", defaults.SIMHASH_BACKEND) or ""
     if not uri:
-        jobdir = settings.get("JOBDIR")
-        name = f"simhash/{spider_name or 'default'}"
-        try:
-            path = Path(jobdir, "simhash") if jobdir else Path(data_path(name))
-        except NotConfigured:  # SCRAPY_SETTINGS_MODULE set, but no scrapy.cfg to find the project by
-            path = Path(".scrapy", name)
-        uri = str(path)
+        uri = str(default_index_path(settings, spider_name))
     max_age = settings.get("SIMHASH_MAX_AGE", defaults.SIMHASH_MAX_AGE)
     try:
         seconds = parse_age(max_age or 0)

@@ -47,9 +47,10 @@ SIMHASH_AVOID_MIRRORS = "paths"
 SIMHASH_AVOID_VALIDATE = 0.05
 
 #: Index backend URI: ``""`` (the default) keeps the index on disk in ``JOBDIR/simhash`` when ``JOBDIR`` is
-#: set, else in the project's data directory (``.scrapy/simhash/<spider name>``), so the next crawl remembers
-#: this one; a directory path or ``file:///path`` puts it elsewhere; ``memory://`` forgets it at the end of
-#: the crawl; ``redis://host:port/db`` shares it between crawl processes.
+#: set, else in the project's data directory (``.scrapy/simhash/<project>/<spider name>``, the project being
+#: Scrapyd's or ``BOT_NAME``; an index at the old ``.scrapy/simhash/<spider name>`` is moved there), so the next
+#: crawl remembers this one; a directory path or ``file:///path`` puts it elsewhere; ``memory://`` forgets it at
+#: the end of the crawl; ``redis://host:port/db`` shares it between crawl processes.
 SIMHASH_BACKEND = ""
 
 #: More backends by URI scheme (dotted path of a ``simhash_filter.index.backends.Backend`` subclass),
