@@ -188,6 +188,28 @@ def test_mirror_hosts_are_learned_from_pairs_at_the_same_paths_and_withdrawn_by_
     assert book.mirrors("b.test") == frozenset()
 
 
+def test_confirmed_mirrors_pool_the_counts_of_their_rules():
+    """b.test mirrors a.test: a rule of b.test with three examples of its own acts on a.test's eleven, and so does
+    a rule only a.test has evidence for (a mirror serves the same pages, so the same parts of its URLs do not
+    matter); when the mirror is withdrawn, b.test's rules rest on its own evidence again."""
+    book = RuleBook(min_precision=0.8)
+    _variant_pairs(book, range(11), "ref")
+    _variant_pairs(book, range(20, 23), "ref", host="b.test")
+    assert book.rules("a.test") == {"param:ref"} and not book.rules("b.test")
+    changes = []
+    for i in range(30, 41):
+        book.observe(f"http://a.test/n/{i}", near(i), None)
+        changes += book.observe(f"http://b.test/n/{i}", near(i) ^ 2, f"http://a.test/n/{i}")
+    learned = [(v.kind, v.host, v.rule) for v in changes]
+    assert learned == [("mirror", "a.test", "b.test"), ("rule", "b.test", "param:ref")]
+    assert book.rules("b.test") == {"param:ref"}
+    assert [(v.host, v.positives) for v in book.verdicts() if v.rule == "param:ref"] == [("a.test", 14), ("b.test", 14)]
+    for i in range(50, 60):
+        book.observe(f"http://a.test/about{i}", near(i), None)
+        book.observe(f"http://b.test/about{i}", near(i) ^ FAR, None)
+    assert book.mirrors("b.test") == frozenset() and not book.rules("b.test") and book.rules("a.test") == {"param:ref"}
+
+
 def test_validation_fetches_count_for_or_against_the_rule_that_made_the_rewrite():
     """A page fetched although a rule would have left it: the same page as its target is an example, another
     page withdraws the rule; against a rewrite of two rules it says nothing of either (the single-rule pairs

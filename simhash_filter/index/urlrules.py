@@ -45,6 +45,8 @@ long before the site's supply of pairs for it runs out, and a rule the site refu
 the pairs are counted with the parts that active rules drop already dropped (``/a?id=4&sid=1`` against
 ``/a?id=3``, once ``sid`` is known not to matter), so a part that matters shows it on the first pages that
 differ in it.
+A confirmed mirror's rules pool its partner's counts (:meth:`RuleBook._pooled`): once a host is a mirror, few of
+its own pages are fetched, and its own counts would stop wherever the crawl's order left them.
 
 The evidence is a set of counters (:meth:`RuleBook.counts`), which the index backends keep beside the index
 (``notes``), so that crawl processes sharing one index learn together and a recrawl starts with what the
@@ -269,7 +271,7 @@ class RuleBook:
             self._tally.setdefault((kind, host, rule), [0, 0])[sign == "-"] += n
             if kind == "mirror":
                 self._pair_hosts(host, rule)
-        self._touched = set(self._tally) | {("rule", h, r) for h, rs in self._active.items() for r in rs}
+        self._touched = self._keys() | {("rule", h, r) for h, rs in self._active.items() for r in rs}
         self._touched |= {("mirror", h, o) for h, others in self._mirrors.items() for o in others}
         return self._refresh()
 
@@ -296,6 +298,8 @@ class RuleBook:
         self._touched.add((kind, host, rule))
         if kind == "mirror":
             self._pair_hosts(host, rule)
+        else:  # the rule's counts on the host's mirrors pool these
+            self._touched |= {("rule", other, rule) for other in self._mirrors.get(host, ())}
 
     def observe(self, url: str, fingerprint: int, duplicate_of: str | None) -> list[Verdict]:
         """A page fetched and fingerprinted (and, when it is a near-duplicate, the URL of the page it duplicates):
@@ -416,36 +420,66 @@ class RuleBook:
     # --- verdicts -----------------------------------------------------------------------------
 
     def _verdict(self, kind: str, host: str, rule: str) -> Verdict:
-        pos, neg = self._tally.get((kind, host, rule), (0, 0))
+        pos, neg = self._pooled(host, rule) if kind == "rule" else self._tally.get((kind, host, rule), (0, 0))
         return Verdict(kind, host, rule, pos, neg, is_active(pos, neg, self.min_examples, self.min_precision))
+
+    def _pooled(self, host: str, rule: str) -> tuple[int, int]:
+        """The counts of a rule on *host* and on its confirmed mirrors.  A mirror serves the same pages at the
+        same paths, so the same parts of its URLs do not matter; and once a host is a confirmed mirror few of its
+        own pages are fetched (its partner has their paths), so its own counts stop where the crawl's order left
+        them: pooled, its rules are those its partner's evidence supports, in every order."""
+        pos = neg = 0
+        for name in (host, *sorted(self._mirrors.get(host, ()))):
+            p, n = self._tally.get(("rule", name, rule), (0, 0))
+            pos, neg = pos + p, neg + n
+        return pos, neg
+
+    def _keys(self) -> set[tuple[str, str, str]]:
+        """Every rule and mirror with evidence: its own, or (a rule) a confirmed mirror's."""
+        keys = set(self._tally)
+        for kind, host, rule in self._tally:
+            if kind == "rule":
+                keys |= {("rule", other, rule) for other in self._mirrors.get(host, ())}
+        return keys
 
     def verdicts(self) -> list[Verdict]:
         """Every rule and mirror with evidence, active ones first."""
-        out = [self._verdict(*key) for key in self._tally]
+        out = [self._verdict(*key) for key in self._keys()]
         return sorted(out, key=lambda v: (not v.active, v.kind, v.host, v.rule))
 
     def _refresh(self) -> list[Verdict]:
-        """Apply the tallies touched since the last call; the verdicts whose state changed."""
-        changed: list[Verdict] = []
+        """Apply the tallies touched since the last call, mirrors first (a rule's counts pool its host's confirmed
+        mirrors'); the verdicts whose state changed."""
         touched, self._touched = self._touched, set()
-        for kind, host, rule in sorted(touched):
-            verdict = self._verdict(kind, host, rule)
-            if kind == "rule":
-                was = rule in self._active.get(host, frozenset())
-                if verdict.active != was:
-                    rules = set(self._active.get(host, frozenset()))
-                    (rules.add if verdict.active else rules.discard)(rule)
-                    self._active[host] = frozenset(rules)
-                    changed.append(verdict)
-            else:
-                was = rule in self._mirrors.get(host, frozenset())
-                if verdict.active != was and not (verdict.active and host == rule):
-                    for a, b in ((host, rule), (rule, host)):
-                        others = set(self._mirrors.get(a, frozenset()))
-                        (others.add if verdict.active else others.discard)(b)
-                        self._mirrors[a] = frozenset(others)
-                    changed.append(verdict)
+        changed = [v for v in map(self._verdict_of, sorted(k for k in touched if k[0] == "mirror")) if v]
+        for verdict in changed:
+            touched |= self._rules_of(verdict.host, verdict.rule)
+        changed += [v for v in map(self._verdict_of, sorted(k for k in touched if k[0] == "rule")) if v]
         return changed
+
+    def _rules_of(self, *hosts: str) -> set[tuple[str, str, str]]:
+        """Every rule with evidence on one of *hosts*, on each of them (a pair of mirrors pools their counts)."""
+        names = {rule for kind, host, rule in self._tally if kind == "rule" and host in hosts}
+        return {("rule", host, rule) for host in hosts for rule in names}
+
+    def _verdict_of(self, key: tuple[str, str, str]) -> Verdict | None:
+        """The verdict of *key* applied to the active rules and mirrors; None when its state did not change."""
+        verdict = self._verdict(*key)
+        kind, host, rule = key
+        if kind == "rule":
+            if verdict.active == (rule in self._active.get(host, frozenset())):
+                return None
+            rules = set(self._active.get(host, frozenset()))
+            (rules.add if verdict.active else rules.discard)(rule)
+            self._active[host] = frozenset(rules)
+            return verdict
+        if verdict.active == (rule in self._mirrors.get(host, frozenset())) or (verdict.active and host == rule):
+            return None
+        for a, b in ((host, rule), (rule, host)):
+            others = set(self._mirrors.get(a, frozenset()))
+            (others.add if verdict.active else others.discard)(b)
+            self._mirrors[a] = frozenset(others)
+        return verdict
 
     def rules(self, host: str) -> frozenset[str]:
         """The active rules of *host*."""
