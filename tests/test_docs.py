@@ -121,6 +121,26 @@ def test_every_stats_key_is_documented_and_every_documented_key_exists():
     assert documented - in_code == set(), "stats keys documented in docs/settings.md but not used in simhash_filter/"
 
 
+def _key_regex(documented: str) -> str:
+    """A documented key (``simhash/skipped/<reason>``) as a regular expression of the keys it stands for."""
+    return re.escape(_pattern(documented)).replace(re.escape("<*>"), "[^/]+")
+
+
+def test_the_keys_there_from_the_start_are_the_documented_ones():
+    """``stats_keys()`` (the keys set to 0 when the spider opens, which monitors read) and the stats table name the
+    same keys: all of them but the distance histogram, whose keys are the distances met."""
+    from simhash_filter.crawl.report import stats_keys
+
+    listed = stats_keys(avoid=True, warc=True)
+    documented = {_key_regex(k) for k in _documented_stats_keys()}
+    assert len(listed) == len(set(listed))
+    assert [k for k in listed if not any(re.fullmatch(d, k) for d in documented)] == []
+    missing = sorted(d for d in documented if not any(re.fullmatch(d, k) for k in listed))
+    assert missing == [_key_regex("simhash/distance/<d>")]
+    section = _section(SETTINGS_PAGE.read_text(encoding="utf-8"), "## Stats")
+    assert "`simhash_filter.crawl.report.stats_keys()`" in section and "`simhash/distance/<d>`" in section
+
+
 def test_every_skip_reason_is_documented():
     """The ``simhash/skipped/<reason>`` row names every reason a page can be let through unchecked."""
     from simhash_filter.crawl import crawlfilter

@@ -30,6 +30,7 @@ from simhash_filter.index.backends import Candidate
 from simhash_filter.index.backends.memory import MemoryBackend
 from simhash_filter.index.bound import DEFAULT_BOUND, CheckBound
 from simhash_filter.index.nearduplicate import NearDuplicateIndex
+from simhash_filter.index.tables import Match
 
 pytestmark = pytest.mark.usefixtures("memory_index")
 
@@ -598,3 +599,43 @@ def test_a_dropped_response_still_counts_as_received():
     _, dropped = respond(mw, "http://b.test/copy", COPY)
     assert isinstance(dropped, NearDuplicateResponse)
     assert received == ["http://b.test/copy"]  # the kept one is signalled by the engine, not by the filter
+
+
+def test_every_stats_key_is_there_from_spider_open():
+    """When the spider opens, every key of ``stats_keys()`` is set to 0 (0.0 for seconds), so that a monitor reads
+    ``stats["simhash/kept"]`` whatever the crawl met; a key counted before keeps its count."""
+    from simhash_filter.crawl.report import stats_keys
+
+    mw = middleware(SIMHASH_PROCESSES=0)
+    mw.filter.stats.inc_value("simhash/checked", 3)
+    mw.filter.spider_opened(spider=None)
+    s = stats(mw)
+    assert set(stats_keys()) <= set(s) and s["simhash/checked"] == 3
+    assert s["simhash/kept"] == 0 and s["simhash/flagged"] == 0 and s["simhash/skipped/index_error"] == 0
+    assert s["simhash/fingerprint_seconds"] == 0.0 and isinstance(s["simhash/fingerprint_seconds"], float)
+    assert "simhash/avoided/url_rule" not in s and "simhash/warc/errors" not in s  # SIMHASH_AVOID, SIMHASH_WARC off
+
+
+def test_index_size_is_current_while_the_crawl_runs():
+    """``simhash/index_size`` follows the pages stored, page by page, without waiting for the spider to close."""
+    mw = middleware(SIMHASH_PROCESSES=0)
+    assert stats(mw)["simhash/index_size"] == 0
+    for n, (url, body) in enumerate([("http://a.test/rain", ARTICLE), ("http://a.test/light", OTHER)], 1):
+        respond(mw, url, body)
+        assert stats(mw)["simhash/index_size"] == len(mw.filter.index) == n
+    respond(mw, "http://b.test/copy", COPY)  # a near-duplicate is stored too
+    assert stats(mw)["simhash/index_size"] == len(mw.filter.index) == 3
+    respond(mw, "http://a.test/rain", ARTICLE)  # its own entry: not stored twice
+    assert stats(mw)["simhash/index_size"] == len(mw.filter.index) == 3
+
+
+def test_index_size_of_a_remote_index_counts_the_pages_stored():
+    """A remote index is not called for its size: the decisions tell it (a page's own entry is not stored twice)."""
+    mw = middleware(SIMHASH_PROCESSES=0)
+    report, value = mw.filter.report, 0x1234
+    report.index_opened("redis://r/0", "redis", 10)
+    report.decided("http://a.test/1", value, None)
+    report.decided("http://a.test/2", value, None, added_late=2)
+    own = Match("http://a.test/1", 0, value, 1.0)
+    report.decided("http://a.test/1", value, own)
+    assert stats(mw)["simhash/index_size"] == 10 + 1 + 3

@@ -40,6 +40,7 @@ from simhash_filter.crawl.decision import (
 )
 from simhash_filter.crawl.executor import FingerprintExecutor, WorkerDied
 from simhash_filter.crawl.guard import IndexGuard, is_full, open_index
+from simhash_filter.crawl.inspection import Inspection, inspection, readonly_uri
 from simhash_filter.crawl.options import (
     ACTIONS,
     ON_INDEX_ERROR,
@@ -50,7 +51,7 @@ from simhash_filter.crawl.options import (
     processes_setting,
 )
 from simhash_filter.crawl.policy import Policy
-from simhash_filter.crawl.report import Report, logger, report_command
+from simhash_filter.crawl.report import Report, logger, report_command, stats_keys
 from simhash_filter.crawl.waiting import InOrder
 from simhash_filter.index.backends import error_message, open_errors, redact_uri, uri_scheme
 
@@ -87,6 +88,8 @@ CLOSE_AT_START = scrapy.version_info >= (2, 18)
 _FILTERS: WeakKeyDictionary[Crawler, CrawlFilter] = WeakKeyDictionary()
 #: Crawlers whose filter could not start (reported once; their spider is closed when it opens).
 _FAILED: WeakSet[Crawler] = WeakSet()
+#: Crawlers of an inspection command that checks no page (said once; the components step aside).
+_UNCHECKED: WeakSet[Crawler] = WeakSet()
 
 
 def _start_error(exc: BaseException) -> str:
@@ -165,8 +168,13 @@ class CrawlFilter:
         index_retry_seconds: float = defaults.SIMHASH_INDEX_RETRY_SECONDS,
         avoid: dict[str, Any] | None = None,
         on_index_error: str = defaults.SIMHASH_ON_INDEX_ERROR,
+        readonly: bool = False,
     ) -> None:
         processes = check_options(action, threads, processes, index_retry_seconds)
+        #: Read the index, never write it, and flag rather than drop: an inspection command (:mod:`.inspection`).
+        self.readonly = readonly
+        if readonly:
+            action, avoid = "flag", None  # the page asked for reaches the spider; no rule learned nor request avoided
         if on_index_error not in ON_INDEX_ERROR:
             raise ValueError(f"SIMHASH_ON_INDEX_ERROR must be 'pass' or 'stop', got {on_index_error!r}")
         self.on_index_error = on_index_error
@@ -184,7 +192,7 @@ class CrawlFilter:
         self.index = open_index(config, backend, backends)
         self.backend_uri = backend
         self.executor = FingerprintExecutor(config.fingerprint, self.report, threads=threads, processes=processes)
-        self.guard = IndexGuard(self.index, self.report, retry_seconds=self.index_retry_seconds)
+        self.guard = IndexGuard(self.index, self.report, retry_seconds=self.index_retry_seconds, readonly=readonly)
         #: The URL rules that leave requests unsent (``SIMHASH_AVOID``; None when off).
         self.avoider: Avoider | None = None
         if avoid is not None:
@@ -194,6 +202,8 @@ class CrawlFilter:
         self.items = ItemDecisions()
         self._order = InOrder()
         self.closed = False
+        #: The ``simhash/...`` keys set to 0 when the spider opens (:func:`~.report.stats_keys`; :meth:`for_crawler`).
+        self.stats_keys: list[str] = stats_keys()
         #: The ``simhash-filter report`` command for the crawl's feed, named at the end (set by :meth:`for_crawler`).
         self.report_command: str | None = None
 
@@ -205,13 +215,20 @@ class CrawlFilter:
 
     @classmethod
     def from_settings(
-        cls, settings: BaseSettings, stats: StatsCollector, spider_name: str | None = None
+        cls,
+        settings: BaseSettings,
+        stats: StatsCollector,
+        spider_name: str | None = None,
+        *,
+        backend: str | None = None,
+        readonly: bool = False,
     ) -> CrawlFilter:
+        """The filter the settings describe; *backend*: another URI than the settings' (a read-only one)."""
         return cls(
             filter_config(settings),
             stats=stats,
             action=settings.get("SIMHASH_ACTION", defaults.SIMHASH_ACTION),
-            backend=backend_uri(settings, spider_name),
+            backend=backend_uri(settings, spider_name) if backend is None else backend,
             backends=settings.getdict("SIMHASH_BACKENDS", defaults.SIMHASH_BACKENDS),
             item_fields=settings.getlist("SIMHASH_ITEM_FIELDS", defaults.SIMHASH_ITEM_FIELDS),
             threads=settings.getint("SIMHASH_THREADS", defaults.SIMHASH_THREADS),
@@ -220,7 +237,34 @@ class CrawlFilter:
             index_retry_seconds=settings.getfloat("SIMHASH_INDEX_RETRY_SECONDS", defaults.SIMHASH_INDEX_RETRY_SECONDS),
             avoid=avoid_options(settings),
             on_index_error=settings.get("SIMHASH_ON_INDEX_ERROR", defaults.SIMHASH_ON_INDEX_ERROR),
+            readonly=readonly,
         )
+
+    @classmethod
+    def _for_inspection(cls, crawler: Crawler, spider_name: str | None, inspecting: Inspection) -> CrawlFilter | None:
+        """The filter of an inspection command: reading the crawl's index without a lock, or None when no page is
+        checked (``SIMHASH_INSPECT = "skip"``, an index that cannot be opened read-only or read at all), which one
+        INFO line says.  A missing index is not created: the pages are checked against an empty one."""
+        settings, stats = crawler.settings, crawler.stats
+        assert stats is not None
+        uri = None if inspecting.mode == "skip" else readonly_uri(backend_uri(settings, spider_name))
+        why: str | None = None
+        found: CrawlFilter | None = None
+        if uri is None:
+            scheme = uri_scheme(backend_uri(settings, spider_name))
+            why = None if inspecting.mode == "skip" else f"a {scheme}:// index cannot be opened read-only"
+        else:
+            try:
+                try:
+                    found = cls.from_settings(settings, stats, spider_name, backend=uri, readonly=True)
+                except FileNotFoundError:  # no index there yet: nothing to check against, and none is created
+                    found = cls.from_settings(settings, stats, spider_name, backend="memory://", readonly=True)
+            except open_errors() as exc:
+                if getattr(exc, "simhash_backend", None) is None:
+                    raise  # a wrong setting: it stops the command as it stops a crawl
+                why = f"the index cannot be read: {_start_error(exc)}"
+        logger.info(inspecting.message(why if found is None else None), extra={"crawler": crawler})
+        return found
 
     @classmethod
     def for_crawler(cls, crawler: Crawler) -> CrawlFilter:
@@ -239,14 +283,20 @@ class CrawlFilter:
         if found is None:
             if crawler in _FAILED:
                 raise NotConfigured  # reported once; the spider is closed when it opens
+            if crawler in _UNCHECKED:
+                raise NotConfigured  # an inspection that checks nothing (said once)
             assert crawler.stats is not None
             spider_name = getattr(crawler.spider, "name", None) or getattr(crawler.spidercls, "name", None)
             try:
-                found = _FILTERS[crawler] = cls.from_settings(crawler.settings, crawler.stats, spider_name)
+                found = cls._create(crawler, spider_name)
             except open_errors() as exc:
                 if not crawler.crawling or not _stop_at_start(crawler, exc):
                     raise
                 raise NotConfigured from exc
+            if found is None:
+                _UNCHECKED.add(crawler)
+                raise NotConfigured
+            _FILTERS[crawler] = found
             found.report_command = report_command(crawler.settings.getdict("FEEDS"), spider_name, found.action)
             if found.avoider is not None:
                 found.avoider.requeue = lambda request: crawler.engine.crawl(request)
@@ -264,8 +314,23 @@ class CrawlFilter:
                 f"fingerprinting {found.executor.where(planned=True)}",
                 extra={"crawler": crawler},
             )
-            found.report.index_opened(found.index_where, uri_scheme(found.backend_uri), len(found.index))
+            found.report.index_opened(found.index_where, uri_scheme(found.backend_uri), len(found.index),
+                                      found.guard.rows())  # fmt: skip
+            found.stats_keys = stats_keys(avoid=found.avoider is not None, warc=found.writes_warc(crawler.settings))
         return found
+
+    @classmethod
+    def _create(cls, crawler: Crawler, spider_name: str | None) -> CrawlFilter | None:
+        """The crawler's filter: a crawl's, or an inspection command's (None: it checks no page)."""
+        assert crawler.stats is not None
+        inspecting = inspection(crawler.settings)
+        if inspecting is not None:
+            return cls._for_inspection(crawler, spider_name, inspecting)
+        return cls.from_settings(crawler.settings, crawler.stats, spider_name)
+
+    def writes_warc(self, settings: BaseSettings) -> bool:
+        """Whether the crawl writes ``SIMHASH_WARC``: never an inspection (the crawl's WARC holds the crawl)."""
+        return bool(settings.get("SIMHASH_WARC")) and not self.readonly
 
     # --- checking pages -----------------------------------------------------------------------
 
@@ -387,13 +452,14 @@ class CrawlFilter:
     # --- the crawl's signals ------------------------------------------------------------------
 
     def spider_opened(self, spider: Any) -> None:
+        self.report.start(self.stats_keys)  # every key a monitor reads is there from now on
         self.start_workers()
 
     def spider_closed(self, spider: Any, reason: str) -> None:
         if self.closed:
             return
         self.closed = True
-        size = self.closing_index_size()
+        size = self.closing_index_size()  # kept current all along (a close monitor read it); read once more now
         if isinstance(size, int):
             self.report.index_size(size)
         logger.info(self.summary(size), extra={"spider": spider})

@@ -71,12 +71,16 @@ def open_index(config: FilterConfig, backend: str, backends: dict[str, Any] | No
 class IndexGuard:
     """Checks-and-adds pages in ``index``; an index error lets the page through (``index_error``)."""
 
-    def __init__(self, index: NearDuplicateIndex, report: Report, *, retry_seconds: float = 0.0) -> None:
+    def __init__(
+        self, index: NearDuplicateIndex, report: Report, *, retry_seconds: float = 0.0, readonly: bool = False
+    ) -> None:
         self.index = index
         self.report = report
         self.retry_seconds = retry_seconds
+        #: Check pages without storing them (an inspection command: :mod:`.inspection`).
+        self.readonly = readonly
         # A remote index (Redis) waits on the network: its checks run in one thread of their own, in order.
-        remote = getattr(index.backend, "remote", False)
+        remote = self._remote = getattr(index.backend, "remote", False)
         self._index_executor = ThreadPoolExecutor(1, thread_name_prefix="simhash-index") if remote else None
         self._index_down_until = 0.0  # the breaker: monotonic time before which the index is not called
         self._unindexed: list[_Page] = []  # pages let through while the index failed
@@ -119,7 +123,7 @@ class IndexGuard:
             return self._unchecked(url, value, sketch, exc)
         self.report.index_time(time.perf_counter() - start)
         self.report.candidates(self.index.candidates_max)
-        return self.report.decided(url, value, match, added_late)
+        return self.report.decided(url, value, match, added_late, rows=self.rows())
 
     async def check(self, url: str, value: int, sketch: bytes | None = None) -> Decision:
         """:meth:`decide` for the crawl: off the reactor thread for a remote index, and with a breaker.
@@ -163,7 +167,7 @@ class IndexGuard:
                         self.report.own_entry_found()
                         match = None  # this page's timed-out write landed: kept
                     self.report.candidates(self.index.candidates_max)
-                    return self.report.decided(url, value, match, added_late)
+                    return self.report.decided(url, value, match, added_late, rows=self.rows())
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 if error is None and self._last_error is not None and is_full(self._last_error):
@@ -179,9 +183,23 @@ class IndexGuard:
             await sleep(min(delay, remaining))
             delay = min(delay * 2, RETRY_MAX_DELAY)
 
+    def rows(self) -> int | None:
+        """The rows a local index holds, read without a call (the size kept current in the stats follows them); None
+        for a remote index, whose size the decisions tell."""
+        return None if self._remote else self.index.backend.rows
+
+    def _check_only(self, value: int, sketch: bytes | None) -> Match | None:
+        """What :meth:`NearDuplicateIndex.check_and_add` answers, without storing the page (read-only)."""
+        if self.index.sketch_bytes and sketch is not None:
+            return self.index.best(self.index.backend.candidates(value, self.index.k, self.index.bound), sketch)
+        return self.index.nearest(value)
+
     def _check_and_add(self, value: int, url: str, sketch: bytes | None) -> tuple[Match | None, int]:
         """Check-and-add one page; then add the pages let through unchecked while the index failed (so
-        that their copies are caught from now on).  Returns the match and how many were added late."""
+        that their copies are caught from now on).  Returns the match and how many were added late.  A read-only
+        guard checks the page and stores nothing."""
+        if self.readonly:
+            return self._check_only(value, sketch), 0
         match = self.index.check_and_add(value, url, sketch if self.index.sketch_bytes else None)
         pending, self._unindexed = self._unindexed, []
         if not pending:
@@ -212,7 +230,7 @@ class IndexGuard:
 
     def _unchecked(self, url: str, value: int, sketch: bytes | None, exc_info: bool | BaseException) -> Decision:
         """A page whose index check failed: let through, and remembered to be added when the index answers."""
-        if len(self._unindexed) < UNINDEXED_LIMIT:
+        if len(self._unindexed) < UNINDEXED_LIMIT and not self.readonly:
             self._unindexed.append((value, url, sketch))
         if isinstance(exc_info, BaseException) and is_full(exc_info):
             self.report.index_full(url, exc_info)  # one plain line, no traceback

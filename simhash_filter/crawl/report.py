@@ -14,7 +14,7 @@ from urllib.parse import unquote, urlsplit
 import numpy as np
 import xxhash
 
-from simhash_filter.crawl.decision import AFTER_STOP, DONT_META_KEY, ERROR, INDEX_ERROR, Decision
+from simhash_filter.crawl.decision import AFTER_STOP, DONT_META_KEY, ERROR, INDEX_ERROR, WORKER_DIED, Decision
 from simhash_filter.index.backends import IndexFullError, error_message
 from simhash_filter.model.fingerprint import Status
 from simhash_filter.report import report_path
@@ -24,11 +24,44 @@ if TYPE_CHECKING:
 
     from simhash_filter.index.tables import Match
 
-__all__ = ["Report", "logger", "report_command"]
+__all__ = ["SKIP_REASONS", "Report", "logger", "report_command", "stats_keys"]
 
 #: The filter's logger, shared by its parts: its log lines keep the name they had when the filter was one
 #: module (a project may set its level by that name).
 logger = logging.getLogger("simhash_filter.crawl.crawlfilter")
+
+
+#: Every reason a page is let through unchecked (``simhash/skipped/<reason>``).
+SKIP_REASONS = (*(str(s) for s in Status if s is not Status.OK), "http_status", ERROR, WORKER_DIED, INDEX_ERROR,
+                AFTER_STOP, DONT_META_KEY)  # fmt: skip
+#: Why a request is left unsent or sent later (``SIMHASH_AVOID``: ``simhash/avoided/<reason>``).
+AVOID_REASONS = ("url_rule", "mirror")
+#: The keys that hold seconds (0.0 rather than 0 before anything is timed).
+SECONDS_KEYS = frozenset({"simhash/fingerprint_seconds", "simhash/fingerprint_max_seconds", "simhash/reactor_seconds",
+                          "simhash/index_seconds"})  # fmt: skip
+
+
+def stats_keys(*, avoid: bool = False, warc: bool = False) -> list[str]:
+    """The keys a monitor reads: every ``simhash/...`` key the crawl's stats hold from the start (0 until counted;
+    docs/settings.md, Stats), those of ``SIMHASH_AVOID`` and ``SIMHASH_WARC`` when they are on.  Only the distance
+    histogram (``simhash/distance/<d>``) is left out: its keys are the distances met."""
+    keys = ["simhash/checked", "simhash/kept", "simhash/near_duplicates", "simhash/dropped", "simhash/flagged",
+            "simhash/unchanged", "simhash/refetched", *(f"simhash/skipped/{reason}" for reason in SKIP_REASONS),
+            "simhash/truncated", "simhash/dataloss", "simhash/charset_errors", "simhash/items/flagged",
+            "simhash/items/unflaggable", "simhash/items/unchecked", "simhash/index_size", "simhash/index_full",
+            "simhash/candidates/max", "simhash/index_retries", "simhash/index_added_late",
+            "simhash/index_retry_own_entry", *sorted(SECONDS_KEYS), "simhash/fingerprinted_in_reactor",
+            "simhash/worker_restarts", "simhash/pages_closed", "simhash/page_close_errors"]  # fmt: skip
+    if avoid:
+        keys += [*(f"simhash/avoided/{reason}" for reason in AVOID_REASONS),
+                 *(f"simhash/deprioritized/{reason}" for reason in AVOID_REASONS),
+                 "simhash/avoid/validations", "simhash/avoid/rules_learned", "simhash/avoid/mirrors_learned",
+                 "simhash/avoid/rules_withdrawn", "simhash/avoid/mirrors_withdrawn", "simhash/avoid/requeued",
+                 "simhash/avoid/rules_active", "simhash/avoid/mirrors_active",
+                 "simhash/avoid/notes_errors"]  # fmt: skip
+    if warc:
+        keys += ["simhash/warc/responses", "simhash/warc/revisits", "simhash/warc/errors"]
+    return keys
 
 
 class SeenUrls:
@@ -68,6 +101,15 @@ class Report:
         self._counts: Counter[str] = Counter()
         self._fingerprinted = 0
         self._checked_urls = SeenUrls()
+        #: The index's size and rows when it was opened, which ``simhash/index_size`` is kept current from.
+        self._size, self._rows = 0, 0
+
+    def start(self, keys: list[str]) -> None:
+        """Set every key of :func:`stats_keys` that is not counted yet to 0, so that a monitor reads
+        ``stats["simhash/kept"]`` whatever the crawl met."""
+        for key in keys:
+            if self.stats.get_value(key) is None:
+                self.stats.set_value(key, 0.0 if key in SECONDS_KEYS else 0)
 
     # --- decisions ----------------------------------------------------------------------------
 
@@ -111,12 +153,17 @@ class Report:
             logger.debug("simhash: skipped %s: %s", url, reason)
         return decision
 
-    def decided(self, url: str, value: int, match: Match | None, added_late: int = 0) -> Decision:
-        """The decision for a checked page, counted in the stats."""
+    def decided(
+        self, url: str, value: int, match: Match | None, added_late: int = 0, *, rows: int | None = None
+    ) -> Decision:
+        """The decision for a checked page, counted in the stats; ``simhash/index_size`` follows the index's *rows*
+        (a local index), else the pages this one and the late ones add."""
         if added_late:
             self.stats.inc_value("simhash/index_added_late", added_late)
         self.stats.inc_value("simhash/checked")
         fetched_before = self._checked_urls.add(url)
+        own_entry = match is not None and match.key == url and match.fingerprint == value  # not stored twice
+        self._grown(rows, added_late + (not own_entry))
         if match is None:
             decision = Decision(url, Status.OK.value, value)
             self.stats.inc_value("simhash/kept")
@@ -218,9 +265,19 @@ class Report:
                 lost,
             )
 
-    def index_opened(self, where: str, scheme: str, size: int) -> None:
+    def _grown(self, rows: int | None, added: int) -> None:
+        """Keep ``simhash/index_size`` current after a check: from the local index's *rows* (exact, no call), else
+        by the pages *added* (a remote index: its own entry is not stored twice; the read at the end corrects the
+        count for other crawl processes' pages and for copies of a flood it did not store)."""
+        if rows is not None:
+            self.stats.set_value("simhash/index_size", self._size + rows - self._rows)
+        elif added:
+            self.stats.inc_value("simhash/index_size", added)
+
+    def index_opened(self, where: str, scheme: str, size: int, rows: int | None = None) -> None:
         """Log where the index is, what earlier crawls left in it, and how to start empty (one INFO line)."""
         self.index_size(size)
+        self._size, self._rows = size, size if rows is None else rows
         if scheme == "memory":
             logger.info("simhash: the index is in memory (%s): empty at the start, forgotten at the end", where)
             return
@@ -240,7 +297,7 @@ class Report:
         )
 
     def index_size(self, size: int) -> None:
-        """The number of pages in the index (when the crawl starts and when it ends)."""
+        """The number of pages in the index, read from it (when the crawl starts and when it ends)."""
         self.stats.set_value("simhash/index_size", size)
 
     # --- the end ------------------------------------------------------------------------------

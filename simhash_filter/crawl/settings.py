@@ -84,6 +84,12 @@ SIMHASH_DOM_DECAY = DEFAULTS.fingerprint.dom_decay
 #: ``simhash/skipped/index_error`` and the first failure is logged.
 SIMHASH_INDEX_RETRY_SECONDS = 0.0
 
+#: Whether this run inspects pages rather than crawls: ``"auto"`` (the default) when Scrapy's ``parse``, ``fetch``,
+#: ``shell``, ``check``, ``view`` or ``bench`` runs it; ``"read"``: the index is read, never written, and
+#: near-duplicates are flagged, not dropped; ``"skip"``: pages are not checked; ``"crawl"``: never (the index is
+#: written and near-duplicates dropped, as in a crawl).  Docs: usage.md, Inspection commands.
+SIMHASH_INSPECT = "auto"
+
 #: Item fields fingerprinted (HTML or plain text, joined in this order) for items that come without a
 #: fingerprinted response: start items, or items built from JSON/API responses.
 SIMHASH_ITEM_FIELDS: list[str] = []

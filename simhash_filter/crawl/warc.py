@@ -188,7 +188,7 @@ class WarcOutput:
         if not isinstance(path, (str, os.PathLike)):
             raise ValueError(f"SIMHASH_WARC must be a file path or '', got {path!r}")
         path = os.fspath(path)
-        if not path:
+        if not path or crawl_filter.readonly:  # an inspection command's pages are no part of the crawl's record
             return None
         config = crawl_filter.config
         spider = getattr(crawler.spidercls, "name", None)
