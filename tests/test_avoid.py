@@ -6,6 +6,7 @@ avoids from its start, and two crawl processes that learn what one learns."""
 from __future__ import annotations
 
 import random
+import re
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -18,6 +19,7 @@ from redis_server import RedisServer
 from crawler.dupsite import dup_heavy_site, params_matter_site
 from crawler.localsite import LocalSite, Page
 from simhash_filter.config import DEFAULTS
+from simhash_filter.crawl.known import KnownDuplicates, url_hash
 from simhash_filter.index.backends import open_backend
 from simhash_filter.index.tables import resolve_design
 from simhash_filter.index.urlrules import RuleBook
@@ -316,3 +318,71 @@ def test_evidence_that_cannot_be_written_is_kept_for_the_next_write() -> None:
     backend.add_notes = real  # type: ignore[method-assign]
     asyncio.run(avoider.flush())
     assert backend.notes() == calls[0] == {"rule|a.test|param:sid|+": 1}
+
+
+_DROPPED = re.compile(r"simhash: (\w+) (\S+): near-duplicate of (\S+) \(distance")
+_CRAWLED = re.compile(r"Crawled \(\d+\) <GET (\S+)>")
+
+
+def _dropped_and_fetched(log: str) -> tuple[set[str], set[str]]:
+    """The URLs a crawl's DEBUG log says it dropped as near-duplicates of another page, and those it downloaded."""
+    dropped = {m[2] for m in _DROPPED.finditer(log) if m[2] != m[3] and m[1].startswith("drop")}
+    return dropped, {m[1] for m in _CRAWLED.finditer(log)}
+
+
+def test_a_recrawl_does_not_download_what_the_last_crawl_dropped(bench: ModuleType, tmp_path: Path) -> None:
+    """Two crawls of the news site over one on-disk index: the second downloads none of the URLs the first dropped
+    as near-duplicates (the index holds their URLs, and its notes the page each duplicated), counts each in
+    ``simhash/avoided/known``, and the index still holds every distinct page."""
+    site = dup_heavy_site(articles=30)
+    index = tmp_path / "index"
+    settings = {**AVOID, "LOG_LEVEL": "DEBUG", "SIMHASH_DEBUG": "True"}
+    with site.serve():
+        first, _, log1 = _crawl(bench, site, tmp_path / "first", settings, index)
+        _, stats, log2 = _crawl(bench, site, tmp_path / "again", settings, index)
+    dropped, _ = _dropped_and_fetched(log1)
+    _, fetched = _dropped_and_fetched(log2)
+    assert first["distinct"] == len(site.distinct) and dropped
+    assert not dropped & fetched, sorted(dropped & fetched)[:5]
+    assert stats.get("simhash/avoided/known") == len(dropped)
+    k = DEFAULTS.max_distance
+    with open_backend(f"file://{index}?readonly=1", k=k, design=resolve_design(DEFAULTS.tables, k, 10**6, True)) as b:
+        held = {site.content_id(entry.key) for entry in b.entries()}
+    assert set(site.distinct) <= held
+    assert "Traceback" not in log2
+
+
+def _known(max_age: float) -> KnownDuplicates:
+    return KnownDuplicates(max_age)
+
+
+def test_a_known_near_duplicate_is_skipped_only_while_young_and_while_its_kept_page_is_held() -> None:
+    """A record acts while younger than its maximum age and only when the index holds the page it duplicated; a
+    record seen again moves to the new time (notes are counters: the difference is added); 0 turns them off."""
+    writer = _known(3600)
+    writer.dropped("http://a.test/p?sid=1", "http://a.test/p", now=1000)
+    writer.dropped("http://a.test/q?sid=1", "http://a.test/gone", now=1000)
+    notes = writer.take_pending()
+    assert len(notes) == 2 and set(notes.values()) == {1000}
+
+    def loaded(max_age: float, now: float, notes: dict[str, int]) -> KnownDuplicates:
+        known = _known(max_age)
+        known.load(notes, now=now)
+        for key in ("http://a.test/p", "http://a.test/q?sid=1", "http://a.test/p?sid=1"):
+            known.held(key)
+        known.loaded()
+        return known
+
+    young = loaded(3600, 2000, notes)
+    assert young.target("http://a.test/p?sid=1") == "http://a.test/p"
+    assert young.target("http://a.test/q?sid=1") is None  # its kept page is not in the index
+    assert young.target("http://a.test/p") is None
+    old = loaded(3600, 5000, notes)
+    assert old.target("http://a.test/p?sid=1") is None  # too old: fetched and checked again
+    old.unchanged("http://a.test/p?sid=1", now=5000)  # the same page as before: the record is renewed
+    renewed = old.take_pending()
+    assert renewed == {next(iter(k for k in notes if k.endswith(f"{url_hash('http://a.test/p'):016x}"))): 4000}
+    totals = {k: notes[k] + renewed.get(k, 0) for k in notes}
+    assert loaded(3600, 5000, totals).target("http://a.test/p?sid=1") == "http://a.test/p"
+    assert loaded(0, 2000, notes).target("http://a.test/p?sid=1") is None
+    assert loaded(3600, 1000 - 3600, notes).target("http://a.test/p?sid=1") is None  # from the future: not trusted

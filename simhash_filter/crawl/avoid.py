@@ -13,6 +13,10 @@ same to validate the rules (``simhash/avoid/validations``); one that shows anoth
 (``SIMHASH_AVOID_MIN_PRECISION``, :func:`~simhash_filter.index.urlrules.is_active`) is withdrawn and the
 requests it avoided are queued again (``simhash/avoid/requeued``): their pages count as evidence too.
 
+A URL that an earlier crawl dropped as a near-duplicate of a page the index still holds is left unsent too
+(``simhash/avoided/known``, :mod:`simhash_filter.crawl.known`), while its record is younger than
+``SIMHASH_AVOID_KNOWN_MAX_AGE``.
+
 The evidence is counted in the index's notes (:meth:`Backend.add_notes`) every ``FLUSH_SECONDS`` and when the
 crawl ends: crawl processes sharing one index (Redis) learn together, and a recrawl with the on-disk index starts
 with what the last one learned, its kept URLs known as sent.
@@ -20,6 +24,7 @@ with what the last one learned, its kept URLs known as sent.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 import zlib
@@ -27,6 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from simhash_filter.crawl.known import KnownDuplicates
 from simhash_filter.crawl.report import logger
 from simhash_filter.crawl.waiting import in_executor
 from simhash_filter.index.urlrules import RuleBook, Url, Verdict, parse_url
@@ -56,6 +62,7 @@ DEPRIORITIZE_BY = 100
 
 
 _LEARNED = {"rule": "simhash/avoid/rules_learned", "mirror": "simhash/avoid/mirrors_learned"}
+_WHAT = {"url_rule": "a URL variant", "mirror": "a mirror's copy", "known": "a near-duplicate, in an earlier crawl,"}
 _WITHDRAWN = {"rule": "simhash/avoid/rules_withdrawn", "mirror": "simhash/avoid/mirrors_withdrawn"}
 
 
@@ -108,6 +115,7 @@ class Avoider:
         min_precision: float = 0.8,
         same_distance: int = 3,
         distinct_distance: int = 10,
+        known_max_age: float = 0.0,
     ) -> None:
         check_avoid_options(
             action=action, validate=validate, mirrors=mirrors, min_examples=min_examples, min_precision=min_precision
@@ -118,6 +126,8 @@ class Avoider:
         self.validate = validate
         self.mirror_mode = mirrors
         self.book = RuleBook(min_examples, same_distance, distinct_distance, min_precision=min_precision)
+        #: Near-duplicates dropped by earlier crawls (and this one), kept in the index's notes.
+        self.known = KnownDuplicates(known_max_age)
         # host -> hash of a canonical URL -> the first URL sent (hashes: about 300 bytes a URL in all)
         self._sent: dict[str, dict[int, str]] = {}
         self._raw: dict[str, list[str]] = {}  # host -> URLs sent, to rebuild its canonical ones
@@ -137,27 +147,41 @@ class Avoider:
 
     def load(self) -> None:
         """Read the evidence kept with the index and take the URLs it keeps as sent (a recrawl avoids from its
-        first request)."""
-        self._apply(self.book.merge(self.backend.notes()), initial=True)
-        try:
-            entries = self.backend.entries()
-            for n, entry in enumerate(entries):
-                if n >= MAX_SENT:
-                    break
+        first request), and the records of near-duplicates earlier crawls dropped whose kept page it holds."""
+        notes = self.backend.notes()
+        self._apply(self.book.merge(notes), initial=True)
+        self.known.load(notes)
+        with contextlib.suppress(NotImplementedError):
+            self._read_entries()
+        self.known.loaded()
+
+    def _read_entries(self) -> None:
+        """The index's URLs as sent (the first :data:`MAX_SENT`), and every one to the known near-duplicates'
+        records (a record acts only when the index still holds its kept page)."""
+        for n, entry in enumerate(self.backend.entries()):
+            if n < MAX_SENT:
                 page = parse_url(entry.key)
                 if page is not None:
                     self._remember(page, entry.key)
-        except NotImplementedError:
-            pass
+            elif not self.known.waiting:
+                break
+            if self.known.waiting:
+                self.known.held(entry.key)
 
     # --- before download ------------------------------------------------------------------------
 
     def check(self, request: Request) -> Avoidance | None:
         """Whether *request* is left unsent (then counted and remembered), else it is remembered as sent."""
         page = parse_url(request.url)
-        if page is None or request.url in self._urls:  # a retry, a redirect back, a page of an earlier crawl
+        if page is None:
             return None
-        if request.meta.get(EXEMPT_KEY) or request.meta.get(VALIDATE_KEY):
+        exempt = request.meta.get(EXEMPT_KEY) or request.meta.get(VALIDATE_KEY)
+        known = None if exempt else self.known.target(request.url)
+        if known is not None:  # before the URLs of earlier crawls: the index holds a dropped page's URL too
+            return self._leave_unsent(request, page, Avoidance("known", known))
+        if request.url in self._urls:  # a retry, a redirect back, a page of an earlier crawl
+            return None
+        if exempt:
             self._remember(page, request.url)
             return None
         found = self._find(page, request.url)
@@ -169,6 +193,11 @@ class Avoider:
             self.stats.inc_value("simhash/avoid/validations")
             self._remember(page, request.url)
             return None
+        return self._leave_unsent(request, page, found)
+
+    def _leave_unsent(self, request: Request, page: Url, found: Avoidance) -> Avoidance:
+        """Count *request* as avoided (or deprioritised) and remember it for a withdrawal of what it rests on.
+        A known near-duplicate is not validated: its record's age bounds how long it is trusted."""
         if self.action == "deprioritize":
             self.stats.inc_value(f"simhash/deprioritized/{found.reason}")
             return found
@@ -182,7 +211,7 @@ class Avoider:
             logger.info(
                 "simhash: not fetching %s: %s of %s (further requests avoided are counted in simhash/avoided/...)",
                 request.url,
-                "a URL variant" if found.reason == "url_rule" else "a mirror's copy",
+                _WHAT[found.reason],
                 found.target,
             )
         return found
@@ -223,6 +252,10 @@ class Avoider:
         """Learn from the decision on a response (a page checked in the index)."""
         if decision.fingerprint is None or not decision.checked:
             return
+        if decision.unchanged:
+            self.known.unchanged(decision.url)
+        elif decision.duplicate_of is not None:
+            self.known.dropped(decision.url, decision.duplicate_of)
         changes = self.book.observe(decision.url, decision.fingerprint, decision.duplicate_of)
         meta = request.meta.get(VALIDATE_KEY)
         if meta:
@@ -239,14 +272,15 @@ class Avoider:
             return
         self._flushing = True
         self._last_flush = time.monotonic()
-        pending = self.book.take_pending()
+        pending, known = self.book.take_pending(), self.known.take_pending()
         try:
             if self._executor is None:
-                totals = self.backend.add_notes(pending)
+                totals = self.backend.add_notes({**pending, **known})
             else:
-                totals = await in_executor(self._executor, self.backend.add_notes, pending)
+                totals = await in_executor(self._executor, self.backend.add_notes, {**pending, **known})
         except Exception as exc:
             self.book.restore_pending(pending)  # kept for the next flush
+            self.known.restore_pending(known)
             self._count_once("simhash/avoid/notes_errors", f"cannot write the URL rules' evidence: {exc}")
         else:
             self._apply(self.book.merge(totals))
@@ -299,7 +333,7 @@ class Avoider:
 
     def close_sync(self) -> None:
         """Write what is pending (in this thread) and stop."""
-        pending = self.book.take_pending()
+        pending = {**self.book.take_pending(), **self.known.take_pending()}
         try:
             if pending:
                 self.backend.add_notes(pending)

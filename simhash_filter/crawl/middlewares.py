@@ -53,10 +53,13 @@ class NearDuplicateResponse(IgnoreRequest):
 
 
 class AvoidedRequest(IgnoreRequest):
-    """A request left unsent: the learned URL rules (``SIMHASH_AVOID``) say it fetches a page already fetched."""
+    """A request left unsent (``SIMHASH_AVOID``): the learned URL rules say it fetches a page already fetched, or
+    an earlier crawl found it a near-duplicate of a page the index holds."""
 
     def __init__(self, url: str, avoidance: Avoidance) -> None:
-        what = "a URL variant" if avoidance.reason == "url_rule" else f"a copy on mirror host of {avoidance.mirror}"
+        what = {"url_rule": "a URL variant", "known": "a near-duplicate, in an earlier crawl,"}.get(
+            avoidance.reason, f"a copy on mirror host of {avoidance.mirror}"
+        )
         super().__init__(f"not fetched: {what} of {avoidance.target}")
         self.url = url
         self.reason = avoidance.reason

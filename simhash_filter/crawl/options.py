@@ -24,6 +24,7 @@ __all__ = [
     "backend_uri",
     "check_options",
     "filter_config",
+    "known_max_age",
     "processes_setting",
     "worker_processes",
 ]
@@ -133,4 +134,19 @@ def avoid_options(settings: BaseSettings) -> dict[str, Any] | None:
         except ValueError:
             raise ValueError(f"{key} must be a number, got {settings.get(key)!r}") from None
     check_avoid_options(**options)  # before the index is opened: a wrong value stops the crawl at once
+    options["known_max_age"] = known_max_age(settings)
     return options
+
+
+def known_max_age(settings: BaseSettings) -> float:
+    """Seconds a record of a near-duplicate dropped by an earlier crawl is acted on: ``SIMHASH_AVOID_KNOWN_MAX_AGE``,
+    capped by ``SIMHASH_MAX_AGE`` when that is set (a page the index forgets is not skipped on an older word);
+    0: records are not acted on."""
+    ages = []
+    for key in ("SIMHASH_AVOID_KNOWN_MAX_AGE", "SIMHASH_MAX_AGE"):
+        try:
+            ages.append(parse_age(settings.get(key, getattr(defaults, key)) or 0))
+        except ValueError as exc:
+            raise ValueError(f"{key}: {exc}") from None
+    known, index = ages
+    return min(known, index) if known and index else known

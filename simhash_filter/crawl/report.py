@@ -35,7 +35,7 @@ logger = logging.getLogger("simhash_filter.crawl.crawlfilter")
 SKIP_REASONS = (*(str(s) for s in Status if s is not Status.OK), "http_status", ERROR, WORKER_DIED, INDEX_ERROR,
                 AFTER_STOP, DONT_META_KEY)  # fmt: skip
 #: Why a request is left unsent or sent later (``SIMHASH_AVOID``: ``simhash/avoided/<reason>``).
-AVOID_REASONS = ("url_rule", "mirror")
+AVOID_REASONS = ("url_rule", "mirror", "known")
 #: The keys that hold seconds (0.0 rather than 0 before anything is timed).
 SECONDS_KEYS = frozenset({"simhash/fingerprint_seconds", "simhash/fingerprint_max_seconds", "simhash/reactor_seconds",
                           "simhash/index_seconds"})  # fmt: skip

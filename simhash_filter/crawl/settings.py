@@ -37,6 +37,11 @@ SIMHASH_AVOID_MIN_EXAMPLES = 5
 #: disagree more than rarely never acts, and one that meets such pairs later is withdrawn.
 SIMHASH_AVOID_MIN_PRECISION = 0.8
 
+#: A URL that an earlier crawl dropped as a near-duplicate of a page the index still holds is not downloaded again
+#: while that record is younger than this (seconds, or ``"12h"``, ``"7d"``, ``"2w"``; capped by ``SIMHASH_MAX_AGE``
+#: when set): an older one is fetched and checked again, as pages change.  ``0``: every such URL is fetched.
+SIMHASH_AVOID_KNOWN_MAX_AGE = "7d"
+
 #: Confirmed mirror hosts: ``"paths"`` leaves unsent the paths its partner host already has, ``"all"`` every
 #: request to the host found second, ``"off"`` none (URL rules only).
 SIMHASH_AVOID_MIRRORS = "paths"
