@@ -757,9 +757,6 @@ def test_a_crawl_of_hostile_pages_finishes_counts_them_and_keeps_the_ordinary_on
             settings={
                 "EXTENSIONS": json.dumps({"crawl_helpers.StatsToJson": 0, "fault_helpers.PeakMemory": 0}),
                 "SIMHASH_PROCESSES": 0,  # fingerprinted in the crawl process, whose memory is measured
-                # one page at a time: the peak is the largest page's, not that of whichever hostile pages a busy
-                # machine happens to hold at once (1.4 GB once, beside another suite; 0.47 GB alone)
-                "CONCURRENT_REQUESTS": 1,
             },
         )
     elapsed = time.monotonic() - start
