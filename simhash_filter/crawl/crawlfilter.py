@@ -247,11 +247,12 @@ class CrawlFilter:
         INFO line says.  A missing index is not created: the pages are checked against an empty one."""
         settings, stats = crawler.settings, crawler.stats
         assert stats is not None
-        uri = None if inspecting.mode == "skip" else readonly_uri(backend_uri(settings, spider_name))
+        crawl_uri = backend_uri(settings, spider_name)  # once: the default path may move an index of the old one
+        uri = None if inspecting.mode == "skip" else readonly_uri(crawl_uri)
         why: str | None = None
         found: CrawlFilter | None = None
         if uri is None:
-            scheme = uri_scheme(backend_uri(settings, spider_name))
+            scheme = uri_scheme(crawl_uri)
             why = None if inspecting.mode == "skip" else f"a {scheme}:// index cannot be opened read-only"
         else:
             try:
