@@ -2,6 +2,8 @@
 are at hand (``pyproject.toml`` asks for the first two at build time).  Where the compiler is missing the
 build goes on without it (``optional=True``) and the package runs its pure-Python core."""
 
+import glob
+
 from setuptools import Extension, setup
 
 
@@ -14,6 +16,7 @@ def extensions() -> list[Extension]:
     walk = Extension(
         "simhash_filter.model._core",
         ["simhash_filter/model/_core.pyx"],
+        depends=sorted(glob.glob("simhash_filter/model/_core_*.pxi")),  # its parts by stage (Cython includes)
         include_dirs=lxml.get_include(),
         optional=True,
     )
