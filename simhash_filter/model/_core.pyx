@@ -39,6 +39,7 @@ cetree.import_lxml__etree()
 
 # One extension, its parts by stage (each a Cython include, compiled into this module):
 include "_core_walk.pxi"          # the tree walk over libxml2's nodes
+include "_core_chars.pxi"         # str's character tests and the text's fast normal form, as C tables
 include "_core_sketch.pxi"        # the sketch (model.sketch, the reference)
 include "_core_split.pxi"         # the split of the walk into segments (model.extract._split)
 include "_core_vote.pxi"          # the vote (model.fingerprint, the reference)

@@ -457,40 +457,28 @@ cdef Py_ssize_t _count_ascii_words(WordTable table, str text, Py_ssize_t budget,
 
 
 cdef Py_ssize_t _count_unicode(WordTable table, str text, Py_ssize_t budget, Py_ssize_t segment, _Buffer seg,
-                               tuple segmenter) except -1:
+                               tuple segmenter, _Key key) except -1:
     """Count the words of a normalised, case-folded *text* (``features.tokenize``'s words after its NFKC and
     casefold: runs of letters and digits, runs of CJK ideographs segmented by *segmenter*), at most *budget*."""
-    cdef Py_ssize_t i = 0, j, n = len(text), taken = 0, size
+    cdef Py_ssize_t i = 0, j, k, n = len(text), taken = 0
     cdef Py_UCS4 c
-    cdef const char* data
-    cdef _Key key = _Key()
-    segment_run, segment_slices, max_cached_run = segmenter
     while i < n and taken < budget:
         c = text[i]
         if _cjk(c):
             j = i + 1
             while j < n and _cjk(text[j]):
                 j += 1
-            if j - i <= max_cached_run:
-                taken += _count_run(table, text, i, j, budget - taken, segment, seg, segment_run, key)
-            else:
-                for piece in segment_slices(text[i:j]):
-                    for word in piece:
-                        if taken == budget:
-                            break
-                        data = PyUnicode_AsUTF8AndSize(word, &size)
-                        _count_word(table, table.find(data, size), segment, seg)
-                        taken += 1
-                    if taken == budget:
-                        break
+            key.reserve(3 * (j - i) + 1)
+            key.data[0] = 1
+            for k in range(i, j):  # three UTF-8 bytes each: the ideographs are in the BMP, above U+0800
+                _utf8_ideograph(text[k], key.data + 1 + 3 * (k - i))
+            taken += _count_run(table, key, j - i, budget - taken, segment, seg, segmenter)
             i = j
-        elif Py_UNICODE_ISALNUM(c):
+        elif _char_flags(c) & _ALNUM:
             j = i + 1
-            while j < n and Py_UNICODE_ISALNUM(text[j]) and not _cjk(text[j]):
+            while j < n and _char_flags(text[j]) & _ALNUM and not _cjk(text[j]):
                 j += 1
-            word = text[i:j]
-            data = PyUnicode_AsUTF8AndSize(word, &size)
-            _count_word(table, table.find(data, size), segment, seg)
+            _count_word(table, table.find(key.data, _utf8(text, i, j, key)), segment, seg)
             taken += 1
             i = j
         else:
@@ -498,44 +486,88 @@ cdef Py_ssize_t _count_unicode(WordTable table, str text, Py_ssize_t budget, Py_
     return taken
 
 
-cdef class _Key:
-    """A growing byte buffer (a run's key)."""
-    cdef char* data
-    cdef Py_ssize_t cap
+cdef Py_ssize_t _count_fast(WordTable table, const char* data, Py_ssize_t n, Py_ssize_t budget, Py_ssize_t segment,
+                            _Buffer seg, tuple segmenter, _Key key) except -1:
+    """Count the words of a text's fast form *data* (``_fast_form``: lower-case ASCII letters and digits, CJK
+    ideographs in UTF-8, spaces), at most *budget*: what ``_count_unicode`` counts in its normal form."""
+    cdef Py_ssize_t i = 0, j, taken = 0
+    while i < n and taken < budget:
+        if data[i] == 32:
+            i += 1
+        elif <uint8_t>data[i] < 0x80:
+            j = i + 1
+            while j < n and data[j] != 32 and <uint8_t>data[j] < 0x80:
+                j += 1
+            _count_word(table, table.find(data + i, j - i), segment, seg)
+            taken += 1
+            i = j
+        else:
+            j = i + 3
+            while j < n and <uint8_t>data[j] >= 0x80:
+                j += 3
+            key.reserve(j - i + 1)
+            key.data[0] = 1
+            memcpy(key.data + 1, data + i, j - i)
+            taken += _count_run(table, key, (j - i) // 3, budget - taken, segment, seg, segmenter)
+            i = j
+    return taken
 
-    def __dealloc__(self):
-        PyMem_Free(self.data)
 
-    cdef int reserve(self, Py_ssize_t n) except -1:
-        if n > self.cap:
-            PyMem_Free(self.data)
-            self.data = <char*>PyMem_Malloc(n)
-            if self.data is NULL:
-                self.cap = 0
-                raise MemoryError()
-            self.cap = n
-        return 0
+cdef inline void _utf8_ideograph(uint32_t c, char* out) noexcept:
+    out[0] = <char>(0xE0 | (c >> 12))
+    out[1] = <char>(0x80 | ((c >> 6) & 0x3F))
+    out[2] = <char>(0x80 | (c & 0x3F))
 
 
-cdef Py_ssize_t _count_run(WordTable table, str text, Py_ssize_t i, Py_ssize_t j, Py_ssize_t budget,
-                           Py_ssize_t segment, _Buffer seg, object segment_run, _Key key) except -1:
-    """Count the words of the run of CJK ideographs ``text[i:j]``, at most *budget*: segmented by *segment_run* the
-    first time the table meets it, then read from the table (its entry's key: 0x01, then the run's UTF-8)."""
-    cdef Py_ssize_t k, n = 3 * (j - i) + 1, e, start, end, taken = 0, size
+cdef Py_ssize_t _utf8(str text, Py_ssize_t i, Py_ssize_t j, _Key out) except -1:
+    """Write the UTF-8 of ``text[i:j]`` (no surrogates) into *out*: its length."""
+    cdef Py_ssize_t k, n = 0
     cdef uint32_t c
+    out.reserve(4 * (j - i))
+    for k in range(i, j):
+        c = text[k]
+        if c < 0x80:
+            out.data[n] = <char>c
+            n += 1
+        elif c < 0x800:
+            out.data[n] = <char>(0xC0 | (c >> 6))
+            out.data[n + 1] = <char>(0x80 | (c & 0x3F))
+            n += 2
+        elif c < 0x10000:
+            out.data[n] = <char>(0xE0 | (c >> 12))
+            out.data[n + 1] = <char>(0x80 | ((c >> 6) & 0x3F))
+            out.data[n + 2] = <char>(0x80 | (c & 0x3F))
+            n += 3
+        else:
+            out.data[n] = <char>(0xF0 | (c >> 18))
+            out.data[n + 1] = <char>(0x80 | ((c >> 12) & 0x3F))
+            out.data[n + 2] = <char>(0x80 | ((c >> 6) & 0x3F))
+            out.data[n + 3] = <char>(0x80 | (c & 0x3F))
+            n += 4
+    return n
+
+
+cdef Py_ssize_t _count_run(WordTable table, _Key key, Py_ssize_t chars, Py_ssize_t budget, Py_ssize_t segment,
+                           _Buffer seg, tuple segmenter) except -1:
+    """Count the words of a run of *chars* CJK ideographs, at most *budget*; *key* holds 0x01 then the run's UTF-8
+    (its entry's key in the table).  A run is segmented by ``segment_run`` the first time the table meets it, then
+    read from the table; a run too long to cache, slice by slice (``segment_slices``)."""
+    cdef Py_ssize_t n = 3 * chars + 1, e, start, end, taken = 0, size
     cdef const char* data
-    key.reserve(n)
-    key.data[0] = 1
-    for k in range(i, j):  # three UTF-8 bytes each: the ideographs are in the BMP, above U+0800
-        c = <Py_UCS4>text[k]
-        key.data[1 + 3 * (k - i)] = <char>(0xE0 | (c >> 12))
-        key.data[2 + 3 * (k - i)] = <char>(0x80 | ((c >> 6) & 0x3F))
-        key.data[3 + 3 * (k - i)] = <char>(0x80 | (c & 0x3F))
+    segment_run, segment_slices, max_cached_run = segmenter
+    if chars > max_cached_run:
+        for piece in segment_slices(PyUnicode_DecodeUTF8(key.data + 1, n - 1, NULL)):
+            for word in piece:
+                if taken == budget:
+                    return taken
+                data = PyUnicode_AsUTF8AndSize(word, &size)
+                _count_word(table, table.find(data, size), segment, seg)
+                taken += 1
+        return taken
     e = table.known(key.data, n)
     if e < 0:
-        run = text[i:j]
         start = table.runs.n
-        for word in segment_run(run):
+        for word in segment_run(PyUnicode_DecodeUTF8(key.data + 1, n - 1, NULL)):
             data = PyUnicode_AsUTF8AndSize(word, &size)
             table.runs.push(table.find(data, size))
         e = table.find(key.data, n)
@@ -561,7 +593,8 @@ def page_fingerprint(WordTable table not None, FeatureCounts structure_bits not 
     cdef _Buffer seg = _Buffer(), segments = _Buffer(), tf = _Buffer(), grouped = _Buffer()
     cdef Py_ssize_t budget = max_tokens, taken, i, j, start, e, first, last, room, page, segment, group, s
     cdef Py_ssize_t nbytes = (bins + 7) // 8
-    cdef _Key lower = _Key()
+    cdef Py_ssize_t size
+    cdef _Key lower = _Key(), key = _Key()
     cdef _Word* w
     cdef double rw, weight, t_norm, s_norm, scale
     cdef list missing, values
@@ -588,7 +621,12 @@ def page_fingerprint(WordTable table not None, FeatureCounts structure_bits not 
         if (<str>text).isascii():
             taken = _count_ascii_words(table, text, budget, segment, seg, lower)
         else:
-            taken = _count_unicode(table, _normalize("NFKC", text).casefold(), budget, segment, seg, segmenter)
+            size = _fast_form(text, lower)
+            if size >= 0:
+                taken = _count_fast(table, lower.data, size, budget, segment, seg, segmenter, key)
+            else:
+                text = _normalize("NFKC", text).casefold()
+                taken = _count_unicode(table, text, budget, segment, seg, segmenter, key)
         budget -= taken
         if seg.n - start > max_features:  # only so many can become features: respell no more
             seg.n = start + max_features

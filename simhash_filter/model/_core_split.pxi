@@ -82,10 +82,6 @@ cdef inline void _mark_subtrees(const bint* starts, const Py_ssize_t* ends, bint
             out[i] = True
 
 
-cdef inline bint _cjk(Py_UCS4 c) noexcept nogil:
-    return 0x3400 <= c <= 0x4DBF or 0x4E00 <= c <= 0x9FFF or 0xF900 <= c <= 0xFAFF
-
-
 cdef Py_ssize_t* _int_array(list values, Py_ssize_t extra) except NULL:
     cdef Py_ssize_t i, n = len(values)
     cdef Py_ssize_t* out = <Py_ssize_t*>PyMem_Malloc((n + extra + 1) * sizeof(Py_ssize_t))
@@ -195,6 +191,7 @@ cdef tuple _split(list tag_of, list seg_text, Py_ssize_t* tid, Py_ssize_t* paren
     cdef Py_ssize_t best, last, count, n_depth, d, first
     cdef bint in_space, in_word, word_has_digit, has_digit, little_left
     cdef Py_UCS4 ch
+    cdef uint8_t flags
     cdef str seg
     cdef double total, share, weight, boiler_chars, rest_mass, v
     cdef long long key
@@ -210,19 +207,20 @@ cdef tuple _split(list tag_of, list seg_text, Py_ssize_t* tid, Py_ssize_t* paren
         in_word = word_has_digit = has_digit = False
         count = 0  # whitespace-separated words
         for ch in seg:
-            if Py_UNICODE_ISSPACE(ch):
+            flags = _char_flags(ch)
+            if flags & _SPACE:
                 in_space = True
             else:
                 visible += 1
                 if in_space:
                     count += 1
                     in_space = False
-            if Py_UNICODE_ISALNUM(ch):  # the reference's [^\W_]+ words and \d digits
+            if flags & _ALNUM:  # the reference's [^\W_]+ words and \d digits
                 if not in_word:
                     in_word = True
                     word_has_digit = False
                     words += 1
-                if Py_UNICODE_ISDECIMAL(ch):
+                if flags & _DECIMAL:
                     has_digit = True
                     if not word_has_digit:
                         word_has_digit = True
