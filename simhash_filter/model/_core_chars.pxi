@@ -50,22 +50,21 @@ def char_flags(uint32_t c):
 
 
 # The fast form of a text (features.tokenize without NFKC and casefold over the whole text, and without a Python
-# string per word): each character replaced by its own NFKC + casefold form, in which a letter or digit is ASCII
-# (lower case) or a CJK ideograph (UTF-8), and anything else is a space.  That is the reference's words exactly
-# when normalising the text is normalising it character by character: when no character's form can compose with
-# its neighbour's.  A character whose NFKD begins with an ASCII character or with a starter that is punctuation, a
-# symbol or a separator qualifies: the only starters that compose with a preceding character are vowel signs
-# (marks) and Hangul jamo (tests/test_core_chars.py derives that set from unicodedata over every code point).
-# Any other character (an accented letter, a mark, another script) sends its text to the general path.
+# string per word): each character replaced by its own NFKC + casefold form, in UTF-8, with every character of it
+# that is not a letter or digit made a space.  That gives the reference's words exactly when normalising the text
+# is normalising it character by character: when no character's normal form can reorder or compose with its
+# neighbours'.  A character qualifies when its NFKD begins with a starter (combining class 0) that is neither a mark
+# nor a Hangul vowel or trailing jamo: the only starters that compose with the character before them are vowel
+# signs (marks) and those jamo (tests/test_core_chars.py derives that set from unicodedata over every code point).
+# A text with any other character (a combining mark, a lone surrogate, ...) takes the general path.
 
 cdef enum:
     _GENERAL = 1  # not in the fast form: the text takes the general path
-    _IDEOGRAPH = 2  # a CJK ideograph that NFKC and casefold keep
-    _MAPPED = 3  # ASCII: the form's length in bits 2-7, its offset in _form_pool in bits 8-31
+    _MAPPED = 2  # the form's UTF-8 length in bits 2-7, its offset in _form_pool in bits 8-31
 
 cdef uint32_t _form_table[0x110000]  # 0 until first met
-cdef char _form_pool[65536]
-cdef Py_ssize_t _form_pool_used = 0
+cdef char* _form_pool = NULL
+cdef Py_ssize_t _form_pool_used = 0, _form_pool_cap = 0
 cdef char _ascii_form[128]
 for _c in range(128):
     _ascii_form[_c] = ord(chr(_c).lower()) if chr(_c).isalnum() else 32
@@ -77,34 +76,28 @@ def fast_form(uint32_t c):
     cdef str ch = chr(c)
     if 0xD800 <= c <= 0xDFFF:  # a lone surrogate (no normal form)
         return None
-    if 0x3400 <= c <= 0x4DBF or 0x4E00 <= c <= 0x9FFF:
-        return ch if _unicodedata.normalize("NFKC", ch) == ch and ch.casefold() == ch and ch.isalnum() else None
     first = _unicodedata.normalize("NFKD", ch)[0]
-    if not (first.isascii() or _unicodedata.category(first)[0] in "PSZ") or _unicodedata.combining(first):
+    if _unicodedata.combining(first) or _unicodedata.category(first)[0] == "M" or 0x1160 <= ord(first) <= 0x11FF:
         return None
-    out = []
-    for x in _unicodedata.normalize("NFKC", ch).casefold():
-        if not x.isalnum():
-            out.append(" ")
-        elif x.isascii():
-            out.append(x)
-        else:
-            return None
-    return "".join(out)
+    return "".join([x if x.isalnum() else " " for x in _unicodedata.normalize("NFKC", ch).casefold()])
 
 
 cdef uint32_t _classify(uint32_t c) except 0:
     """Entry of the character *c* in ``_form_table`` (filled now)."""
-    global _form_pool_used
+    global _form_pool, _form_pool_used, _form_pool_cap
     cdef uint32_t v = _GENERAL
     cdef Py_ssize_t n
+    cdef const char* data
     form = fast_form(c)
     if form is not None:
-        n = len(form)
-        if 0 < n < 64 and _cjk(c):
-            v = _IDEOGRAPH
-        elif 0 < n < 64 and _form_pool_used + n <= sizeof(_form_pool):
-            memcpy(_form_pool + _form_pool_used, PyUnicode_AsUTF8AndSize(form, NULL), n)
+        data = PyUnicode_AsUTF8AndSize(form, &n)
+        if 0 < n < 64 and _form_pool_used + n < (1 << 24):
+            if _form_pool_used + n > _form_pool_cap:
+                _form_pool_cap = max(4096, 2 * _form_pool_cap)
+                _form_pool = <char*>PyMem_Realloc(_form_pool, _form_pool_cap)
+                if _form_pool is NULL:
+                    raise MemoryError()
+            memcpy(_form_pool + _form_pool_used, data, n)
             v = _MAPPED | <uint32_t>(n << 2) | <uint32_t>(_form_pool_used << 8)
             _form_pool_used += n
     _form_table[c] = v
@@ -112,8 +105,8 @@ cdef uint32_t _classify(uint32_t c) except 0:
 
 
 cdef Py_ssize_t _fast_form(str text, _Key out) except -2:
-    """Write the fast form of the text that is not ASCII *text* into *out* (CJK ideographs as UTF-8): its length
-    in bytes, or -1 when a character of it sends it to the general path."""
+    """Write the fast form of the text that is not ASCII *text* into *out*: its length in bytes, or -1 when a
+    character of it sends it to the general path."""
     cdef Py_ssize_t k = 0, n
     cdef Py_UCS4 ch
     cdef uint32_t v, c
@@ -129,17 +122,11 @@ cdef Py_ssize_t _fast_form(str text, _Key out) except -2:
         v = _form_table[c]
         if v == 0:
             v = _classify(c)
-        if v & 3 == _MAPPED:
-            n = (v >> 2) & 63
-            memcpy(out.data + k, _form_pool + (v >> 8), n)
-            k += n
-        elif v == _IDEOGRAPH:  # three UTF-8 bytes: the ideographs are in the BMP, above U+0800
-            out.data[k] = <char>(0xE0 | (c >> 12))
-            out.data[k + 1] = <char>(0x80 | ((c >> 6) & 0x3F))
-            out.data[k + 2] = <char>(0x80 | (c & 0x3F))
-            k += 3
-        else:
+        if v == _GENERAL:
             return -1
+        n = (v >> 2) & 63
+        memcpy(out.data + k, _form_pool + (v >> 8), n)
+        k += n
     return k
 
 

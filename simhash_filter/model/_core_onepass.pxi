@@ -488,29 +488,51 @@ cdef Py_ssize_t _count_unicode(WordTable table, str text, Py_ssize_t budget, Py_
 
 cdef Py_ssize_t _count_fast(WordTable table, const char* data, Py_ssize_t n, Py_ssize_t budget, Py_ssize_t segment,
                             _Buffer seg, tuple segmenter, _Key key) except -1:
-    """Count the words of a text's fast form *data* (``_fast_form``: lower-case ASCII letters and digits, CJK
-    ideographs in UTF-8, spaces), at most *budget*: what ``_count_unicode`` counts in its normal form."""
-    cdef Py_ssize_t i = 0, j, taken = 0
+    """Count the words of a text's fast form *data* (``_fast_form``: UTF-8 of letters and digits, spaces), at most
+    *budget*: what ``_count_unicode`` counts in its normal form (runs of CJK ideographs, runs of other letters and
+    digits)."""
+    cdef Py_ssize_t i = 0, j, size, taken = 0
+    cdef bint cjk
+    cdef uint32_t c
     while i < n and taken < budget:
         if data[i] == 32:
             i += 1
-        elif <uint8_t>data[i] < 0x80:
-            j = i + 1
-            while j < n and data[j] != 32 and <uint8_t>data[j] < 0x80:
-                j += 1
-            _count_word(table, table.find(data + i, j - i), segment, seg)
-            taken += 1
-            i = j
-        else:
-            j = i + 3
-            while j < n and <uint8_t>data[j] >= 0x80:
-                j += 3
+            continue
+        size = _utf8_char(data, i, &c)
+        cjk = _cjk(c)
+        j = i + size
+        while j < n and data[j] != 32:
+            size = _utf8_char(data, j, &c)
+            if _cjk(c) != cjk:
+                break
+            j += size
+        if cjk:  # three UTF-8 bytes each: the ideographs are in the BMP, above U+0800
             key.reserve(j - i + 1)
             key.data[0] = 1
             memcpy(key.data + 1, data + i, j - i)
             taken += _count_run(table, key, (j - i) // 3, budget - taken, segment, seg, segmenter)
-            i = j
+        else:
+            _count_word(table, table.find(data + i, j - i), segment, seg)
+            taken += 1
+        i = j
     return taken
+
+
+cdef inline Py_ssize_t _utf8_char(const char* data, Py_ssize_t i, uint32_t* c) noexcept:
+    """The length of the (valid) UTF-8 character at ``data[i]``, its code point in *c*."""
+    cdef uint8_t b = <uint8_t>data[i]
+    if b < 0x80:
+        c[0] = b
+        return 1
+    if b < 0xE0:
+        c[0] = ((b & 0x1F) << 6) | (<uint8_t>data[i + 1] & 0x3F)
+        return 2
+    if b < 0xF0:
+        c[0] = ((b & 0x0F) << 12) | ((<uint8_t>data[i + 1] & 0x3F) << 6) | (<uint8_t>data[i + 2] & 0x3F)
+        return 3
+    c[0] = (((b & 0x07) << 18) | ((<uint8_t>data[i + 1] & 0x3F) << 12) | ((<uint8_t>data[i + 2] & 0x3F) << 6)
+            | (<uint8_t>data[i + 3] & 0x3F))
+    return 4
 
 
 cdef inline void _utf8_ideograph(uint32_t c, char* out) noexcept:
