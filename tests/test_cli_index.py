@@ -309,3 +309,26 @@ def test_index_query_of_an_index_whose_run_file_is_damaged_answers_with_a_warnin
     assert proc.returncode == 0, proc.stderr
     assert f"https://a.example/{row}" in proc.stdout
     assert run.name in proc.stderr and "failed its check" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("k", [0, 3, 6])
+def test_index_query_of_an_index_with_tables_on_disk_answers_at_every_k(tmp_path: Path, k: int) -> None:
+    """`index query -k K` of an index with its tables on disk finds a stored fingerprint at k = 0 and 3 too (there
+    the memory tables keep 16-bit folds; run files keep whole fingerprints' rows at every k)."""
+    import numpy as np
+
+    from simhash_filter.config import DEFAULTS
+    from simhash_filter.index.backends.file import FileBackend
+    from simhash_filter.index.tables import TableDesign
+
+    index = tmp_path / "idx"
+    rng = np.random.default_rng(3)
+    fps = rng.integers(0, 2**64, 300, dtype=np.uint64)
+    design = TableDesign.parse(DEFAULTS.tables)
+    with FileBackend(index, k=DEFAULTS.max_distance, design=design, metadata=DEFAULTS.index_metadata(),
+                     tables="disk", spill_rows=100) as backend:  # fmt: skip
+        backend.add_many(fps, [f"https://a.example/{i}" for i in range(len(fps))], [rng.bytes(64) for _ in fps])
+        backend.wait_for_merges()
+    proc = run_cli("index", "query", str(index), "-k", str(k), f"{int(fps[7]):016x}")
+    assert proc.returncode == 0, proc.stderr
+    assert "https://a.example/7\n" in proc.stdout

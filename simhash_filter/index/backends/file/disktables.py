@@ -131,8 +131,9 @@ class DiskTables:
                 marker.unlink()
         if self._table_mode != "disk":
             return 0
-        if self._folds or not self._sketch_bytes:
+        if not self._sketch_bytes:
             raise ValueError("tables=disk keeps the tables of a two-stage index (one that keeps sketches)")
+        self._folds = False  # run files keep row numbers of whole fingerprints, at every k (a query of k <= 3 too)
         if self._stored_design not in (None, self.design.name):  # opened with another design: its run files stay
             if found and not self._readonly:
                 raise MetadataMismatchError(
