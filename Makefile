@@ -17,7 +17,7 @@ help:
 	@echo "make install  virtualenv in $(VENV) with the package (editable) and its test tools"
 	@echo "make lint     ruff check"
 	@echo "make docs     build the documentation site (docs/, mkdocs.yml) into $(OUT)/site, strictly"
-	@echo "make bench    run the benchmark scripts (benchmarks/bench_*.py)"
+	@echo "make bench    every benchmark script at a tiny size, end to end (BENCH_TIER=all: the slower ones too)"
 
 # The stamp is refreshed when the dependencies change.
 $(VENV)/.installed: pyproject.toml
@@ -31,9 +31,9 @@ demo: $(VENV)/.installed
 	$(BIN)/python -m crawler.demo
 
 demo-dedup: $(VENV)/.installed
-	$(BIN)/python benchmarks/make_sample.py $(OUT)/sample.jsonl
+	$(BIN)/python -m benchmarks.data.make_sample $(OUT)/sample.jsonl
 	$(BIN)/simhash-filter dedup $(OUT)/sample.jsonl --output $(OUT)/sample.dedup.jsonl
-	$(BIN)/python benchmarks/demo_report.py $(OUT)/sample.jsonl $(OUT)/sample.dedup.jsonl
+	$(BIN)/python -m benchmarks.data.demo_report $(OUT)/sample.jsonl $(OUT)/sample.dedup.jsonl
 
 # The Redis tests start redis-server processes, the compiled core needs a C compiler, the Spark tests a Java
 # runtime and the report's tests a browser: Debian's packages (as root, or with sudo) when they are missing.
@@ -159,14 +159,15 @@ docs:
 	test -x $(DOCS_VENV)/bin/mkdocs || $(MAKE) --no-print-directory install
 	NO_MKDOCS_2_WARNING=1 $(DOCS_VENV)/bin/mkdocs build --strict --site-dir $(OUT)/site
 
+# Every benchmark script at a tiny size, end to end (benchmarks/quick.py; BENCH_TIER=all adds the slower ones). The
+# full-size commands are beside their figures in docs/ and listed in benchmarks/README.md.
+BENCH_TIER ?= quick
+
 bench: $(VENV)/.installed
 	command -v redis-server >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }
 	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
-	@set -e; found=; for script in benchmarks/bench_*.py; do \
-		[ -f "$$script" ] || continue; found=1; \
-		echo "== $$script"; $(BIN)/python "$$script"; \
-	done; [ -n "$$found" ] || echo "no benchmarks/bench_*.py yet"
+	$(BIN)/python -m benchmarks.quick --tier $(BENCH_TIER)
 
 clean:
 	rm -rf $(TEST_VENV) $(TEST_VENV)-* $(OUT) build dist *.egg-info .pytest_cache .ruff_cache .hypothesis

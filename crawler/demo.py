@@ -2,7 +2,7 @@
 
     python -m crawler.demo [--articles 120] [--seed 7] [--action drop|flag] [--out out/demo]
 
-The site is built from ``benchmarks/make_sample.py`` (every word generated there: English and Chinese
+The site is built from ``benchmarks/data/make_sample.py`` (every word generated there: English and Chinese
 articles in eight site templates) and served on this machine only: originals, copies in another
 site's template, ad/visit-counter/session-id variants (``?utm_source=...``) and one-sentence edits on
 http://127.0.0.1:PORT/, and mirrors (the same pages in another site's chrome) on
@@ -51,16 +51,11 @@ class Truth:
 
 
 def load_make_sample() -> ModuleType:
-    """``benchmarks/make_sample.py`` of this source tree, as a module."""
-    path = ROOT / "benchmarks" / "make_sample.py"
-    if not path.exists():
-        raise SystemExit(f"the demo needs a source checkout: {path} is missing")
-    spec = importlib.util.spec_from_file_location("make_sample", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["make_sample"] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
+    """``benchmarks/data/make_sample.py`` of this source tree, as a module."""
+    try:
+        return importlib.import_module("benchmarks.data.make_sample")
+    except ModuleNotFoundError as exc:
+        raise SystemExit(f"the demo needs a source checkout (benchmarks/data/make_sample.py): {exc}") from None
 
 
 def _page(text: str) -> Page:

@@ -1,7 +1,7 @@
 """Generated sites whose pages are reached under many URLs, with the ground truth of what each URL shows.
 
 They are the test sites of "save downloads" (learning, from the near-duplicates the filter finds, which URL
-rewrites do not change a page, and which host mirrors which): ``benchmarks/bench_avoid.py`` crawls them and
+rewrites do not change a page, and which host mirrors which): ``benchmarks/speed/bench_avoid.py`` crawls them and
 ``tests/test_dupsite.py`` checks them.
 
 - :func:`dup_heavy_site`: a news site (articles in five English sections and a Chinese one, a fifth of them in
@@ -21,7 +21,7 @@ rewrites do not change a page, and which host mirrors which): ``benchmarks/bench
 
 Every page carries chrome (navigation, footer, inline scripts) and volatile bits (a reader counter and a
 timestamp that depend on the URL), so that the URLs of one page serve near-duplicates, not exact copies.  The
-articles are written by ``benchmarks/make_sample.py`` from its own vocabularies; the chrome's words are
+articles are written by ``benchmarks/data/make_sample.py`` from its own vocabularies; the chrome's words are
 written here.  A site is deterministic: the same arguments give the same bytes at every URL.  Links to the
 other host carry the server's port, 8000 until :meth:`GeneratedSite.serve` binds one.  ``link_order`` shuffles the
 links of the start page by a seed (the rest of the site as it is): the same site met by a crawl in another order,

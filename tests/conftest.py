@@ -7,7 +7,6 @@ from __future__ import annotations
 import html
 import importlib.util
 import json
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -257,27 +256,17 @@ def corpus(pages) -> list[tuple[str, str]]:
     ]
 
 
-BENCH_AVOID = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_avoid.py"
+BENCH_AVOID = "benchmarks.speed.bench_avoid"
 
 
 @contextmanager
-def benchmark_module(path: Path) -> Iterator[ModuleType]:
-    """A benchmark script loaded as a module (its changes to sys.path and sys.modules undone afterwards)."""
-    saved, name = list(sys.path), f"{path.stem}_under_test"
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up by name
-    try:
-        spec.loader.exec_module(module)
-        yield module
-    finally:
-        sys.modules.pop(name, None)
-        sys.path[:] = saved
+def benchmark_module(name: str) -> Iterator[ModuleType]:
+    """A benchmark script imported as a module (``benchmarks`` is a package of the repository root)."""
+    yield importlib.import_module(name)
 
 
 @pytest.fixture(scope="module")
 def bench() -> Iterator[ModuleType]:
-    """benchmarks/bench_avoid.py as a module: its crawl of a generated site and the summary of a crawl."""
+    """benchmarks/speed/bench_avoid.py as a module: its crawl of a generated site and the summary of a crawl."""
     with benchmark_module(BENCH_AVOID) as module:
         yield module

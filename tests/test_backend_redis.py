@@ -755,7 +755,7 @@ def flood(n: int, seed: int = 17) -> tuple[list[int], list[bytes]]:
 def test_flood_of_near_duplicates_keeps_every_check_small(tmp_path: Path) -> None:
     """20,000 near-identical pages through check_and_add: each after the first few is a near-duplicate, every block
     holds at most `duplicates` pages (so a check reads a bounded number of entries, however many pages came: the
-    server time that gives is measured by benchmarks/bench_flood.py, not here) and few are stored."""
+    server time that gives is measured by benchmarks/speed/bench_flood.py, not here) and few are stored."""
     n = 20_000
     fps, sketches = flood(n)
     with RedisServer(tmp_path / "redis") as server, server.client() as client:

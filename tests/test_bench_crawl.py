@@ -1,4 +1,4 @@
-"""The crawl benchmark (benchmarks/bench_crawl.py): its smoke run, and its ground truth on small pages."""
+"""The crawl benchmark (benchmarks/speed/bench_crawl.py): its smoke run, and its ground truth on small pages."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ import pytest
 from conftest import benchmark_module
 
 ROOT = Path(__file__).resolve().parent.parent
-BENCH = ROOT / "benchmarks" / "bench_crawl.py"
+BENCH = "benchmarks.speed.bench_crawl"
 
 
 @pytest.fixture(scope="module")
 def bench() -> Iterator[ModuleType]:
-    """benchmarks/bench_crawl.py as a module."""
+    """benchmarks/speed/bench_crawl.py as a module."""
     with benchmark_module(BENCH) as module:
         yield module
 
@@ -44,7 +44,7 @@ def test_relink_points_links_to_missing_pages_of_the_site_at_the_page(bench: Mod
 @pytest.mark.slow
 def test_smoke_run_writes_the_numbers(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
-    cmd = [sys.executable, str(BENCH), "--pages", "40", "--repeat", "1", "--json", str(out)]
+    cmd = [sys.executable, "-m", BENCH, "--pages", "40", "--repeat", "1", "--json", str(out)]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "on / off:" in proc.stdout

@@ -1,5 +1,5 @@
-"""The main-text extraction benchmark (benchmarks/bench_extract.py): its metric on hand-made texts, and a run on
-two tiny pages laid out as its two page sets (no peers)."""
+"""The main-text extraction benchmark (benchmarks/accuracy/bench_extract.py): its metric on hand-made texts,
+and a run on two tiny pages laid out as its two page sets (no peers)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from types import ModuleType
 import pytest
 from conftest import benchmark_module
 
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_extract.py"
+BENCH = "benchmarks.accuracy.bench_extract"
 
 
 @pytest.fixture(scope="module")

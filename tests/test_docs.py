@@ -235,3 +235,29 @@ def test_the_defaults_quoted_beside_their_names_are_the_defaults():
         text = page.read_text(encoding="utf-8")
         for value in re.findall(r"`min_similarity` \((\d\.\d+)\)", text):
             assert float(value) == DEFAULTS.min_similarity, (page.name, value)
+
+
+#: A benchmark named in the docs: a path under benchmarks/ or a module run with ``python -m benchmarks...``.
+BENCH_PATH = re.compile(r"\bbenchmarks/([\w/]+\.py)\b")
+BENCH_MODULE = re.compile(r"python3? -m (benchmarks(?:\.\w+)+)")
+#: Finished experiments removed once their results were in the docs (which name the commit that has them).
+REMOVED_BENCHMARKS = {"bench_storage_choice.py", "bench_crawl_threads.py", "host_boilerplate.py"}
+
+
+def test_every_benchmark_the_docs_name_exists():
+    """Each ``benchmarks/...py`` path and ``python -m benchmarks....`` module in the README, docs/, the Makefile and
+    the package's docstrings names a file of this checkout (or a removed experiment, whose commit the docs name)."""
+    texts = [README, ROOT / "Makefile", *DOCS.glob("*.md"), *PACKAGE.rglob("*.py")]
+    missing = []
+    for path in texts:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            names = [m.group(1) for m in BENCH_PATH.finditer(line)]
+            names += [
+                m.group(1).replace(".", "/").removeprefix("benchmarks/") + ".py" for m in BENCH_MODULE.finditer(line)
+            ]
+            missing += [
+                f"{path.name}: {name}"
+                for name in names
+                if name not in REMOVED_BENCHMARKS and not (ROOT / "benchmarks" / name).exists()
+            ]
+    assert not missing, missing

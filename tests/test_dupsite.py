@@ -1,6 +1,6 @@
 """The generated sites of ``crawler/dupsite.py`` (the test sites of "save downloads"): deterministic, every
 link served, their ground truth (``content_id``) agreeing with what they serve, and one small crawl of
-``benchmarks/bench_avoid.py``."""
+``benchmarks/speed/bench_avoid.py``."""
 
 from __future__ import annotations
 
@@ -30,9 +30,9 @@ from crawler.localsite import LocalSite, Page
 @pytest.fixture(scope="module")
 def text(bench: ModuleType) -> ModuleType:
     """benchmarks/benchlib/text.py: visible text, shingles and Jaccard by the public set's rule."""
-    import benchlib.text  # benchmarks/ is on the path while ``bench`` is loaded
+    from benchmarks.benchlib import text
 
-    return benchlib.text
+    return text
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
-"""Duplicate floods (issue 24): the flood generators of benchmarks/floods.py, dedup over floods in bounded work,
-the crawler trap in flag and drop mode, and a smoke run of benchmarks/bench_flood.py."""
+"""Duplicate floods (issue 24): the flood generators of benchmarks/data/floods.py, dedup over floods in bounded work,
+the crawler trap in flag and drop mode, and a smoke run of benchmarks/speed/bench_flood.py."""
 
 from __future__ import annotations
 
@@ -21,14 +21,14 @@ from simhash_filter.model.fingerprint import Fingerprinter
 from simhash_filter.model.sketch import similarity
 
 ROOT = Path(__file__).resolve().parent.parent
-BENCH = ROOT / "benchmarks" / "bench_flood.py"
+BENCH = "benchmarks.speed.bench_flood"
 #: The most candidates one check may verify: one table's nearest ``per_table`` (8) in each of the design's tables.
 MOST_CANDIDATES = 5 * 8
 
 
 @pytest.fixture(scope="module")
 def bench() -> Iterator[ModuleType]:
-    """benchmarks/bench_flood.py as a module (floods.py as its ``floods``)."""
+    """benchmarks/speed/bench_flood.py as a module (floods.py as its ``floods``)."""
     with benchmark_module(BENCH) as module:
         yield module
 
@@ -133,7 +133,7 @@ def test_smoke_run_writes_the_numbers(tmp_path: Path) -> None:
     """bench_flood.py with tiny sizes runs its dedup parts (in memory, on disk, on Redis) and writes its numbers
     as JSON (tests/test_spark.py runs the Spark job, the trap test above the crawl)."""
     out = tmp_path / "bench.json"
-    cmd = [sys.executable, str(BENCH), "--pages", "150", "--repeat", "1", "--parts", "dedup,file,redis",
+    cmd = [sys.executable, "-m", BENCH, "--pages", "150", "--repeat", "1", "--parts", "dedup,file,redis",
            "--redis-pages", "100", "--no-public", "--json", str(out)]  # fmt: skip
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -1,4 +1,4 @@
-"""The golden-fingerprint check (benchmarks/golden.py): identical code passes, a changed model fails."""
+"""The golden-fingerprint check (benchmarks/checks/golden.py): identical code passes, a changed model fails."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-GOLDEN = ROOT / "benchmarks" / "golden.py"
+GOLDEN = "benchmarks.checks.golden"
 
 
 def run(*args: str | Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, str(GOLDEN), *map(str, args)], capture_output=True, text=True, timeout=300, cwd=ROOT
+        [sys.executable, "-m", GOLDEN, *map(str, args)], capture_output=True, text=True, timeout=300, cwd=ROOT
     )
 
 

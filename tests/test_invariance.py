@@ -1,17 +1,12 @@
 """Changes to a page's source that a browser does not show leave its fingerprint where it was
-(``benchmarks/invariance.py`` measures the same transformations on real pages)."""
+(``benchmarks/accuracy/invariance.py`` measures the same transformations on real pages)."""
 
 from __future__ import annotations
-
-import sys
-from pathlib import Path
 
 import pages as p
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-import invariance
-
+from benchmarks.accuracy import invariance
 from simhash_filter import fingerprint
 
 PAGES = {

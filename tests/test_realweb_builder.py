@@ -1,5 +1,5 @@
-"""benchmarks/realweb.py: a tiny set built from a few synthetic pages (our own text) in the layout of each source
-collection, and the invariants of its labels."""
+"""benchmarks/accuracy/realweb.py: a tiny set built from a few synthetic pages (our own text)
+in the layout of each source collection, and the invariants of its labels."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ WORDS = ("river harbour lantern orchard meadow copper violet window garden peppe
 
 @pytest.fixture(scope="module")
 def realweb() -> Iterator[ModuleType]:
-    with benchmark_module(ROOT / "benchmarks" / "realweb.py") as module:
+    with benchmark_module("benchmarks.accuracy.realweb") as module:
         yield module
 
 

@@ -1,4 +1,4 @@
-"""What the benchmarks share, so that each ``benchmarks/bench_*.py`` is a short script on top of it.
+"""What the benchmarks share, so that each benchmark script is a short script on top of it.
 
 - :mod:`benchlib.data`: the public near-duplicate set (``../shared/datasets/neardup-public``: its pages and
   labels), JSON Lines files (gzip or not), pages by language, random fingerprints and URL keys;
@@ -10,15 +10,13 @@
 - :mod:`benchlib.report`: the argument parser, percent formatting, JSON output;
 - :mod:`benchlib.mirrors`: the mirror twins of ``bench_crawl.py``.
 
-Importing the package puts the repository root first on ``sys.path``: a benchmark run as
-``python benchmarks/bench_x.py`` (``benchmarks/`` is then first on the path) measures this checkout.
+The benchmarks run as modules from the repository root (``python -m benchmarks.speed.bench_crawl``), so that they
+import this checkout's ``simhash_filter``, ``crawler`` and ``tests`` without editing ``sys.path``.
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 #: The repository (``benchmarks/`` is in it).
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))

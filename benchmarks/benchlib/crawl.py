@@ -40,11 +40,11 @@ def crawl_site(
         "-s",
         f"LOG_FILE={log}",
         "-s",
-        f'EXTENSIONS={{"benchlib.scrapy_stats.{extension}": 0}}',
+        f'EXTENSIONS={{"benchmarks.benchlib.scrapy_stats.{extension}": 0}}',
     ]
     for name, value in settings.items():
         cmd += ["-s", f"{name}={value}"]
-    path = [str(ROOT / "benchmarks"), str(ROOT), os.environ.get("PYTHONPATH")]
+    path = [str(ROOT), os.environ.get("PYTHONPATH")]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, path))}
     proc, used = timed_run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
     if proc.returncode != 0 or not stats_file.exists():

@@ -1,5 +1,5 @@
 """The Scrapy extension of the benchmarks' crawls, loaded in the ``scrapy crawl`` subprocess
-(``EXTENSIONS={"benchlib.scrapy_stats.BenchStats": 0}``, see :func:`benchlib.crawl.crawl_site`).
+(``EXTENSIONS={"benchmarks.benchlib.scrapy_stats.BenchStats": 0}``, see :func:`benchlib.crawl.crawl_site`).
 
 :class:`BenchStats` writes the crawl's stats as JSON to the file the ``BENCH_STATS`` setting names when the
 engine stops, with the reactor's worst stall (a 10 ms ``LoopingCall`` measures how late it runs);

@@ -12,7 +12,7 @@ parent, since a fingerprint is exact in integers and the same in every process.
 
 No thread in the parent: the pipes are non-blocking and watched by the running event loop (asyncio's,
 or the Twisted reactor's), so the reactor thread never waits for a worker nor hands the GIL to a helper
-thread.  (``concurrent.futures.ProcessPoolExecutor`` has two; measured with ``benchmarks/bench_crawl.py``,
+thread.  (``concurrent.futures.ProcessPoolExecutor`` has two; measured with ``benchmarks/speed/bench_crawl.py``,
 their GIL hand-offs left the crawl process 1.5-2 ms of CPU per page above the crawl without the filter,
 against 0.1-0.7 ms with watched pipes.)  POSIX only (pipes cannot be watched on Windows).
 No Scrapy here.

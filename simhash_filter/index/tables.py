@@ -384,7 +384,7 @@ BUCKET_LIMIT = 1024
 #: The designs of a two-stage index (candidates at k = 10), by the pages they are built for (:func:`tables_for`):
 #: five tables of 13-bit leads (one block each), then 15 tables of 20-22-bit leads (one per pair of six blocks),
 #: then 56 of 24-bit leads (one per triple of eight).  Each keeps at least 99 % of the first's candidates among the
-#: public set's near-duplicate pairs (``python benchmarks/bench_designs.py``; docs/scaling.md).
+#: public set's near-duplicate pairs (``python -m benchmarks.scale.bench_scale designs``; docs/scaling.md).
 SIZED_TABLES = ("13+13+13+13+12/k4", "11+11+11+11+10+10/k4", "8x8/k5")
 
 

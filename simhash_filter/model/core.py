@@ -1,7 +1,7 @@
 """Which implementation of the model's hot path runs: the compiled core (``simhash_filter.model._core``, a
 Cython extension built by ``pip install``: the tree walk, the split of its text by role, the text features,
 the vote and the sketch) or the pure-Python reference.  Both give bit-identical fingerprints
-(``benchmarks/golden.py check``); the reference is the fallback where no compiler was at hand.
+(``benchmarks/checks/golden.py check``); the reference is the fallback where no compiler was at hand.
 
 ``SIMHASH_FILTER_PURE_PYTHON=1`` in the environment selects the reference (tests run both).
 """

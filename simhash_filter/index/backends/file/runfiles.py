@@ -70,7 +70,7 @@ ENTRY = np.dtype("<u4")
 BUCKET_ROWS = 16
 #: Entries per checked block (1 KiB): a CRC-32 each, kept in memory (4 bytes per 256 rows per table: 0.23 bytes a
 #: page with 15 tables), and the bytes a check reads per table and run file (the blocks holding its bucket of ~16-32
-#: entries).  Measured (``benchmarks/bench_run_checks.py``, docs/stores.md): a run file's bucket reads take 35 us
+#: entries).  Measured (``benchmarks/speed/bench_run_checks.py``, docs/stores.md): a run file's bucket reads take 35 us
 #: with blocks of 64 or 256 entries, 45 with 1,024, 100 with 4,096 (20 unchecked); 64 cost 0.94 bytes a page.
 BLOCK_ENTRIES = 256
 #: Rows made and entries written at a time (bounds the temporary memory of writing a large run: its sort keys, 8

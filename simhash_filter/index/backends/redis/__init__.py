@@ -65,9 +65,9 @@ the URLs; server time: ``SLOWLOG`` with every command logged: Redis 7 logs the c
 that logging is part of the times) on a 2-core machine shared with other jobs (load 6 to 9), which makes the
 p99 and max figures noisy; the random pages with a million stored, URL-like keys::
 
-    python benchmarks/bench_redis.py --only classic --articles 0 --checks 5000 --repeat 3
-    python benchmarks/bench_redis.py --only two-stage --checks 3000 --repeat 1
-    python benchmarks/bench_redis.py --only flood --flood 100000
+    python -m benchmarks.scale.bench_redis --only classic --articles 0 --checks 5000 --repeat 3
+    python -m benchmarks.scale.bench_redis --only two-stage --checks 3000 --repeat 1
+    python -m benchmarks.scale.bench_redis --only flood --flood 100000
 
 The package: :mod:`~simhash_filter.index.backends.redis.layout` (the format, the sizes, the key names, the
 replies decoded), :mod:`~simhash_filter.index.backends.redis.script` (the Lua scripts),

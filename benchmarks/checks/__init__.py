@@ -1,0 +1,1 @@
+"""Checks: the golden fingerprints and integration runs (Scrapyd) that guard behaviour, not speed."""

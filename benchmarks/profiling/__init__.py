@@ -1,0 +1,1 @@
+"""Profiles: where the fingerprint's time goes (stages, instruction counts)."""

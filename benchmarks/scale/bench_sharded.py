@@ -1,0 +1,132 @@
+"""One two-stage index sharded over a local 3-node Redis Cluster (``?cluster=1&shards=3``) beside the same index on
+one Redis server: memory per node and Redis server time per check.
+
+Both indexes are filled with the same ``--size`` random pages (64-byte sketches, 50-byte URLs; the sharded one
+page by page, the one-server one pipelined), then ``--checks`` add-and-candidates of new pages (half of them
+near-duplicates of stored ones) are timed: wall time per call, and Redis server time per call from ``INFO
+commandstats`` (``evalsha``), summed over the nodes and on the busiest node.  Memory is ``MEMORY USAGE`` of the
+index's keys on each node.  The table design is the one built for ``--expected-pages`` (default: the size).
+
+    python -m benchmarks.scale.bench_sharded --size 200000 --checks 2000
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks.benchlib.report import make_parser, write_json
+from simhash_filter.config import DEFAULTS
+from simhash_filter.index.backends import open_backend
+from simhash_filter.index.tables import TableDesign, tables_for
+from tests.redis_server import RedisCluster, RedisServer
+
+K = DEFAULTS.max_distance
+META = DEFAULTS.index_metadata()
+SKETCH = META["sketch_bytes"]
+
+
+def _pages(n: int, seed: int) -> tuple[list[int], list[str], list[bytes]]:
+    rng = np.random.default_rng(seed)
+    fps = rng.integers(0, 2**64, size=n, dtype=np.uint64)
+    sketches = rng.integers(0, 256, size=(n, SKETCH), dtype=np.uint8)
+    keys = [f"https://www.example.com/section/page-{seed}-{i:012d}.html" for i in range(n)]
+    return fps.tolist(), keys, [bytes(row) for row in sketches]
+
+
+def _evalsha_usec(nodes: list[RedisServer]) -> list[int]:
+    out = []
+    for node in nodes:
+        with node.client() as client:
+            stats = client.info("commandstats")
+        out.append(int(stats.get("cmdstat_evalsha", {}).get("usec", 0)))
+    return out
+
+
+def _reset(nodes: list[RedisServer]) -> None:
+    for node in nodes:
+        with node.client() as client:
+            client.config_resetstat()
+
+
+def _memory(nodes: list[RedisServer], pattern: str) -> list[int]:
+    out = []
+    for node in nodes:
+        with node.client() as client:
+            keys = list(client.scan_iter(match=pattern, count=10_000))
+            pipe = client.pipeline(transaction=False)
+            for key in keys:
+                pipe.memory_usage(key)
+            out.append(sum(v or 0 for v in pipe.execute()))
+    return out
+
+
+def measure(uri: str, nodes: list[RedisServer], design: TableDesign, size: int, checks: int, pattern: str) -> dict:
+    fps, keys, sketches = _pages(size, 1)
+    with open_backend(uri, k=K, design=design, metadata=META) as backend:
+        start = time.perf_counter()
+        step = 10_000
+        for lo in range(0, size, step):
+            backend.add_many(np.array(fps[lo : lo + step], dtype=np.uint64), keys[lo : lo + step],
+                             sketches[lo : lo + step])  # fmt: skip
+        fill = time.perf_counter() - start
+        rng = np.random.default_rng(2)
+        q_fps, q_keys, q_sketches = _pages(checks, 3)
+        for i in range(0, checks, 2):  # half of them near-duplicates of stored pages
+            j = int(rng.integers(0, size))
+            q_fps[i] = fps[j] ^ (1 << int(rng.integers(0, 64)))
+            q_sketches[i] = sketches[j]
+        _reset(nodes)
+        times = []
+        for fp, key, sketch in zip(q_fps, q_keys, q_sketches, strict=True):
+            t0 = time.perf_counter_ns()
+            backend.add_and_candidates(fp, key, sketch, K, DEFAULTS.bound)
+            times.append(time.perf_counter_ns() - t0)
+        usec = _evalsha_usec(nodes)
+    memory = _memory(nodes, pattern)
+    times.sort()
+    return {
+        "size": size,
+        "design": design.name,
+        "fill_s": round(fill, 1),
+        "check_p50_ms": round(statistics.median(times) / 1e6, 3),
+        "check_p99_ms": round(times[int(0.99 * (len(times) - 1))] / 1e6, 3),
+        "server_us_per_check": round(sum(usec) / checks, 1),
+        "server_us_per_check_busiest_node": round(max(usec) / checks, 1),
+        "bytes_per_page": round(sum(memory) / size, 1),
+        "memory_share_by_node": [round(m / max(1, sum(memory)), 3) for m in memory],
+    }
+
+
+def main() -> int:
+    parser = make_parser(__doc__)
+    parser.add_argument("--size", type=int, default=200_000)
+    parser.add_argument("--checks", type=int, default=2000)
+    parser.add_argument("--expected-pages", type=int, default=0)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    design = TableDesign.parse(tables_for(args.expected_pages or args.size))
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        with RedisServer(Path(tmp) / "one") as one:
+            row = measure(f"{one.url}?prefix=one", [one], design, args.size, args.checks, "{one}:*")
+            results.append({"index": "one server", **row})
+            print(json.dumps(results[-1]), flush=True)
+        with RedisCluster(Path(tmp) / "cluster") as cluster:
+            uri = f"{cluster.url}?cluster=1&shards=3&prefix=big"
+            row = measure(uri, cluster.nodes, design, args.size, args.checks, "{big*")
+            results.append({"index": "3 shards, 3-node cluster", **row})
+            print(json.dumps(results[-1]), flush=True)
+    if args.json:
+        write_json(args.json, results, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

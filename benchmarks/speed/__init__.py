@@ -1,0 +1,1 @@
+"""Speed: time and memory of the filter beside what a user would pick instead."""
