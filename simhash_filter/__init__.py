@@ -15,9 +15,8 @@ from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from simhash_filter.batch.dedup import open_index
 from simhash_filter.config import DEFAULTS, FilterConfig, FingerprintConfig
-from simhash_filter.index.nearduplicate import NearDuplicateIndex
+from simhash_filter.index.nearduplicate import NearDuplicateIndex, open_index
 from simhash_filter.index.tables import Match, hamming
 from simhash_filter.model.fingerprint import Fingerprint, Fingerprinter, Status, fingerprint
 

@@ -47,7 +47,7 @@ from fault_helpers import (
 )
 from redis_server import RedisServer
 
-from simhash_filter.batch.dedup import open_index
+from simhash_filter import open_index
 from simhash_filter.cli.main import main
 from simhash_filter.config import DEFAULTS
 from simhash_filter.index.backends import MetadataMismatchError

@@ -15,7 +15,8 @@ from types import ModuleType
 import pytest
 from conftest import benchmark_module
 
-from simhash_filter.batch.dedup import dedup, open_index
+from simhash_filter import open_index
+from simhash_filter.batch.dedup import dedup
 from simhash_filter.config import DEFAULTS
 from simhash_filter.model.fingerprint import Fingerprinter
 from simhash_filter.model.sketch import similarity

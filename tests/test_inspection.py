@@ -256,8 +256,8 @@ def test_read_mode_flags_a_copy_and_writes_nothing_under_a_writers_lock(tmp_path
     of a stored page is flagged (not dropped), nothing is stored, and the index's files are left as they were."""
     import pages as p
 
+    from simhash_filter import open_index
     from simhash_filter.config import DEFAULTS
-    from simhash_filter.crawl.guard import open_index
     from simhash_filter.model.fingerprint import fingerprint
 
     article = p.gazette(p.RAINWATER).encode("utf-8")

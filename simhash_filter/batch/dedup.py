@@ -28,7 +28,7 @@ import orjson
 
 from simhash_filter.config import FilterConfig, FingerprintConfig
 from simhash_filter.index.backends import store_errors
-from simhash_filter.index.nearduplicate import NearDuplicateIndex
+from simhash_filter.index.nearduplicate import NearDuplicateIndex, open_index
 from simhash_filter.model.fingerprint import Fingerprinter
 
 __all__ = [
@@ -43,7 +43,6 @@ __all__ = [
     "available_cpus",
     "dedup",
     "fingerprint_items",
-    "open_index",
     "parse_line",
 ]
 
@@ -381,14 +380,6 @@ def auto_workers(input_bytes: int | None) -> int:
         return 1
     cpus = available_cpus()
     return 1 if cpus < 2 else min(cpus, AUTO_WORKERS_MAX)
-
-
-def open_index(config: FilterConfig, backend: str = "memory://") -> NearDuplicateIndex:
-    """A two-stage index for ``config`` (k = ``config.max_distance``, its tables, its sketches and similarity
-    threshold), tagged with the fingerprint model's id."""
-    return NearDuplicateIndex(config.max_distance, design=config.tables, backend=backend,
-                              metadata=config.index_metadata(), min_similarity=config.min_similarity,
-                              per_table=config.candidates_per_table, duplicates=config.block_duplicates)  # fmt: skip
 
 
 def dedup(

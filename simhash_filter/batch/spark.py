@@ -62,6 +62,7 @@ from simhash_filter.batch.inputs import (
 )
 from simhash_filter.config import DEFAULTS, FilterConfig
 from simhash_filter.index.bound import CheckBound
+from simhash_filter.index.nearduplicate import verdict
 from simhash_filter.index.tables import TableDesign
 from simhash_filter.model.fingerprint import Fingerprinter
 
@@ -270,7 +271,8 @@ def spark_dedup(
     # sketch.similarity: agree = 1.0 - differing bits / bits; max(0.0, 2.0 * agree - 1.0)
     bits = float(8 * sketch_bytes)
     pairs = pairs.withColumn("similarity", F.expr(f"greatest(0.0D, 2.0D * (1.0D - differ / {bits}D) - 1.0D)"))
-    verified = pairs.where(F.col("similarity") >= F.lit(float(config.min_similarity)))
+    # Each pair was found by a table's block within k (stage one); the rule decides it as everywhere else.
+    verified = pairs.where(verdict(F.col("distance"), F.lit(True), F.col("similarity"), config))
     order = Window.partitionBy("number").orderBy(F.col("similarity").desc(), "distance", "of")
     decided = (
         verified.withColumn("rank", F.row_number().over(order)).where("rank = 1")

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from simhash_filter.config import DEFAULTS, FilterConfig
+from simhash_filter.cli.common import filter_config
 
 if TYPE_CHECKING:
     from simhash_filter.report.calibrate import Analysis, Calibration, Choice, Group, Metrics
@@ -98,15 +98,6 @@ def add_calibrate_parser(sub: Any, threshold: argparse.ArgumentParser, model: ar
     p.set_defaults(func=cmd_calibrate, parser=p)
 
 
-def _config(args: argparse.Namespace) -> FilterConfig:
-    try:
-        fingerprint = DEFAULTS.fingerprint.with_options(structure_weight=args.structure_weight,
-                                                        dom_decay=args.dom_decay)  # fmt: skip
-        return FilterConfig(fingerprint=fingerprint, max_distance=args.max_distance, min_similarity=args.min_similarity)
-    except ValueError as exc:
-        _usage(args, str(exc))
-
-
 def _plot_kind(args: argparse.Namespace) -> str | None:
     """The kind of ``--plot`` (``svg``, ``html``, ``png``), checked before any work."""
     if args.plot is None:
@@ -126,7 +117,7 @@ def _has_matplotlib() -> bool:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    config = _config(args)
+    config = filter_config(args)
     if args.workers is not None and args.workers < 1:
         _usage(args, f"--workers must be >= 1, got {args.workers}")
     if "-" in args.pages:

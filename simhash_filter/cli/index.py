@@ -29,7 +29,7 @@ from simhash_filter.index.backends import (
     uri_scheme,
     with_uri_option,
 )
-from simhash_filter.index.nearduplicate import NearDuplicateIndex
+from simhash_filter.index.nearduplicate import NearDuplicateIndex, verdict
 from simhash_filter.index.tables import SIZED_TABLES, TableDesign, capacity, page_limit, tables_for
 from simhash_filter.model.sketch import similarity
 
@@ -183,7 +183,8 @@ def _found(
     out: list[tuple[str, int, int, float | None, bool | None]] = []
     for c in index.backend.candidates(value, index.k, index.bound):
         sim = None if sketch is None else similarity(sketch, c.sketch)
-        out.append((c.key, c.distance, c.fingerprint, sim, None if sim is None else sim >= index.min_similarity))
+        verified = None if sim is None else bool(verdict(c.distance, True, sim, index.rule))  # found by the tables
+        out.append((c.key, c.distance, c.fingerprint, sim, verified))
     return out
 
 

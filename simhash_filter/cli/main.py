@@ -45,11 +45,13 @@ from simhash_filter.batch.dedup import (
 from simhash_filter.batch.inputs import WARC, input_files
 from simhash_filter.batch.reader import InputReader
 from simhash_filter.cli.calibrate import add_calibrate_parser
+from simhash_filter.cli.common import UsageError, filter_config, fingerprint_config
 from simhash_filter.cli.fetch import Fetched, FetchError, fetch, is_url
 from simhash_filter.cli.index import add_index_parser
 from simhash_filter.cli.report import add_report_parser
-from simhash_filter.config import DEFAULTS, FilterConfig, FingerprintConfig
+from simhash_filter.config import DEFAULTS, FilterConfig
 from simhash_filter.index.backends import error_message, open_errors, redact_uri
+from simhash_filter.index.nearduplicate import is_candidate, verdict
 from simhash_filter.index.tables import TableDesign, hamming
 from simhash_filter.model import core
 from simhash_filter.model.explain import Explanation, FeatureDifference, explain_features
@@ -72,10 +74,6 @@ GZIP_RATIO = 5
 MALFORMED_SHOWN = 20
 
 
-class _UsageError(Exception):
-    """Bad arguments found after parsing (reported like argparse errors, exit status 2)."""
-
-
 def _warn(message: str) -> None:
     print(f"{PROG}: {message}", file=sys.stderr)
 
@@ -96,34 +94,13 @@ def _stdin() -> IO[bytes]:
     return sys.stdin.buffer
 
 
-def _fingerprint_config(args: argparse.Namespace) -> FingerprintConfig:
-    try:
-        return DEFAULTS.fingerprint.with_options(structure_weight=args.structure_weight, dom_decay=args.dom_decay)
-    except ValueError as exc:
-        raise _UsageError(str(exc)) from None
-
-
-def _filter_config(args: argparse.Namespace) -> FilterConfig:
-    try:
-        return FilterConfig(
-            fingerprint=_fingerprint_config(args),
-            max_distance=args.max_distance,
-            min_similarity=getattr(args, "min_similarity", DEFAULTS.min_similarity),
-            candidates_per_table=getattr(args, "candidates_per_table", DEFAULTS.candidates_per_table),
-            block_duplicates=getattr(args, "block_duplicates", DEFAULTS.block_duplicates),
-            expected_pages=getattr(args, "expected_pages", DEFAULTS.expected_pages),
-        )
-    except ValueError as exc:
-        raise _UsageError(str(exc)) from None
-
-
 # --- fingerprint ---------------------------------------------------------------------------------
 
 
 def cmd_fingerprint(args: argparse.Namespace) -> int:
     """One line per file: ``HEX  PATH``, or with ``--json`` one JSON object (JSON Lines); a file that cannot be
     read or fingerprinted is named on stderr (and, with ``--json``, is an object with a ``status``)."""
-    fingerprinter = Fingerprinter(_fingerprint_config(args))
+    fingerprinter = Fingerprinter(fingerprint_config(args))
     status = EXIT_OK
     for path in args.files:
         try:
@@ -232,12 +209,10 @@ def _decide(a: Fingerprint, b: Fingerprint, config: FilterConfig) -> _Decision:
     d, k, t = hamming(a.value, b.value), config.max_distance, config.min_similarity
     common = TableDesign.parse(config.tables).agree_on_a_lead(a.value, b.value)
     s = None if a.sketch is None or b.sketch is None else similarity(a.sketch, b.sketch)
-    if d > k or not common:
-        decision = "distinct"
-    elif s is None:
-        decision = "candidate"
+    if s is None:  # a bare fingerprint: only stage one can be told
+        decision = "candidate" if is_candidate(d, common, config) else "distinct"
     else:
-        decision = "near-duplicate" if s >= t else "distinct"
+        decision = "near-duplicate" if verdict(d, common, s, config) else "distinct"
     return _Decision(d, common, s, decision, k, t)
 
 
@@ -278,15 +253,15 @@ def _explained(a: Fetched, b: Fetched, config: FilterConfig, top: int) -> Explan
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    config = _filter_config(args)
+    config = filter_config(args)
     names = (args.a, args.b)
     if names == ("-", "-"):
-        raise _UsageError("only one of A and B can be '-' (standard input)")
+        raise UsageError("only one of A and B can be '-' (standard input)")
     given = [_is_fingerprint(arg) for arg in names]
     if args.explain and any(given):
-        raise _UsageError("--explain needs two HTML files, not fingerprints")
+        raise UsageError("--explain needs two HTML files, not fingerprints")
     if args.top < 0:
-        raise _UsageError(f"--top must be >= 0, got {args.top}")
+        raise UsageError(f"--top must be >= 0, got {args.top}")
     pages: list[Fetched | None] = []
     for arg, is_fp in zip(names, given, strict=True):
         try:
@@ -348,10 +323,10 @@ def _open_inputs(paths: list[str], output: str | None, config: FilterConfig) -> 
     if paths == ["-"]:
         return _Input(InputReader([], max_bytes=max_bytes, stdin=_stdin()))
     if "-" in paths:
-        raise _UsageError("standard input ('-') cannot be read with other inputs")
+        raise UsageError("standard input ('-') cannot be read with other inputs")
     for path in paths:
         if output not in (None, "-") and os.path.isfile(path) and _same_file(path, output):
-            raise _UsageError(f"the output {output} is the input file {path}: write it elsewhere")
+            raise UsageError(f"the output {output} is the input file {path}: write it elsewhere")
     reader = InputReader(input_files(paths, exclude=[output]), max_bytes=max_bytes)
     size = reader.size or 0
     return _Input(reader, size + reader.compressed * (GZIP_RATIO - 1))
@@ -510,9 +485,9 @@ def _damage_reporter(warc: WarcCounts | None) -> Callable[[], None]:
 
 
 def cmd_dedup(args: argparse.Namespace) -> int:
-    config = _filter_config(args)
+    config = filter_config(args)
     if args.workers is not None and args.workers < 1:
-        raise _UsageError(f"--workers must be >= 1, got {args.workers}")
+        raise UsageError(f"--workers must be >= 1, got {args.workers}")
     summary = Summary()
     start = time.perf_counter()
     # A failure before the first page is read is one line; one after it, one line and the summary so far.
@@ -593,7 +568,7 @@ def _page_model(
     args: argparse.Namespace,
 ) -> tuple[Callable[[str], tuple[int | None, bytes | None, str | None]], dict[str, Any]]:
     """For ``index query``: a function that fingerprints an HTML file, and the model's index metadata."""
-    fingerprinter = Fingerprinter(_fingerprint_config(args))
+    fingerprinter = Fingerprinter(fingerprint_config(args))
 
     def fingerprint_page(path: str) -> tuple[int | None, bytes | None, str | None]:
         try:
@@ -604,7 +579,7 @@ def _page_model(
             return None, None, f"cannot fingerprint: {fp.status.explained}"
         return fp.value, fp.sketch, None
 
-    return fingerprint_page, _filter_config(args).index_metadata()
+    return fingerprint_page, filter_config(args).index_metadata()
 
 
 # --- parser --------------------------------------------------------------------------------------
@@ -710,9 +685,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=COMPARE_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument(
-        "a", metavar="A", help="HTML file, http(s) URL or 16-hex-digit fingerprint ('-' for standard input)"
-    )
+    p.add_argument("a", metavar="A", help="HTML file, http(s) URL or 16-hex-digit fingerprint ('-' for standard input)")
     p.add_argument("b", metavar="B", help="HTML file, http(s) URL or 16-hex-digit fingerprint")
     p.add_argument("--explain", action="store_true", help="list the features that pushed the two pages apart")
     p.add_argument("--top", type=int, default=10, metavar="N", help="features listed per kind (default: 10)")
@@ -789,7 +762,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_dedup, parser=p)
 
     add_index_parser(sub, threshold, model, _page_model)
-    add_report_parser(sub, threshold, model, _filter_config)
+    add_report_parser(sub, threshold, model)
     add_calibrate_parser(sub, threshold, model)
     return parser
 
@@ -800,7 +773,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except _UsageError as exc:
+    except UsageError as exc:
         args.parser.error(str(exc))  # exits with status 2
     except BrokenPipeError:  # `simhash-filter dedup pages.jsonl | head`: stop quietly
         with suppress(OSError, ValueError):

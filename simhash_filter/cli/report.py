@@ -11,6 +11,7 @@ import time
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
+from simhash_filter.cli.common import filter_config
 from simhash_filter.report import DEFAULT_MAX_PAIRS, DEFAULT_TEXT_CAP, report_path
 
 __all__ = ["add_report_parser"]
@@ -101,10 +102,8 @@ def _write(path: str, document: str) -> None:
         raise
 
 
-def add_report_parser(
-    sub: Any, threshold: argparse.ArgumentParser, model: argparse.ArgumentParser, filter_config: Any
-) -> None:
-    """Add ``report`` to the ``simhash-filter`` parser (``filter_config`` turns the arguments into a FilterConfig)."""
+def add_report_parser(sub: Any, threshold: argparse.ArgumentParser, model: argparse.ArgumentParser) -> None:
+    """Add ``report`` to the ``simhash-filter`` parser."""
     p = sub.add_parser(
         "report",
         parents=[model, threshold],

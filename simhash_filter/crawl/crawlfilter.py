@@ -39,7 +39,7 @@ from simhash_filter.crawl.decision import (
     ItemDecisions,
 )
 from simhash_filter.crawl.executor import FingerprintExecutor, WorkerDied
-from simhash_filter.crawl.guard import IndexGuard, is_full, open_index
+from simhash_filter.crawl.guard import IndexGuard, is_full
 from simhash_filter.crawl.inspection import Inspection, inspection, readonly_uri
 from simhash_filter.crawl.options import (
     ACTIONS,
@@ -54,6 +54,7 @@ from simhash_filter.crawl.policy import Policy
 from simhash_filter.crawl.report import Report, logger, report_command, stats_keys
 from simhash_filter.crawl.waiting import InOrder
 from simhash_filter.index.backends import error_message, open_errors, redact_uri, uri_scheme
+from simhash_filter.index.nearduplicate import open_index
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

@@ -10,17 +10,15 @@ from __future__ import annotations
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
-from simhash_filter.config import FilterConfig
 from simhash_filter.crawl.decision import AFTER_STOP, INDEX_ERROR, Decision
 from simhash_filter.crawl.report import Report, logger
 from simhash_filter.crawl.waiting import in_executor, sleep
-from simhash_filter.index.backends import IndexFullError, open_backend
+from simhash_filter.index.backends import IndexFullError
 from simhash_filter.index.nearduplicate import NearDuplicateIndex
-from simhash_filter.index.tables import Match, TableDesign
+from simhash_filter.index.tables import Match
 
-__all__ = ["IndexGuard", "is_full", "open_index"]
+__all__ = ["IndexGuard", "is_full"]
 
 #: Waits between retries of a failed index check (seconds; doubled each time up to the maximum).
 RETRY_FIRST_DELAY, RETRY_MAX_DELAY = 0.5, 10.0
@@ -46,26 +44,6 @@ def is_full(exc: BaseException) -> bool:
 def _own_entry(match: Match | None, value: int, url: str) -> bool:
     """Whether *match* is the entry of this very page: its URL with its fingerprint (distance 0)."""
     return match is not None and match.key == url and match.fingerprint == value and match.distance == 0
-
-
-def open_index(config: FilterConfig, backend: str, backends: dict[str, Any] | None = None) -> NearDuplicateIndex:
-    """The crawl's index at the URI ``backend``.  A wrong URI or an unreachable server fails here, when the
-    crawl starts (the error carries the URI as ``simhash_backend``, for the line that reports it)."""
-    k = config.max_distance
-    metadata = config.index_metadata()
-    try:
-        store = open_backend(
-            backend,
-            k=k,
-            design=TableDesign.parse(config.tables),
-            metadata=metadata,
-            backends=backends,
-        )
-    except Exception as exc:
-        exc.simhash_backend = backend  # type: ignore[attr-defined] - for the start error line (_start_error)
-        raise
-    return NearDuplicateIndex(k, backend=store, metadata=metadata, min_similarity=config.min_similarity,
-                              per_table=config.candidates_per_table, duplicates=config.block_duplicates)  # fmt: skip
 
 
 class IndexGuard:

@@ -1,12 +1,20 @@
-"""The two-stage near-duplicate index: simhash candidates from the permuted tables of
-:mod:`simhash_filter.index.tables`, kept in a backend chosen by URI, verified by their sketches.
+"""The two-stage near-duplicate index, and the one rule that decides a pair (:func:`verdict`) with the one way to
+open the index for a configuration (:func:`open_index`).
+
+The rule, in two stages: a pair is a *candidate* when its fingerprints are within k bits and share the lead of
+one of the permuted tables of :mod:`simhash_filter.index.tables` (the tables find it); a candidate is a
+*near-duplicate* when its sketches are at least ``min_similarity`` alike.  Every decision uses it: the index
+(:meth:`NearDuplicateIndex.best`, so the crawl and ``dedup``), ``compare``, ``calibrate`` and the Spark job.  The
+two functions are written with ``<=``, ``>=`` and ``&`` only, so that they apply as they are to Python numbers, to
+numpy arrays (``calibrate``'s sweeps over k and t) and to Spark columns (the Spark job's pairs).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -24,7 +32,43 @@ from simhash_filter.index.tables import (
 )
 from simhash_filter.model.sketch import similarity
 
-__all__ = ["NearDuplicateIndex"]
+if TYPE_CHECKING:
+    from simhash_filter.config import FilterConfig
+
+__all__ = ["NearDuplicateIndex", "Thresholds", "is_candidate", "open_index", "verdict"]
+
+
+class Thresholds(Protocol):
+    """What the rule reads of a configuration (a :class:`~simhash_filter.config.FilterConfig` has both)."""
+
+    @property
+    def max_distance(self) -> int: ...
+
+    @property
+    def rule(self) -> Rule:
+        """This index's thresholds for :func:`verdict` (its k and :attr:`min_similarity`)."""
+        return self._rule
+
+    @property
+    def min_similarity(self) -> float: ...
+
+
+@dataclass(frozen=True)
+class Rule:
+    """The thresholds of one index, or of one point of a sweep."""
+
+    max_distance: int
+    min_similarity: float
+
+
+def is_candidate(distance: Any, shares_lead: Any, config: Thresholds) -> Any:
+    """Stage one: the fingerprints are within k bits and share a table's lead (the tables find the pair)."""
+    return (distance <= config.max_distance) & shares_lead
+
+
+def verdict(distance: Any, shares_lead: Any, similarity: Any, config: Thresholds) -> Any:
+    """A near-duplicate: a candidate (stage one) whose sketches are at least ``min_similarity`` alike (stage two)."""
+    return is_candidate(distance, shares_lead, config) & (similarity >= config.min_similarity)
 
 
 def _check_k(k: object, limit: int | None = None) -> int:
@@ -83,6 +127,7 @@ class NearDuplicateIndex:
         if not 0.0 <= min_similarity <= 1.0:
             raise ValueError(f"min_similarity must be in [0, 1], got {min_similarity!r}")
         self._min_similarity = float(min_similarity)
+        self._rule = Rule(self._k, self._min_similarity)
         self._bound = CheckBound(per_table, duplicates, self._min_similarity)
         #: The most candidates one check of this index verified so far (``simhash/candidates/max``).
         self.candidates_max = 0
@@ -112,6 +157,11 @@ class NearDuplicateIndex:
         return self._backend.sketch_bytes
 
     @property
+    def rule(self) -> Rule:
+        """This index's thresholds for :func:`verdict` (its k and :attr:`min_similarity`)."""
+        return self._rule
+
+    @property
     def min_similarity(self) -> float:
         """Smallest sketch similarity of a verified candidate (two-stage detection)."""
         return self._min_similarity
@@ -131,9 +181,9 @@ class NearDuplicateIndex:
         """The most similar of *candidates* whose sketch similarity to *sketch* is at least
         :attr:`min_similarity` (ties: the first, i.e. the nearer, then the earlier), or None."""
         best: Match | None = None
-        for c in candidates:
+        for c in candidates:  # each one found by the tables: within k, sharing a lead
             s = similarity(sketch, c.sketch)
-            if s >= self._min_similarity and (best is None or s > best.similarity):  # type: ignore[operator]
+            if verdict(c.distance, True, s, self._rule) and (best is None or s > best.similarity):  # type: ignore[operator]
                 best = Match(c.key, c.distance, c.fingerprint, s)
         return best
 
@@ -267,3 +317,21 @@ class NearDuplicateIndex:
             f"<{type(self).__name__} k={self._k} design={self.design.name} "
             f"backend={type(self._backend).__name__} size={len(self)}>"
         )
+
+
+def open_index(
+    config: FilterConfig, backend: str = "memory://", backends: Mapping[str, Any] | None = None
+) -> NearDuplicateIndex:
+    """The index of *config* (its k, tables, sketches and similarity threshold, tagged with the fingerprint model's
+    id) in the store at the URI *backend* (*backends*: more stores by scheme, ``SIMHASH_BACKENDS``).  A store that
+    cannot be opened raises with the URI as the exception's ``simhash_backend`` (the crawl's start error names it)."""
+    metadata = config.index_metadata()
+    try:
+        store = open_backend(backend, k=config.max_distance, design=TableDesign.parse(config.tables),
+                             metadata=metadata, backends=backends)  # fmt: skip
+    except Exception as exc:
+        exc.simhash_backend = backend  # type: ignore[attr-defined]
+        raise
+    return NearDuplicateIndex(config.max_distance, backend=store, metadata=metadata,
+                              min_similarity=config.min_similarity, per_table=config.candidates_per_table,
+                              duplicates=config.block_duplicates)  # fmt: skip

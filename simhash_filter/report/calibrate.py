@@ -45,6 +45,7 @@ import numpy as np
 from simhash_filter.batch.dedup import Page, auto_workers, fingerprint_items, parse_line
 from simhash_filter.batch.warc import WarcCounts, WarcReader, is_warc_input
 from simhash_filter.config import DEFAULTS, FilterConfig
+from simhash_filter.index.nearduplicate import Rule, verdict
 from simhash_filter.index.tables import TableDesign
 from simhash_filter.model.html import NotHtml, parse
 from simhash_filter.model.sketch import similarity
@@ -409,7 +410,7 @@ class PairResult:
 
     def flagged(self, k: int, t: float) -> bool:
         """Whether the filter at (k, t) calls the two pages near-duplicates (judging this pair alone)."""
-        return self.found and self.distance <= k and self.similarity >= t
+        return bool(verdict(self.distance, self.found, self.similarity, Rule(k, t)))
 
 
 def host_of(url: str) -> str:
@@ -666,7 +667,8 @@ class _Arrays:
         self.y = np.fromiter((p.duplicate for p in pairs), dtype=bool, count=len(pairs))
 
     def flags(self, k: int, t: float) -> np.ndarray:
-        return self.found & (self.d <= k) & (self.s >= t)
+        """What the filter at (k, t) flags: the rule, pair by pair."""
+        return verdict(self.d, self.found, self.s, Rule(k, t))
 
     def metrics(self, flags: np.ndarray, mask: np.ndarray | None = None) -> Metrics:
         y = self.y
