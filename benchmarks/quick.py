@@ -65,6 +65,7 @@ STEPS: list[tuple[str, str, str]] = [
     ("quick", "benchmarks.checks.golden", "check {tmp}/golden.json.gz --limit 20"),
     ("all", "benchmarks.scale.bench_scale", "designs --sizes 10000 --json {tmp}/scale.json"),
     ("all", "benchmarks.scale.bench_sharded", "--size 2000 --checks 100 --json {tmp}/sharded.json"),
+    ("all", "benchmarks.scale.bench_crowd", "--pages 300 --near 0,299 --json {tmp}/crowd.json"),
     ("all", "benchmarks.profiling.profile_stages", "--json {tmp}/stages.json"),
 ]
 

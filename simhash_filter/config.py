@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simhash_filter.index.bound import DEFAULT_DUPLICATES, DEFAULT_PER_TABLE, CheckBound
-from simhash_filter.index.tables import tables_for
+from simhash_filter.index.tables import TableDesign, block_limit, tables_for
 from simhash_filter.model.config import MODEL_VERSION, FingerprintConfig
 
 __all__ = [
@@ -54,8 +54,9 @@ class FilterConfig:
 
     @property
     def bound(self) -> CheckBound:
-        """The bound on the work of a check."""
-        return CheckBound(self.candidates_per_table, self.block_duplicates, self.min_similarity)
+        """The bound on the work of a check (its blocks' size from :attr:`expected_pages`: :func:`block_limit`)."""
+        pages = block_limit(TableDesign.parse(self.tables), self.expected_pages)
+        return CheckBound(self.candidates_per_table, self.block_duplicates, self.min_similarity, pages)
 
     @property
     def tables(self) -> str:

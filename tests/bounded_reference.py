@@ -29,6 +29,11 @@ class BoundedReference:
             if t in tables and not (fp ^ fingerprint) & mask and (fp ^ fingerprint).bit_count() <= k
         )
 
+    def _size(self, t: int, fingerprint: int) -> int:
+        """The pages table *t*'s block of *fingerprint* holds (the same lead, at any distance)."""
+        mask = self.design.lead_masks[t]
+        return sum(1 for fp, _, _, tables in self.stored if t in tables and not (fp ^ fingerprint) & mask)
+
     def candidates(self, fingerprint: int, k: int | None = None) -> list[Candidate]:
         """The candidates of a query that stores nothing."""
         return self._check(fingerprint, None, b"", self.k if k is None else k)[0]
@@ -51,7 +56,8 @@ class BoundedReference:
                 continue
             verified = sum(similarity(sketch, self.stored[i][2]) >= self.bound.min_similarity for _, i in nearest)
             own = any(d == 0 and self.stored[i][1] == key for d, i in block)
-            if verified < self.bound.duplicates and not own:
+            room = self._size(t, fingerprint) < self.bound.block_pages
+            if verified < self.bound.duplicates and not own and room:
                 taken.add(t)
         found = [Candidate(self.stored[i][1], d, self.stored[i][0], self.stored[i][2]) for d, i in sorted(chosen)]
         return found, taken

@@ -18,6 +18,7 @@ from redis_server import RedisCluster, RedisServer
 
 from simhash_filter.index.backends import MetadataMismatchError, open_backend
 from simhash_filter.index.backends.memory import MemoryBackend
+from simhash_filter.index.backends.redis import RedisBackend
 from simhash_filter.index.backends.redis.sharded import ShardedRedisBackend
 from simhash_filter.index.bound import CheckBound
 from simhash_filter.index.tables import TableDesign
@@ -74,6 +75,32 @@ def test_a_cluster_sharded_index_finds_what_one_index_finds(redis_cluster: Redis
         assert len(again) == 1200 and again.info()["shards"] == info["shards"]
     with pytest.raises(MetadataMismatchError, match="has 3 shards, not 4: open it with shards=3"):
         open_sharded(f"{redis_cluster.url}?cluster=1&shards=4&prefix={redis_prefix}")
+
+
+def test_full_blocks_and_floods_decide_and_count_as_one_index(
+    redis_cluster: RedisCluster, redis_prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A crowd of look-alike pages filling blocks of 5 (rule 3) and a flood of verifying near-duplicates (rule 2):
+    the sharded index's candidates are the in-memory index's, check after check, and its page count is exact,
+    also for pages whose first shard's tables all refused them and another shard stored (counted after the calls,
+    once)."""
+    uri = f"{redis_cluster.url}?cluster=1&shards=3&prefix={redis_prefix}"
+    bound = CheckBound(4, 2, 0.75, 5)
+    memory = MemoryBackend(k=K, design=DESIGN, metadata=META)
+    rng = random.Random(11)
+    base = [rng.getrandbits(64) for _ in range(3)]
+    flood_sketch = rng.randbytes(64)
+    counted_after = []
+    count_page = RedisBackend.count_page
+    monkeypatch.setattr(RedisBackend, "count_page", lambda self: counted_after.append(1) or count_page(self))
+    with open_sharded(uri) as sharded:
+        for i in range(240):
+            fp = base[i % 3] ^ sum(1 << b for b in rng.sample(range(64), rng.randint(0, 9)))
+            sk = flood_sketch if i % 3 == 0 else rng.randbytes(64)  # base 0 floods, the others crowd
+            got = sharded.add_and_candidates(fp, f"https://c.example/{i}", sk, K, bound)
+            assert sorted(got) == sorted(memory.add_and_candidates(fp, f"https://c.example/{i}", sk, K, bound)), i
+        assert len(sharded) == len(memory) < 240
+    assert counted_after  # some pages were counted after the calls
 
 
 def test_a_server_list_shards_one_index(tmp_path_factory: pytest.TempPathFactory, redis_prefix: str) -> None:

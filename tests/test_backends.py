@@ -343,6 +343,31 @@ def test_two_stage_add_and_candidates_matches_brute_force(make_backend: Factory)
         assert backend.candidates(q, 3, bound) == reference.candidates(q, 3)
 
 
+def test_two_stage_blocks_take_no_more_than_block_pages(make_backend: Factory) -> None:
+    """A crowd of look-alike pages (within k of each other in a few blocks, sketches unrelated: no page verifies)
+    fills each block up to block_pages and no further (rule 3), the other tables taking the page while their
+    blocks have room; a page whose every block is full is decided but not stored; candidates and storage exactly
+    as the brute-force reference's, whatever the runs, buffers and buckets (several blocks a bucket too)."""
+    backend = make_backend(k=K, design=TWO_STAGE, metadata=META)
+    bound = CheckBound(per_table=4, duplicates=2, min_similarity=0.75, block_pages=6)
+    reference = BoundedReference(TWO_STAGE, K, bound)
+    rng = random.Random(7)
+    base = [rng.getrandbits(64) for _ in range(3)]
+    for i in range(150):
+        # a crowd around three pages, 0 to 12 bits away, some bits in the leads: blocks fill at different times
+        fp = flip(base[i % 3], rng.sample(range(64), rng.randint(0, 12)))
+        sk = a_sketch(5000 + i) if i % 10 else near_sketch(a_sketch(5000 + i - 1), 3)  # now and then a twin
+        key = f"c{i % 140}"
+        assert backend.add_and_candidates(fp, key, sk, K, bound) == reference.add(fp, key, sk), i
+    assert len(backend) == len(reference) < 150
+    for t in range(TWO_STAGE.n_tables):
+        assert all(reference._size(t, fp) <= bound.block_pages for fp, _, _, _ in reference.stored)
+    assert any(reference._size(0, fp) == bound.block_pages for fp, _, _, _ in reference.stored)
+    for i in range(30):
+        q = flip(base[i % 3], rng.sample(range(64), rng.randint(0, 12)))
+        assert backend.candidates(q, K, bound) == reference.candidates(q)
+
+
 def near_sketch(sketch: bytes, bits: int) -> bytes:
     """*sketch* with its first *bits* bits flipped."""
     value = int.from_bytes(sketch, "little") ^ ((1 << bits) - 1)

@@ -13,9 +13,9 @@ from bounded_reference import BoundedReference
 
 from simhash_filter.config import DEFAULTS, FilterConfig
 from simhash_filter.index.backends.base import Candidate
-from simhash_filter.index.bound import CheckBound, block_pass, most_differing_bits, take
+from simhash_filter.index.bound import DEFAULT_BLOCK_PAGES, CheckBound, block_pass, most_differing_bits, take
 from simhash_filter.index.nearduplicate import NearDuplicateIndex
-from simhash_filter.index.tables import resolve_design
+from simhash_filter.index.tables import BLOCK_PAGES_MIN, TableDesign, block_limit, resolve_design, tables_for
 from simhash_filter.model.sketch import similarity
 
 
@@ -41,7 +41,7 @@ def test_bad_constants_are_one_line_errors_naming_the_setting() -> None:
         FilterConfig(block_duplicates=True)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"block_duplicates \(9\) must not exceed candidates_per_table \(8\)"):
         FilterConfig(block_duplicates=9)
-    assert FilterConfig(candidates_per_table=3, block_duplicates=2).bound == CheckBound(3, 2, 0.75)
+    assert FilterConfig(candidates_per_table=3, block_duplicates=2).bound == CheckBound(3, 2, 0.75, 512)
 
 
 def test_take_keeps_the_nearest_per_table_and_refuses_full_blocks() -> None:
@@ -111,7 +111,17 @@ def _flood(seed: int, n: int) -> list[tuple[int, int, str, bytes]]:
     return pages
 
 
-@pytest.mark.parametrize("bound", [CheckBound(), CheckBound(3, 2, 0.5), CheckBound(1, 1, 0.8), CheckBound(8, 8, 0.6)])
+@pytest.mark.parametrize(
+    "bound",
+    [
+        CheckBound(),
+        CheckBound(3, 2, 0.5),
+        CheckBound(1, 1, 0.8),
+        CheckBound(8, 8, 0.6),
+        CheckBound(8, 4, 0.99, 9),
+        CheckBound(3, 2, 0.5, 12),
+    ],
+)
 @pytest.mark.parametrize("seed", range(4))
 def test_the_blocks_decided_apart_give_the_bounded_checks(seed: int, bound: CheckBound) -> None:
     """Each block (table, lead value) of a random flood run through ``block_pass`` alone, in page order: the union
@@ -147,6 +157,23 @@ def test_the_blocks_decided_apart_give_the_bounded_checks(seed: int, bound: Chec
         got.append((found, frozenset(taken[order])))
     assert got == expected
     assert any(len(c) > 1 for c, _ in expected) and any(not t for _, t in expected)  # a flood: blocks fill
+
+
+def test_full_blocks_refuse_the_page_and_the_limit_follows_the_expected_pages() -> None:
+    """A table whose block holds block_pages entries refuses the page (rule 3), whatever its candidates; a block of
+    block_pages - 1 pages takes one more, then no more; the limit is twice the mean block of random pages at the
+    expected size, a power of two, at least 64: 512 at a million pages (five tables), 2,048 at a billion."""
+    chosen, refused = take([[(3, 1)], [], [(2, 2)]], CheckBound(), lambda o: False, lambda o: False, full=0b110)
+    assert (chosen, refused) == ([(2, 2), (3, 1)], 0b110)
+    assert take([[], [], []], CheckBound(), lambda o: False, lambda o: False, full=0b1) == ([], 0b1)
+    bound = CheckBound(8, 4, 0.75, 3)
+    pages = [(i, 5 + (1 << i), f"u{i}", i) for i in range(5)]  # within k of each other, sketches far apart
+    assert [took for _, _, took in block_pass(pages, 10, bound, 0)] == [True, True, True, False, False]
+    assert FilterConfig().bound.block_pages == DEFAULT_BLOCK_PAGES == 512
+    assert FilterConfig(expected_pages=1000).bound.block_pages == BLOCK_PAGES_MIN
+    assert block_limit(TableDesign.parse(tables_for(10**9)), 10**9) == 2048
+    with pytest.raises(ValueError, match="block_pages must be an int >= 1"):
+        CheckBound(block_pages=0)
 
 
 def test_a_block_takes_a_page_seen_again_once() -> None:

@@ -8,6 +8,14 @@ commandstats`` (``evalsha``), summed over the nodes and on the busiest node.  Me
 index's keys on each node.  The table design is the one built for ``--expected-pages`` (default: the size).
 
     python -m benchmarks.scale.bench_sharded --size 200000 --checks 2000
+
+``--public``: ``simhash-filter dedup --workers 1`` of the public stream (5,054 pages) through ``memory://``, one
+Redis server and the 3-node cluster with ``shards=3``, alternated ``--repeat`` times: wall seconds (medians), whether
+the decisions (``url``, ``duplicate_of``, ``distance`` of every line) equal ``memory://``'s, and the index's memory
+(``MEMORY USAGE`` of its keys) on each node, in all and by kind of key (buckets, records, URLs, the rest), beside
+one server's (targets: each node 20-50 % of the index, all nodes <= 1.3x one server, wall <= 1.5x one server's).
+
+    python -m benchmarks.scale.bench_sharded --public [--repeat 3]
 """
 
 from __future__ import annotations
@@ -104,13 +112,102 @@ def measure(uri: str, nodes: list[RedisServer], design: TableDesign, size: int, 
     }
 
 
+def _memory_by_kind(nodes: list[RedisServer], pattern: str) -> list[dict[str, int]]:
+    """``MEMORY USAGE`` of the index's keys on each node, by kind: ``buckets`` (``{p}:<t>:<hex>``), ``records``
+    (``{p}:f<c>``), ``urls`` (``{p}:u<c>``), ``other``."""
+    out = []
+    for node in nodes:
+        kinds = {"buckets": 0, "records": 0, "urls": 0, "other": 0}
+        with node.client() as client:
+            keys = list(client.scan_iter(match=pattern, count=10_000))
+            pipe = client.pipeline(transaction=False)
+            for key in keys:
+                pipe.memory_usage(key)
+            for key, size in zip(keys, pipe.execute(), strict=True):
+                tail = key.decode().rpartition("}:")[2]
+                kind = "buckets" if ":" in tail else {"f": "records", "u": "urls"}.get(tail[:1], "other")
+                if tail[:1] in "fu" and not tail[1:].isdigit():
+                    kind = "other"
+                kinds[kind] += size or 0
+        out.append(kinds)
+    return out
+
+
+def _decisions(path: Path) -> list[tuple]:
+    with path.open(encoding="utf-8") as f:
+        return [(r["url"], r["duplicate_of"], r["distance"]) for r in map(json.loads, f) if r]
+
+
+def public(repeat: int, tmp: Path) -> dict:
+    """The public stream through ``dedup`` with ``memory://``, one server and three shards (see the module)."""
+    import gzip
+    import shutil
+    import subprocess
+
+    from benchmarks.benchlib import ROOT
+    from benchmarks.benchlib.data import PUBLIC_PAGES
+
+    source = tmp / "public.jsonl"
+    with gzip.open(PUBLIC_PAGES, "rb") as src, source.open("wb") as dst:
+        shutil.copyfileobj(src, dst)
+    walls: dict[str, list[float]] = {"memory": [], "one server": [], "3 shards": []}
+    same: dict[str, bool] = {}
+    memory: dict[str, list[dict[str, int]]] = {}
+    with RedisServer(tmp / "one") as one, RedisCluster(tmp / "cluster") as cluster:
+        uris = {
+            "memory": ("memory://", []),
+            "one server": (f"{one.url}?prefix=pub", [one]),
+            "3 shards": (f"{cluster.url}?cluster=1&shards=3&prefix=pub", cluster.nodes),
+        }
+        for r in range(repeat):
+            for name, (uri, nodes) in uris.items():
+                for node in nodes:
+                    with node.client() as client:
+                        client.flushall()
+                out = tmp / f"{name.replace(' ', '_')}.jsonl"
+                cmd = [sys.executable, "-m", "simhash_filter", "dedup", str(source), "--workers", "1",
+                       "--no-progress", "--output", str(out), "--index", uri]  # fmt: skip
+                start = time.perf_counter()
+                subprocess.run(cmd, check=True, cwd=ROOT, stderr=subprocess.DEVNULL)
+                walls[name].append(time.perf_counter() - start)
+                if r == 0 and nodes:
+                    memory[name] = _memory_by_kind(nodes, "{pub*")
+                print(f"  {name}: {walls[name][-1]:.1f} s", file=sys.stderr, flush=True)
+            reference = _decisions(tmp / "memory.jsonl")
+            for name in ("one server", "3 shards"):
+                same[name] = same.get(name, True) and _decisions(tmp / f"{name.replace(' ', '_')}.jsonl") == reference
+    one_total = sum(sum(k.values()) for k in memory["one server"])
+    shard_totals = [sum(k.values()) for k in memory["3 shards"]]
+    wall = {name: statistics.median(w) for name, w in walls.items()}
+    return {
+        "pages": sum(1 for _ in source.open("rb")),
+        "wall_s": wall,
+        "wall_3_shards_over_one_server": round(wall["3 shards"] / wall["one server"], 3),
+        "decisions_equal_memory": same,
+        "memory_one_server": memory["one server"][0],
+        "memory_3_shards_by_node": memory["3 shards"],
+        "share_by_node": [round(m / sum(shard_totals), 3) for m in shard_totals],
+        "node_over_one_server": [round(m / one_total, 3) for m in shard_totals],
+        "all_nodes_over_one_server": round(sum(shard_totals) / one_total, 3),
+    }
+
+
 def main() -> int:
     parser = make_parser(__doc__)
+    parser.add_argument("--public", action="store_true", help="the public stream through dedup (see above)")
+    parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--size", type=int, default=200_000)
     parser.add_argument("--checks", type=int, default=2000)
     parser.add_argument("--expected-pages", type=int, default=0)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
+    if args.public:
+        with tempfile.TemporaryDirectory() as tmp:
+            result = public(args.repeat, Path(tmp))
+        print(json.dumps(result, indent=1))
+        if args.json:
+            write_json(args.json, result, indent=2)
+        return 0
     design = TableDesign.parse(tables_for(args.expected_pages or args.size))
     results = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -133,10 +133,10 @@ def python_env(pythonpath: Path | None = None) -> dict[str, str]:
     return env
 
 
-def dedup_cmd(source: Path, output: Path, index: str | None = None) -> list[str]:
-    """``simhash-filter dedup --workers 1`` of ``source`` into ``output`` (with ``--index``)."""
+def dedup_cmd(source: Path, output: Path, index: str | None = None, extra: list[str] | None = None) -> list[str]:
+    """``simhash-filter dedup --workers 1`` of ``source`` into ``output`` (with ``--index``, and *extra* options)."""
     cmd = [sys.executable, "-m", "simhash_filter", "dedup", str(source), "--workers", "1", "--no-progress",
-           "--output", str(output)]  # fmt: skip
+           "--output", str(output), *(extra or [])]  # fmt: skip
     return cmd + (["--index", index] if index else [])
 
 
@@ -229,8 +229,16 @@ def with_ratios(table: dict[str, Any]) -> dict[str, Any]:
 # --- 3: Redis -----------------------------------------------------------------------------------------------
 
 
-def redis_part(kinds: list[str], n: int, workdir: Path, timeout: float) -> dict[str, Any]:
-    """Each kind through ``dedup --index redis://`` against one real server; the server's time per call."""
+def redis_part(
+    kinds: list[str],
+    n: int,
+    workdir: Path,
+    timeout: float,
+    sources: dict[str, Path] | None = None,
+    extra: list[str] | None = None,
+) -> dict[str, Any]:
+    """Each kind through ``dedup --index redis://`` against one real server; the server's time per call.  A kind
+    of *sources* is read from its file (bench_crowd.py's crowd), the others made by floods.py."""
     from tests.redis_server import RedisServer, redis_server_binary
 
     if redis_server_binary() is None:
@@ -238,7 +246,7 @@ def redis_part(kinds: list[str], n: int, workdir: Path, timeout: float) -> dict[
     out: dict[str, Any] = {}
     with RedisServer(workdir / "redis") as server:
         for kind in kinds:
-            source = flood_file(workdir, kind, n)
+            source = (sources or {}).get(kind) or flood_file(workdir, kind, n)
             with server.client() as client:
                 client.flushall()
                 client.config_set("slowlog-max-len", SLOWLOG_PER_PAGE * n + 10_000)
@@ -247,7 +255,7 @@ def redis_part(kinds: list[str], n: int, workdir: Path, timeout: float) -> dict[
                 client.config_resetstat()
             output = workdir / f"{kind}.redis.out.jsonl"
             uri = f"redis://127.0.0.1:{server.port}/0?prefix=flood-{kind}"
-            run = run_child(dedup_cmd(source, output, uri), env=python_env(), timeout=timeout, output=output)
+            run = run_child(dedup_cmd(source, output, uri, extra), env=python_env(), timeout=timeout, output=output)
             with server.client() as client:
                 client.config_set("slowlog-log-slower-than", 10_000)
                 entries = client.slowlog_get(SLOWLOG_PER_PAGE * n + 10_000)

@@ -1,14 +1,15 @@
 """The Spark job's block stage over Arrow batches: the candidate pairs of every block, the bounded pass of
 :func:`~simhash_filter.index.bound.block_pass` made in numpy where nothing in the block is bounded.
 
-The rows come sorted by block (table, lead), then page number, in Arrow record batches (``mapInArrow``); a block
-may run on into the next batch, and is held until it ends.  In a block where every page has at most ``per_table``
-earlier pages within k, fewer than ``duplicates`` of which verify, and none with its URL and fingerprint, the
-block takes every page, and a page's candidates are all the earlier pages within k: every pair of every such block
-of a batch is compared at once (XOR and popcount of the fingerprints, then of the sketches of the pairs within k),
-whatever the number of blocks (one table's blocks hold a few pages each at the size its design is built for).  Any other
-block (a flood's, a crowded template's, a page seen twice) goes through :func:`block_pass` page by page, as
-before: the pairs are the same either way (``tests/test_spark.py`` checks both against the reference).
+The rows come sorted by block (table, lead), then page number, in Arrow record batches (``mapInArrow``); a block may
+run on into the next batch, and is held until it ends. In a block of at most ``block_pages`` pages where every page
+has at most ``per_table`` earlier pages within k, fewer than ``duplicates`` of which verify, and none with its URL
+and fingerprint, the block takes every page, and a page's candidates are all the earlier pages within k: every pair
+of every such block of a batch is compared at once (XOR and popcount of the fingerprints, then of the sketches of
+the pairs within k), whatever the number of blocks (one table's blocks hold a few pages each at the size its design
+is built for). Any other block (a flood's, a crowded template's, a page seen twice) goes through :func:`block_pass`
+page by page, as before: the pairs are the same either way (``tests/test_spark.py`` checks both against the
+reference).
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ def _pairs_of(batch: pa.RecordBatch, k: int, bound: CheckBound, bits: int) -> pa
     i, j, d = i[near], j[near], d[near]
     differ = np.bitwise_count(sketch[i] ^ sketch[j]).sum(axis=1, dtype=np.int64)
     block = np.searchsorted(starts, j, side="right") - 1  # each pair's block
-    bad = np.zeros(len(starts), dtype=bool)
+    bad = sizes > bound.block_pages  # a block that reaches block_pages takes no more (rule 3)
     bad[block[np.bincount(j, minlength=n)[j] > bound.per_table]] = True
     bad[block[np.bincount(j[differ <= bits], minlength=n)[j] >= bound.duplicates]] = True
     for x in np.flatnonzero(d == 0).tolist():  # a page seen again: its URL and fingerprint held

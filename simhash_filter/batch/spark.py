@@ -6,8 +6,9 @@ depend on the order pages are *processed* in, only on the order they are *number
 table are the ``per_table`` nearest (then earliest) pages within k that its block of that table (the table's lead
 value of the page) took before it; a page is a near-duplicate of the most similar candidate whose sketch is at
 least ``min_similarity`` similar (ties: the nearer, then the earlier page); with none, it is kept.  A block takes a
-page unless ``duplicates`` of the page's candidates from that block verify or it holds an earlier page with the
-same URL and fingerprint: that depends on the block's own earlier pages alone, so every block is decided on its
+page unless ``duplicates`` of the page's candidates from that block verify, it holds ``block_pages`` pages already
+(from the expected pages, ``--expected-pages``: the same bound as ``dedup``'s index) or it holds an earlier page with
+the same URL and fingerprint: that depends on the block's own earlier pages alone, so every block is decided on its
 own.  Pages are numbered by input order: the input files sorted by path, then each file's lines or records in
 order.
 

@@ -30,7 +30,7 @@ from simhash_filter.index.backends import (
     with_uri_option,
 )
 from simhash_filter.index.nearduplicate import NearDuplicateIndex, verdict
-from simhash_filter.index.tables import SIZED_TABLES, TableDesign, capacity, page_limit, tables_for
+from simhash_filter.index.tables import SIZED_TABLES, TableDesign, block_limit, capacity, page_limit, tables_for
 from simhash_filter.model.sketch import similarity
 
 __all__ = ["add_index_parser"]
@@ -279,6 +279,7 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
             min_similarity=DEFAULTS.min_similarity,
             per_table=DEFAULTS.candidates_per_table,
             duplicates=DEFAULTS.block_duplicates,
+            block_pages=block_limit(design, args.expected_pages),
         )
         with index:
             if len(target):

@@ -14,16 +14,25 @@ rules bound it, in every engine (memory, on disk, the Redis script, Spark), with
    again, a call tried again).  A page no table takes is still decided; it only serves no later page as a
    candidate, for a block that holds that many of its near-duplicates can stand in for it.
 
-So a flood's blocks stop growing after a few pages, and a check reads at most ``per_table`` candidates per
-table, with their sketches.  Whether a table takes a page depends on that table's block alone, never on the
-other tables or on the page's decision: Spark decides each block on its own, in parallel, and gets one
-machine's decisions.
+3. **A block takes no more than** :attr:`CheckBound.block_pages` **pages** (C): a table whose block holds C
+   entries does not store the page (an entry counts while the block holds it: a page a table refused has none;
+   a deleted or expired page's entry counts until a compaction removes it).  C comes from the pages the index
+   is expected to hold (:func:`~simhash_filter.index.tables.block_limit`), so that the blocks of ordinary pages,
+   spread at random, never reach it; a crowd of look-alike pages that are candidates of each other and never
+   verify (a catalogue, a forum, one template's thousand pages) fills its blocks up to C and no further.
+
+So a flood's blocks stop growing after a few pages, a crowd's at C, and a check reads at most ``per_table``
+candidates per table, with their sketches, of blocks of at most C entries.  Whether a table takes a page depends
+on that table's block alone, never on the other tables or on the page's decision: Spark decides each block on its
+own, in parallel, and gets one machine's decisions.
 
 What the bound gives up: a page whose only near-duplicate is a page no table took (it stood in a full block),
 and that verifies against none of the pages the block kept, is kept where an unbounded index would have found
 it; and a block with more than ``per_table`` candidates within k of a page shows it only the nearest.  Both
 need ``duplicates`` verified near-duplicates of one page in one block first: ordinary inputs never get there
-(docs/speed.md measures it).
+(docs/speed.md measures it).  A full block (rule 3) gives up the pages it no longer takes as candidates of later
+pages through that table: a near-duplicate of such a page is found through its other tables, if one of them
+took it (docs/scaling.md measures it on a crowd).
 """
 
 from __future__ import annotations
@@ -36,6 +45,7 @@ from typing import TypeVar
 import numpy as np
 
 __all__ = [
+    "DEFAULT_BLOCK_PAGES",
     "DEFAULT_BOUND",
     "DEFAULT_DUPLICATES",
     "DEFAULT_PER_TABLE",
@@ -51,6 +61,9 @@ __all__ = [
 DEFAULT_PER_TABLE = 8
 #: A block takes no more pages that this many of its candidates verify.
 DEFAULT_DUPLICATES = 4
+#: The most pages a block takes, for an index of the default expected size (1,000,000 pages: five tables):
+#: :func:`~simhash_filter.index.tables.block_limit` of it.  A bound that names none (a backend called directly).
+DEFAULT_BLOCK_PAGES = 512
 
 
 @dataclass(frozen=True)
@@ -64,9 +77,11 @@ class CheckBound:
     duplicates: int = DEFAULT_DUPLICATES
     #: A candidate verifies when the two sketches are at least this similar.
     min_similarity: float = 0.75
+    #: A table does not store a page when its block holds this many entries already (rule 3).
+    block_pages: int = DEFAULT_BLOCK_PAGES
 
     def __post_init__(self) -> None:
-        for name in ("per_table", "duplicates"):
+        for name in ("per_table", "duplicates", "block_pages"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{_NAMES[name]} must be an int >= 1, got {value!r}")
@@ -84,7 +99,7 @@ class CheckBound:
 
 
 #: The names by which users set the two constants (``FilterConfig``, ``SIMHASH_*`` settings, ``dedup`` options).
-_NAMES = {"per_table": "candidates_per_table", "duplicates": "block_duplicates"}
+_NAMES = {"per_table": "candidates_per_table", "duplicates": "block_duplicates", "block_pages": "block_pages"}
 
 #: The bound of a backend call that names none.
 DEFAULT_BOUND = CheckBound()
@@ -121,6 +136,7 @@ def take(
     bound: CheckBound,
     verified: Callable[[int], bool],
     own: Callable[[int], bool],
+    full: int = 0,
 ) -> tuple[list[tuple[int, int]], int]:
     """Apply the bound to one check: ``(candidates, refused)``.
 
@@ -131,9 +147,9 @@ def take(
     table, each once, nearest first, then earliest; ``refused`` has bit *t* set when table *t* must not store
     the page."""
     chosen: set[tuple[int, int]] = set()
-    refused = 0
+    refused = full
     if not any(hits):  # the common case: no stored page near
-        return [], 0
+        return [], refused
     for t, table_hits in enumerate(hits):
         nearest = sorted(table_hits)[: bound.per_table]
         chosen.update(nearest)
@@ -156,13 +172,14 @@ def block_pass(
     """One block (one table, one lead value) decided on its own: for each of its *pages*, given in order,
     ``(page, candidates, taken)``; *candidates* are ``(distance, earlier page, differing sketch bits)`` of the
     ``per_table`` nearest pages the block took within *k* (nearest, then earliest, first), *taken* whether the
-    block takes the page: fewer than ``duplicates`` candidates differ in at most *differing_bits* bits
-    (:func:`most_differing_bits`) and the block holds no earlier page with its key and fingerprint."""
+    block takes the page: it holds fewer than ``block_pages`` pages, fewer than ``duplicates`` candidates differ
+    in at most *differing_bits* bits (:func:`most_differing_bits`) and it holds no earlier page with its key and
+    fingerprint."""
     taken: list[BlockPage] = []
     fps: list[int] = []
     array = np.empty(0, dtype=np.uint64)  # fps, once the block holds _NUMPY_SCAN_MIN pages
     held: set[tuple[int, str]] = set()
-    per_table, duplicates = bound.per_table, bound.duplicates
+    per_table, duplicates, limit = bound.per_table, bound.duplicates, bound.block_pages
     for page in pages:
         fingerprint, key, sketch = page[1], page[2], page[3]
         n = len(taken)
@@ -178,7 +195,7 @@ def block_pass(
             near.sort()
         candidates = [(d, taken[i], (sketch ^ taken[i][3]).bit_count()) for d, i in near]
         verified = sum(1 for c in candidates if c[2] <= differing_bits)
-        took = verified < duplicates and (fingerprint, key) not in held
+        took = n < limit and verified < duplicates and (fingerprint, key) not in held
         yield page, candidates, took
         if took:
             taken.append(page)

@@ -26,6 +26,7 @@ from simhash_filter.index.tables import (
     Match,
     TableDesign,
     as_fingerprint_array,
+    block_limit,
     check_fingerprint,
     page_limit,
     resolve_design,
@@ -108,7 +109,9 @@ class NearDuplicateIndex:
     near-duplicate of the most similar verified candidate (ties: the nearer, then the earlier).  A page is
     stored, near-duplicate or not, so that a later variant finds the page it is closest to; but the work of a
     check is bounded (:mod:`simhash_filter.index.bound`): at most *per_table* candidates per table, the
-    nearest, and a table whose block holds *duplicates* verified near-duplicates of a page does not store it.
+    nearest, and a table whose block holds *duplicates* verified near-duplicates of a page, or *block_pages* pages
+    (default: :func:`~simhash_filter.index.tables.block_limit` of the design and *expected_size*), does not store
+    it.
     """
 
     def __init__(
@@ -122,13 +125,13 @@ class NearDuplicateIndex:
         min_similarity: float = 0.0,
         per_table: int = DEFAULT_PER_TABLE,
         duplicates: int = DEFAULT_DUPLICATES,
+        block_pages: int | None = None,
     ) -> None:
         self._k = _check_k(k)
         if not 0.0 <= min_similarity <= 1.0:
             raise ValueError(f"min_similarity must be in [0, 1], got {min_similarity!r}")
         self._min_similarity = float(min_similarity)
         self._rule = Rule(self._k, self._min_similarity)
-        self._bound = CheckBound(per_table, duplicates, self._min_similarity)
         #: The most candidates one check of this index verified so far (``simhash/candidates/max``).
         self.candidates_max = 0
         candidates = bool((backend.metadata if isinstance(backend, Backend) else metadata or {}).get("sketch_bytes"))
@@ -147,6 +150,9 @@ class NearDuplicateIndex:
             self._backend = open_backend(backend, k=self._k, design=resolved, metadata=metadata)
         else:
             raise TypeError(f"backend must be a URI or a Backend, got {type(backend).__name__}")
+        if block_pages is None:  # the blocks' bound of the size the index is expected to hold
+            block_pages = block_limit(self._backend.design, expected_size)
+        self._bound = CheckBound(per_table, duplicates, self._min_similarity, block_pages)
         #: A two-stage index takes at most this many pages (:func:`~simhash_filter.index.tables.page_limit`); a
         #: remote store's script refuses them itself.
         self._limit = page_limit(self.design) if self.sketch_bytes and not self._backend.remote else 0
@@ -334,4 +340,4 @@ def open_index(
         raise
     return NearDuplicateIndex(config.max_distance, backend=store, metadata=metadata,
                               min_similarity=config.min_similarity, per_table=config.candidates_per_table,
-                              duplicates=config.block_duplicates)  # fmt: skip
+                              duplicates=config.block_duplicates, block_pages=config.bound.block_pages)  # fmt: skip

@@ -27,12 +27,15 @@ from typing import NamedTuple
 import numpy as np
 
 __all__ = [
+    "BLOCK_HEADROOM",
+    "BLOCK_PAGES_MIN",
     "BUCKET_LIMIT",
     "DESIGNS",
     "SIZED_TABLES",
     "F",
     "Match",
     "TableDesign",
+    "block_limit",
     "capacity",
     "choose_design",
     "hamming",
@@ -398,6 +401,26 @@ def page_limit(design: TableDesign) -> int:
     """The most pages a two-stage index of *design* takes: twice its :func:`capacity` (past it, a check would scan
     buckets twice as long as the design allows; the index refuses pages and says how to rebuild it)."""
     return 2 * capacity(design)
+
+
+#: A block takes at most this many times the pages its table's shortest-lead block holds on average, at random, when
+#: the index holds the pages it is expected to (:func:`block_limit`).
+BLOCK_HEADROOM = 2
+#: ... and never fewer than this many.
+BLOCK_PAGES_MIN = 64
+
+
+def block_limit(design: TableDesign, expected_pages: int) -> int:
+    """The most pages a block of *design* takes in an index expected to hold *expected_pages* (the bound's rule 3,
+    :mod:`simhash_filter.index.bound`): :data:`BLOCK_HEADROOM` times the mean size of a shortest-lead block at that
+    size (random fingerprints spread evenly over its 2^lead blocks), rounded up to a power of two, at least
+    :data:`BLOCK_PAGES_MIN`.  At the expected size a block of random pages holds the mean give or take its square
+    root, so ordinary blocks never reach it (at 1,000,000 pages and five tables: a mean of 244, a limit of 512); a
+    crowd of look-alike pages fills its blocks up to it, and a check reads at most that many entries a table."""
+    if isinstance(expected_pages, bool) or not isinstance(expected_pages, int) or expected_pages < 1:
+        raise ValueError(f"the expected number of pages must be an int >= 1, got {expected_pages!r}")
+    mean = expected_pages / 2 ** min(design.lead_bits)
+    return max(BLOCK_PAGES_MIN, 1 << math.ceil(math.log2(max(1.0, BLOCK_HEADROOM * mean))))
 
 
 def tables_for(expected_pages: int) -> str:

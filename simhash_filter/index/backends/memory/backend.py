@@ -28,7 +28,6 @@ the hits of each table are its block's (the same whole lead), the nearest ``per_
 candidates, and a table whose block holds ``duplicates`` verified near-duplicates of the page does not take it.
 """
 
-
 from __future__ import annotations
 
 import threading
@@ -402,11 +401,49 @@ class MemoryBackend(Backend):
             return sorted(hit for hit in hits if not self._hidden(hit[1]))
         return sorted(hits)
 
-    def _block_hits(self, fingerprint: int, k: int, per_table: int) -> list[list[tuple[int, int]]]:
+    def _full_blocks(self, parts: list[tuple[np.ndarray, np.ndarray, Any]], x: np.ndarray, limit: int) -> int:
+        """The tables whose block of the page holds *limit* entries or more (bit *t*: table *t*; the bound's rule
+        3), hidden rows counted: *parts* are the page's buckets, *x* their values then the buffer's XOR the page's
+        fingerprint.  A table whose buckets and buffer hold fewer entries in all is not counted (the usual case)."""
+        n_tables = len(self._lead_masks)
+        upper = np.zeros(n_tables, dtype=np.int64)
+        for values, _, t in parts:
+            if isinstance(t, int):
+                upper[t] += len(values)
+            else:
+                upper += np.bincount(t, minlength=n_tables)
+        buffer = self._n - self._sealed
+        if not (upper + buffer >= limit).any():
+            return 0
+        counts = np.zeros(n_tables, dtype=np.int64)
+        at = 0
+        for values, _, t in parts:
+            part = x[at : at + len(values)]
+            at += len(values)
+            if isinstance(t, int):
+                counts[t] += int(np.count_nonzero((part & self._lead_masks[t]) == 0))
+            else:
+                same = (part & self._lead_masks[t]) == 0
+                counts += np.bincount(np.asarray(t)[same], minlength=n_tables)
+        if buffer:
+            xb = x[at:]
+            refused = self._refused[self._sealed : self._n]
+            for t in np.flatnonzero(upper + buffer >= limit).tolist():
+                taken = ((refused >> refused.dtype.type(t)) & 1) == 0
+                counts[t] += int(np.count_nonzero(((xb & self._lead_masks[t]) == 0) & taken))
+        full = 0
+        for t in np.flatnonzero(counts >= limit).tolist():
+            full |= 1 << t
+        return full
+
+    def _block_hits(
+        self, fingerprint: int, k: int, per_table: int, limit: int = 0
+    ) -> tuple[list[list[tuple[int, int]]], int]:
         """For each table, ``(distance, row)`` of the *per_table* nearest rows (then the earliest) it holds in the
         page's block (the same lead) within *k*, and of every such row at distance 0 (hidden rows left out): the
         blocks and the buffer verified in one numpy pass, the nearest chosen in numpy too, so that a block crowded
-        with pages near this one (that do not verify: it takes them all) costs a numpy pass, not a Python loop."""
+        with pages near this one (that do not verify) costs a numpy pass, not a Python loop; and the tables whose
+        block holds *limit* entries (:meth:`_full_blocks`; 0: not asked)."""
         masks = self._design.lead_masks
         parts = self._buckets(fingerprint, blocks=True)
         sealed, n = self._sealed, self._n
@@ -415,22 +452,21 @@ class MemoryBackend(Backend):
             values.append(self._fps[sealed:n])
         hits: list[list[tuple[int, int]]] = [[] for _ in masks]
         if not values:
-            return hits
+            return hits, 0
         x = _xor(values, fingerprint)
+        full = self._full_blocks(parts, x, limit) if limit else 0
         dist = np.bitwise_count(x)
         sel = np.flatnonzero(dist <= k)
         if not len(sel):
-            return hits
+            return hits, full
         lengths = [len(v) for v, _, _ in parts]
         total = sum(lengths)
         if len(sel) <= _PY_HITS_MAX:  # the usual case: a few hits, sorted into their tables in Python
-            return self._few_hits(parts, lengths, total, sel, dist, x, hits)
+            return self._few_hits(parts, lengths, total, sel, dist, x, hits), full
         in_runs = sel[sel < total]
         tables, rows, dists = [], [], []
         if len(in_runs):
-            table = np.concatenate(
-                [np.full(len(r), t) if isinstance(t, int) else t for _, r, t in parts]
-            )[in_runs]
+            table = np.concatenate([np.full(len(r), t) if isinstance(t, int) else t for _, r, t in parts])[in_runs]
             same = (x[in_runs] & self._lead_masks[table]) == 0  # in the page's block (a bucket may be wider)
             tables.append(table[same])
             rows.append(np.concatenate([r for _, r, _ in parts])[in_runs[same]].astype(np.int64))
@@ -456,7 +492,7 @@ class MemoryBackend(Backend):
             table, row, d = table[keep], row[keep], d[keep]
         for t, r, dd in zip(table.tolist(), row.tolist(), d.tolist(), strict=True):
             hits[t].append((dd, r))
-        return hits
+        return hits, full
 
     def _few_hits(
         self,
@@ -513,7 +549,9 @@ class MemoryBackend(Backend):
         def own(row: int) -> bool:
             return key is not None and int(fps[row]) == fingerprint and self._key(row) == key
 
-        chosen, refused = take(self._block_hits(fingerprint, k, bound.per_table), bound, verified, own)
+        limit = bound.block_pages if key is not None else 0  # a query refuses nothing
+        hits, full = self._block_hits(fingerprint, k, bound.per_table, limit)
+        chosen, refused = take(hits, bound, verified, own, full)
         found = [Candidate(self._key(r), d, int(fps[r]), sketch_of(r)) for d, r in chosen]
         return found, refused
 

@@ -426,6 +426,7 @@ class RedisBackend(Backend):
         calls = self._calls(fingerprints, keys, sketches, tables) if len(fingerprints) else [([self._meta_key], [])]
         masks = self._masks if op in ("d", "p") else b""
         n_tables = self._design.n_tables
+        chosen = range(n_tables) if tables is None else tables
         if tables is not None:
             masks, n_tables = b"".join(self._masks[8 * t : 8 * t + 8] for t in tables), len(tables)
         header: list[Any] = [op, str(k), self._tag, str(n_tables), "0", str(self._max_age)]
@@ -436,6 +437,8 @@ class RedisBackend(Backend):
             differ = bound.differing_bits(self._sketch_bytes)
             header += [str(bound.per_table), str(bound.duplicates), str(differ)]
         header += [str(self._limit), "0" if tables is None else "2" if count else "1"]
+        wide = "".join("1" if self._shifts[t] else "0" for t in chosen)  # buckets of several blocks
+        header += [str(bound.block_pages if bound is not None and op == "d" else 0), wide]
         where = self._retries.where
         try:
             return run_with_retries(
@@ -522,6 +525,15 @@ class RedisBackend(Backend):
         """Store one page in some of the design's *tables* only (a shard's :meth:`add`), counted in the meta hash's
         ``pages`` with *count* (once, however often the call is tried again)."""
         self._call("a", 0, [fingerprint], [key], self._checked_sketches([sketch], 1), None, tables, count)
+
+    def count_page(self) -> None:
+        """Count one page in the meta hash's ``pages`` (a sharded index's page stored by shards that did not count it
+        in their own step: :mod:`.sharded`), once however often the call is tried again (a token kept an hour)."""
+        self._check_open()
+        token = f"{self._tag}counted:{uuid.uuid4().hex}"
+        self._retries.call(
+            self._client.eval, NOTES_SCRIPT, 2, self._meta_key, token, str(NOTES_TOKEN_SECONDS), "pages", "1"
+        )
 
     def counted_pages(self) -> int:
         """The pages this shard counted (``pages`` of its meta hash: :mod:`.sharded`)."""

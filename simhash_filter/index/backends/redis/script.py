@@ -34,7 +34,9 @@ SCRIPT = (
 -- candidates per table, the verified ones that make a table refuse the page, the most bits in which two
 -- sketches may differ and verify; the most pages the index takes; for a shard of a sharded index, "1" if a "d"
 -- reply ends with 1 when the page is stored here (else 0), "2" the same and the page counted in the meta hash's
--- "pages" when this call stores it (the shard that counts it), else "0"; then per item the fingerprint (8 bytes,
+-- "pages" when this call stores it (the shard that counts it), else "0"; the most entries a block takes ("d";
+-- else "0": rule 3 of the bound); per table, "1" if its bucket names only part of its lead (holds several blocks),
+-- else "0"; then per item the fingerprint (8 bytes,
 -- big-endian), for "c", "a" and "d" its key, and for "d" (and "a" in an index that keeps sketches) its sketch.
 -- Ops: "c" check-and-add, "a" add, "q" query, "d" add-and-candidates, "p" candidates, "n" count.
 local op, k, P, T = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
@@ -42,7 +44,8 @@ local retry, max_age = ARGV[5] == "1", tonumber(ARGV[6])
 local R, MASKS = tonumber(ARGV[7]), ARGV[8]
 local PER_TABLE, DUPLICATES, DIFFER = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])
 local LIMIT, TELL_STORED, COUNT = tonumber(ARGV[12]), ARGV[13] ~= "0", ARGV[13] == "2"
-local H = 13 -- header arguments: items start at ARGV[H + 1]
+local BLOCK, WIDE = tonumber(ARGV[14]), ARGV[15]
+local H = 15 -- header arguments: items start at ARGV[H + 1]
 local S = R - @RECORD@ -- sketch bytes (0: the index keeps none)
 -- Bytes of a bucket entry: the id (4) and the fingerprint's 32-bit fold (4), then, in an index that keeps
 -- sketches, the fingerprint's low half (4).
@@ -209,10 +212,14 @@ local function stored_key(id)
 end
 
 -- The bounded two-stage check (simhash_filter/index/bound.py).  For each table t, the entries of the page's
--- block (its whole lead of table t: a bucket names only the top bucket_bits of it) within kq, in id order, as
--- {distance, id, fingerprint}; hidden ones (max_age) left out.  buckets[t] receives the content of bucket t.
--- Few entries (a flood's blocks, which stop growing) are verified at once, without the fold filter's tables.
-local function blocks(q, base, kq, buckets)
+-- block (its whole lead of table t: a bucket names only the top bucket_bits of it) within kq, hidden ones (max_age)
+-- left out, as {distance, id, fingerprint}: with `all`, every one, in id order; else only the PER_TABLE nearest
+-- (then earliest), nearest first, so that a block crowded with pages near the page costs a comparison per entry
+-- and no table or string.  Also per table: its hits at distance 0 (every one), and whether its block holds BLOCK
+-- entries (rule 3; a bucket that names the whole lead holds one block: its length says).  buckets[t] receives the
+-- content of bucket t.  Few entries (a flood's blocks, which stop growing) are verified at once, without the fold
+-- filter's tables.
+local function blocks(q, base, kq, buckets, all)
   local q1, q2, q3, q4, q5, q6, q7, q8 = byte(q, 1, 8)
   local entries = 0
   for t = 1, T do
@@ -220,42 +227,63 @@ local function blocks(q, base, kq, buckets)
     buckets[t] = s
     if s then entries = entries + #s / E end
   end
-  local all, d1, d2, d3, d4 = entries <= @FEW@, nil, nil, nil, nil
-  if not all then
+  local every, d1, d2, d3, d4 = entries <= @FEW@, nil, nil, nil, nil
+  if not every then
     d1, d2 = distances(bxor(q1, q5)), distances(bxor(q2, q6))
     d3, d4 = distances(bxor(q3, q7)), distances(bxor(q4, q8))
   end
-  local out = {}
+  local out, zeros, fulls = {}, {}, {}
   for t = 1, T do
     local s = buckets[t]
-    local list = {}
+    local list, zero, n, size = {}, {}, 0, 0
     if s then
       local m1, m2, m3, m4, m5, m6, m7, m8 = unpack(leads[t])
+      size = #s / E
+      local count = BLOCK > 0 and size >= BLOCK and byte(WIDE, t) == 49 -- "1": the bucket holds several blocks
+      if count then size = 0 end
       for i = 1, #s, E do
         local e1, e2, e3, e4 = byte(s, i + 4, i + 7)
-        if all or d1[e1] + d2[e2] + d3[e3] + d4[e4] <= kq then
+        local pass = every or d1[e1] + d2[e2] + d3[e3] + d4[e4] <= kq
+        if pass or count then
           local c5, c6, c7, c8 = byte(s, i + 8, i + 11) -- the low half; the high half is the fold XOR it
           local c1, c2, c3, c4 = bxor(e1, c5), bxor(e2, c6), bxor(e3, c7), bxor(e4, c8)
           local x1, x2, x3, x4 = bxor(c1, q1), bxor(c2, q2), bxor(c3, q3), bxor(c4, q4)
           local x5, x6, x7, x8 = bxor(c5, q5), bxor(c6, q6), bxor(c7, q7), bxor(c8, q8)
           if band(x1, m1) == 0 and band(x2, m2) == 0 and band(x3, m3) == 0 and band(x4, m4) == 0
             and band(x5, m5) == 0 and band(x6, m6) == 0 and band(x7, m7) == 0 and band(x8, m8) == 0 then
-            local dist = byte(POP, x1 + 1) + byte(POP, x2 + 1) + byte(POP, x3 + 1) + byte(POP, x4 + 1)
-              + byte(POP, x5 + 1) + byte(POP, x6 + 1) + byte(POP, x7 + 1) + byte(POP, x8 + 1)
-            if dist <= kq then
+            if count then size = size + 1 end
+            local dist = kq + 1
+            if pass then
+              dist = byte(POP, x1 + 1) + byte(POP, x2 + 1) + byte(POP, x3 + 1) + byte(POP, x4 + 1)
+                + byte(POP, x5 + 1) + byte(POP, x6 + 1) + byte(POP, x7 + 1) + byte(POP, x8 + 1)
+            end
+            if dist <= kq and (all or dist == 0 or n < PER_TABLE or dist < list[n][1]) then
               local a, b, c, d = byte(s, i, i + 3)
               local id = ((a * 256 + b) * 256 + c) * 256 + d
               if oldest == 0 or u32(fetch(id), 13) >= oldest then
-                list[#list + 1] = {dist, id, char(c1, c2, c3, c4, c5, c6, c7, c8)}
+                local h = {dist, id, char(c1, c2, c3, c4, c5, c6, c7, c8)}
+                if dist == 0 then zero[#zero + 1] = h end
+                if all then
+                  list[#list + 1] = h
+                elseif n < PER_TABLE or dist < list[n][1] then -- ids come in order: a tie stays behind
+                  local at = n + 1
+                  if n == PER_TABLE then at = n end
+                  while at > 1 and list[at - 1][1] > dist do
+                    list[at] = list[at - 1]
+                    at = at - 1
+                  end
+                  list[at] = h
+                  if n < PER_TABLE then n = n + 1 end
+                end
               end
             end
           end
         end
       end
     end
-    out[t] = list
+    out[t], zeros[t], fulls[t] = list, zero, BLOCK > 0 and size >= BLOCK
   end
-  return out
+  return out, zeros, fulls
 end
 
 -- The PER_TABLE nearest of a block's hits (distance, then id) whose id is below `below`, nearest first.
@@ -306,10 +334,10 @@ local function verifies(id, sketch, page)
   return v
 end
 
--- Whether a table's block hits hold this very page: `key` with the page's fingerprint (at distance 0).
+-- Whether a table's block hits at distance 0 hold this very page: `key` with the page's fingerprint.
 local function holds(list, key)
   for _, h in ipairs(list) do
-    if h[1] == 0 and stored_key(h[2]) == key then return true end
+    if stored_key(h[2]) == key then return true end
   end
   return false
 end
@@ -335,12 +363,13 @@ end
 -- (its first attempt ran: distance 0, the same key) answers as that attempt did (the pages stored before it)
 -- and stores nothing.
 local function bounded(q, key, sketch, base, buckets)
-  local hits = blocks(q, base, k, buckets)
+  local all = retry and key ~= nil -- a retry takes the nearest of the pages stored before its first attempt
+  local hits, zeros, fulls = blocks(q, base, k, buckets, all)
   local below = math.huge
-  if retry and key ~= nil then
+  if all then
     for t = 1, T do
-      for _, h in ipairs(hits[t]) do
-        if h[1] == 0 and (below == math.huge or h[2] > below) and stored_key(h[2]) == key then below = h[2] end
+      for _, h in ipairs(zeros[t]) do
+        if (below == math.huge or h[2] > below) and stored_key(h[2]) == key then below = h[2] end
       end
     end
   end
@@ -357,7 +386,8 @@ local function bounded(q, key, sketch, base, buckets)
         chosen[#chosen + 1] = h
       end
     end
-    if key ~= nil and below == math.huge and not holds(hits[t], key) and not full(nearest, sketch, page) then
+    if key ~= nil and below == math.huge and not fulls[t] and not holds(zeros[t], key)
+      and not full(nearest, sketch, page) then
       takes = takes or {}
       takes[t] = true
     end

@@ -18,14 +18,17 @@ near-duplicate of those).  So two near-duplicates are never both kept.  What sha
 race through two shared blocks on two shards, in opposite orders, each see the other, and neither is kept (one
 is, on one server); ``tests/test_backend_sharded.py`` races four processes and counts it.
 
-**What it costs.** A check makes one round trip per shard it touches (at most the number of tables), one after
-the other; a page stored in *m* shards has *m* records: with five tables over three shards, 2.6 on average.
+**What it costs.** A check calls the shards it touches (at most the number of tables) at the same time, one
+thread each: about one round trip whatever their number; a page stored in *m* shards has *m* records: with five
+tables over three shards, 2.6 on average.
 
-**The page count** (``len``) is kept by the shards' scripts: of the shards that store a page, the first one in shard
-order counts it (``pages`` in its meta hash), in the same atomic step that stores it, so that a call tried again
+**The page count** (``len``) is kept by the shards' scripts: the first of the shards a page touches, in shard
+order, counts it (``pages`` in its meta hash) when it stores it, in the same atomic step, so that a call tried again
 after a timeout whose first attempt ran counts nothing twice (the script finds the page stored, stores and counts
-nothing, and tells the page is stored: the shards after it do not count it either).  ``len`` adds the shards'
-counts (and ``{PREFIX}:pages``, where earlier versions counted).
+nothing).  When that shard's tables all refused the page and another shard stored it (a full block there, rule 2
+or 3 of the bound), the first shard that stored it counts it after the calls, with a token that makes the count
+happen once however often it is tried again.  ``len`` adds the shards' counts (and ``{PREFIX}:pages``, where
+earlier versions counted).
 
 **Every call is tried again** after a connection error or a timeout, as a shard's own calls are (the index's
 ``retries`` and ``retry_backoff``: :class:`~.connection.Retries`): a paused node delays a check, it does not fail
@@ -38,6 +41,7 @@ import dataclasses
 import json
 import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -110,13 +114,13 @@ class ShardedRedisBackend(Backend):
         self._retries = dataclasses.replace(first.retries, where=f"sharded Redis index {prefix!r} at {location}")
         #: The clients the shards use (closed with the index).
         self._clients: list[Any] = []
+        #: One thread per shard: a check's shard calls run at the same time.
+        self._pool = ThreadPoolExecutor(max_workers=len(self._shards), thread_name_prefix="simhash-shard")
         bits = first.bucket_bits
         self._shifts = [lead - min(bits, lead) for lead in design.lead_bits]
 
     @classmethod
-    def from_uri(
-        cls, uri: str, *, k: int, design: TableDesign, metadata: Mapping[str, Any] | None = None
-    ) -> Backend:
+    def from_uri(cls, uri: str, *, k: int, design: TableDesign, metadata: Mapping[str, Any] | None = None) -> Backend:
         """Every ``redis://`` (``rediss://``) URI: a sharded index when it names ``shards`` (in a cluster: one index
         over that many hash tags, on different masters) or ``servers`` (more ``host:port`` servers, comma-separated:
         one index over them and the URI's), else one :class:`RedisBackend` (its options:
@@ -153,21 +157,50 @@ class ShardedRedisBackend(Backend):
     def add_and_candidates(
         self, fingerprint: int, key: str, sketch: bytes, k: int, bound: CheckBound = DEFAULT_BOUND
     ) -> list[Candidate]:
-        """The candidates of every shard that owns one of the page's buckets, then the page stored in the tables
-        that take it, shard by shard (each shard's step atomic)."""
-        found: list[Candidate] = []
-        stored = False
-        for shard, tables in self._groups(fingerprint):
-            candidates, took = shard.add_and_candidates_in(tables, fingerprint, key, sketch, k, bound, count=not stored)
-            found += candidates
-            stored |= took
-        return self._merged(found)
+        """The candidates of every shard that owns one of the page's buckets, then the page stored in the tables that
+        take it, the shards called at the same time (each shard's step atomic); the first shard counts the page, or,
+        when its tables all refused it, the first that stored it (see the module)."""
+        groups = self._groups(fingerprint)
+        replies = self._together(
+            [
+                (shard.add_and_candidates_in, (tables, fingerprint, key, sketch, k, bound), {"count": i == 0})
+                for i, (shard, tables) in enumerate(groups)
+            ]
+        )
+        stored = [took for _, took in replies]
+        if any(stored) and not stored[0]:
+            groups[stored.index(True)][0].count_page()
+        return self._merged(c for candidates, _ in replies for c in candidates)
 
     def candidates(self, fingerprint: int, k: int, bound: CheckBound = DEFAULT_BOUND) -> list[Candidate]:
-        found: list[Candidate] = []
-        for shard, tables in self._groups(fingerprint):
-            found += shard.candidates_in(tables, fingerprint, k, bound)
-        return self._merged(found)
+        groups = self._groups(fingerprint)
+        replies = self._together(
+            [(shard.candidates_in, (tables, fingerprint, k, bound), {}) for shard, tables in groups]
+        )
+        return self._merged(c for candidates in replies for c in candidates)
+
+    def _together(self, calls: list[tuple[Any, tuple[Any, ...], dict[str, Any]]]) -> list[Any]:
+        """Run the calls at the same time (the first in this thread), their results in order; the first error is
+        raised once every call has ended."""
+        if len(calls) == 1:
+            function, args, kwargs = calls[0]
+            return [function(*args, **kwargs)]
+        futures: list[Future[Any]] = [self._pool.submit(f, *a, **kw) for f, a, kw in calls[1:]]
+        results: list[Any] = []
+        error: BaseException | None = None
+        try:
+            function, args, kwargs = calls[0]
+            results.append(function(*args, **kwargs))
+        except BaseException as exc:  # the others still run to their end
+            error = exc
+        for future in futures:
+            try:
+                results.append(future.result())
+            except BaseException as exc:
+                error = error or exc
+        if error is not None:
+            raise error
+        return results
 
     def add_many(self, fingerprints: np.ndarray, keys: Sequence[str], sketches: Sequence[bytes] | None = None) -> None:
         """Store every page in all its tables (no check), one at a time; the first of its shards counts it."""
@@ -227,6 +260,7 @@ class ShardedRedisBackend(Backend):
         return deleted
 
     def close(self) -> None:
+        self._pool.shutdown(wait=True)
         for shard in self._shards:
             shard.close()
         for client in self._clients:
