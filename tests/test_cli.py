@@ -113,16 +113,15 @@ def test_fingerprint_failures_are_reported_and_the_rest_printed(page_files, tmp_
     assert f"{missing}: cannot read" in err
 
 
-def test_a_page_nested_past_the_parsers_cap_is_said_to_be_unread(pages, tmp_path, capsys):
-    """An article under 300 nested elements: its text is past libxml2's depth cap, and the line says so rather
-    than 'too few features' alone."""
-    deep = tmp_path / "deep.html"
+def test_a_page_nested_deep_is_fingerprinted(pages, tmp_path, capsys):
+    """An article under 300 nested elements (past libxml2's depth cap, the parser before model v6) is read and
+    fingerprinted as the same article without them."""
+    deep, flat = tmp_path / "deep.html", tmp_path / "flat.html"
     deep.write_text("<html><body>" + "<div>" * 300 + pages["en_article"] + "</div>" * 300, encoding="utf-8")
-    assert main(["fingerprint", str(deep)]) == 1
-    assert capsys.readouterr().err == (
-        f"simhash-filter: {deep}: cannot fingerprint: too_few_features_too_deep (text nested deeper than 254 "
-        "levels is not read)\n"
-    )
+    flat.write_text("<html><body>" + pages["en_article"], encoding="utf-8")
+    assert main(["fingerprint", str(deep), str(flat)]) == 0
+    out, err = capsys.readouterr()
+    assert err == "" and len(out.splitlines()) == 2
 
 
 # --- compare -------------------------------------------------------------------------------------

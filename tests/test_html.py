@@ -243,35 +243,36 @@ def test_parser_never_fetches_urls(http_server: tuple[str, list[str]]) -> None:
     [("<div>", "</div>"), ("<div><span>", "</span></div>"), ("<table><tr><td>", "</td></tr></table>"), ("<b>", "")],
 )
 def test_deep_nesting_does_not_recurse(open_tag: str, close_tag: str) -> None:
-    """100,000 levels of nesting parse, extract and fingerprint without RecursionError."""
-    html = "<html><body>" + open_tag * 100_000 + "deep text" + close_tag * 100_000 + "</body></html>"
+    """100,000 levels of nesting parse (lxml), extract and fingerprint without RecursionError; the fingerprint reads
+    the text under them."""
+    words = " ".join(f"deep{i} text" for i in range(20))
+    html = "<html><body>" + open_tag * 100_000 + words + close_tag * 100_000 + "</body></html>"
     parsed = parse(html)
     assert parsed.root is not None
     page = extract(parsed.root, dom_decay=0.45, boilerplate_weight=0.05, max_elements=200_000)
     assert page.elements <= 200_000
-    fp = Fingerprinter().fingerprint(html)
-    assert fp.status in (Status.OK, Status.TOO_FEW_FEATURES, Status.TOO_DEEP)
+    fp, feats, _ = Fingerprinter().inspect(html)
+    assert fp.status is Status.OK and feats is not None and "deep19" in feats.text
 
 
 ARTICLE = " ".join(f"The harbour ferry number {i} leaves the quay at dawn with the orchard crates." for i in range(30))
 
 
 @pytest.mark.parametrize("core", ["compiled if built", "reference"])
-def test_text_nested_past_the_parsers_cap_is_said_to_be_unread(core: str) -> None:
-    """libxml2 drops what is nested deeper than its 256 levels (html and body are two): an article under 254
-    nested elements has too few features because it was not read, and the status says so; under 253 it is read
-    and fingerprinted, and an image-only page keeps ``too_few_features``."""
+def test_text_nested_deep_is_read(core: str) -> None:
+    """An article under 253, 254, 2,000 or 20,000 nested elements is read and fingerprinted (libxml2, the parser
+    before model v6, dropped what was below its 256 levels; the nesting guard keeps the text of the deep part),
+    with the text after the deep part; an image-only deep page keeps ``too_few_features``."""
     fingerprinter = Fingerprinter()
     if core == "reference":
         fingerprinter._words = None  # the pure-Python path: analyze() and _decide()
-    for depth, status in ((253, Status.OK), (254, Status.TOO_DEEP), (2_000, Status.TOO_DEEP)):
-        html = "<html><body>" + "<div>" * depth + f"<p>{ARTICLE}</p>" + "</div>" * depth + "</body></html>"
+    for depth in (253, 254, 2_000, 20_000):
+        html = "<html><body>" + "<div>" * depth + f"<p>{ARTICLE}</p>" + "</div>" * depth + "<p>after words</p>"
         for given in (html, html.encode("utf-8")):
-            assert fingerprinter.fingerprint(given).status is status, depth
-        assert fingerprinter.analyze(html)[0].status is status and fingerprinter.inspect(html)[0].status is status
-    deep = Fingerprinter().fingerprint("<html><body>" + "<div>" * 300 + f"<p>{ARTICLE}</p>")
-    assert deep.status.explained == "too_few_features_too_deep (text nested deeper than 254 levels is not read)"
-    assert Fingerprinter().fingerprint("<html><body>" + "<div>" * 20 + "<img src=a.png>").status is (
+            assert fingerprinter.fingerprint(given).status is Status.OK, depth
+        fp, feats, _ = fingerprinter.inspect(html)
+        assert fp.status is Status.OK and feats is not None and {"orchard", "after"} <= feats.text.keys()
+    assert Fingerprinter().fingerprint("<html><body>" + "<div>" * 2_000 + "<img src=a.png>").status is (
         Status.TOO_FEW_FEATURES
     )
 

@@ -2,7 +2,7 @@
 
 ``build OUT`` records, for thousands of pages under the default and six other configurations, each
 page's fingerprint (value, status, feature count, truncation, encoding) and a digest of its exact
-features and of ``extract``'s output; ``check OUT`` recomputes them with the current code and lists
+features and of ``extract_page``'s output; ``check OUT`` recomputes them with the current code and lists
 what differs (exit status 1 if anything does).  A refactoring for speed must pass ``check``; a change
 of the model fails it by design (then bump ``MODEL_VERSION`` and build anew).
 
@@ -30,9 +30,9 @@ from typing import Any
 from benchmarks.benchlib.data import PUBLIC_PAGES, enlarge, open_file, pages_by_language, spread_sample
 from benchmarks.benchlib.report import make_parser
 from simhash_filter.config import FingerprintConfig
-from simhash_filter.model.extract import extract
+from simhash_filter.model.extract import extract_page
 from simhash_filter.model.fingerprint import Fingerprinter
-from simhash_filter.model.html import NotHtml, parse
+from simhash_filter.model.html import NotHtml, page_bytes
 
 CONFIGS = {
     "default": FingerprintConfig(),
@@ -160,16 +160,13 @@ def record(limit: int | None = None) -> dict[str, Any]:
 
 def _extract_digest(html: bytes | str, config: FingerprintConfig) -> str | None:
     try:
-        parsed = parse(html, None, config.max_bytes)
+        data = page_bytes(html, None, config.max_bytes)[0]
     except NotHtml:
         return None
-    if parsed.root is None:
+    if not data:
         return None
-    text = extract(
-        parsed.root,
-        dom_decay=config.dom_decay,
-        boilerplate_weight=config.boilerplate_weight,
-        max_elements=config.max_elements,
+    text = extract_page(
+        data, dom_decay=config.dom_decay, boilerplate_weight=config.boilerplate_weight, max_elements=config.max_elements
     )
     return _digest((text.texts, sorted(text.structure.items()), text.elements, text.truncated))
 

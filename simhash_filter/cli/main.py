@@ -114,7 +114,7 @@ def cmd_fingerprint(args: argparse.Namespace) -> int:
             continue
         fp = fingerprinter.fingerprint(data)
         if fp.hex is None:
-            _warn(f"{path}: cannot fingerprint: {fp.status.explained}")
+            _warn(f"{path}: cannot fingerprint: {fp.status}")
             status = EXIT_FAILED
         if args.json:
             record: dict[str, Any] = {"file": path, "fingerprint": fp.hex}
@@ -283,7 +283,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         fps = [_compared_fingerprint(arg, data, fingerprinter) for arg, data in zip(names, pages, strict=True)]
     failed = [(arg, fp) for arg, fp in zip(names, fps, strict=True) if fp.value is None]
     for arg, fp in failed:
-        _warn(f"{arg}: cannot fingerprint: {fp.status.explained}")
+        _warn(f"{arg}: cannot fingerprint: {fp.status}")
     if failed:
         return EXIT_TROUBLE
     decision = _decide(fps[0], fps[1], config)
@@ -576,7 +576,7 @@ def _page_model(
         except OSError as exc:
             return None, None, _unreadable(path, exc)
         if fp.value is None:
-            return None, None, f"cannot fingerprint: {fp.status.explained}"
+            return None, None, f"cannot fingerprint: {fp.status}"
         return fp.value, fp.sketch, None
 
     return fingerprint_page, filter_config(args).index_metadata()

@@ -1,6 +1,7 @@
 # cython: language_level=3, embedsignature=True
-"""The compiled core, one extension whose parts by stage are Cython includes (``_core_*.pxi``): the tree walk over
-libxml2's nodes of a page that lxml parsed, the split, the vote, the text features and the sketch.
+"""The compiled core, one extension whose parts by stage are Cython includes (``_core_*.pxi``): the nesting guard,
+the model's parser (Lexbor, compiled in) and the walk over its tree, the tree walk over libxml2's nodes of a page that
+lxml parsed, the split, the vote, the text features and the sketch.
 
 Each gives bit for bit what its pure-Python reference gives.  The walk gives exactly what :func:`simhash_filter.model.extract._extract_walk` collects with ``etree.iterwalk``
 (the reference): the elements in document order with their tags, parents, depths and subtree ends, their
@@ -20,9 +21,9 @@ from cpython.unicode cimport (
     PyUnicode_DecodeUTF8,
 )
 from libc.math cimport log, pow, rint, sqrt
-from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t, uintptr_t
 from libc.stdlib cimport qsort
-from libc.string cimport memcmp, memcpy, strcmp, strlen
+from libc.string cimport memchr, memcmp, memcpy, memset, strcmp, strlen
 
 from lxml.includes cimport tree
 from lxml.includes.etreepublic cimport _Element, namespacedName, tailOf, textOf
@@ -38,7 +39,9 @@ if sys.byteorder != "little":  # the hashes read input words as little-endian in
 cetree.import_lxml__etree()
 
 # One extension, its parts by stage (each a Cython include, compiled into this module):
-include "_core_walk.pxi"          # the tree walk over libxml2's nodes
+include "_core_walk.pxi"          # the tree walk over libxml2's nodes (lxml trees)
+include "_core_nesting.pxi"       # the nesting guard (model.nesting, the reference)
+include "_core_lexbor.pxi"        # the model's parser, Lexbor, and the walk over its tree (model.lexbor)
 include "_core_chars.pxi"         # str's character tests and the text's fast normal form, as C tables
 include "_core_sketch.pxi"        # the sketch (model.sketch, the reference)
 include "_core_split.pxi"         # the split of the walk into segments (model.extract._split)

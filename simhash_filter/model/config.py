@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 #: Bump when the feature extraction changes in a way that changes fingerprints.
-MODEL_VERSION = 5
+MODEL_VERSION = 6
 
 
 @dataclass(frozen=True)

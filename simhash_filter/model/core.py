@@ -1,7 +1,7 @@
 """Which implementation of the model's hot path runs: the compiled core (``simhash_filter.model._core``, a
-Cython extension built by ``pip install``: the tree walk, the split of its text by role, the text features,
-the vote and the sketch) or the pure-Python reference.  Both give bit-identical fingerprints
-(``benchmarks/checks/golden.py check``); the reference is the fallback where no compiler was at hand.
+Cython extension built by ``pip install``: the nesting guard, the parser (Lexbor) and the tree walk, the split of its
+text by role, the text features, the vote and the sketch) or the pure-Python reference.  Both give bit-identical
+fingerprints (``benchmarks/checks/golden.py check``); the reference is the fallback where no compiler was at hand.
 
 ``SIMHASH_FILTER_PURE_PYTHON=1`` in the environment selects the reference (tests run both).
 """
@@ -17,6 +17,9 @@ __all__ = [
     "PURE_ENV",
     "compiled_class_words",
     "compiled_counts",
+    "compiled_guard",
+    "compiled_lexbor_walk",
+    "compiled_lexbor_walk_split",
     "compiled_page_fingerprint",
     "compiled_sketch",
     "compiled_split",
@@ -35,7 +38,7 @@ PURE_ENV = "SIMHASH_FILTER_PURE_PYTHON"
 
 
 _Compiled = Callable[..., Any] | None
-_NONE: tuple[_Compiled, ...] = (None,) * 10
+_NONE: tuple[_Compiled, ...] = (None,) * 13
 
 
 def _load() -> tuple[tuple[_Compiled, ...], str]:
@@ -46,6 +49,9 @@ def _load() -> tuple[tuple[_Compiled, ...], str]:
             ClassWords,
             FeatureCounts,
             WordTable,
+            lexbor_walk,
+            lexbor_walk_split,
+            nesting_guard,
             page_fingerprint,
             sketch,
             split,
@@ -62,7 +68,7 @@ def _load() -> tuple[tuple[_Compiled, ...], str]:
         )
         return _NONE, f"pure-Python core (compiled core not available: {exc})"
     compiled = (walk, split, text_features, FeatureCounts, vote, sketch, WordTable, page_fingerprint, walk_split,
-                ClassWords)  # fmt: skip
+                ClassWords, nesting_guard, lexbor_walk, lexbor_walk_split)  # fmt: skip
     return compiled, "compiled core"
 
 
@@ -78,6 +84,9 @@ _compiled, _description = _load()
     compiled_page_fingerprint,
     compiled_walk_split,
     compiled_class_words,
+    compiled_guard,
+    compiled_lexbor_walk,
+    compiled_lexbor_walk_split,
 ) = _compiled
 
 

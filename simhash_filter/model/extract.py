@@ -33,7 +33,15 @@ from typing import Any
 import numpy as np
 from lxml import etree
 
-from simhash_filter.model.core import compiled_class_words, compiled_split, compiled_walk_split
+from simhash_filter.model import lexbor
+from simhash_filter.model.core import (
+    compiled_class_words,
+    compiled_guard,
+    compiled_lexbor_walk_split,
+    compiled_split,
+    compiled_walk_split,
+)
+from simhash_filter.model.nesting import guard
 from simhash_filter.model.segment import CJK_RUN
 
 BOILERPLATE_TAGS = frozenset({"nav", "header", "footer", "aside", "menu", "form"})
@@ -129,8 +137,25 @@ def _looks_like_boilerplate(tag: str, el: etree._Element) -> bool:
     return any((v := get(a)) and _boilerplate_words(v) for a in ("class", "id", "role"))
 
 
+def extract_page(data: bytes, *, dom_decay: float, boilerplate_weight: float, max_elements: int) -> PageText:
+    """Split the visible text of the page *data* (UTF-8 bytes) by role and collect decayed structure features: the
+    model's path (model v6), the page parsed by Lexbor behind the nesting guard (:mod:`~simhash_filter.model.lexbor`,
+    :mod:`~simhash_filter.model.nesting`)."""
+    if compiled_lexbor_walk_split is not None:
+        texts, structure, elements, truncated = compiled_lexbor_walk_split(
+            compiled_guard(data), max_elements, BOILERPLATE_TAGS, _boilerplate_words, _class_words(), dom_decay,
+            boilerplate_weight, _remove_cjk_line_breaks, LINK_LIST_TAGS, _SPLIT_PARAMS,
+        )  # fmt: skip
+        return PageText(texts=texts, structure=Counter(structure), elements=elements, truncated=truncated)
+    walked = lexbor.walk(guard(data), max_elements, BOILERPLATE_TAGS, _boilerplate_words)
+    if not walked[1]:
+        return PageText(truncated=walked[8])
+    return _split(*walked[:8], dom_decay, boilerplate_weight, walked[8])
+
+
 def extract(root: etree._Element, *, dom_decay: float, boilerplate_weight: float, max_elements: int) -> PageText:
-    """Split the visible text under ``root`` by role and collect decayed structure features."""
+    """Split the visible text under the lxml tree ``root`` by role and collect decayed structure features (the model
+    before v6, whose parser was libxml2; :func:`extract_page` is the model's path now)."""
     if compiled_walk_split is not None:
         done = compiled_walk_split(
             root, max_elements, BOILERPLATE_TAGS, _boilerplate_words, _class_words(), dom_decay, boilerplate_weight,

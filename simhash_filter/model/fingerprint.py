@@ -6,9 +6,7 @@ sign of each column is one bit.  Weights are rounded to integers (1/1024) before
 exact and the fingerprint is the same on every machine, in every process.
 
 A page with fewer than ``min_features`` distinct text features gets status ``too_few_features`` and no
-fingerprint: empty and image-only pages must not all collide on one value.  When its parse also hit the
-parser's depth cap (text nested deeper than 254 levels is dropped unread), the status is
-``too_few_features_too_deep`` instead: the page may well have text, the filter could not read it.
+fingerprint: empty and image-only pages must not all collide on one value.
 """
 
 from __future__ import annotations
@@ -31,7 +29,7 @@ from simhash_filter.model.core import (
     compiled_vote,
     compiled_word_table,
 )
-from simhash_filter.model.extract import PageText, extract
+from simhash_filter.model.extract import PageText, extract_page
 from simhash_filter.model.features import (
     DIGIT_WEIGHT,
     UNKNOWN_IDF,
@@ -41,7 +39,7 @@ from simhash_filter.model.features import (
     page_features,
     word_values,
 )
-from simhash_filter.model.html import PARSER_DEPTH_CAP, NotHtml, nests_past_the_parser, parse
+from simhash_filter.model.html import NotHtml, page_bytes
 from simhash_filter.model.segment import MAX_CACHED_RUN, segment_run, segment_slices
 from simhash_filter.model.sketch import SEED as SKETCH_SEED
 from simhash_filter.model.sketch import sketch
@@ -50,27 +48,19 @@ from simhash_filter.model.weights import TABLE_SEED, chinese_table, english_tabl
 
 F = 64
 WEIGHT_SCALE = 1024
+#: The elements the parser gives every page (``html``, ``body``; ``head`` is not walked).
+IMPLIED_ELEMENTS = 2
 
 
 class Status(str, enum.Enum):
     """Outcome of fingerprinting one page."""
 
     OK = "ok"
-    EMPTY = "empty"  # nothing parsed, or no elements at all
+    EMPTY = "empty"  # nothing parsed: no text and no elements but html and body
     TOO_FEW_FEATURES = "too_few_features"  # too little text to fingerprint (e.g. image-only)
-    #: Too few features, and the parser dropped what was nested past its depth cap: the text may be there, unread.
-    TOO_DEEP = "too_few_features_too_deep"
     NOT_HTML = "not_html"  # binary or otherwise not text
 
     def __str__(self) -> str:
-        return self.value
-
-    @property
-    def explained(self) -> str:
-        """The status with the words a reader needs when the token alone would mislead (a page too deep is not
-        a page without text)."""
-        if self is Status.TOO_DEEP:
-            return f"{self.value} (text nested deeper than {PARSER_DEPTH_CAP - 2} levels is not read)"
         return self.value
 
 
@@ -232,21 +222,18 @@ class Fingerprinter:
         """The page's visible text by role and its structure features, or None with the reason."""
         cfg = self.config
         try:
-            parsed = parse(html, encoding, cfg.max_bytes)
+            data, enc, truncated = page_bytes(html, encoding, cfg.max_bytes)
         except NotHtml:
             return None, Status.NOT_HTML, None
-        if parsed.root is None:
-            return None, Status.EMPTY, parsed.encoding
-        page = extract(
-            parsed.root,
-            dom_decay=cfg.dom_decay,
-            boilerplate_weight=cfg.boilerplate_weight,
-            max_elements=cfg.max_elements,
+        if not data:
+            return None, Status.EMPTY, enc
+        page = extract_page(
+            data, dom_decay=cfg.dom_decay, boilerplate_weight=cfg.boilerplate_weight, max_elements=cfg.max_elements
         )
-        if page.elements == 0:
-            return None, Status.EMPTY, parsed.encoding
-        page.truncated = page.truncated or parsed.truncated
-        return page, Status.OK, parsed.encoding
+        if page.elements <= IMPLIED_ELEMENTS and not page.texts:  # only what the parser adds to any page
+            return None, Status.EMPTY, enc
+        page.truncated = page.truncated or truncated
+        return page, Status.OK, enc
 
     def features(self, html: bytes | str, encoding: str | None = None) -> tuple[Features | None, Status, str | None]:
         """The page's weighted features, or None with the reason."""
@@ -260,7 +247,7 @@ class Fingerprinter:
         page, status, enc = self.page_text(html, encoding)
         if page is None:
             return Fingerprint(None, status, encoding=enc)
-        return self._depth_told(self.fingerprint_page(page, enc), html, encoding)
+        return self.fingerprint_page(page, enc)
 
     def fingerprint_page(self, page: PageText, encoding: str | None = None) -> Fingerprint:
         """The fingerprint of an extracted page: in one compiled pass from its text segments where the compiled
@@ -286,22 +273,14 @@ class Fingerprinter:
     def analyze(self, html: bytes | str, encoding: str | None = None) -> tuple[Fingerprint, Features | None]:
         """The page's fingerprint and the features it was made from (one parse)."""
         feats, status, enc = self.features(html, encoding)
-        return self._depth_told(self._decide(feats, status, enc), html, encoding), feats
+        return self._decide(feats, status, enc), feats
 
     def inspect(self, html: bytes | str, encoding: str | None = None) -> tuple[Fingerprint, Features | None, str]:
         """The page's fingerprint, its features and its main text (:meth:`PageText.main_text`), from one parse."""
         page, status, enc = self.page_text(html, encoding)
         feats = None if page is None else page_features(page, self.config)
-        fp = self._depth_told(self._decide(feats, status, enc), html, encoding)
+        fp = self._decide(feats, status, enc)
         return fp, feats, "" if page is None else page.main_text()
-
-    def _depth_told(self, fp: Fingerprint, html: bytes | str, encoding: str | None) -> Fingerprint:
-        """``fp``, or for a page with too few features whose parse hit the depth cap, the same with status
-        :attr:`Status.TOO_DEEP`: the second parse that tells it is paid by such pages only, never by a page
-        that gets a fingerprint."""
-        if fp.status is not Status.TOO_FEW_FEATURES or not nests_past_the_parser(html, encoding, self.config.max_bytes):
-            return fp
-        return Fingerprint(None, Status.TOO_DEEP, fp.features, fp.truncated, fp.encoding)
 
     def _decide(self, feats: Features | None, status: Status, enc: str | None) -> Fingerprint:
         if feats is None:

@@ -1,10 +1,10 @@
-"""Turn page bytes into an lxml tree, safely.
+"""Turn page bytes into the UTF-8 bytes the model's parser reads (:func:`page_bytes`), or into an lxml tree
+(:func:`parse`, for what reads lxml trees outside the fingerprint: the language of a page in ``calibrate``).
 
 Encoding: a byte-order mark, then the caller's declared encoding (an HTTP header), then the page's
 own ``<meta charset>``, then a strict UTF-8 / GB18030 sniff, then windows-1252 — the order a browser
-follows (w3lib does the first three).  The parser never fetches anything, never resolves external
-entities and never recurses: libxml2 caps nesting depth by itself, and everything after parsing walks
-the tree iteratively.
+follows (w3lib does the first three).  Neither parser fetches anything or resolves external entities, and
+everything after parsing walks the tree iteratively.
 """
 
 from __future__ import annotations
@@ -42,11 +42,6 @@ _PARSER = etree.HTMLParser(
     default_doctype=False,
     collect_ids=False,
 )
-
-
-#: Levels of a document libxml2 keeps (``html`` and ``body`` are two of them): it drops deeper elements, and
-#: their text, without raising.  A page nested deeper loses what is below.
-PARSER_DEPTH_CAP = 256
 
 
 class NotHtml(ValueError):
@@ -154,6 +149,15 @@ def _check_binary(head: bytes) -> None:
         raise NotHtml(f"{control} control bytes in the first {len(head)}: binary content, not an HTML page")
 
 
+def page_bytes(html: bytes | str, encoding: str | None = None, max_bytes: int = 4_000_000) -> tuple[bytes, str, bool]:
+    """``(data, encoding, truncated)``: the page as UTF-8 bytes for the model's parser (empty when the page is empty
+    or only white space); raise :class:`NotHtml` for binary input."""
+    text, enc, truncated = decode(html, encoding, max_bytes)
+    if not text or text.isspace():
+        return b"", enc, truncated
+    return text.encode("utf-8", "replace"), enc, truncated
+
+
 def parse(html: bytes | str, encoding: str | None = None, max_bytes: int = 4_000_000) -> Parsed:
     """Decode and parse a page; drop invisible elements.  ``root`` is None when nothing parsed."""
     text, enc, truncated = decode(html, encoding, max_bytes)
@@ -168,32 +172,3 @@ def parse(html: bytes | str, encoding: str | None = None, max_bytes: int = 4_000
         return Parsed(None, enc, truncated)
     etree.strip_elements(root, *INVISIBLE_TAGS, with_tail=False)
     return Parsed(root, enc, truncated)
-
-
-def nests_past_the_parser(html: bytes | str, encoding: str | None = None, max_bytes: int = 4_000_000) -> bool:
-    """Whether parsing the page hit libxml2's depth cap (:data:`PARSER_DEPTH_CAP`), dropping what is nested
-    deeper.  It parses the page again, so it is asked only of a page that gave too few features: the text that
-    was dropped is then the likely reason, and the caller says so instead of blaming the page for having none."""
-    try:
-        text, _, _ = decode(html, encoding, max_bytes)
-    except NotHtml:
-        return False
-    if text.count("<") < PARSER_DEPTH_CAP - 2:  # fewer tags than the cap's levels below html and body
-        return False
-    try:
-        root = etree.fromstring(text.encode("utf-8", "replace"), _PARSER)
-    except (etree.ParserError, etree.XMLSyntaxError, ValueError):
-        return False
-    if any("depth" in error.message.lower() for error in _PARSER.error_log):
-        return True
-    return root is not None and _depth(root) >= PARSER_DEPTH_CAP
-
-
-def _depth(root: etree._Element) -> int:
-    """The levels of the tree under ``root`` (``root`` is level 1), walked without recursion."""
-    deepest, stack = 0, [(root, 1)]
-    while stack:
-        element, level = stack.pop()
-        deepest = max(deepest, level)
-        stack.extend((child, level + 1) for child in element)
-    return deepest

@@ -159,9 +159,17 @@ def _analysis(fingerprinter: Any, html: bytes | str, encoding: str | None) -> di
 
 
 def _walk(html: bytes | str, max_elements: int) -> dict[str, Any]:
-    """What ``extract()`` gives for the page at an element cap (the walk and the split, without the features)."""
+    """What the model's extraction gives for the page at an element cap (``extract_page``: the nesting guard, the
+    parser, the walk and the split, without the features)."""
     m = _model()
-    return _extraction(lambda: m.html.parse(html, None, m.config.FingerprintConfig().max_bytes).root, max_elements)
+    cfg = m.config.FingerprintConfig()
+
+    def page() -> Any:
+        data = m.html.page_bytes(html, None, cfg.max_bytes)[0]
+        kwargs = {"dom_decay": cfg.dom_decay, "boilerplate_weight": cfg.boilerplate_weight}
+        return m.extract.extract_page(data, max_elements=max_elements, **kwargs) if data else None
+
+    return _extraction(page)
 
 
 #: Trees the page parser never makes, for the walk alone: XML with entity references left in place (in text and in
@@ -180,16 +188,27 @@ def _tree(data: bytes, parser: str) -> Any:
         return None
 
 
-def _extraction(root_of: Callable[[], Any], max_elements: int) -> dict[str, Any]:
+def _tree_extraction(root_of: Callable[[], Any], max_elements: int) -> dict[str, Any]:
+    """What ``extract()`` gives for an lxml tree at an element cap."""
     m = _model()
     cfg = m.config.FingerprintConfig()
-    try:
+
+    def page() -> Any:
         root = root_of()
         if root is None:
+            return None
+        kwargs = {"dom_decay": cfg.dom_decay, "boilerplate_weight": cfg.boilerplate_weight}
+        return m.extract.extract(root, max_elements=max_elements, **kwargs)
+
+    return _extraction(page)
+
+
+def _extraction(page_of: Callable[[], Any]) -> dict[str, Any]:
+    m = _model()
+    try:
+        page = page_of()
+        if page is None:
             return {"root": None}
-        page = m.extract.extract(
-            root, dom_decay=cfg.dom_decay, boilerplate_weight=cfg.boilerplate_weight, max_elements=max_elements
-        )
     except m.html.NotHtml:
         return {"not_html": True}
     except Exception as exc:
@@ -264,9 +283,9 @@ class Checker:
         """The same for the tree another parser makes of the bytes (one of ``_TREE_PARSERS``).  Where lxml cannot
         decode a string of the tree, both cores must raise, but the message may differ: they need not meet the
         bad strings in the same order."""
-        compiled = _extraction(lambda: _tree(data, parser), max_elements)
+        compiled = _tree_extraction(lambda: _tree(data, parser), max_elements)
         with reference_core():
-            reference = _extraction(lambda: _tree(data, parser), max_elements)
+            reference = _tree_extraction(lambda: _tree(data, parser), max_elements)
         for outcome in (compiled, reference):
             if "raised" in outcome:
                 outcome["raised"] = outcome["raised"].split(":", 1)[0]

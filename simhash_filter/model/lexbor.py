@@ -1,0 +1,128 @@
+"""The model's HTML parser (model v6): Lexbor, as the HTML standard builds a page's tree, behind the nesting guard
+(:mod:`simhash_filter.model.nesting`).
+
+The compiled core parses with Lexbor built into it (``_core_lexbor.pxi``); this module is its pure-Python reference:
+the same Lexbor release through selectolax's Python API (selectolax is pinned exactly, as jieba and wordfreq are:
+the tree, and so the fingerprints, depend on its version), with the same document options.  :func:`walk` reads the
+tree through selectolax's public node API (``child``, ``next``, ``tag``, ``attributes``, ``text_content``) and gives
+exactly what the compiled walk gives:
+
+- the elements under the root (``<html>``) in document order, each with its tag's number (tags numbered by first
+  appearance, ``tag_of`` names them), its parent's index, its depth and the index of the last element of its
+  subtree; the invisible elements (:data:`~simhash_filter.model.html.INVISIBLE_TAGS`) are passed over with their
+  content;
+- ``candidates``: the elements whose tag is in *boilerplate_tags* or whose ``class``, ``id`` or ``role`` value
+  satisfies *boilerplate_words*;
+- text segments in the order of an event walk: an element's text at its start (the text nodes before its first
+  walked child), its tail after its subtree closes (the text nodes after it up to its next walked sibling, owned by
+  its parent); comments and invisible elements between text nodes are passed over, joining the text around them;
+  texts that are empty or only white space are left out;
+- the cap: after *max_elements* elements the walk stops, ``truncated`` is True and the open elements end at the
+  last one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from selectolax.lexbor import LexborHTMLParser
+
+from simhash_filter.model.html import INVISIBLE_TAGS
+
+#: Lexbor's document options: without mutation events (``LXB_DOM_DOCUMENT_OPT_WO_EVENTS``: no copy of a selected
+#: ``<option>`` into ``<selectedcontent>``, faster), and parsed as a browser that runs scripts parses: ``<noscript>``
+#: holds raw text, invisible like the rest of it (without scripting the text of a ``<noscript>`` in ``<head>`` would
+#: move into the body).  The compiled core checks at import that it uses the same.
+DOCUMENT_OPTIONS = 1
+SCRIPTING = True
+
+#: The walk's tuple: tag_of, tid, parents, depths, ends, candidates, seg_owner, seg_text, truncated.
+Walked = tuple[list[str], list[int], list[int], list[int], list[int], list[int], list[int], list[str], bool]
+
+_INVISIBLE = frozenset(INVISIBLE_TAGS)
+
+
+def parse(data: bytes) -> LexborHTMLParser:
+    """The tree of the page *data* (UTF-8 bytes, as the nesting guard left them)."""
+    return LexborHTMLParser(data, options=DOCUMENT_OPTIONS, scripting=SCRIPTING)
+
+
+def _walked(node: Any) -> bool:
+    return node is not None and node.is_element_node and node.tag not in _INVISIBLE
+
+
+def _run(node: Any) -> tuple[str, Any]:
+    """The text from *node* on, up to the next walked element, and that element (None at the end)."""
+    parts = []
+    while node is not None and not _walked(node):
+        if node.is_text_node:
+            parts.append(node.text_content or "")
+        node = node.next
+    return "".join(parts), node
+
+
+def _has_text(text: str) -> bool:
+    return bool(text) and not text.isspace()
+
+
+def walk(
+    data: bytes, max_elements: int, boilerplate_tags: frozenset[str], boilerplate_words: Callable[[str], bool]
+) -> Walked:
+    """The walk's tuple (the module's docstring says what it holds) of the page *data*."""
+    root = parse(data).root
+    tags: list[str] = []
+    parents: list[int] = []
+    depths: list[int] = []
+    ends: list[int] = []
+    candidates: list[int] = []
+    seg_owner: list[int] = []
+    seg_text: list[str] = []
+    truncated = False
+    if not _walked(root):
+        return [], [], [], [], [], [], [], [], False
+    # (event, node, index): a "start" pushes its element's end, then its walked children's starts in reverse
+    events: list[tuple[str, Any, int]] = [("start", root, -1)]
+    stack: list[int] = []
+    while events:
+        event, node, i = events.pop()
+        if event == "start":
+            i = len(tags)
+            if i >= max_elements:
+                truncated = True
+                break
+            tag = node.tag
+            tags.append(tag)
+            parents.append(stack[-1] if stack else -1)
+            depths.append(len(stack))
+            ends.append(i)
+            attrs = node.attributes
+            if tag in boilerplate_tags or any(
+                (v := attrs.get(name)) and boilerplate_words(v) for name in ("class", "id", "role")
+            ):
+                candidates.append(i)
+            stack.append(i)
+            text, child = _run(node.child)
+            if _has_text(text):
+                seg_owner.append(i)
+                seg_text.append(text)
+            children = []
+            while child is not None:
+                children.append(child)
+                _, child = _run(child.next)
+            events.append(("end", node, i))
+            events.extend(("start", c, -1) for c in reversed(children))
+        else:
+            stack.pop()
+            ends[i] = len(tags) - 1
+            if stack:
+                tail, _ = _run(node.next)
+                if _has_text(tail):
+                    seg_owner.append(stack[-1])
+                    seg_text.append(tail)
+    if truncated:
+        for i in stack:
+            ends[i] = len(tags) - 1
+    names: dict[str, int] = {}
+    tid = [names.setdefault(t, len(names)) for t in tags]
+    return list(names), tid, parents, depths, ends, candidates, seg_owner, seg_text, truncated
