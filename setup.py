@@ -82,6 +82,12 @@ def lexbor_tree() -> Path:
     return out / "source"
 
 
+def lexbor_notices(source: Path) -> None:
+    """Lexbor's licence and notice beside the compiled core (package data: the wheel carries them, Apache-2.0)."""
+    for name in ("LICENSE", "NOTICE"):
+        shutil.copyfile(source.parent / name, HERE / "simhash_filter" / "model" / f"lexbor-{name}.txt")
+
+
 def extensions() -> list[Extension]:
     try:
         import lxml
@@ -89,6 +95,7 @@ def extensions() -> list[Extension]:
     except ImportError:  # a build without the build requirements (pip always installs them)
         return []
     source = lexbor_tree()
+    lexbor_notices(source)
     lexbor_c = sorted(
         str(path.relative_to(HERE)) if path.is_relative_to(HERE) else str(path)
         for module in LEXBOR_MODULES

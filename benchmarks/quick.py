@@ -38,6 +38,7 @@ STEPS: list[tuple[str, str, str]] = [
         "--pages 20 --big-pages 2 --repeat 1 --methods simhash-filter,lxml-text --json {tmp}/fingerprint.json",
     ),
     ("quick", "benchmarks.speed.bench_text_kinds", "--pages 20 --repeat 1 --json {tmp}/kinds.json"),
+    ("quick", "benchmarks.speed.bench_nesting", "--scale 0.01 --repeat 1 --json {tmp}/nesting.json"),
     (
         "quick",
         "benchmarks.speed.bench_index",

@@ -241,7 +241,7 @@ def test_the_defaults_quoted_beside_their_names_are_the_defaults():
 BENCH_PATH = re.compile(r"\bbenchmarks/([\w/]+\.py)\b")
 BENCH_MODULE = re.compile(r"python3? -m (benchmarks(?:\.\w+)+)")
 #: Finished experiments removed once their results were in the docs (which name the commit that has them).
-REMOVED_BENCHMARKS = {"bench_storage_choice.py", "bench_crawl_threads.py", "host_boilerplate.py"}
+REMOVED_BENCHMARKS = {"bench_storage_choice.py", "bench_crawl_threads.py", "host_boilerplate.py", "bench_parser.py"}
 
 
 def test_every_benchmark_the_docs_name_exists():
