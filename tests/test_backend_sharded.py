@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import numpy as np
 import pytest
 from redis_server import RedisCluster, RedisServer
 
@@ -71,6 +72,14 @@ def test_a_cluster_sharded_index_finds_what_one_index_finds(redis_cluster: Redis
     shares = [u / sum(used) for u in used]
     print(f"memory shares of the nodes: {shares}")
     assert all(0.2 < share < 0.45 for share in shares), shares
+    keys = []  # each page's URL is kept once, by its home shard; the others keep a hash of it
+    for shard in info["shards"]:
+        with open_backend(f"{redis_cluster.url}?cluster=1&prefix={shard['prefix']}", k=K, design=DESIGN) as one:
+            keys += [entry.key for entry in one.entries()]
+    urls = [key for key in keys if not key.startswith("\x00")]
+    assert len(set(urls)) == len(urls) > 1100 and len(keys) > 2 * len(urls)
+    with open_sharded(uri) as again:
+        assert sorted(e.key for e in again.entries()) == sorted(key for _, key, _ in pages(1200, 1))
     with open_sharded(uri) as again:  # the shard list is kept: another process finds the same shards
         assert len(again) == 1200 and again.info()["shards"] == info["shards"]
     with pytest.raises(MetadataMismatchError, match="has 3 shards, not 4: open it with shards=3"):
@@ -81,18 +90,18 @@ def test_full_blocks_and_floods_decide_and_count_as_one_index(
     redis_cluster: RedisCluster, redis_prefix: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A crowd of look-alike pages filling blocks of 5 (rule 3) and a flood of verifying near-duplicates (rule 2):
-    the sharded index's candidates are the in-memory index's, check after check, and its page count is exact,
-    also for pages whose first shard's tables all refused them and another shard stored (counted after the calls,
-    once)."""
+    the sharded index's candidates are the in-memory index's, check after check, and its page count and its
+    entries (URLs, fingerprints, sketches) are exact, also for pages whose home shard's tables all refused them and
+    another shard stored (the home keeps their URL and counts them after the calls, once)."""
     uri = f"{redis_cluster.url}?cluster=1&shards=3&prefix={redis_prefix}"
     bound = CheckBound(4, 2, 0.75, 5)
     memory = MemoryBackend(k=K, design=DESIGN, metadata=META)
     rng = random.Random(11)
     base = [rng.getrandbits(64) for _ in range(3)]
     flood_sketch = rng.randbytes(64)
-    counted_after = []
-    count_page = RedisBackend.count_page
-    monkeypatch.setattr(RedisBackend, "count_page", lambda self: counted_after.append(1) or count_page(self))
+    kept_after = []
+    keep_key = RedisBackend.keep_key
+    monkeypatch.setattr(RedisBackend, "keep_key", lambda self, *a: kept_after.append(a) or keep_key(self, *a))
     with open_sharded(uri) as sharded:
         for i in range(240):
             fp = base[i % 3] ^ sum(1 << b for b in rng.sample(range(64), rng.randint(0, 9)))
@@ -100,7 +109,31 @@ def test_full_blocks_and_floods_decide_and_count_as_one_index(
             got = sharded.add_and_candidates(fp, f"https://c.example/{i}", sk, K, bound)
             assert sorted(got) == sorted(memory.add_and_candidates(fp, f"https://c.example/{i}", sk, K, bound)), i
         assert len(sharded) == len(memory) < 240
-    assert counted_after  # some pages were counted after the calls
+        entries = sorted((e.key, e.fingerprint, e.sketch) for e in sharded.entries())
+        assert entries == sorted((e.key, e.fingerprint, e.sketch) for e in memory.entries())
+    assert kept_after  # some pages were kept by their home after the calls
+
+
+def test_a_bulk_load_stores_what_checks_would_and_counts_each_page_once(
+    redis_cluster: RedisCluster, redis_prefix: str
+) -> None:
+    """add_many (one script call per shard per batch, each page with its tables' mask there) stores every page in
+    all its tables: the candidates of later checks and the entries are those of an in-memory index filled the same
+    way, and each page is counted once."""
+    uri = f"{redis_cluster.url}?cluster=1&shards=3&prefix={redis_prefix}"
+    memory = MemoryBackend(k=K, design=DESIGN, metadata=META)
+    stored = pages(500, 4)
+    fps = np.array([fp for fp, _, _ in stored], dtype=np.uint64)
+    keys, sketches = [key for _, key, _ in stored], [sk for _, _, sk in stored]
+    with open_sharded(uri) as sharded:
+        for lo in range(0, 500, 150):
+            sharded.add_many(fps[lo : lo + 150], keys[lo : lo + 150], sketches[lo : lo + 150])
+            memory.add_many(fps[lo : lo + 150], keys[lo : lo + 150], sketches[lo : lo + 150])
+        assert len(sharded) == len(memory) == 500
+        assert sorted(e[:2] for e in sharded.entries()) == sorted(e[:2] for e in memory.entries())
+        for fp, key, sk in pages(200, 5):
+            got = sharded.add_and_candidates(fp, key, sk, K, BOUND)
+            assert sorted(got) == sorted(memory.add_and_candidates(fp, key, sk, K, BOUND))
 
 
 def test_a_server_list_shards_one_index(tmp_path_factory: pytest.TempPathFactory, redis_prefix: str) -> None:

@@ -51,7 +51,7 @@ from simhash_filter.index.backends.redis.layout import (
     tag,
     text,
 )
-from simhash_filter.index.backends.redis.script import FULL, INIT_SCRIPT, NOTES_SCRIPT, SCRIPT
+from simhash_filter.index.backends.redis.script import FULL, INIT_SCRIPT, KEEP_KEY_SCRIPT, NOTES_SCRIPT, SCRIPT
 from simhash_filter.index.bound import DEFAULT_BOUND, CheckBound
 from simhash_filter.index.tables import Match, TableDesign, page_limit
 
@@ -375,9 +375,10 @@ class RedisBackend(Backend):
         keys: Sequence[str] | None,
         sketches: Sequence[bytes] | None = None,
         tables: Sequence[int] | None = None,
+        masks: Sequence[bytes] | None = None,
     ) -> list[Call]:
         """Split a batch into script calls of at most :data:`BATCH` items: ``(KEYS, ARGV after the header)``; one
-        fingerprint's call may name only some *tables* (their buckets)."""
+        fingerprint's call may name only some *tables* (their buckets); *masks* end each item (op ``"m"``)."""
         if isinstance(fingerprints, list):  # one fingerprint
             ((fp,),) = (fingerprints,)
             args: list[Any] = [pack_fingerprint(fp)] if keys is None else [pack_fingerprint(fp), encode_key(keys[0])]
@@ -400,6 +401,8 @@ class RedisBackend(Backend):
                     args.append(encode_key(keys[i]))
                 if sketches is not None:
                     args.append(sketches[i])
+                if masks is not None:
+                    args.append(masks[i])
             out.append((call_keys, args))
         return out
 
@@ -413,6 +416,7 @@ class RedisBackend(Backend):
         bound: CheckBound | None = None,
         tables: Sequence[int] | None = None,
         count: bool = False,
+        masks: Sequence[bytes] | None = None,
     ) -> list[Any]:
         """Run the script for *op* over a batch (*bound*: that of a two-stage check): one call per :data:`BATCH`
         items, pipelined; the replies.  With *tables* (one fingerprint, op ``"d"``, ``"p"`` or ``"a"``), only those
@@ -423,7 +427,9 @@ class RedisBackend(Backend):
         twice), creates the index again if it is gone, loads the script again if the server lost it.
         """
         self._check_open()
-        calls = self._calls(fingerprints, keys, sketches, tables) if len(fingerprints) else [([self._meta_key], [])]
+        calls = (
+            self._calls(fingerprints, keys, sketches, tables, masks) if len(fingerprints) else [([self._meta_key], [])]
+        )
         masks = self._masks if op in ("d", "p") else b""
         n_tables = self._design.n_tables
         chosen = range(n_tables) if tables is None else tables
@@ -521,10 +527,43 @@ class RedisBackend(Backend):
         (reply,) = self._call("d", k, [fingerprint], [key], checked, bound, tables, count)
         return decode_candidates(reply[0][:-1]), bool(reply[0][-1])
 
-    def add_in(self, tables: Sequence[int], fingerprint: int, key: str, sketch: bytes, *, count: bool = False) -> None:
-        """Store one page in some of the design's *tables* only (a shard's :meth:`add`), counted in the meta hash's
-        ``pages`` with *count* (once, however often the call is tried again)."""
-        self._call("a", 0, [fingerprint], [key], self._checked_sketches([sketch], 1), None, tables, count)
+    def add_masked(
+        self, fingerprints: np.ndarray, keys: Sequence[str], sketches: Sequence[bytes], masks: Sequence[bytes]
+    ) -> None:
+        """Store many pages, each in the tables its mask names (a byte ``1`` or ``0`` per table) and counted in the
+        meta hash's ``pages`` when the mask's last byte is ``1``: a sharded index's bulk load, one script call per
+        :data:`BATCH` pages, pipelined (on one server; one call after the other in a cluster)."""
+        checked = self._checked_sketches(sketches, len(fingerprints))
+        if len(fingerprints):
+            self._call("m", 0, fingerprints, keys, checked, masks=masks)
+
+    def keep_key(self, fingerprint: int, key: str, hashed: str) -> None:
+        """Keep the URL *key* of a page stored by other shards only (its own tables all refused it: a sharded index's
+        page whose home this shard is, :mod:`.sharded`), in the hash ``{prefix}:x`` under its fingerprint and
+        *hashed* key, and count it once, however often the call is tried again."""
+        self._check_open()
+        field = pack_fingerprint(fingerprint) + hashed.encode("ascii")
+        self._retries.call(
+            self._client.eval, KEEP_KEY_SCRIPT, 2, self._tag + "x", self._meta_key, field, encode_key(key)
+        )
+
+    def kept_key(self, fingerprint: int, hashed: str) -> str | None:
+        """The URL :meth:`keep_key` kept for a page, or None."""
+        self._check_open()
+        field = pack_fingerprint(fingerprint) + hashed.encode("ascii")
+        value = self._retries.call(self._client.hget, self._tag + "x", field)
+        return None if value is None else decode_key(value)
+
+    def kept_keys(self) -> Iterator[tuple[int, str, str]]:
+        """``(fingerprint, hashed key, URL)`` of every page :meth:`keep_key` kept."""
+        self._check_open()
+        for field, value in self._client.hscan_iter(self._tag + "x", count=1000):
+            yield int.from_bytes(field[:8], "big"), field[8:].decode("ascii"), decode_key(value)
+
+    def query_in(self, tables: Sequence[int], fingerprint: int, k: int) -> list[Match]:
+        """:meth:`query` over some of the design's *tables* only."""
+        (reply,) = self._call("q", k, [fingerprint], None, tables=tables)
+        return decode_matches(reply[0])
 
     def count_page(self) -> None:
         """Count one page in the meta hash's ``pages`` (a sharded index's page stored by shards that did not count it

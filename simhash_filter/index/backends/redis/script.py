@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from simhash_filter.index.backends.redis.layout import CHUNK, ENTRY, ENTRY_LOW, RECORD
 
-__all__ = ["FULL", "INIT_SCRIPT", "NOINDEX", "NOTES_SCRIPT", "SCRIPT"]
+__all__ = ["FULL", "INIT_SCRIPT", "KEEP_KEY_SCRIPT", "NOINDEX", "NOTES_SCRIPT", "SCRIPT"]
 
 #: The error the script answers when the index is gone (its meta hash deleted).
 NOINDEX = "SIMHASH_NOINDEX"
@@ -38,7 +38,8 @@ SCRIPT = (
 -- else "0": rule 3 of the bound); per table, "1" if its bucket names only part of its lead (holds several blocks),
 -- else "0"; then per item the fingerprint (8 bytes,
 -- big-endian), for "c", "a" and "d" its key, and for "d" (and "a" in an index that keeps sketches) its sketch.
--- Ops: "c" check-and-add, "a" add, "q" query, "d" add-and-candidates, "p" candidates, "n" count.
+-- Ops: "c" check-and-add, "a" add, "m" add to some tables (a sharded index's bulk load), "q" query, "d"
+-- add-and-candidates, "p" candidates, "n" count.
 local op, k, P, T = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
 local retry, max_age = ARGV[5] == "1", tonumber(ARGV[6])
 local R, MASKS = tonumber(ARGV[7]), ARGV[8]
@@ -473,8 +474,9 @@ if op == "c" and S > 0 then
 end
 local stride = 2
 if op == "d" or S > 0 then stride = 3 end -- fingerprint, key, sketch
+if op == "m" then stride = 4 end -- and the tables to store it in ("1" or "0" each), then "1" to count it
 local m = (#ARGV - H) / stride
-if stride == 3 then -- checked before anything is written
+if stride >= 3 then -- checked before anything is written
   for item = 0, m - 1 do
     if #ARGV[H + 3 + stride * item] ~= S then
       return redis.error_reply("SIMHASH_SKETCH a sketch must be " .. S .. " bytes")
@@ -490,7 +492,7 @@ for item = 0, m - 1 do
   local at = H + 1 + stride * item
   local q, key = ARGV[at], ARGV[at + 1]
   local sketch = ""
-  if stride == 3 then sketch = ARGV[at + 2] end
+  if stride >= 3 then sketch = ARGV[at + 2] end
   local base = 1 + item * T
   local buckets = {}
   if op == "d" then -- the candidates, then the page stored in the tables that take it (none: not stored)
@@ -517,9 +519,15 @@ for item = 0, m - 1 do
     end
     if stored or found == nil then
       if not stored then
-        add(q, key, sketch, base, buckets, n)
+        local takes, counts = nil, COUNT
+        if op == "m" then
+          local mask = ARGV[at + 3]
+          takes, counts = {}, byte(mask, T + 1) == 49
+          for t = 1, T do takes[t] = byte(mask, t) == 49 end
+        end
+        add(q, key, sketch, base, buckets, n, takes)
         n = n + 1
-        if COUNT then call("HINCRBY", meta, "pages", 1) end
+        if counts then call("HINCRBY", meta, "pages", 1) end
       end
       results[#results + 1] = {}
     else
@@ -528,7 +536,7 @@ for item = 0, m - 1 do
   end
 end
 if n ~= n0 then call("HSET", meta, "n", n) end
-if op == "a" then return n end
+if op == "a" or op == "m" then return n end
 return results
 """.replace("@POP@", _POP)
     .replace("@NIB@", _NIB)
@@ -562,4 +570,13 @@ if redis.call("SET", KEYS[2], "1", "NX", "EX", ARGV[1]) then
   end
 end
 return redis.call("HGETALL", KEYS[1])
+"""
+
+#: Keeps a page's URL in a hash unless it is there, and counts the page in the meta hash then only.  KEYS[1] the
+#: hash, KEYS[2] the meta hash; ARGV[1] the field (fingerprint and hashed key), ARGV[2] the URL.
+KEEP_KEY_SCRIPT = """
+if redis.call("HSETNX", KEYS[1], ARGV[1], ARGV[2]) == 1 then
+  redis.call("HINCRBY", KEYS[2], "pages", 1)
+end
+return 0
 """

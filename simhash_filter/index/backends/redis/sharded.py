@@ -2,13 +2,24 @@
 Redis servers (``?servers=host2:port,host3:port``): memory and script time divide among the shards.
 
 **Where a page goes.** Each table's bucket (the table and the top ``bucket_bits`` of its lead) belongs to one shard,
-by a hash of the two; a shard is an ordinary layout-3 index under its own prefix (``PREFIX.s.i``; in a cluster
-``i`` is chosen when the index is created so that the shards' hash tags fall on different masters, and the list
+by a hash of the two; a shard is an ordinary layout-3 index under its own prefix (``PREFIX.i``; in a cluster
+``i`` is chosen when the index is created so that the shards' hash tags fall on different masters; earlier
+versions named them ``PREFIX.s.i``, and the list
 is kept in ``{PREFIX}:shards``, so that every process agrees on it whatever the cluster does later).  A check of a
 page runs the script of :mod:`.script` once on each shard that owns one of its buckets, with those tables only: it
 reads the page's blocks there, takes the candidates, and stores the page in the tables that take it (a shard that
-stores it keeps its own record of the page: fingerprint, sketch, URL).  The candidates of all shards are merged
-(a page seen through several shards once), nearest first.
+stores it keeps its own record of the page: fingerprint and sketch, which its script verifies candidates with).  The
+candidates of all shards are merged (a page seen through several shards once), nearest first.
+
+**A page's URL is kept once**, by its *home* shard: the shard that owns its bucket of table ``fingerprint % T`` (a
+function of its fingerprint that spreads the homes evenly over the shards). The other shards keep, in its place,
+:func:`hashed_key`: a mark and 16 hex digits of the URL's SHA-1 (17 bytes: enough to tell the page seen again, and a
+call tried again, as the URL does: a page always goes to the same shards in the same form). A candidate that comes
+with a hashed key gets its URL from its home (its records at distance 0 there), asked at the same time for every
+such candidate of a check: a second round trip, for checks that have candidates only. When the home's tables all
+refused a page that another shard stored (full blocks there: rules 2 and 3 of the bound), the home keeps its URL in
+a hash (``{home}:x``) after the calls. An index created by an earlier version (its shard list a plain list) keeps
+the URL on every shard, as it did.
 
 **Race-free without a cross-slot transaction.** Two near-duplicates are candidates of each other only through a
 table whose block they share, and that block is in one shard, where the script runs atomically: of two pages
@@ -22,13 +33,13 @@ is, on one server); ``tests/test_backend_sharded.py`` races four processes and c
 thread each: about one round trip whatever their number; a page stored in *m* shards has *m* records: with five
 tables over three shards, 2.6 on average.
 
-**The page count** (``len``) is kept by the shards' scripts: the first of the shards a page touches, in shard
-order, counts it (``pages`` in its meta hash) when it stores it, in the same atomic step, so that a call tried again
-after a timeout whose first attempt ran counts nothing twice (the script finds the page stored, stores and counts
-nothing).  When that shard's tables all refused the page and another shard stored it (a full block there, rule 2
-or 3 of the bound), the first shard that stored it counts it after the calls, with a token that makes the count
-happen once however often it is tried again.  ``len`` adds the shards' counts (and ``{PREFIX}:pages``, where
-earlier versions counted).
+**The page count** (``len``) is kept by the shards' scripts: the page's home counts it (``pages`` in its meta hash)
+when it stores it, in the same atomic step, so that a call tried again after a timeout whose first attempt ran
+counts nothing twice (the script finds the page stored, stores and counts nothing).  When the home's tables all
+refused the page and another shard stored it (a full block there: rule 2 or 3 of the bound), the home counts it
+when it keeps its URL after the calls, once (``HSETNX``) however often that is tried again.  (In an index of an
+earlier version the first shard in shard order counts, and the first that stored the page when that one refused
+it, with a token.)  ``len`` adds the shards' counts (and ``{PREFIX}:pages``, where earlier versions counted).
 
 **Every call is tried again** after a connection error or a timeout, as a shard's own calls are (the index's
 ``retries`` and ``retry_backoff``: :class:`~.connection.Retries`): a paused node delays a check, it does not fail
@@ -38,6 +49,7 @@ it while its page is stored.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -51,7 +63,7 @@ import redis
 from simhash_filter.index.backends.base import Backend, Candidate, Entry, MetadataMismatchError
 from simhash_filter.index.backends.redis.backend import RedisBackend
 from simhash_filter.index.backends.redis.connection import DEFAULT_BACKOFF, DEFAULT_RETRIES, Retries
-from simhash_filter.index.backends.redis.layout import tag, text
+from simhash_filter.index.backends.redis.layout import encode_key, tag, text
 from simhash_filter.index.bound import DEFAULT_BOUND, CheckBound
 from simhash_filter.index.tables import Match, TableDesign
 
@@ -61,34 +73,50 @@ __all__ = ["ShardedRedisBackend", "shard_prefixes"]
 _TRIES = 100_000
 
 
-def shard_prefixes(client: Any, prefix: str, shards: int, cluster: bool, retries: Retries | None = None) -> list[str]:
+def shard_prefixes(
+    client: Any, prefix: str, shards: int, cluster: bool, retries: Retries | None = None
+) -> tuple[list[str], bool]:
     """The prefixes of the index *prefix*'s shards: those kept in ``{prefix}:shards``, else new ones stored there
-    (in a cluster, each on the next master in turn).  A different number of shards stored is an error.  Each
-    call is tried again as *retries* says (they are idempotent: a ``SET NX`` and reads)."""
+    (in a cluster, each on the next master in turn), and whether the index keeps a page's URL once, on its home
+    shard (an index created by this version: ``{"shards": [...], "keys": "home"}``; an earlier one's list keeps it
+    on every shard that stores the page).  A different number of shards stored is an error.  Each call is tried
+    again as *retries* says (they are idempotent: a ``SET NX`` and reads)."""
     retries = retries or Retries()
     key = tag(prefix) + "shards"
     stored = retries.call(client.get, key)
     if stored is None:
         names = [f"{prefix}.{s}" for s in range(shards)]
-        if cluster:
+        if cluster:  # short names (every bucket key holds one): PREFIX.i, the first free i on the master wanted
             masters = sorted((node.host, node.port) for node in client.get_primaries())
             names = []
             for s in range(shards):
                 want = masters[s % len(masters)]
                 for i in range(_TRIES):
-                    node = client.get_node_from_key(tag(f"{prefix}.{s}.{i}") + "meta")
-                    if (node.host, node.port) == want:
-                        names.append(f"{prefix}.{s}.{i}")
+                    name = f"{prefix}.{i}"
+                    node = client.get_node_from_key(tag(name) + "meta")
+                    if (node.host, node.port) == want and name not in names:
+                        names.append(name)
                         break
-        retries.call(client.set, key, json.dumps(names), nx=True)
+        retries.call(client.set, key, json.dumps({"shards": names, "keys": "home"}), nx=True)
         stored = retries.call(client.get, key)
-    names = json.loads(text(stored))
+    kept = json.loads(text(stored))
+    names, once = (kept["shards"], kept.get("keys") == "home") if isinstance(kept, dict) else (kept, False)
     if len(names) != shards:
         raise MetadataMismatchError(
             f"the sharded Redis index {prefix!r} has {len(names)} shards, not {shards}: "
             f"open it with shards={len(names)}"
         )
-    return list(names)
+    return list(names), once
+
+
+#: The start of a page's key on the shards that are not its home (:func:`hashed_key`); a URL never starts so.
+HASHED = "\x00"
+
+
+def hashed_key(key: str) -> str:
+    """What the shards other than a page's home keep of its URL *key*: :data:`HASHED` and 16 hex digits of the
+    URL's SHA-1 (enough to tell a page seen again, and to find the URL on the home shard)."""
+    return HASHED + hashlib.sha1(encode_key(key)).hexdigest()[:16]
 
 
 class ShardedRedisBackend(Backend):
@@ -97,7 +125,14 @@ class ShardedRedisBackend(Backend):
     remote = True
 
     def __init__(
-        self, shards: Sequence[RedisBackend], *, k: int, design: TableDesign, prefix: str, location: str
+        self,
+        shards: Sequence[RedisBackend],
+        *,
+        k: int,
+        design: TableDesign,
+        prefix: str,
+        location: str,
+        keys_once: bool = True,
     ) -> None:
         first = shards[0]
         super().__init__(k=k, design=design, metadata=first.metadata)
@@ -106,6 +141,8 @@ class ShardedRedisBackend(Backend):
         if len({shard.bucket_bits for shard in shards}) != 1:
             raise MetadataMismatchError(f"the shards of the Redis index {prefix!r} differ in bucket_bits")
         self._shards = list(shards)
+        #: Whether a page's URL is kept once, by its home shard (the others keep :func:`hashed_key`).
+        self._keys_once = keys_once
         self._sketch_bytes = first.sketch_bytes
         self._prefix = prefix
         self._location = location
@@ -136,13 +173,19 @@ class ShardedRedisBackend(Backend):
     # -- routing -----------------------------------------------------------------------------------
 
     def _groups(self, fingerprint: int) -> list[tuple[RedisBackend, list[int]]]:
-        """The shards that own the page's buckets, each with its tables (in table order)."""
+        """The shards that own the page's buckets, each with its tables (in table order): its home first (the owner
+        of table ``fingerprint % T``'s bucket, so that homes spread evenly over the shards), then the others in shard
+        order."""
         groups: dict[int, list[int]] = {}
         leads = self._design.lead_values(fingerprint)
+        home = 0
         for t, (lead, shift) in enumerate(zip(leads, self._shifts, strict=True)):
             shard = zlib.crc32(b"%d:%x" % (t, lead >> shift)) % len(self._shards)
             groups.setdefault(shard, []).append(t)
-        return [(self._shards[s], tables) for s, tables in sorted(groups.items())]
+            if t == fingerprint % len(leads):
+                home = shard
+        order = [home] + [s for s in sorted(groups) if s != home] if self._keys_once else sorted(groups)
+        return [(self._shards[s], groups[s]) for s in order]
 
     @staticmethod
     def _merged(found: Iterable[Candidate]) -> list[Candidate]:
@@ -158,26 +201,61 @@ class ShardedRedisBackend(Backend):
         self, fingerprint: int, key: str, sketch: bytes, k: int, bound: CheckBound = DEFAULT_BOUND
     ) -> list[Candidate]:
         """The candidates of every shard that owns one of the page's buckets, then the page stored in the tables that
-        take it, the shards called at the same time (each shard's step atomic); the first shard counts the page, or,
-        when its tables all refused it, the first that stored it (see the module)."""
+        take it, the shards called at the same time (each shard's step atomic); the home shard (the first group)
+        counts the page and keeps its URL, the others a hash of it; when the home's tables all refused the page and
+        another shard stored it, the home keeps its URL and counts it after the calls (see the module)."""
         groups = self._groups(fingerprint)
+        hashed = hashed_key(key) if self._keys_once else key
         replies = self._together(
             [
-                (shard.add_and_candidates_in, (tables, fingerprint, key, sketch, k, bound), {"count": i == 0})
+                (
+                    shard.add_and_candidates_in,
+                    (tables, fingerprint, hashed if i else key, sketch, k, bound),
+                    {"count": i == 0},
+                )
                 for i, (shard, tables) in enumerate(groups)
             ]
         )
         stored = [took for _, took in replies]
         if any(stored) and not stored[0]:
-            groups[stored.index(True)][0].count_page()
-        return self._merged(c for candidates, _ in replies for c in candidates)
+            if self._keys_once:
+                groups[0][0].keep_key(fingerprint, key, hashed)
+            else:
+                groups[stored.index(True)][0].count_page()
+        return self._resolved([c for candidates, _ in replies for c in candidates])
 
     def candidates(self, fingerprint: int, k: int, bound: CheckBound = DEFAULT_BOUND) -> list[Candidate]:
         groups = self._groups(fingerprint)
         replies = self._together(
             [(shard.candidates_in, (tables, fingerprint, k, bound), {}) for shard, tables in groups]
         )
-        return self._merged(c for candidates in replies for c in candidates)
+        return self._resolved([c for candidates in replies for c in candidates])
+
+    def _resolved(self, found: list[Candidate]) -> list[Candidate]:
+        """Candidates of several shards, their URLs found on their home shards where a shard gave a hashed key (at
+        the same time), each page once, nearest first (stable: in shard order)."""
+        urls: dict[tuple[int, str], str] = {}
+        for c in found:
+            if not c.key.startswith(HASHED):
+                urls[c.fingerprint, hashed_key(c.key)] = c.key
+        wanted = list({(c.fingerprint, c.key) for c in found if c.key.startswith(HASHED)} - urls.keys())
+        if wanted:
+            for pair, url in zip(wanted, self._together([(self._home_key, pair, {}) for pair in wanted]), strict=True):
+                urls[pair] = url
+        return self._merged(
+            c._replace(key=urls[c.fingerprint, c.key]) if c.key.startswith(HASHED) else c for c in found
+        )
+
+    def _home_key(self, fingerprint: int, hashed: str) -> str:
+        """The URL of the stored page *fingerprint* whose other shards keep *hashed*: from its home shard's records
+        (the pages at distance 0 in its tables there), else from the URLs the home kept for pages its tables
+        refused.  A page whose URL is nowhere (a check cut short between its calls) gets its hashed key."""
+        home, tables = self._groups(fingerprint)[0]
+        for match in home.query_in(tables, fingerprint, 0):
+            if hashed_key(match.key) == hashed:
+                return match.key
+        kept = home.kept_key(fingerprint, hashed)
+        return hashed if kept is None else kept
 
     def _together(self, calls: list[tuple[Any, tuple[Any, ...], dict[str, Any]]]) -> list[Any]:
         """Run the calls at the same time (the first in this thread), their results in order; the first error is
@@ -203,12 +281,31 @@ class ShardedRedisBackend(Backend):
         return results
 
     def add_many(self, fingerprints: np.ndarray, keys: Sequence[str], sketches: Sequence[bytes] | None = None) -> None:
-        """Store every page in all its tables (no check), one at a time; the first of its shards counts it."""
+        """Store every page in all its tables (no check): per shard, the pages it owns a bucket of, each with the
+        mask of its tables there, in one script call per :data:`~.layout.BATCH` pages, the shards at the same time;
+        a page's home counts it and keeps its URL, the others a hash of it."""
         if sketches is None or len(sketches) != len(keys):
             raise ValueError(f"this index keeps a {self._sketch_bytes}-byte sketch beside each fingerprint")
+        n_tables = self._design.n_tables
+        parts: dict[int, tuple[list[int], list[str], list[bytes], list[bytes]]] = {}
+        index = {id(shard): s for s, shard in enumerate(self._shards)}
         for fp, key, sketch in zip(fingerprints.tolist(), keys, sketches, strict=True):
+            hashed = hashed_key(key) if self._keys_once else key
             for i, (shard, tables) in enumerate(self._groups(fp)):
-                shard.add_in(tables, fp, key, sketch, count=i == 0)
+                mask = bytearray(b"0" * n_tables + (b"1" if i == 0 else b"0"))
+                for t in tables:
+                    mask[t] = ord("1")
+                part = parts.setdefault(index[id(shard)], ([], [], [], []))
+                part[0].append(fp)
+                part[1].append(hashed if i else key)
+                part[2].append(sketch)
+                part[3].append(bytes(mask))
+        self._together(
+            [
+                (self._shards[s].add_masked, (np.array(p[0], dtype=np.uint64), p[1], p[2], p[3]), {})
+                for s, p in sorted(parts.items())
+            ]
+        )
 
     def query(self, fingerprint: int, k: int) -> list[Match]:
         """The stored pages within *k* that share a block with the query (each once), nearest first."""
@@ -228,11 +325,18 @@ class ShardedRedisBackend(Backend):
     # -- maintenance -------------------------------------------------------------------------------
 
     def entries(self) -> Iterator[Entry]:
-        """Every stored page once (its record in the first shard that has it), oldest first."""
+        """Every stored page once (its record on its home shard, or on the first shard that has it with the URL its
+        home kept), oldest first."""
         seen: dict[tuple[str, int], Entry] = {}
+        hashed: dict[tuple[str, int], Entry] = {}
         for shard in self._shards:
             for entry in shard.entries():
-                seen.setdefault((entry.key, entry.fingerprint), entry)
+                (hashed if entry.key.startswith(HASHED) else seen).setdefault((entry.key, entry.fingerprint), entry)
+        for shard in self._shards:
+            for fp, key_hash, url in shard.kept_keys():
+                other = hashed.get((key_hash, fp))
+                if other is not None:
+                    seen.setdefault((url, fp), other._replace(key=url))
         yield from sorted(seen.values(), key=lambda e: e.added or 0.0)
 
     def notes(self) -> dict[str, int]:
@@ -304,7 +408,7 @@ def open_sharded(
         if count < 2:
             raise ValueError(f"a sharded index needs at least 2 shards, got {count}")
         retries = Retries(own.get("retries", DEFAULT_RETRIES), own.get("retry_backoff", DEFAULT_BACKOFF), location)
-        names = shard_prefixes(client, prefix, count, cluster, retries)
+        names, keys_once = shard_prefixes(client, prefix, count, cluster, retries)
         backends = []
         for s, name in enumerate(names):
             shard_client = clients[s] if addresses else client
@@ -320,7 +424,9 @@ def open_sharded(
                     **own,
                 )
             )
-        sharded = ShardedRedisBackend(backends, k=k, design=design, prefix=prefix, location=location)
+        sharded = ShardedRedisBackend(
+            backends, k=k, design=design, prefix=prefix, location=location, keys_once=keys_once
+        )
     except BaseException:
         for c in clients:
             c.close()
