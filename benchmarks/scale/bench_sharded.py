@@ -30,8 +30,9 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.benchlib.report import make_parser, write_json
-from simhash_filter.config import DEFAULTS
+from simhash_filter.config import DEFAULTS, FilterConfig
 from simhash_filter.index.backends import open_backend
+from simhash_filter.index.bound import CheckBound
 from simhash_filter.index.tables import TableDesign, tables_for
 from tests.redis_server import RedisCluster, RedisServer
 
@@ -75,8 +76,45 @@ def _memory(nodes: list[RedisServer], pattern: str) -> list[int]:
     return out
 
 
-def measure(uri: str, nodes: list[RedisServer], design: TableDesign, size: int, checks: int, pattern: str) -> dict:
+def _used(nodes: list[RedisServer]) -> list[int]:
+    out = []
+    for node in nodes:
+        with node.client() as client:
+            out.append(int(client.info("memory")["used_memory"]))
+    return out
+
+
+def _slowlog(nodes: list[RedisServer], start: bool, n: int = 0) -> list[list[int]]:
+    """Log every command of the nodes (*start*), or read the ``EVALSHA`` durations (µs) logged on each."""
+    out = []
+    for node in nodes:
+        with node.client() as client:
+            if start:
+                client.config_set("slowlog-max-len", 100_000)
+                client.config_set("slowlog-log-slower-than", 0)
+                client.slowlog_reset()
+            else:
+                client.config_set("slowlog-log-slower-than", 10_000)
+                entries = client.slowlog_get(100_000)
+                out.append([e["duration"] for e in entries if e["command"][:7].lower() == b"evalsha"])
+                client.slowlog_reset()
+    return out
+
+
+def measure(
+    uri: str,
+    nodes: list[RedisServer],
+    design: TableDesign,
+    size: int,
+    checks: int,
+    pattern: str,
+    bound: CheckBound = DEFAULTS.bound,
+    scan: bool = True,
+) -> dict:
+    """Fill the index at *uri* with *size* pages (``add_many``, 10,000 at a time), then time *checks* checks; memory
+    from ``MEMORY USAGE`` of its keys (*scan*; slow at tens of millions of keys) and from ``used_memory``."""
     fps, keys, sketches = _pages(size, 1)
+    used_before = _used(nodes)
     with open_backend(uri, k=K, design=design, metadata=META) as backend:
         start = time.perf_counter()
         step = 10_000
@@ -90,19 +128,30 @@ def measure(uri: str, nodes: list[RedisServer], design: TableDesign, size: int, 
             j = int(rng.integers(0, size))
             q_fps[i] = fps[j] ^ (1 << int(rng.integers(0, 64)))
             q_sketches[i] = sketches[j]
+        used = [after - before for after, before in zip(_used(nodes), used_before, strict=True)]
         _reset(nodes)
+        _slowlog(nodes, True)
         times = []
         for fp, key, sketch in zip(q_fps, q_keys, q_sketches, strict=True):
             t0 = time.perf_counter_ns()
-            backend.add_and_candidates(fp, key, sketch, K, DEFAULTS.bound)
+            backend.add_and_candidates(fp, key, sketch, K, bound)
             times.append(time.perf_counter_ns() - t0)
         usec = _evalsha_usec(nodes)
-    memory = _memory(nodes, pattern)
+        calls = _slowlog(nodes, False)
+    memory = _memory(nodes, pattern) if scan else used
     times.sort()
+    every = sorted(d for node in calls for d in node)
     return {
         "size": size,
         "design": design.name,
+        "block_pages": bound.block_pages,
         "fill_s": round(fill, 1),
+        "used_memory_by_node": used,
+        "used_memory_per_page_by_node": [round(u / size, 1) for u in used],
+        "server_us_per_call_p50_p99": [every[len(every) // 2], every[int(0.99 * (len(every) - 1))]] if every else None,
+        "server_us_per_call_p99_by_node": [sorted(c)[int(0.99 * (len(c) - 1))] if c else None for c in calls],
+        "calls_per_check_by_node": [round(len(c) / checks, 2) for c in calls],
+        "checks_per_s_per_node_capacity": [round(checks * 1e6 / u) if u else None for u in usec],
         "check_p50_ms": round(statistics.median(times) / 1e6, 3),
         "check_p99_ms": round(times[int(0.99 * (len(times) - 1))] / 1e6, 3),
         "server_us_per_check": round(sum(usec) / checks, 1),
@@ -199,6 +248,8 @@ def main() -> int:
     parser.add_argument("--size", type=int, default=200_000)
     parser.add_argument("--checks", type=int, default=2000)
     parser.add_argument("--expected-pages", type=int, default=0)
+    parser.add_argument("--no-scan", action="store_true", help="memory from used_memory only (large sizes)")
+    parser.add_argument("--only", choices=("one", "cluster"), help="measure one of the two only")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     if args.public:
@@ -208,18 +259,23 @@ def main() -> int:
         if args.json:
             write_json(args.json, result, indent=2)
         return 0
-    design = TableDesign.parse(tables_for(args.expected_pages or args.size))
+    expected = args.expected_pages or args.size
+    design = TableDesign.parse(tables_for(expected))
+    bound = FilterConfig(expected_pages=expected).bound
     results = []
+    scan = not args.no_scan
     with tempfile.TemporaryDirectory() as tmp:
-        with RedisServer(Path(tmp) / "one") as one:
-            row = measure(f"{one.url}?prefix=one", [one], design, args.size, args.checks, "{one}:*")
-            results.append({"index": "one server", **row})
-            print(json.dumps(results[-1]), flush=True)
-        with RedisCluster(Path(tmp) / "cluster") as cluster:
-            uri = f"{cluster.url}?cluster=1&shards=3&prefix=big"
-            row = measure(uri, cluster.nodes, design, args.size, args.checks, "{big*")
-            results.append({"index": "3 shards, 3-node cluster", **row})
-            print(json.dumps(results[-1]), flush=True)
+        if args.only != "cluster":
+            with RedisServer(Path(tmp) / "one") as one:
+                row = measure(f"{one.url}?prefix=one", [one], design, args.size, args.checks, "{one}:*", bound, scan)
+                results.append({"index": "one server", **row})
+                print(json.dumps(results[-1]), flush=True)
+        if args.only != "one":
+            with RedisCluster(Path(tmp) / "cluster") as cluster:
+                uri = f"{cluster.url}?cluster=1&shards=3&prefix=big"
+                row = measure(uri, cluster.nodes, design, args.size, args.checks, "{big*", bound, scan)
+                results.append({"index": "3 shards, 3-node cluster", **row})
+                print(json.dumps(results[-1]), flush=True)
     if args.json:
         write_json(args.json, results, indent=2)
     return 0
