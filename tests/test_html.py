@@ -15,7 +15,7 @@ import pytest
 from simhash_filter.config import FingerprintConfig
 from simhash_filter.model.extract import extract
 from simhash_filter.model.fingerprint import Fingerprinter, Status
-from simhash_filter.model.html import NotHtml, decode, parse
+from simhash_filter.model.html import NotHtml, decode, page_bytes, parse
 
 ZH_TEXT = "这是一个中文网页，用于检查编码识别是否正确。社区图书馆延长了开放时间，居民们非常高兴。"
 LATIN_TEXT = "Café owners in Zürich said the naïve plan — “a fête every week” — would cost €2,000."
@@ -305,3 +305,33 @@ def test_empty_input_parses_to_nothing() -> None:
     """Empty or whitespace-only input gives no tree rather than an error."""
     for html in ("", b"", "  \n\t", b"\xef\xbb\xbf"):
         assert parse(html).root is None
+
+
+@pytest.mark.parametrize(
+    ("page", "declared"),
+    [
+        ("<p>caf\u00e9 \u4e2d\u6587 \u2014 plain</p>".encode(), None),
+        ("<p>caf\u00e9</p>".encode(), "utf-8"),
+        ("<p>caf\u00e9</p>".encode(), "UTF8"),
+        ('<meta charset="utf-8"><p>caf\u00e9</p>'.encode(), None),
+        (b"<p>ascii only</p>", "latin-1"),
+        (b"<p>caf\xe9 invalid utf-8</p>", "utf-8"),
+        (b"\xef\xbb\xbf<p>with a byte-order mark</p>", None),
+        ("<p>caf\u00e9</p>".encode("cp1252"), None),
+        ("<p>\u4e2d\u6587</p>".encode("gb18030"), None),
+        (b"  \n\t ", None),
+        ("<p>caf\u00e9</p>", None),
+    ],
+)
+def test_page_bytes_are_the_decoded_text_in_utf8(page: bytes | str, declared: str | None) -> None:
+    """The parser's input is the page decoded (BOM, declaration, sniff) and encoded to UTF-8, with the same encoding
+    named; valid UTF-8 bytes (declared or sniffed, no byte-order mark) are handed on as they are, not copied."""
+    text, enc, truncated = decode(page, declared)
+    data, got_enc, got_truncated = page_bytes(page, declared)
+    assert data == (b"" if text.isspace() else text.encode("utf-8")) and (got_enc, got_truncated) == (enc, truncated)
+    if isinstance(page, bytes) and enc in ("utf-8", "UTF8") and not page.startswith(b"\xef\xbb\xbf"):
+        try:
+            page.decode("utf-8")
+        except UnicodeDecodeError:
+            return
+        assert data is page or not data

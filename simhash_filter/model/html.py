@@ -84,20 +84,26 @@ def _text_encoding(name: str | None) -> str | None:
 _NOT_TEXT = frozenset({"idna", "punycode", "undefined", "raw-unicode-escape", "unicode-escape"})
 
 
-def _to_unicode(data: bytes, declared: str | None) -> tuple[str, str]:
-    """``(encoding, text)`` by a browser's order: byte-order mark, the caller's declared encoding (an HTTP
-    header), the page's own ``<meta charset>``, then a sniff; a declaration that names no text encoding is
-    passed over."""
+def _encoding(data: bytes, declared: str | None) -> tuple[str, bytes, bool]:
+    """``(encoding, byte-order mark, sniffed)`` by a browser's order: byte-order mark, the caller's declared encoding
+    (an HTTP header), the page's own ``<meta charset>``, then a sniff (*sniffed*: ``utf-8`` then means the bytes
+    decode as UTF-8); a declaration that names no text encoding is passed over."""
     bom_enc, bom = read_bom(data)
     if bom_enc is not None and bom is not None:
-        return bom_enc, to_unicode(data[len(bom) :], bom_enc)
+        return bom_enc, bom, False
     header = _text_encoding(declared) and f"text/html; charset={declared}"
     enc = _text_encoding(http_content_type_encoding(header)) or _text_encoding(html_body_declared_encoding(data))
     if enc is None:
-        enc = _sniff(data)
-    elif enc in ("utf-16", "utf-32"):
+        return _sniff(data), b"", True
+    if enc in ("utf-16", "utf-32"):
         enc += "-be"
-    return enc, to_unicode(data, enc)
+    return enc, b"", False
+
+
+def _to_unicode(data: bytes, declared: str | None) -> tuple[str, str]:
+    """``(encoding, text)``: the page decoded from the encoding :func:`_encoding` finds."""
+    enc, bom, _ = _encoding(data, declared)
+    return enc, to_unicode(data[len(bom) :], enc)
 
 
 def _cut_utf8_safely(data: bytes, limit: int) -> bytes:
@@ -151,11 +157,44 @@ def _check_binary(head: bytes) -> None:
 
 def page_bytes(html: bytes | str, encoding: str | None = None, max_bytes: int = 4_000_000) -> tuple[bytes, str, bool]:
     """``(data, encoding, truncated)``: the page as UTF-8 bytes for the model's parser (empty when the page is empty
-    or only white space); raise :class:`NotHtml` for binary input."""
+    or only white space); raise :class:`NotHtml` for binary input.  Bytes in UTF-8 (declared or sniffed, without a
+    byte-order mark, valid) are handed on as they are; other bytes are decoded once and encoded to UTF-8, str
+    encoded once: the same bytes either way."""
+    if isinstance(html, bytes):
+        truncated = len(html) > max_bytes
+        data = _cut_utf8_safely(html, max_bytes) if truncated else html
+        _check_binary(data[:8192])
+        enc, bom, sniffed = _encoding(data, encoding)
+        if not bom and _is_utf8(enc) and (sniffed or _valid_utf8(data)):
+            if "\x00" in data[: 4 * 8192].decode("utf-8", "replace")[:8192]:  # decode()'s test, on the same text
+                raise NotHtml("NUL characters in the text: not an HTML page")
+            return (data if data.strip(_ASCII_SPACE) else b""), enc, truncated
     text, enc, truncated = decode(html, encoding, max_bytes)
     if not text or text.isspace():
         return b"", enc, truncated
     return text.encode("utf-8", "replace"), enc, truncated
+
+
+#: The ASCII characters ``str.isspace`` counts as white space.
+_ASCII_SPACE = b" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f"
+
+
+def _is_utf8(enc: str) -> bool:
+    try:
+        return codecs.lookup(enc).name == "utf-8"
+    except LookupError:
+        return False
+
+
+def _valid_utf8(data: bytes) -> bool:
+    """Whether *data* decodes as UTF-8 without an error."""
+    if data.isascii():
+        return True
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def parse(html: bytes | str, encoding: str | None = None, max_bytes: int = 4_000_000) -> Parsed:
