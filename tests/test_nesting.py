@@ -95,6 +95,7 @@ SHAPES = {
     "200,000 nested lists": "'<ul><li>' * 200_000 + WORDS",
     "50,000 unclosed <b><i>": "'<b><i>' * 50_000 + WORDS",
     "10,000 options": "'<select>' + ''.join(f'<option>choice {i}' for i in range(10_000)) + '</select>' + WORDS",
+    "200,000 comments": "'<div><!-- c -->' * 200_000 + WORDS",
 }
 
 SCRIPT = """

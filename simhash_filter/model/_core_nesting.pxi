@@ -6,6 +6,7 @@ from simhash_filter.model import nesting as _nesting
 cdef enum:
     NEST_TABLE = 512  # slots of the name table (a power of two)
     NEST_NAME = 16  # names longer than this have no flags
+    NEST_FLAG_BITS = 30  # the flags are bits below this one (checked at import)
 
 cdef int NF_VOID = _nesting.VOID
 cdef int NF_RAW = _nesting.RAW
@@ -52,6 +53,8 @@ cdef inline size_t _nest_hash(const unsigned char* name, Py_ssize_t n) noexcept 
 
 def _nest_table_init():
     cdef bytes name
+    if max(_nesting.NAME_FLAGS.values()) >= 1 << NEST_FLAG_BITS:
+        raise ImportError("nesting guard: more flags than the compiled guard counts")
     cdef size_t slot
     cdef Py_ssize_t n
     memset(_nest_lens, 0, sizeof(_nest_lens))
@@ -176,7 +179,7 @@ cdef class _NestStack:
     cdef Py_ssize_t* length
     cdef int* flags
     cdef Py_ssize_t top, cap
-    cdef Py_ssize_t counts[32]
+    cdef Py_ssize_t counts[NEST_FLAG_BITS]
 
     def __cinit__(self, Py_ssize_t cap):
         self.cap = cap
@@ -196,7 +199,7 @@ cdef class _NestStack:
     cdef inline void count(self, int flags, int step) noexcept nogil:
         cdef int bit
         if flags & (NF_P | NF_LI | NF_DD_DT | NF_TR | NF_CELL | NF_SECTION | NF_ANCHOR):
-            for bit in range(32):
+            for bit in range(NEST_FLAG_BITS):
                 if flags & (1 << bit):
                     self.counts[bit] += step
 
@@ -330,7 +333,7 @@ def nesting_guard(bytes data not None, Py_ssize_t max_depth=_nesting.MAX_DEPTH):
         if c == 33:  # <!
             if i + 3 < n and s[i + 2] == 45 and s[i + 3] == 45:  # <!--
                 a = _nest_find(s, n, i + 2, b"-->", 3)
-                b = _nest_find(s, n, i + 2, b"--!>", 4)
+                b = _nest_find(s, n if a < 0 else a + 3, i + 2, b"--!>", 4)  # only before "-->"
                 if a < 0 and b < 0:
                     break
                 i = a + 3 if b < 0 or 0 <= a < b else b + 4

@@ -281,7 +281,8 @@ def guard(data: bytes, max_depth: int = MAX_DEPTH) -> bytes:
         c = data[i + 1]
         if c == 0x21:  # <!
             if data.startswith(b"<!--", i):
-                a, b = data.find(b"-->", i + 2), data.find(b"--!>", i + 2)
+                a = data.find(b"-->", i + 2)
+                b = data.find(b"--!>", i + 2, n if a < 0 else a + 3)  # only before "-->": linear in comments
                 if a < 0 and b < 0:
                     break
                 i = a + 3 if b < 0 or 0 <= a < b else b + 4
