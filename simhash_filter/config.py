@@ -1,9 +1,11 @@
 """The filter's settings: the fingerprint model's (:class:`FingerprintConfig`) and the index's decision (k, the
-similarity threshold, the tables) — the one source of defaults for the command line and the crawler.
+similarity threshold, the tables) — the one source of defaults for the command line and the crawler; and the CPUs
+this process may use (the default worker processes of ``dedup`` and of a crawl).
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +22,7 @@ __all__ = [
     "TABLES",
     "FilterConfig",
     "FingerprintConfig",
+    "available_cpus",
 ]
 
 #: Candidates of a page: kept fingerprints within this Hamming distance (k) that agree with the page's on the
@@ -77,3 +80,16 @@ class FilterConfig:
 
 
 DEFAULTS = FilterConfig()
+
+
+def available_cpus() -> int:
+    """CPUs this process may use: ``os.process_cpu_count()`` (Python 3.13+), else its affinity mask, else
+    ``os.cpu_count()``."""
+    process_cpu_count = getattr(os, "process_cpu_count", None)
+    if process_cpu_count is not None:
+        n = process_cpu_count()
+    elif hasattr(os, "sched_getaffinity"):
+        n = len(os.sched_getaffinity(0))
+    else:
+        n = os.cpu_count()
+    return max(1, n or 1)

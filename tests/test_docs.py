@@ -129,7 +129,7 @@ def _key_regex(documented: str) -> str:
 def test_the_keys_there_from_the_start_are_the_documented_ones():
     """``stats_keys()`` (the keys set to 0 when the spider opens, which monitors read) and the stats table name the
     same keys: all of them but the distance histogram, whose keys are the distances met."""
-    from simhash_filter.crawl.report import stats_keys
+    from simhash_filter.crawl.stats import stats_keys
 
     listed = stats_keys(avoid=True, warc=True)
     documented = {_key_regex(k) for k in _documented_stats_keys()}
@@ -138,7 +138,7 @@ def test_the_keys_there_from_the_start_are_the_documented_ones():
     missing = sorted(d for d in documented if not any(re.fullmatch(d, k) for k in listed))
     assert missing == [_key_regex("simhash/distance/<d>")]
     section = _section(SETTINGS_PAGE.read_text(encoding="utf-8"), "## Stats")
-    assert "`simhash_filter.crawl.report.stats_keys()`" in section and "`simhash/distance/<d>`" in section
+    assert "`simhash_filter.crawl.stats.stats_keys()`" in section and "`simhash/distance/<d>`" in section
 
 
 def test_every_skip_reason_is_documented():

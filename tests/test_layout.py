@@ -143,3 +143,12 @@ def test_importing_the_package_imports_no_scrapy():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_the_crawl_borrows_nothing_from_the_batch_paths_and_its_counts_nothing_from_the_report():
+    """The Scrapy integration imports nothing of batch/ (dedup, WARC reading, Spark), and its stats module (the
+    counts) imports nothing of the report package."""
+    crawl = {m: GRAPH[m] for m in GRAPH if m.startswith(f"{NAME}.crawl")}
+    assert not {m: sorted(i for i in imported if i.startswith(f"{NAME}.batch")) for m, imported in crawl.items()
+                if any(i.startswith(f"{NAME}.batch") for i in imported)}  # fmt: skip
+    assert not [i for i in GRAPH[f"{NAME}.crawl.stats"] if i.startswith(f"{NAME}.report")]

@@ -25,12 +25,12 @@ from simhash_filter import SimhashDownloaderMiddleware
 from simhash_filter.config import FilterConfig, FingerprintConfig
 from simhash_filter.crawl import guard, options, workers
 from simhash_filter.crawl.crawlfilter import CrawlFilter
+from simhash_filter.crawl.decision import Decision
 from simhash_filter.crawl.middlewares import NearDuplicateResponse
 from simhash_filter.index.backends import Candidate
 from simhash_filter.index.backends.memory import MemoryBackend
 from simhash_filter.index.bound import DEFAULT_BOUND, CheckBound
 from simhash_filter.index.nearduplicate import NearDuplicateIndex
-from simhash_filter.index.tables import Match
 
 pytestmark = pytest.mark.usefixtures("memory_index")
 
@@ -604,7 +604,7 @@ def test_a_dropped_response_still_counts_as_received():
 def test_every_stats_key_is_there_from_spider_open():
     """When the spider opens, every key of ``stats_keys()`` is set to 0 (0.0 for seconds), so that a monitor reads
     ``stats["simhash/kept"]`` whatever the crawl met; a key counted before keeps its count."""
-    from simhash_filter.crawl.report import stats_keys
+    from simhash_filter.crawl.stats import stats_keys
 
     mw = middleware(SIMHASH_PROCESSES=0)
     mw.filter.stats.inc_value("simhash/checked", 3)
@@ -634,8 +634,8 @@ def test_index_size_of_a_remote_index_counts_the_pages_stored():
     mw = middleware(SIMHASH_PROCESSES=0)
     report, value = mw.filter.report, 0x1234
     report.index_opened("redis://r/0", "redis", 10)
-    report.decided("http://a.test/1", value, None)
-    report.decided("http://a.test/2", value, None, added_late=2)
-    own = Match("http://a.test/1", 0, value, 1.0)
-    report.decided("http://a.test/1", value, own)
+    report.count.checked(Decision("http://a.test/1", "ok", value), stored=True)
+    report.count.checked(Decision("http://a.test/2", "ok", value), stored=True, added_late=2)
+    own = Decision("http://a.test/1", "ok", value, "http://a.test/1", 0, 1.0)  # its own entry, found again
+    report.count.checked(own, stored=False)
     assert stats(mw)["simhash/index_size"] == 10 + 1 + 3

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import multiprocessing
-import os
 import sys
 import time
 from collections import Counter, deque
@@ -26,7 +25,7 @@ from typing import Any
 
 import orjson
 
-from simhash_filter.config import FilterConfig, FingerprintConfig
+from simhash_filter.config import FilterConfig, FingerprintConfig, available_cpus
 from simhash_filter.index.backends import store_errors
 from simhash_filter.index.nearduplicate import NearDuplicateIndex, open_index
 from simhash_filter.model.fingerprint import Fingerprinter
@@ -40,7 +39,6 @@ __all__ = [
     "Summary",
     "WorkersFailed",
     "auto_workers",
-    "available_cpus",
     "dedup",
     "fingerprint_items",
     "parse_line",
@@ -357,19 +355,6 @@ def _worker_died(line: _Item) -> _Prepared:
         if reason is not None:
             return url, None, MALFORMED, reason, None
     return url, None, ERROR, "its worker process died (killed, or out of memory)", None
-
-
-def available_cpus() -> int:
-    """CPUs this process may use: ``os.process_cpu_count()`` (Python 3.13+), else its affinity mask, else
-    ``os.cpu_count()``."""
-    process_cpu_count = getattr(os, "process_cpu_count", None)
-    if process_cpu_count is not None:
-        n = process_cpu_count()
-    elif hasattr(os, "sched_getaffinity"):
-        n = len(os.sched_getaffinity(0))
-    else:
-        n = os.cpu_count()
-    return max(1, n or 1)
 
 
 def auto_workers(input_bytes: int | None) -> int:

@@ -10,8 +10,8 @@ here raises into the crawl: a page that cannot be fingerprinted or checked is co
 
 :class:`CrawlFilter` wires the parts of the filter together, each with one job: the options read from the
 settings (:mod:`.options`), which pages are checked and why not (:mod:`.policy`), where they are
-fingerprinted (:mod:`.executor`), the index calls (:mod:`.guard`), the stats and log lines (:mod:`.report`)
-and the decisions handed to the items (:mod:`.decision`).
+fingerprinted (:mod:`.executor`), the index calls and the decisions they make (:mod:`.guard`), the counts
+(:mod:`.stats`), the log lines (:mod:`.report`) and the decisions handed to the items (:mod:`.decision`).
 """
 
 from __future__ import annotations
@@ -51,7 +51,8 @@ from simhash_filter.crawl.options import (
     processes_setting,
 )
 from simhash_filter.crawl.policy import Policy
-from simhash_filter.crawl.report import Report, logger, report_command, stats_keys
+from simhash_filter.crawl.report import Report, logger, report_command
+from simhash_filter.crawl.stats import stats_keys
 from simhash_filter.crawl.waiting import InOrder
 from simhash_filter.index.backends import error_message, open_errors, redact_uri, uri_scheme
 from simhash_filter.index.nearduplicate import open_index
@@ -203,7 +204,7 @@ class CrawlFilter:
         self.items = ItemDecisions()
         self._order = InOrder()
         self.closed = False
-        #: The ``simhash/...`` keys set to 0 when the spider opens (:func:`~.report.stats_keys`; :meth:`for_crawler`).
+        #: The ``simhash/...`` keys set to 0 when the spider opens (:func:`~.stats.stats_keys`; :meth:`for_crawler`).
         self.stats_keys: list[str] = stats_keys()
         #: The ``simhash-filter report`` command for the crawl's feed, named at the end (set by :meth:`for_crawler`).
         self.report_command: str | None = None
@@ -367,7 +368,7 @@ class CrawlFilter:
                 return self._skip(url, WORKER_DIED, exc_info=exc)
             except Exception:
                 return self._skip(url, ERROR, exc_info=True)
-            self.report.fingerprinted(seconds)
+            self.report.count.fingerprinted(seconds)
             if charset_error:
                 message = f"bytes invalid in the page's charset ({fp.encoding}); fingerprinted as decoded"
                 self.report.count_once("simhash/charset_errors", url, message)
@@ -454,7 +455,7 @@ class CrawlFilter:
     # --- the crawl's signals ------------------------------------------------------------------
 
     def spider_opened(self, spider: Any) -> None:
-        self.report.start(self.stats_keys)  # every key a monitor reads is there from now on
+        self.report.count.start(self.stats_keys)  # every key a monitor reads is there from now on
         self.start_workers()
 
     def spider_closed(self, spider: Any, reason: str) -> None:
@@ -463,7 +464,7 @@ class CrawlFilter:
         self.closed = True
         size = self.closing_index_size()  # kept current all along (a close monitor read it); read once more now
         if isinstance(size, int):
-            self.report.index_size(size)
+            self.report.count.index_size(size)
         logger.info(self.summary(size), extra={"spider": spider})
         if self.report_command is not None:
             logger.info("simhash: to see what the filter did: %s", self.report_command, extra={"spider": spider})

@@ -66,9 +66,9 @@ class FingerprintExecutor:
             # a pool started in another event loop cannot hear its workers here (a filter used outside a crawl)
             if pool.usable and self._is_ready(pool):
                 return await self._in_processes(body, encoding)
-            self.report.in_reactor()  # while the workers start
+            self.report.count.in_reactor()  # while the workers start
         elif self._processes_failed:
-            self.report.in_reactor()  # after the workers were given up
+            self.report.count.in_reactor()  # after the workers were given up
         return self._in_reactor(body, encoding)
 
     def _in_reactor(self, body: bytes | str, encoding: str | None) -> JobResult:
@@ -76,7 +76,7 @@ class FingerprintExecutor:
         try:
             return self._job(body, encoding)
         finally:
-            self.report.reactor_time(time.perf_counter() - start)
+            self.report.count.reactor_time(time.perf_counter() - start)
 
     def where(self, planned: bool = False) -> str:
         """Where pages are fingerprinted (``planned``: before the spider opens)."""
@@ -122,7 +122,7 @@ class FingerprintExecutor:
         for attempt in range(2):
             worker = self._pool.pick(ready_only=attempt == 0) if self._pool is not None else None
             if worker is None:  # the workers are gone for good: the reactor thread
-                self.report.in_reactor()
+                self.report.count.in_reactor()
                 return self._in_reactor(body, encoding)
             try:
                 return from_worker(await worker.fingerprint(body, encoding))

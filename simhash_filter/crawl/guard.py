@@ -17,6 +17,7 @@ from simhash_filter.crawl.waiting import in_executor, sleep
 from simhash_filter.index.backends import IndexFullError
 from simhash_filter.index.nearduplicate import NearDuplicateIndex
 from simhash_filter.index.tables import Match
+from simhash_filter.model.fingerprint import Status
 
 __all__ = ["IndexGuard", "is_full"]
 
@@ -97,11 +98,10 @@ class IndexGuard:
         try:
             match, added_late = self._check_and_add(value, url, sketch)
         except Exception as exc:
-            self.report.index_time(time.perf_counter() - start)
+            self.report.count.index_time(time.perf_counter() - start)
             return self._unchecked(url, value, sketch, exc)
-        self.report.index_time(time.perf_counter() - start)
-        self.report.candidates(self.index.candidates_max)
-        return self.report.decided(url, value, match, added_late, rows=self.rows())
+        self.report.count.index_time(time.perf_counter() - start)
+        return self._decided(url, value, match, added_late)
 
     async def check(self, url: str, value: int, sketch: bytes | None = None) -> Decision:
         """:meth:`decide` for the crawl: off the reactor thread for a remote index, and with a breaker.
@@ -142,10 +142,9 @@ class IndexGuard:
                         logger.info("simhash: the index answers again")
                         self._index_down_until = 0.0
                     if error is not None and _own_entry(match, value, url):
-                        self.report.own_entry_found()
+                        self.report.count.own_entry_found()
                         match = None  # this page's timed-out write landed: kept
-                    self.report.candidates(self.index.candidates_max)
-                    return self.report.decided(url, value, match, added_late, rows=self.rows())
+                    return self._decided(url, value, match, added_late)
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 if error is None and self._last_error is not None and is_full(self._last_error):
@@ -171,6 +170,17 @@ class IndexGuard:
         if self.index.sketch_bytes and sketch is not None:
             return self.index.best(self.index.backend.candidates(value, self.index.k, self.index.bound), sketch)
         return self.index.nearest(value)
+
+    def _decided(self, url: str, value: int, match: Match | None, added_late: int) -> Decision:
+        """The decision on a checked page, made here from the index's answer (*match*: the page it duplicates,
+        or None: kept), then counted."""
+        if match is None:
+            decision = Decision(url, Status.OK.value, value)
+        else:
+            decision = Decision(url, Status.OK.value, value, match.key, match.distance, match.similarity)
+        self.report.count.candidates(self.index.candidates_max)
+        stored = not (match is not None and match.key == url and match.fingerprint == value)  # not its own entry
+        return self.report.decided(decision, stored=stored, added_late=added_late, rows=self.rows())
 
     def _check_and_add(self, value: int, url: str, sketch: bytes | None) -> tuple[Match | None, int]:
         """Check-and-add one page; then add the pages let through unchecked while the index failed (so

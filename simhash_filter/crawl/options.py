@@ -7,8 +7,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from simhash_filter.batch.dedup import available_cpus
-from simhash_filter.config import FilterConfig
+from simhash_filter.config import FilterConfig, available_cpus
 from simhash_filter.crawl import settings as defaults
 from simhash_filter.crawl.avoid import check_avoid_options
 from simhash_filter.crawl.indexpath import default_index_path

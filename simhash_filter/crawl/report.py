@@ -1,115 +1,41 @@
-"""The crawl's report of the filter: every ``simhash/...`` stats key it counts, the log lines written once
-(further cases only counted), the decisions' counts, and the summary line at the end of the crawl.
+"""What the filter says in a crawl: the log lines written once (further cases only counted, by :mod:`.stats`),
+the summary line at the end of the crawl and the ``simhash-filter report`` command for its feed.
 """
 
 from __future__ import annotations
 
 import logging
 import shlex
-from collections import Counter
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
-import numpy as np
-import xxhash
-
-from simhash_filter.crawl.decision import AFTER_STOP, DONT_META_KEY, ERROR, INDEX_ERROR, WORKER_DIED, Decision
+from simhash_filter.crawl.decision import AFTER_STOP, DONT_META_KEY, ERROR, INDEX_ERROR, Decision
+from simhash_filter.crawl.stats import FilterStats
 from simhash_filter.index.backends import IndexFullError, error_message
-from simhash_filter.model.fingerprint import Status
 from simhash_filter.report import report_path
 
 if TYPE_CHECKING:
     from scrapy.statscollectors import StatsCollector
 
-    from simhash_filter.index.tables import Match
-
-__all__ = ["SKIP_REASONS", "Report", "logger", "report_command", "stats_keys"]
+__all__ = ["Report", "logger", "report_command"]
 
 #: The filter's logger, shared by its parts: its log lines keep the name they had when the filter was one
 #: module (a project may set its level by that name).
 logger = logging.getLogger("simhash_filter.crawl.crawlfilter")
 
 
-#: Every reason a page is let through unchecked (``simhash/skipped/<reason>``).
-SKIP_REASONS = (*(str(s) for s in Status if s is not Status.OK), "http_status", ERROR, WORKER_DIED, INDEX_ERROR,
-                AFTER_STOP, DONT_META_KEY)  # fmt: skip
-#: Why a request is left unsent or sent later (``SIMHASH_AVOID``: ``simhash/avoided/<reason>``).
-AVOID_REASONS = ("url_rule", "mirror", "known")
-#: The keys that hold seconds (0.0 rather than 0 before anything is timed).
-SECONDS_KEYS = frozenset({"simhash/fingerprint_seconds", "simhash/fingerprint_max_seconds", "simhash/reactor_seconds",
-                          "simhash/index_seconds"})  # fmt: skip
-
-
-def stats_keys(*, avoid: bool = False, warc: bool = False) -> list[str]:
-    """The keys a monitor reads: every ``simhash/...`` key the crawl's stats hold from the start (0 until counted;
-    docs/settings.md, Stats), those of ``SIMHASH_AVOID`` and ``SIMHASH_WARC`` when they are on.  Only the distance
-    histogram (``simhash/distance/<d>``) is left out: its keys are the distances met."""
-    keys = ["simhash/checked", "simhash/kept", "simhash/near_duplicates", "simhash/dropped", "simhash/flagged",
-            "simhash/unchanged", "simhash/refetched", *(f"simhash/skipped/{reason}" for reason in SKIP_REASONS),
-            "simhash/truncated", "simhash/dataloss", "simhash/charset_errors", "simhash/items/flagged",
-            "simhash/items/unflaggable", "simhash/items/unchecked", "simhash/index_size", "simhash/index_full",
-            "simhash/candidates/max", "simhash/index_retries", "simhash/index_added_late",
-            "simhash/index_retry_own_entry", *sorted(SECONDS_KEYS), "simhash/fingerprinted_in_reactor",
-            "simhash/worker_restarts", "simhash/pages_closed", "simhash/page_close_errors"]  # fmt: skip
-    if avoid:
-        keys += [*(f"simhash/avoided/{reason}" for reason in AVOID_REASONS),
-                 *(f"simhash/deprioritized/{reason}" for reason in AVOID_REASONS),
-                 "simhash/avoid/validations", "simhash/avoid/rules_learned", "simhash/avoid/mirrors_learned",
-                 "simhash/avoid/rules_withdrawn", "simhash/avoid/mirrors_withdrawn", "simhash/avoid/requeued",
-                 "simhash/avoid/rules_active", "simhash/avoid/mirrors_active",
-                 "simhash/avoid/notes_errors"]  # fmt: skip
-    if warc:
-        keys += ["simhash/warc/responses", "simhash/warc/revisits", "simhash/warc/errors"]
-    return keys
-
-
-class SeenUrls:
-    """The URLs checked in this crawl, approximately, in a fixed 16 MiB (allocated as pages are touched): a Bloom
-    filter of 2**27 bits and three hashes (false positives: about 0.001 % at a million URLs, 0.8 % at ten
-    million).  It only tells a page fetched twice in one crawl from a page unchanged since an earlier crawl, for
-    their counts."""
-
-    BITS = 1 << 27
-
-    def __init__(self) -> None:
-        self._bits = np.zeros(self.BITS // 8, dtype=np.uint8)
-
-    def _positions(self, url: str) -> tuple[int, ...]:
-        digest = xxhash.xxh3_128_intdigest(url.encode("utf-8", "surrogatepass"))
-        return tuple((digest >> (40 * i)) % self.BITS for i in range(3))
-
-    def add(self, url: str) -> bool:
-        """Record *url*; whether it was (probably) recorded before."""
-        seen = True
-        for bit in self._positions(url):
-            byte, mask = bit >> 3, 1 << (bit & 7)
-            if not self._bits[byte] & mask:
-                seen = False
-                self._bits[byte] |= mask
-        return seen
-
-
 class Report:
-    """Counts what the filter does in the crawl's stats (``simhash/...``) and logs it, each kind once."""
+    """Logs what the filter does, each kind once, beside its counts (:attr:`count`, the crawl's ``simhash/...``
+    stats)."""
 
     def __init__(self, stats: StatsCollector, *, action: str, debug: bool) -> None:
         self.stats = stats
         self.action = action
         self.debug = debug
+        #: The counts (the only writer of the ``simhash/...`` stats).
+        self.count = FilterStats(stats, action=action)
         self._logged: set[str] = set()
-        self._counts: Counter[str] = Counter()
-        self._fingerprinted = 0
-        self._checked_urls = SeenUrls()
-        #: The index's size and rows when it was opened, which ``simhash/index_size`` is kept current from.
-        self._size, self._rows = 0, 0
-
-    def start(self, keys: list[str]) -> None:
-        """Set every key of :func:`stats_keys` that is not counted yet to 0, so that a monitor reads
-        ``stats["simhash/kept"]`` whatever the crawl met."""
-        for key in keys:
-            if self.stats.get_value(key) is None:
-                self.stats.set_value(key, 0.0 if key in SECONDS_KEYS else 0)
 
     # --- decisions ----------------------------------------------------------------------------
 
@@ -125,8 +51,7 @@ class Report:
     ) -> Decision:
         """The decision for a page let through unchecked, counted in ``simhash/skipped/<reason>``; the first
         page of each reason is logged (unless ``logged``: the caller said why)."""
-        self.stats.inc_value(f"simhash/skipped/{reason}")
-        self._counts[reason] += 1
+        self.count.skip(reason)
         decision = Decision(url, reason, fingerprint)
         if reason == DONT_META_KEY:
             return decision
@@ -154,28 +79,13 @@ class Report:
         return decision
 
     def decided(
-        self, url: str, value: int, match: Match | None, added_late: int = 0, *, rows: int | None = None
+        self, decision: Decision, *, stored: bool, added_late: int = 0, rows: int | None = None
     ) -> Decision:
-        """The decision for a checked page, counted in the stats; ``simhash/index_size`` follows the index's *rows*
-        (a local index), else the pages this one and the late ones add."""
-        if added_late:
-            self.stats.inc_value("simhash/index_added_late", added_late)
-        self.stats.inc_value("simhash/checked")
-        fetched_before = self._checked_urls.add(url)
-        own_entry = match is not None and match.key == url and match.fingerprint == value  # not stored twice
-        self._grown(rows, added_late + (not own_entry))
-        if match is None:
-            decision = Decision(url, Status.OK.value, value)
-            self.stats.inc_value("simhash/kept")
-            if self.debug:
-                logger.debug("simhash: kept %s (fingerprint %s)", url, decision.hex)
-        else:
-            decision = Decision(url, Status.OK.value, value, match.key, match.distance, match.similarity)
-            self.stats.inc_value("simhash/near_duplicates")
-            if decision.unchanged:  # its own entry: from an earlier crawl, or this page fetched again in this one
-                self.stats.inc_value("simhash/refetched" if fetched_before else "simhash/unchanged")
-            self.stats.inc_value(f"simhash/distance/{match.distance}")
-            self.stats.inc_value("simhash/dropped" if self.action == "drop" else "simhash/flagged")
+        """A checked page's *decision* (made by the index call, :mod:`.guard`), counted (:meth:`FilterStats.checked`)
+        and, with ``SIMHASH_DEBUG``, a kept page logged."""
+        self.count.checked(decision, stored=stored, added_late=added_late, rows=rows)
+        if self.debug and not decision.near_duplicate:
+            logger.debug("simhash: kept %s (fingerprint %s)", decision.url, decision.hex)
         return decision
 
     def log_near_duplicate(self, decision: Decision, what: str) -> None:
@@ -197,34 +107,15 @@ class Report:
 
     def count_once(self, key: str, url: str, message: str, level: int = logging.INFO) -> None:
         """Count an event in ``key``; the first one is logged with its page and ``message``."""
-        self.stats.inc_value(key)
+        self.count.count(key)
         if key not in self._logged:
             self._logged.add(key)
             logger.log(level, "simhash: %s: %s (further cases are only counted in %s)", url, message, key)
 
-    def fingerprinted(self, seconds: float) -> None:
-        """A page was fingerprinted in ``seconds`` (wherever it was)."""
-        self._fingerprinted += 1
-        self.stats.inc_value("simhash/fingerprint_seconds", seconds)
-        self.stats.max_value("simhash/fingerprint_max_seconds", seconds)
-
-    def in_reactor(self) -> None:
-        """A page is fingerprinted in the reactor thread although worker processes were asked for."""
-        self.stats.inc_value("simhash/fingerprinted_in_reactor")
-
-    def reactor_time(self, seconds: float) -> None:
-        """Seconds the reactor thread spent on the filter's work."""
-        self.stats.inc_value("simhash/reactor_seconds", seconds)
-
-    def index_time(self, seconds: float) -> None:
-        """Seconds of an index check in the reactor thread."""
-        self.stats.inc_value("simhash/reactor_seconds", seconds)
-        self.stats.inc_value("simhash/index_seconds", seconds)
-
     def index_full(self, url: str, exc: BaseException) -> None:
         """A page goes through unchecked because the index is full (counted in ``simhash/index_full``): its Redis,
         or the pages its tables take; the first one is one ERROR line, without a traceback, that says what to do."""
-        self.stats.inc_value("simhash/index_full")
+        self.count.count("simhash/index_full")
         if "simhash/index_full" in self._logged:
             return
         self._logged.add("simhash/index_full")
@@ -245,18 +136,9 @@ class Report:
             url,
         )
 
-    def candidates(self, most: int) -> None:
-        """The most candidates one check has verified so far (``simhash/candidates/max``: the bound on a check's
-        work, at most five times ``SIMHASH_CANDIDATES_PER_TABLE``)."""
-        self.stats.max_value("simhash/candidates/max", most)
-
-    def own_entry_found(self) -> None:
-        """A retried index check found the page's own entry (its timed-out write landed)."""
-        self.stats.inc_value("simhash/index_retry_own_entry")
-
     def worker_restarted(self, lost: str | None) -> None:
         """A dead worker process (``lost`` says how it ended) is replaced; the first case is logged."""
-        self.stats.inc_value("simhash/worker_restarts")
+        self.count.count("simhash/worker_restarts")
         if "simhash/worker_restarts" not in self._logged:
             self._logged.add("simhash/worker_restarts")
             logger.error(
@@ -265,19 +147,9 @@ class Report:
                 lost,
             )
 
-    def _grown(self, rows: int | None, added: int) -> None:
-        """Keep ``simhash/index_size`` current after a check: from the local index's *rows* (exact, no call), else
-        by the pages *added* (a remote index: its own entry is not stored twice; the read at the end corrects the
-        count for other crawl processes' pages and for copies of a flood it did not store)."""
-        if rows is not None:
-            self.stats.set_value("simhash/index_size", self._size + rows - self._rows)
-        elif added:
-            self.stats.inc_value("simhash/index_size", added)
-
     def index_opened(self, where: str, scheme: str, size: int, rows: int | None = None) -> None:
         """Log where the index is, what earlier crawls left in it, and how to start empty (one INFO line)."""
-        self.index_size(size)
-        self._size, self._rows = size, size if rows is None else rows
+        self.count.index_opened(size, rows)
         if scheme == "memory":
             logger.info("simhash: the index is in memory (%s): empty at the start, forgotten at the end", where)
             return
@@ -296,10 +168,6 @@ class Report:
             fresh,
         )
 
-    def index_size(self, size: int) -> None:
-        """The number of pages in the index, read from it (when the crawl starts and when it ends)."""
-        self.stats.set_value("simhash/index_size", size)
-
     # --- the end ------------------------------------------------------------------------------
 
     def summary(self, index_size: int | str, where: str) -> str:
@@ -307,10 +175,10 @@ class Report:
         the index's size, or why it is unknown (the line is written all the same: it is the crawl's record)."""
         get = self.stats.get_value
         checked = get("simhash/checked", 0)
-        skipped = sum(self._counts.values())
-        reasons = ", ".join(f"{n} {r}" for r, n in sorted(self._counts.items()))
+        skipped = sum(self.count.skipped.values())
+        reasons = ", ".join(f"{n} {r}" for r, n in sorted(self.count.skipped.items()))
         seconds = get("simhash/fingerprint_seconds", 0.0)
-        n = self._fingerprinted
+        n = self.count.fingerprinted_pages
         per_page = f"{1000 * seconds / n:.2f} ms/page" if n else "no pages"
         in_reactor = get("simhash/fingerprinted_in_reactor")
         inline = ""

@@ -1,0 +1,172 @@
+"""The crawl's counts: every ``simhash/...`` stats key the filter keeps, and the class that counts them.  It
+counts and nothing else: the log lines and the summary are :mod:`.report`'s, the decisions are made by the index
+calls (:mod:`.guard`) and the skips (:mod:`.crawlfilter`)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING
+
+import numpy as np
+import xxhash
+
+from simhash_filter.crawl.decision import AFTER_STOP, DONT_META_KEY, ERROR, INDEX_ERROR, WORKER_DIED, Decision
+from simhash_filter.model.fingerprint import Status
+
+if TYPE_CHECKING:
+    from scrapy.statscollectors import StatsCollector
+
+__all__ = ["AVOID_REASONS", "SECONDS_KEYS", "SKIP_REASONS", "FilterStats", "stats_keys"]
+
+
+#: Every reason a page is let through unchecked (``simhash/skipped/<reason>``).
+SKIP_REASONS = (*(str(s) for s in Status if s is not Status.OK), "http_status", ERROR, WORKER_DIED, INDEX_ERROR,
+                AFTER_STOP, DONT_META_KEY)  # fmt: skip
+#: Why a request is left unsent or sent later (``SIMHASH_AVOID``: ``simhash/avoided/<reason>``).
+AVOID_REASONS = ("url_rule", "mirror", "known")
+#: The keys that hold seconds (0.0 rather than 0 before anything is timed).
+SECONDS_KEYS = frozenset({"simhash/fingerprint_seconds", "simhash/fingerprint_max_seconds", "simhash/reactor_seconds",
+                          "simhash/index_seconds"})  # fmt: skip
+
+
+def stats_keys(*, avoid: bool = False, warc: bool = False) -> list[str]:
+    """The keys a monitor reads: every ``simhash/...`` key the crawl's stats hold from the start (0 until counted;
+    docs/settings.md, Stats), those of ``SIMHASH_AVOID`` and ``SIMHASH_WARC`` when they are on.  Only the distance
+    histogram (``simhash/distance/<d>``) is left out: its keys are the distances met."""
+    keys = ["simhash/checked", "simhash/kept", "simhash/near_duplicates", "simhash/dropped", "simhash/flagged",
+            "simhash/unchanged", "simhash/refetched", *(f"simhash/skipped/{reason}" for reason in SKIP_REASONS),
+            "simhash/truncated", "simhash/dataloss", "simhash/charset_errors", "simhash/items/flagged",
+            "simhash/items/unflaggable", "simhash/items/unchecked", "simhash/index_size", "simhash/index_full",
+            "simhash/candidates/max", "simhash/index_retries", "simhash/index_added_late",
+            "simhash/index_retry_own_entry", *sorted(SECONDS_KEYS), "simhash/fingerprinted_in_reactor",
+            "simhash/worker_restarts", "simhash/pages_closed", "simhash/page_close_errors"]  # fmt: skip
+    if avoid:
+        keys += [*(f"simhash/avoided/{reason}" for reason in AVOID_REASONS),
+                 *(f"simhash/deprioritized/{reason}" for reason in AVOID_REASONS),
+                 "simhash/avoid/validations", "simhash/avoid/rules_learned", "simhash/avoid/mirrors_learned",
+                 "simhash/avoid/rules_withdrawn", "simhash/avoid/mirrors_withdrawn", "simhash/avoid/requeued",
+                 "simhash/avoid/rules_active", "simhash/avoid/mirrors_active",
+                 "simhash/avoid/notes_errors"]  # fmt: skip
+    if warc:
+        keys += ["simhash/warc/responses", "simhash/warc/revisits", "simhash/warc/errors"]
+    return keys
+
+
+class SeenUrls:
+    """The URLs checked in this crawl, approximately, in a fixed 16 MiB (allocated as pages are touched): a Bloom
+    filter of 2**27 bits and three hashes (false positives: about 0.001 % at a million URLs, 0.8 % at ten
+    million).  It only tells a page fetched twice in one crawl from a page unchanged since an earlier crawl, for
+    their counts."""
+
+    BITS = 1 << 27
+
+    def __init__(self) -> None:
+        self._bits = np.zeros(self.BITS // 8, dtype=np.uint8)
+
+    def _positions(self, url: str) -> tuple[int, ...]:
+        digest = xxhash.xxh3_128_intdigest(url.encode("utf-8", "surrogatepass"))
+        return tuple((digest >> (40 * i)) % self.BITS for i in range(3))
+
+    def add(self, url: str) -> bool:
+        """Record *url*; whether it was (probably) recorded before."""
+        seen = True
+        for bit in self._positions(url):
+            byte, mask = bit >> 3, 1 << (bit & 7)
+            if not self._bits[byte] & mask:
+                seen = False
+                self._bits[byte] |= mask
+        return seen
+
+
+class FilterStats:
+    """Counts what the filter does in the crawl's stats (``simhash/...``)."""
+
+    def __init__(self, stats: StatsCollector, *, action: str) -> None:
+        self.stats = stats
+        self.action = action
+        #: Pages let through unchecked in this crawl, by reason (the summary's).
+        self.skipped: Counter[str] = Counter()
+        #: Pages fingerprinted in this crawl (wherever).
+        self.fingerprinted_pages = 0
+        self._checked_urls = SeenUrls()
+        #: The index's size and rows when it was opened, which ``simhash/index_size`` is kept current from.
+        self._size, self._rows = 0, 0
+
+    def start(self, keys: list[str]) -> None:
+        """Set every key of :func:`stats_keys` that is not counted yet to 0, so that a monitor reads
+        ``stats["simhash/kept"]`` whatever the crawl met."""
+        for key in keys:
+            if self.stats.get_value(key) is None:
+                self.stats.set_value(key, 0.0 if key in SECONDS_KEYS else 0)
+
+    def count(self, key: str, n: int = 1) -> None:
+        """An event counted in *key*."""
+        self.stats.inc_value(key, n)
+
+    def skip(self, reason: str) -> None:
+        """A page let through unchecked (``simhash/skipped/<reason>``)."""
+        self.stats.inc_value(f"simhash/skipped/{reason}")
+        self.skipped[reason] += 1
+
+    def checked(self, decision: Decision, *, stored: bool, added_late: int = 0, rows: int | None = None) -> None:
+        """A page checked in the index (*stored*: it added an entry, not its own one found again); the late adds
+        that went with it; ``simhash/index_size`` follows the index's *rows* (a local index), else the adds."""
+        if added_late:
+            self.stats.inc_value("simhash/index_added_late", added_late)
+        self.stats.inc_value("simhash/checked")
+        fetched_before = self._checked_urls.add(decision.url)
+        self._grown(rows, added_late + stored)
+        if not decision.near_duplicate:
+            self.stats.inc_value("simhash/kept")
+            return
+        self.stats.inc_value("simhash/near_duplicates")
+        if decision.unchanged:  # its own entry: from an earlier crawl, or this page fetched again in this one
+            self.stats.inc_value("simhash/refetched" if fetched_before else "simhash/unchanged")
+        self.stats.inc_value(f"simhash/distance/{decision.distance}")
+        self.stats.inc_value("simhash/dropped" if self.action == "drop" else "simhash/flagged")
+
+    def fingerprinted(self, seconds: float) -> None:
+        """A page was fingerprinted in ``seconds`` (wherever it was)."""
+        self.fingerprinted_pages += 1
+        self.stats.inc_value("simhash/fingerprint_seconds", seconds)
+        self.stats.max_value("simhash/fingerprint_max_seconds", seconds)
+
+    def in_reactor(self) -> None:
+        """A page is fingerprinted in the reactor thread although worker processes were asked for."""
+        self.stats.inc_value("simhash/fingerprinted_in_reactor")
+
+    def reactor_time(self, seconds: float) -> None:
+        """Seconds the reactor thread spent on the filter's work."""
+        self.stats.inc_value("simhash/reactor_seconds", seconds)
+
+    def index_time(self, seconds: float) -> None:
+        """Seconds of an index check in the reactor thread."""
+        self.stats.inc_value("simhash/reactor_seconds", seconds)
+        self.stats.inc_value("simhash/index_seconds", seconds)
+
+    def candidates(self, most: int) -> None:
+        """The most candidates one check has verified so far (``simhash/candidates/max``: the bound on a check's
+        work, at most five times ``SIMHASH_CANDIDATES_PER_TABLE``)."""
+        self.stats.max_value("simhash/candidates/max", most)
+
+    def own_entry_found(self) -> None:
+        """A retried index check found the page's own entry (its timed-out write landed)."""
+        self.stats.inc_value("simhash/index_retry_own_entry")
+
+    def index_opened(self, size: int, rows: int | None = None) -> None:
+        """The index's size (and rows) when the crawl opened it."""
+        self.index_size(size)
+        self._size, self._rows = size, size if rows is None else rows
+
+    def index_size(self, size: int) -> None:
+        """The number of pages in the index, read from it (when the crawl starts and when it ends)."""
+        self.stats.set_value("simhash/index_size", size)
+
+    def _grown(self, rows: int | None, added: int) -> None:
+        """Keep ``simhash/index_size`` current after a check: from the local index's *rows* (exact, no call), else
+        by the pages *added* (a remote index: its own entry is not stored twice; the read at the end corrects the
+        count for other crawl processes' pages and for copies of a flood it did not store)."""
+        if rows is not None:
+            self.stats.set_value("simhash/index_size", self._size + rows - self._rows)
+        elif added:
+            self.stats.inc_value("simhash/index_size", added)
