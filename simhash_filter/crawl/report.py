@@ -78,9 +78,7 @@ class Report:
             logger.debug("simhash: skipped %s: %s", url, reason)
         return decision
 
-    def decided(
-        self, decision: Decision, *, stored: bool, added_late: int = 0, rows: int | None = None
-    ) -> Decision:
+    def decided(self, decision: Decision, *, stored: bool, added_late: int = 0, rows: int | None = None) -> Decision:
         """A checked page's *decision* (made by the index call, :mod:`.guard`), counted (:meth:`FilterStats.checked`)
         and, with ``SIMHASH_DEBUG``, a kept page logged."""
         self.count.checked(decision, stored=stored, added_late=added_late, rows=rows)
