@@ -19,7 +19,7 @@ from redis_server import RedisCluster, RedisServer
 
 from simhash_filter.index.backends import MetadataMismatchError, open_backend
 from simhash_filter.index.backends.memory import MemoryBackend
-from simhash_filter.index.backends.redis import RedisBackend
+from simhash_filter.index.backends.redis import sharded as sharded_module
 from simhash_filter.index.backends.redis.sharded import ShardedRedisBackend
 from simhash_filter.index.bound import CheckBound
 from simhash_filter.index.tables import TableDesign
@@ -100,8 +100,8 @@ def test_full_blocks_and_floods_decide_and_count_as_one_index(
     base = [rng.getrandbits(64) for _ in range(3)]
     flood_sketch = rng.randbytes(64)
     kept_after = []
-    keep_key = RedisBackend.keep_key
-    monkeypatch.setattr(RedisBackend, "keep_key", lambda self, *a: kept_after.append(a) or keep_key(self, *a))
+    keep_key = sharded_module.keep_key
+    monkeypatch.setattr(sharded_module, "keep_key", lambda *a: kept_after.append(a) or keep_key(*a))
     with open_sharded(uri) as sharded:
         for i in range(240):
             fp = base[i % 3] ^ sum(1 << b for b in rng.sample(range(64), rng.randint(0, 9)))

@@ -51,7 +51,7 @@ from simhash_filter.index.backends.redis.layout import (
     tag,
     text,
 )
-from simhash_filter.index.backends.redis.script import FULL, INIT_SCRIPT, KEEP_KEY_SCRIPT, NOTES_SCRIPT, SCRIPT
+from simhash_filter.index.backends.redis.script import FULL, INIT_SCRIPT, NOTES_SCRIPT, SCRIPT
 from simhash_filter.index.bound import DEFAULT_BOUND, CheckBound
 from simhash_filter.index.tables import Match, TableDesign, page_limit
 
@@ -537,42 +537,10 @@ class RedisBackend(Backend):
         if len(fingerprints):
             self._call("m", 0, fingerprints, keys, checked, masks=masks)
 
-    def keep_key(self, fingerprint: int, key: str, hashed: str) -> None:
-        """Keep the URL *key* of a page stored by other shards only (its own tables all refused it: a sharded index's
-        page whose home this shard is, :mod:`.sharded`), in the hash ``{prefix}:x`` under its fingerprint and
-        *hashed* key, and count it once, however often the call is tried again."""
-        self._check_open()
-        field = pack_fingerprint(fingerprint) + hashed.encode("ascii")
-        self._retries.call(
-            self._client.eval, KEEP_KEY_SCRIPT, 2, self._tag + "x", self._meta_key, field, encode_key(key)
-        )
-
-    def kept_key(self, fingerprint: int, hashed: str) -> str | None:
-        """The URL :meth:`keep_key` kept for a page, or None."""
-        self._check_open()
-        field = pack_fingerprint(fingerprint) + hashed.encode("ascii")
-        value = self._retries.call(self._client.hget, self._tag + "x", field)
-        return None if value is None else decode_key(value)
-
-    def kept_keys(self) -> Iterator[tuple[int, str, str]]:
-        """``(fingerprint, hashed key, URL)`` of every page :meth:`keep_key` kept."""
-        self._check_open()
-        for field, value in self._client.hscan_iter(self._tag + "x", count=1000):
-            yield int.from_bytes(field[:8], "big"), field[8:].decode("ascii"), decode_key(value)
-
     def query_in(self, tables: Sequence[int], fingerprint: int, k: int) -> list[Match]:
         """:meth:`query` over some of the design's *tables* only."""
         (reply,) = self._call("q", k, [fingerprint], None, tables=tables)
         return decode_matches(reply[0])
-
-    def count_page(self) -> None:
-        """Count one page in the meta hash's ``pages`` (a sharded index's page stored by shards that did not count it
-        in their own step: :mod:`.sharded`), once however often the call is tried again (a token kept an hour)."""
-        self._check_open()
-        token = f"{self._tag}counted:{uuid.uuid4().hex}"
-        self._retries.call(
-            self._client.eval, NOTES_SCRIPT, 2, self._meta_key, token, str(NOTES_TOKEN_SECONDS), "pages", "1"
-        )
 
     def counted_pages(self) -> int:
         """The pages this shard counted (``pages`` of its meta hash: :mod:`.sharded`)."""

@@ -51,6 +51,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import uuid
 import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -61,9 +62,10 @@ import numpy as np
 import redis
 
 from simhash_filter.index.backends.base import Backend, Candidate, Entry, MetadataMismatchError
-from simhash_filter.index.backends.redis.backend import RedisBackend
+from simhash_filter.index.backends.redis.backend import NOTES_TOKEN_SECONDS, RedisBackend
 from simhash_filter.index.backends.redis.connection import DEFAULT_BACKOFF, DEFAULT_RETRIES, Retries
-from simhash_filter.index.backends.redis.layout import encode_key, tag, text
+from simhash_filter.index.backends.redis.layout import decode_key, encode_key, pack_fingerprint, tag, text
+from simhash_filter.index.backends.redis.script import KEEP_KEY_SCRIPT, NOTES_SCRIPT
 from simhash_filter.index.bound import DEFAULT_BOUND, CheckBound
 from simhash_filter.index.tables import Match, TableDesign
 
@@ -117,6 +119,37 @@ def hashed_key(key: str) -> str:
     """What the shards other than a page's home keep of its URL *key*: :data:`HASHED` and 16 hex digits of the
     URL's SHA-1 (enough to tell a page seen again, and to find the URL on the home shard)."""
     return HASHED + hashlib.sha1(encode_key(key)).hexdigest()[:16]
+
+
+def keep_key(home: RedisBackend, fingerprint: int, key: str, hashed: str) -> None:
+    """Keep on *home* the URL *key* of a page only other shards stored (its tables there all refused it), in the
+    hash ``{home}:x`` under its fingerprint and *hashed* key, and count it there once, however often the call is
+    tried again."""
+    field = pack_fingerprint(fingerprint) + hashed.encode("ascii")
+    x_key = tag(home.prefix) + "x"
+    home.retries.call(home.client.eval, KEEP_KEY_SCRIPT, 2, x_key, home.meta_key, field, encode_key(key))
+
+
+def kept_key(home: RedisBackend, fingerprint: int, hashed: str) -> str | None:
+    """The URL :func:`keep_key` kept on *home* for a page, or None."""
+    field = pack_fingerprint(fingerprint) + hashed.encode("ascii")
+    value = home.retries.call(home.client.hget, tag(home.prefix) + "x", field)
+    return None if value is None else decode_key(value)
+
+
+def kept_keys(home: RedisBackend) -> Iterator[tuple[int, str, str]]:
+    """``(fingerprint, hashed key, URL)`` of every page :func:`keep_key` kept on *home*."""
+    for field, value in home.client.hscan_iter(tag(home.prefix) + "x", count=1000):
+        yield int.from_bytes(field[:8], "big"), field[8:].decode("ascii"), decode_key(value)
+
+
+def count_page(shard: RedisBackend) -> None:
+    """Count one page in *shard*'s meta hash (an index of an earlier version: a page stored by shards that did not
+    count it in their own step), once however often the call is tried again (a token kept an hour)."""
+    token = f"{tag(shard.prefix)}counted:{uuid.uuid4().hex}"
+    shard.retries.call(
+        shard.client.eval, NOTES_SCRIPT, 2, shard.meta_key, token, str(NOTES_TOKEN_SECONDS), "pages", "1"
+    )
 
 
 class ShardedRedisBackend(Backend):
@@ -219,9 +252,9 @@ class ShardedRedisBackend(Backend):
         stored = [took for _, took in replies]
         if any(stored) and not stored[0]:
             if self._keys_once:
-                groups[0][0].keep_key(fingerprint, key, hashed)
+                keep_key(groups[0][0], fingerprint, key, hashed)
             else:
-                groups[stored.index(True)][0].count_page()
+                count_page(groups[stored.index(True)][0])
         return self._resolved([c for candidates, _ in replies for c in candidates])
 
     def candidates(self, fingerprint: int, k: int, bound: CheckBound = DEFAULT_BOUND) -> list[Candidate]:
@@ -254,7 +287,7 @@ class ShardedRedisBackend(Backend):
         for match in home.query_in(tables, fingerprint, 0):
             if hashed_key(match.key) == hashed:
                 return match.key
-        kept = home.kept_key(fingerprint, hashed)
+        kept = kept_key(home, fingerprint, hashed)
         return hashed if kept is None else kept
 
     def _together(self, calls: list[tuple[Any, tuple[Any, ...], dict[str, Any]]]) -> list[Any]:
@@ -333,7 +366,7 @@ class ShardedRedisBackend(Backend):
             for entry in shard.entries():
                 (hashed if entry.key.startswith(HASHED) else seen).setdefault((entry.key, entry.fingerprint), entry)
         for shard in self._shards:
-            for fp, key_hash, url in shard.kept_keys():
+            for fp, key_hash, url in kept_keys(shard):
                 other = hashed.get((key_hash, fp))
                 if other is not None:
                     seen.setdefault((url, fp), other._replace(key=url))
