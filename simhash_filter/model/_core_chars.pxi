@@ -54,8 +54,9 @@ def char_flags(uint32_t c):
 # that is not a letter or digit made a space.  That gives the reference's words exactly when normalising the text
 # is normalising it character by character: when no character's normal form can reorder or compose with its
 # neighbours'.  A character qualifies when its NFKD begins with a starter (combining class 0) that is neither a mark
-# nor a Hangul vowel or trailing jamo: the only starters that compose with the character before them are vowel
-# signs (marks) and those jamo (tests/test_core_chars.py derives that set from unicodedata over every code point).
+# (variation selectors excepted) nor a Hangul vowel or trailing jamo: the only starters that compose with the
+# character before them are vowel signs (marks) and those jamo (tests/test_core_chars.py derives that set from
+# unicodedata over every code point).
 # A text with any other character (a combining mark, a lone surrogate, ...) takes the general path.
 
 cdef enum:
@@ -77,9 +78,16 @@ def fast_form(uint32_t c):
     if 0xD800 <= c <= 0xDFFF:  # a lone surrogate (no normal form)
         return None
     first = _unicodedata.normalize("NFKD", ch)[0]
-    if _unicodedata.combining(first) or _unicodedata.category(first)[0] == "M" or 0x1160 <= ord(first) <= 0x11FF:
+    if _unicodedata.combining(first) or 0x1160 <= ord(first) <= 0x11FF:
+        return None
+    if _unicodedata.category(first)[0] == "M" and not _variation_selector(ord(first)):
         return None
     return "".join([x if x.isalnum() else " " for x in _unicodedata.normalize("NFKC", ch).casefold()])
+
+
+cdef inline bint _variation_selector(uint32_t c) noexcept:
+    """A variation selector (a mark that composes with nothing: emoji and text presentation, CJK variants)."""
+    return 0xFE00 <= c <= 0xFE0F or 0xE0100 <= c <= 0xE01EF
 
 
 cdef uint32_t _classify(uint32_t c) except 0:
