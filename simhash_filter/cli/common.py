@@ -1,9 +1,14 @@
-"""What the commands share: the error of bad arguments found after parsing, and the configurations built from the
-command line's options (``-k``, ``-t``, the model's options) -- one place, so that every command reads them alike."""
+"""What the commands share: the error of bad arguments found after parsing, the configurations built from the
+command line's options (``-k``, ``-t``, the model's options) -- one place, so that every command reads them alike --
+the program's name and exit statuses, and reading a page from a file or standard input."""
 
 from __future__ import annotations
 
 import argparse
+import errno
+import re
+import sys
+from typing import IO
 
 from simhash_filter.config import DEFAULTS, FilterConfig, FingerprintConfig
 
@@ -33,3 +38,38 @@ def filter_config(args: argparse.Namespace) -> FilterConfig:
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+
+
+#: The command's name in its messages.
+PROG = "simhash-filter"
+HEX_FINGERPRINT = re.compile(r"[0-9a-fA-F]{16}")
+EXIT_OK, EXIT_FAILED = 0, 1
+
+
+def warn(message: str) -> None:
+    """One line on stderr, after the command's name."""
+    print(f"{PROG}: {message}", file=sys.stderr)
+
+
+def read_bytes(path: str) -> bytes:
+    """The first ``max_bytes + 1`` bytes of a file (the work cap, and one byte to know a page was cut): a
+    600 MB file or ``/dev/zero`` is not read whole."""
+    limit = DEFAULTS.fingerprint.max_bytes + 1
+    if path == "-":
+        return stdin_bytes().read(limit)
+    with open(path, "rb") as f:
+        return f.read(limit)
+
+
+def stdin_bytes() -> IO[bytes]:
+    """Standard input's bytes (an error like a missing file's when it is closed)."""
+    if sys.stdin is None:  # started with standard input closed (`<&-`)
+        raise OSError(errno.EBADF, "standard input is closed", "-")
+    return sys.stdin.buffer
+
+
+def unreadable(arg: str, exc: OSError) -> str:
+    """Why an argument that may be a file or a fingerprint (``compare``, ``index query``) cannot be used: it is
+    neither a file that can be read nor a fingerprint."""
+    why = "no such file" if exc.errno == errno.ENOENT else f"cannot read ({exc.strerror or exc})"
+    return why + ("" if arg == "-" else ", and not a 16-hex-digit fingerprint")
