@@ -1,10 +1,11 @@
 """Where ``dedup --workers 1``'s CPU goes, stage by stage: a re-enactment of its loop over the public stream with a
 CPU clock around each stage (the same calls ``dedup`` makes, in the same order, one process).
 
-Stages: start-up (imports), reading and parsing the JSON lines, parsing the page (decoding, libxml2, the invisible
-elements stripped), the walk and split by role, the features, vote and sketch (one compiled pass where the core has
-it; ``page_features`` then the vote and sketch before it), freeing the tree, the index's check, writing the output
-line.  Run it from a checkout's root with that checkout's interpreter to compare two checkouts:
+Stages: start-up (imports), reading and parsing the JSON lines, the page's UTF-8 bytes (``html.page_bytes``), the
+nesting guard, Lexbor's parse with the walk and split by role and the tree freed (``extract.extract_page``, the guard
+run again inside it and subtracted), the features, vote and sketch (one compiled pass where the core has it;
+``page_features`` then the vote and sketch before it), the index's check, writing the output line.  Run it from a
+checkout's root with that checkout's interpreter to compare two checkouts:
 
     python -m benchmarks.profiling.profile_stages [--input PAGES.jsonl(.gz)] [--json OUT.json]
 """
@@ -24,7 +25,8 @@ START = CLOCK()
 from benchmarks.benchlib.data import PUBLIC_PAGES  # noqa: E402
 from simhash_filter.batch.dedup import open_index, parse_line  # noqa: E402
 from simhash_filter.config import FilterConfig  # noqa: E402
-from simhash_filter.model import extract, html  # noqa: E402
+from simhash_filter.model import extract, html, nesting  # noqa: E402
+from simhash_filter.model.core import compiled_guard  # noqa: E402
 from simhash_filter.model.features import page_features  # noqa: E402
 from simhash_filter.model.fingerprint import Fingerprinter, Status  # noqa: E402
 
@@ -45,34 +47,36 @@ def main() -> None:
     cfg = fingerprinter.config
     index = open_index(FilterConfig())
     one_pass = getattr(fingerprinter, "fingerprint_page", None)
+    guard = compiled_guard or nesting.guard
     pages = 0
     for line in lines:
         t0 = CLOCK()
         url, page, _ = parse_line(line)
         t1 = CLOCK()
-        parsed = html.parse(page, None, cfg.max_bytes)
+        data = html.page_bytes(page, None, cfg.max_bytes)[0]
         t2 = CLOCK()
         spent["JSON in"] += t1 - t0
-        spent["parse (decode, libxml2, strip)"] += t2 - t1
-        if parsed.root is None:
+        spent["UTF-8 bytes (decode)"] += t2 - t1
+        if not data:
             continue
-        text = extract.extract(parsed.root, dom_decay=cfg.dom_decay, boilerplate_weight=cfg.boilerplate_weight,
-                               max_elements=cfg.max_elements)  # fmt: skip
+        guard(data)
+        tg = CLOCK()
+        text = extract.extract_page(data, dom_decay=cfg.dom_decay, boilerplate_weight=cfg.boilerplate_weight,
+                                    max_elements=cfg.max_elements)  # fmt: skip
         t3 = CLOCK()
         if one_pass is not None:
             fp = one_pass(text)
         else:
             fp = fingerprinter._decide(page_features(text, cfg), Status.OK, None)
         t4 = CLOCK()
-        del parsed
+        spent["nesting guard"] += tg - t2
         t5 = CLOCK()
         found = index.check_and_add(fp.value, url, fp.sketch) if fp.value is not None else None
         t6 = CLOCK()
         json.dumps({"url": url, "fingerprint": fp.hex, "duplicate_of": found and found.key})
         t7 = CLOCK()
-        spent["walk and split"] += t3 - t2
+        spent["Lexbor parse, walk and split, tree freed"] += t3 - tg - (tg - t2)  # less the guard inside it
         spent["features, vote, sketch"] += t4 - t3
-        spent["free the tree"] += t5 - t4
         spent["index"] += t6 - t5
         spent["JSON out"] += t7 - t6
         pages += 1
