@@ -65,9 +65,9 @@ def test_compiled_walk_reads_what_the_reference_reads(max_elements: int):
 
 
 def test_the_walk_reads_a_page_as_a_browser_builds_it():
-    """The tree is the HTML standard's (an implied tbody, a paragraph closed by a div), invisible elements and
-    comments are passed over with their content, the text around them joined, and class, id and role words mark
-    boilerplate candidates."""
+    """The tree is the HTML standard's (a paragraph closed by a div; the tbody it implies walked through), invisible
+    elements and comments are passed over with their content, the text around them joined, and class, id and role
+    words mark boilerplate candidates."""
     page = (
         b"<table><tr><td>cell</td></tr></table><p>para<div class='sidebar'>side</div>"
         b"<p>one<!-- c --> two<script>x</script> three</p>"
@@ -75,7 +75,25 @@ def test_the_walk_reads_a_page_as_a_browser_builds_it():
     tag_of, tid, parents, depths, ends, candidates, owners, texts, truncated = walk(
         page, 100, BOILERPLATE_TAGS, _boilerplate_words
     )
-    assert [tag_of[t] for t in tid] == ["html", "body", "table", "tbody", "tr", "td", "p", "div", "p"]
-    assert parents == [-1, 0, 1, 2, 3, 4, 1, 1, 1] and depths == [0, 1, 2, 3, 4, 5, 2, 2, 2]
-    assert ends == [8, 8, 5, 5, 5, 5, 6, 7, 8] and candidates == [7] and not truncated
-    assert list(zip(owners, texts, strict=True)) == [(5, "cell"), (6, "para"), (7, "side"), (8, "one two three")]
+    assert [tag_of[t] for t in tid] == ["html", "body", "table", "tr", "td", "p", "div", "p"]
+    assert parents == [-1, 0, 1, 2, 3, 1, 1, 1] and depths == [0, 1, 2, 3, 4, 2, 2, 2]
+    assert ends == [7, 7, 4, 4, 4, 5, 6, 7] and candidates == [6] and not truncated
+    assert list(zip(owners, texts, strict=True)) == [(4, "cell"), (5, "para"), (6, "side"), (7, "one two three")]
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_a_table_reads_the_same_with_or_without_its_tbody(compiled: bool):
+    """tbody is walked through: a table written with ``<tbody>`` (one, or several, or an empty one) reads as the one
+    without it, text between its parts joined as in one body."""
+    if compiled and core.compiled_lexbor_walk is None:
+        pytest.skip(f"no compiled core here: {core.describe()}")
+    rows = [f"<tr><td>cell {i}</td><td>more {i}</td></tr>" for i in range(4)]
+    plain = f"<p>before</p><table>{''.join(rows)}</table><p>after</p>".encode()
+    parts = f"<tbody>{''.join(rows[:2])}</tbody><tbody></tbody> <tbody>{''.join(rows[2:])}</tbody>"
+    written = f"<p>before</p><table>{parts}</table><p>after</p>".encode()
+    args = (100, BOILERPLATE_TAGS, _boilerplate_words)
+
+    def read(page: bytes):
+        return core.compiled_lexbor_walk(page, *args, _class_words()) if compiled else walk(page, *args)
+
+    assert read(written) == read(plain)

@@ -40,6 +40,7 @@ cdef extern from "lexbor/html/html.h" nogil:
         LXB_DOM_ATTR_CLASS
         LXB_DOM_ATTR_ID
         LXB_TAG__LAST_ENTRY
+        LXB_TAG_TBODY
         LXB_DOM_DOCUMENT_OPT_WO_EVENTS
 
     lxb_html_document_t* lxb_html_document_create()
@@ -135,10 +136,37 @@ cdef inline bint _lx_walked(lxb_dom_node_t* x) noexcept:
                                                         and _lx_invisible[x.local_name])
 
 
+cdef inline bint _lx_tbody(lxb_dom_node_t* x) noexcept:
+    return x.type == LXB_DOM_NODE_TYPE_ELEMENT and x.local_name == LXB_TAG_TBODY
+
+
+cdef lxb_dom_node_t* _lx_flat(lxb_dom_node_t* x) noexcept:
+    """*x*, or where it is a ``tbody``, the first node inside it or after it (tbody is walked through)."""
+    while x is not NULL and _lx_tbody(x):
+        if x.first_child is not NULL:
+            x = x.first_child
+            continue
+        while x.next is NULL:  # an empty tbody: the node after it
+            x = x.parent
+            if x is NULL or not _lx_tbody(x):
+                return NULL
+        x = x.next
+    return x
+
+
+cdef lxb_dom_node_t* _lx_after(lxb_dom_node_t* x) noexcept:
+    """The node after *x* among its siblings, walking through tbody."""
+    while x.next is NULL:
+        x = x.parent
+        if x is NULL or not _lx_tbody(x):
+            return NULL
+    return _lx_flat(x.next)
+
+
 cdef object _lx_text_run(lxb_dom_node_t** at):
     """The text from ``at[0]`` up to the next walked element (left in ``at[0]``, NULL after the last sibling),
     passing over comments and invisible elements with their content; None when empty or only white space."""
-    cdef lxb_dom_node_t* x = at[0]
+    cdef lxb_dom_node_t* x = _lx_flat(at[0])
     cdef lxb_dom_character_data_t* first = NULL
     cdef lxb_dom_character_data_t* c
     cdef list parts = None
@@ -152,7 +180,7 @@ cdef object _lx_text_run(lxb_dom_node_t** at):
                     if parts is None:
                         parts = [_lx_decode(&first.data)]
                     parts.append(_lx_decode(&c.data))
-        x = x.next
+        x = _lx_after(x)
     at[0] = x
     if first is NULL:
         return None
@@ -263,7 +291,7 @@ cdef int _lx_walk(_Walked w, _LexborPage page, Py_ssize_t max_elements, frozense
             w.end.items[stack.items[stack.n]] = n - 1
             if c is top:
                 break
-            nxt = c.next
+            nxt = _lx_after(c)
             text = _lx_text_run(&nxt)
             if text is not None:
                 w.owner.push(stack.items[stack.n - 1])
@@ -272,6 +300,8 @@ cdef int _lx_walk(_Walked w, _LexborPage page, Py_ssize_t max_elements, frozense
                 c = nxt
                 break
             c = c.parent
+            while _lx_tbody(c):  # walked through: its table is the element that ends
+                c = c.parent
         if c is top:
             break
     if w.truncated:

@@ -10,7 +10,8 @@ exactly what the compiled walk gives:
 - the elements under the root (``<html>``) in document order, each with its tag's number (tags numbered by first
   appearance, ``tag_of`` names them), its parent's index, its depth and the index of the last element of its
   subtree; the invisible elements (:data:`~simhash_filter.model.html.INVISIBLE_TAGS`) are passed over with their
-  content;
+  content; ``tbody`` is walked through (its content belongs to its table), so that a table reads the same whether
+  its page writes the ``<tbody>`` the parser implies or not;
 - ``candidates``: the elements whose tag is in *boilerplate_tags* or whose ``class``, ``id`` or ``role`` value
   satisfies *boilerplate_words*;
 - text segments in the order of an event walk: an element's text at its start (the text nodes before its first
@@ -52,13 +53,41 @@ def _walked(node: Any) -> bool:
     return node is not None and node.is_element_node and node.tag not in _INVISIBLE
 
 
+def _tbody(node: Any) -> bool:
+    return node.is_element_node and node.tag == "tbody"
+
+
+def _flat(node: Any) -> Any:
+    """*node*, or where it is a ``tbody``, the first node inside it or after it (tbody is walked through)."""
+    while node is not None and _tbody(node):
+        if node.child is not None:
+            node = node.child
+            continue
+        while node.next is None:  # an empty tbody: the node after it
+            node = node.parent
+            if node is None or not _tbody(node):
+                return None
+        node = node.next
+    return node
+
+
+def _after(node: Any) -> Any:
+    """The node after *node* among its siblings, walking through tbody."""
+    while node.next is None:
+        node = node.parent
+        if node is None or not _tbody(node):
+            return None
+    return _flat(node.next)
+
+
 def _run(node: Any) -> tuple[str, Any]:
     """The text from *node* on, up to the next walked element, and that element (None at the end)."""
     parts = []
+    node = _flat(node)
     while node is not None and not _walked(node):
         if node.is_text_node:
             parts.append(node.text_content or "")
-        node = node.next
+        node = _after(node)
     return "".join(parts), node
 
 
@@ -109,14 +138,14 @@ def walk(
             children = []
             while child is not None:
                 children.append(child)
-                _, child = _run(child.next)
+                _, child = _run(_after(child))
             events.append(("end", node, i))
             events.extend(("start", c, -1) for c in reversed(children))
         else:
             stack.pop()
             ends[i] = len(tags) - 1
             if stack:
-                tail, _ = _run(node.next)
+                tail, _ = _run(_after(node))
                 if _has_text(tail):
                     seg_owner.append(stack[-1])
                     seg_text.append(tail)
