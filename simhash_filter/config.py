@@ -68,7 +68,11 @@ class FilterConfig:
 
     def index_metadata(self) -> dict[str, Any]:
         """What an index built for this config is tagged with (a stored index must match it)."""
-        return {"model": self.fingerprint.model_id(), "sketch_bytes": self.fingerprint.sketch_bins // 8}
+        fp = self.fingerprint
+        tags = {"model": fp.model_id(), "sketch_bytes": fp.sketch_bytes}
+        if fp.sketch_bytes != fp.word_sketch_bytes:
+            tags["verify_bytes"] = fp.word_sketch_bytes
+        return tags
 
     def __post_init__(self) -> None:
         if not 0 <= self.max_distance <= 16:

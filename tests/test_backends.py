@@ -444,6 +444,24 @@ def test_two_stage_the_index_picks_the_most_similar_verified_candidate(make_back
     assert len(index) == 5
 
 
+def test_two_stage_the_bound_verifies_the_leading_verify_bytes_alone(make_backend: Factory) -> None:
+    """With ``verify_bytes`` in the metadata (model v6: the word sketch, then the prose part), a block's verified
+    near-duplicates are judged on the sketch's leading bytes alone: pages whose word sketches agree and whose
+    trailing bytes do not (similarity 0.5 over the whole) still fill a block as a flood does; candidates carry the
+    whole stored sketch."""
+    backend = make_backend(k=K, design=TWO_STAGE, metadata={**META, "sketch_bytes": 2 * SKETCH, "verify_bytes": SKETCH})
+    assert backend.verify_bytes == SKETCH
+    bound = CheckBound(per_table=8, duplicates=2, min_similarity=0.75)
+    rng = random.Random(5)
+    pages = [a_sketch(1) + rng.randbytes(SKETCH) for _ in range(5)]
+    fp = 0x0F1E2D3C4B5A6978
+    found = [backend.add_and_candidates(fp, f"p{i}", sk, K, bound) for i, sk in enumerate(pages)]
+    assert len(backend) == 2  # the third page on: every table's block holds 2 verified near-duplicates
+    assert found[4] == [Candidate("p0", 0, fp, pages[0]), Candidate("p1", 0, fp, pages[1])]
+    with pytest.raises(ValueError, match="verify_bytes"):
+        make_backend(k=K, design=TWO_STAGE, metadata={**META, "verify_bytes": SKETCH + 1})
+
+
 def test_memory_footprint_of_two_stage_pages_is_133_bytes() -> None:
     """With sketches and k = 10 the tables hold whole fingerprints and row ids: per page 8 (fingerprint) + 64
     (sketch) + 5 * 12 (tables) + 1 (refusals) bytes, plus at most 2 of offsets; and candidates stay exact

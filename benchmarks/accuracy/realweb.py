@@ -1231,6 +1231,14 @@ def report(args) -> None:
                 a = agg(sel)
                 cells.append(f"{lg} {pct(a[5])} ({a[1]})")
         print(f"  {c}: " + ", ".join(cells))
+    print("lenient recall by cause x language (a flag to the original or to an ambiguous partner counts):")
+    for c in CAUSES[1:]:
+        cells = []
+        for lg in LANGS:
+            sel = [i for i in range(n) if pages[i]["cause"] == c and pages[i]["lang"] == lg and positive[i]]
+            if sel:
+                cells.append(f"{lg} {pct(sum(verdict[i] in ('tp', 'amb') for i in sel) / len(sel))} ({len(sel)})")
+        print(f"  {c}: " + ", ".join(cells))
     unfp = [i for i, r in enumerate(rows) if r.get("fingerprint") is None]
     print(f"\nunfingerprinted pages: {len(unfp)} "
           f"({Counter((cat(pages[i]), rows[i].get('status')) for i in unfp).most_common()})")

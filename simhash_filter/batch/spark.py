@@ -63,12 +63,12 @@ from simhash_filter.batch.inputs import (
 )
 from simhash_filter.config import DEFAULTS, FilterConfig
 from simhash_filter.index.bound import CheckBound
-from simhash_filter.index.nearduplicate import verdict
+from simhash_filter.index.nearduplicate import spots_of, spots_verdict, verdict
 from simhash_filter.index.tables import TableDesign
 from simhash_filter.model.fingerprint import Fingerprinter
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
     from simhash_filter.batch.warc import Damage
 
@@ -241,7 +241,7 @@ def spark_dedup(
 
     files = input_files(spark, paths, exclude=exclude)
     numbers = {name: i for i, name in enumerate(files)}
-    sketch_bytes = config.fingerprint.sketch_bins // 8
+    words = config.fingerprint.word_sketch_bytes  # the verified part of the stored sketch
     bound = config.bound  # the bound of dedup's index (open_index)
     sc = spark.sparkContext
     # Uncompressed JSON Lines files are split into line ranges (textFile; its line numbers by zipWithIndex), the
@@ -266,15 +266,20 @@ def spark_dedup(
     pages = spark.createDataFrame(rows, schema).persist()
 
     blocks = pages.where("fp IS NOT NULL").select(
-        "number", "fp", "url", "sketch", F.posexplode("leads").alias("t", "lead")
-    )
-    pairs = candidate_pairs(blocks, config.max_distance, bound, sketch_bytes)
+        "number", "fp", "url", F.expr(f"substring(sketch, 1, {words})").alias("sketch"),
+        F.posexplode("leads").alias("t", "lead"),
+    )  # fmt: skip
+    pairs = candidate_pairs(blocks, config.max_distance, bound, words)
     # sketch.similarity: agree = 1.0 - differing bits / bits; max(0.0, 2.0 * agree - 1.0)
-    bits = float(8 * sketch_bytes)
+    bits = float(8 * words)
     pairs = pairs.withColumn("similarity", F.expr(f"greatest(0.0D, 2.0D * (1.0D - differ / {bits}D) - 1.0D)"))
     # Each pair was found by a table's block within k (stage one); the rule decides it as everywhere else.
-    verified = pairs.where(verdict(F.col("distance"), F.lit(True), F.col("similarity"), config))
-    order = Window.partitionBy("number").orderBy(F.col("similarity").desc(), "distance", "of")
+    words_ok = verdict(F.col("distance"), F.lit(True), F.col("similarity"), config)
+    if config.fingerprint.prose:
+        verified = _prose_verified(pages, pairs, words, words_ok, config)
+    else:
+        verified = pairs.where(words_ok).withColumn("tier", F.lit(1))
+    order = Window.partitionBy("number").orderBy(F.col("tier").desc(), F.col("similarity").desc(), "distance", "of")
     decided = (
         verified.withColumn("rank", F.row_number().over(order)).where("rank = 1")
         .select("number", F.col("of_url").alias("duplicate_of"), "distance")
@@ -282,6 +287,23 @@ def spark_dedup(
     return pages.join(decided, "number", "left").select(
         "number", "url", "fp", "duplicate_of", "distance", "status", "fields"
     )
+
+
+def _prose_verified(pages: DataFrame, pairs: DataFrame, words: int, words_ok: Column, config: FilterConfig) -> DataFrame:
+    """The pairs that verify under model v6's rule (:meth:`NearDuplicateIndex.best`), with their ``tier``: 2 where
+    the word sketch verifies (*words_ok*), 1 where only the spots do (:func:`spots_verdict`; chosen only when no
+    pair of the page has tier 2).  The prose parts are compared by the rule's own function, in Python."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    spots = F.udf(lambda a, b: spots_of(bytes(a), bytes(b), 0), T.DoubleType())
+    prose = pages.select("number", F.expr(f"substring(sketch, {words + 1}, length(sketch) - {words})").alias("part"))
+    pairs = pairs.join(prose, "number").join(
+        prose.select(F.col("number").alias("of"), F.col("part").alias("of_part")), "of"
+    )
+    spots_ok = spots_verdict(F.col("distance"), F.lit(True), spots("part", "of_part"), config)
+    tier = F.when(words_ok, F.lit(2)).when(spots_ok, F.lit(1)).otherwise(F.lit(0))
+    return pairs.withColumn("tier", tier).where("tier > 0").drop("part", "of_part")
 
 
 def _record(row: Any, line: int) -> dict[str, Any]:

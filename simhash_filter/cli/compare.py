@@ -13,7 +13,7 @@ from typing import Any
 from simhash_filter.cli.common import HEX_FINGERPRINT, UsageError, filter_config, read_bytes, unreadable, warn
 from simhash_filter.cli.fetch import Fetched, FetchError, fetch, is_url
 from simhash_filter.config import DEFAULTS, FilterConfig
-from simhash_filter.index.nearduplicate import is_candidate, verdict
+from simhash_filter.index.nearduplicate import is_candidate, spots_of, spots_verdict, verdict
 from simhash_filter.index.tables import TableDesign, hamming
 from simhash_filter.model.explain import Explanation, FeatureDifference, explain_features
 from simhash_filter.model.fingerprint import Fingerprint, Fingerprinter, Status
@@ -95,11 +95,14 @@ def _decide(a: Fingerprint, b: Fingerprint, config: FilterConfig) -> _Decision:
     assert a.value is not None and b.value is not None
     d, k, t = hamming(a.value, b.value), config.max_distance, config.min_similarity
     common = TableDesign.parse(config.tables).agree_on_a_lead(a.value, b.value)
-    s = None if a.sketch is None or b.sketch is None else similarity(a.sketch, b.sketch)
+    wa, wb = a.word_sketch, b.word_sketch
+    s = None if wa is None or wb is None else similarity(wa, wb)
     if s is None:  # a bare fingerprint: only stage one can be told
         decision = "candidate" if is_candidate(d, common, config) else "distinct"
-    else:
-        decision = "near-duplicate" if verdict(d, common, s, config) else "distinct"
+    else:  # the word sketches, else (model v6) the spots of two article-like pages
+        spots = spots_of(a.sketch, b.sketch, len(wa))  # type: ignore[arg-type]
+        near = verdict(d, common, s, config) or spots_verdict(d, common, spots, config)
+        decision = "near-duplicate" if near else "distinct"
     return _Decision(d, common, s, decision, k, t)
 
 

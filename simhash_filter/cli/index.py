@@ -29,7 +29,7 @@ from simhash_filter.index.backends import (
     uri_scheme,
     with_uri_option,
 )
-from simhash_filter.index.nearduplicate import NearDuplicateIndex, verdict
+from simhash_filter.index.nearduplicate import NearDuplicateIndex, spots_of, spots_verdict, verdict
 from simhash_filter.index.tables import SIZED_TABLES, TableDesign, block_limit, capacity, page_limit, tables_for
 from simhash_filter.model.sketch import similarity
 
@@ -182,8 +182,12 @@ def _found(
         return [(m.key, m.distance, m.fingerprint, None, None) for m in index.query(value)]
     out: list[tuple[str, int, int, float | None, bool | None]] = []
     for c in index.backend.candidates(value, index.k, index.bound):
-        sim = None if sketch is None else similarity(sketch, c.sketch)
-        verified = None if sim is None else bool(verdict(c.distance, True, sim, index.rule))  # found by the tables
+        words = index.backend.verify_bytes
+        sim = None if sketch is None else similarity(sketch[:words], c.sketch[:words])
+        verified = None  # found by the tables: a candidate; verified by the word sketch or, model v6, the spots
+        if sketch is not None and sim is not None:
+            spots = spots_of(sketch, c.sketch, words)
+            verified = bool(verdict(c.distance, True, sim, index.rule) or spots_verdict(c.distance, True, spots, index.rule))
         out.append((c.key, c.distance, c.fingerprint, sim, verified))
     return out
 

@@ -3,7 +3,9 @@ open the index for a configuration (:func:`open_index`).
 
 The rule, in two stages: a pair is a *candidate* when its fingerprints are within k bits and share the lead of
 one of the permuted tables of :mod:`simhash_filter.index.tables` (the tables find it); a candidate is a
-*near-duplicate* when its sketches are at least ``min_similarity`` alike.  Every decision uses it: the index
+*near-duplicate* when its sketches are at least ``min_similarity`` alike, or, for a page none of whose candidates
+is one, when both pages are article-like and their spots are alike (:func:`spots_verdict`, model v6).  Every
+decision uses it: the index
 (:meth:`NearDuplicateIndex.best`, so the crawl and ``dedup``), ``compare``, ``calibrate`` and the Spark job.  The
 two functions are written with ``<=``, ``>=`` and ``&`` only, so that they apply as they are to Python numbers, to
 numpy arrays (``calibrate``'s sweeps over k and t) and to Spark columns (the Spark job's pairs).
@@ -31,12 +33,13 @@ from simhash_filter.index.tables import (
     page_limit,
     resolve_design,
 )
+from simhash_filter.model.prose import prose_similarity
 from simhash_filter.model.sketch import similarity
 
 if TYPE_CHECKING:
     from simhash_filter.config import FilterConfig
 
-__all__ = ["NearDuplicateIndex", "Thresholds", "is_candidate", "open_index", "verdict"]
+__all__ = ["NearDuplicateIndex", "Thresholds", "is_candidate", "open_index", "spots_of", "spots_verdict", "verdict"]
 
 
 class Thresholds(Protocol):
@@ -70,6 +73,28 @@ def is_candidate(distance: Any, shares_lead: Any, config: Thresholds) -> Any:
 def verdict(distance: Any, shares_lead: Any, similarity: Any, config: Thresholds) -> Any:
     """A near-duplicate: a candidate (stage one) whose sketches are at least ``min_similarity`` alike (stage two)."""
     return is_candidate(distance, shares_lead, config) & (similarity >= config.min_similarity)
+
+
+#: The smallest spot similarity (:func:`~simhash_filter.model.prose.prose_similarity`) at which a candidate the
+#: word sketch did not verify verifies (model v6).
+PROSE_SIMILARITY = 0.7
+
+
+def spots_verdict(distance: Any, shares_lead: Any, spots: Any, config: Thresholds) -> Any:
+    """The second verifier, for prose (model v6): a candidate whose two pages are article-like and whose spots are
+    at least :data:`PROSE_SIMILARITY` alike (*spots*: :func:`spots_of`, -1 where either page is not article-like).
+    It is consulted for a page only when :func:`verdict` takes none of its candidates; then the verified candidate
+    with the most similar word sketch is the near-duplicate (:meth:`NearDuplicateIndex.best`)."""
+    return is_candidate(distance, shares_lead, config) & (spots >= PROSE_SIMILARITY)
+
+
+def spots_of(a: bytes, b: bytes, words: int) -> float:
+    """The spot similarity of two stored sketches whose first *words* bytes are the word sketch (-1.0 where either
+    page is not article-like or the sketches carry no prose part)."""
+    if len(a) <= words or len(b) <= words:
+        return -1.0
+    found = prose_similarity(a[words:], b[words:])
+    return -1.0 if found is None else found
 
 
 def _check_k(k: object, limit: int | None = None) -> int:
@@ -184,13 +209,28 @@ class NearDuplicateIndex:
         return sketch
 
     def best(self, candidates: Sequence[Candidate], sketch: bytes) -> Match | None:
-        """The most similar of *candidates* whose sketch similarity to *sketch* is at least
-        :attr:`min_similarity` (ties: the first, i.e. the nearer, then the earlier), or None."""
+        """The most similar of *candidates* whose word-sketch similarity to *sketch* is at least
+        :attr:`min_similarity` (ties: the first, i.e. the nearer, then the earlier), or None.
+
+        With a prose part after the word sketch (model v6, :mod:`simhash_filter.model.prose`): where no candidate
+        verifies, the candidates whose spots are at least
+        :data:`PROSE_SIMILARITY` similar (both pages article-like) verify, and the one of them with the most
+        similar word sketch is the near-duplicate (the spots decide, the words choose: the article's other copies
+        and variants share its spots as much as the original does, but not the original's words)."""
+        part = self._backend.verify_bytes
+        prose = part < len(sketch)
         best: Match | None = None
         for c in candidates:  # each one found by the tables: within k, sharing a lead
-            s = similarity(sketch, c.sketch)
+            s = similarity(sketch[:part], c.sketch[:part])
             if verdict(c.distance, True, s, self._rule) and (best is None or s > best.similarity):  # type: ignore[operator]
                 best = Match(c.key, c.distance, c.fingerprint, s)
+        if best is not None or not prose:
+            return best
+        for c in candidates:
+            if spots_verdict(c.distance, True, spots_of(sketch, c.sketch, part), self._rule):
+                s = similarity(sketch[:part], c.sketch[:part])
+                if best is None or s > best.similarity:  # type: ignore[operator]
+                    best = Match(c.key, c.distance, c.fingerprint, s)
         return best
 
     @property

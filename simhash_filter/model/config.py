@@ -50,6 +50,9 @@ class FingerprintConfig:
     sketch_bins: int = 512
     #: A word counts once in the sketch per this much of its weight (at least once).
     sketch_step: float = 0.25
+    #: The second verifier for prose and the thin-page guard (:mod:`simhash_filter.model.prose`): their bytes follow
+    #: the word sketch in what the index stores.
+    prose: bool = True
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.structure_weight <= 1.0:
@@ -71,18 +74,33 @@ class FingerprintConfig:
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)!r}")
 
+    @property
+    def word_sketch_bytes(self) -> int:
+        """Bytes of the word sketch: the part of a stored sketch every engine verifies on its own."""
+        return self.sketch_bins // 8
+
+    @property
+    def sketch_bytes(self) -> int:
+        """Bytes stored beside each fingerprint: the word sketch, then the prose part (when :attr:`prose`)."""
+        from simhash_filter.model.prose import PART_BYTES
+
+        return self.word_sketch_bytes + (PART_BYTES if self.prose else 0)
+
     def with_options(self, **changes: Any) -> FingerprintConfig:
         """A copy with some fields changed (``None`` values are ignored)."""
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
 
     def model(self) -> dict[str, Any]:
         """Everything a stored fingerprint depends on, as plain JSON-able values."""
+        from simhash_filter.model.prose import PROSE_ID
         from simhash_filter.model.segment import SEGMENTER_ID
         from simhash_filter.model.weights import IDF_SOURCE_ID
 
         d = asdict(self)
         d["ngrams"] = list(self.ngrams)
         d.update(version=MODEL_VERSION, f=64, segmenter=SEGMENTER_ID, idf=IDF_SOURCE_ID)
+        if self.prose:
+            d["prose"] = PROSE_ID
         return d
 
     def model_id(self) -> str:

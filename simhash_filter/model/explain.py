@@ -74,9 +74,10 @@ class Explanation:
     def similarity(self) -> float | None:
         """Estimated similarity of the two pages' sketches (the score that verifies a candidate), or None if
         either page has none."""
-        if self.a.sketch is None or self.b.sketch is None:
+        a, b = self.a.word_sketch, self.b.word_sketch
+        if a is None or b is None:
             return None
-        return sketch_similarity(self.a.sketch, self.b.sketch)
+        return sketch_similarity(a, b)
 
     @property
     def structure_share(self) -> float:

@@ -40,6 +40,7 @@ from simhash_filter.model.features import (
     word_values,
 )
 from simhash_filter.model.html import NotHtml, page_bytes
+from simhash_filter.model.prose import prose_part
 from simhash_filter.model.segment import MAX_CACHED_RUN, segment_run, segment_slices
 from simhash_filter.model.sketch import SEED as SKETCH_SEED
 from simhash_filter.model.sketch import sketch
@@ -73,8 +74,17 @@ class Fingerprint:
     features: int = 0
     truncated: bool = False
     encoding: str | None = None
-    #: The verification sketch of the page's words (:func:`simhash_filter.model.sketch.sketch`), with the value.
+    #: What the index verifies with, with the value: the sketch of the page's words
+    #: (:func:`simhash_filter.model.sketch.sketch`), then its prose part
+    #: (:func:`simhash_filter.model.prose.prose_part`).
     sketch: bytes | None = None
+    #: How many of the sketch's last bytes are the prose part (0: the model has no prose verifier).
+    prose_bytes: int = 0
+
+    @property
+    def word_sketch(self) -> bytes | None:
+        """The sketch of the page's words alone (what :func:`simhash_filter.model.sketch.similarity` compares)."""
+        return None if self.sketch is None else self.sketch[: len(self.sketch) - self.prose_bytes]
 
     @property
     def ok(self) -> bool:
@@ -264,26 +274,36 @@ class Fingerprinter:
                 n, value, page_sketch = done
                 if value is None:
                     return Fingerprint(None, Status.TOO_FEW_FEATURES, n, page.truncated, encoding)
-                return Fingerprint(value, Status.OK, n, page.truncated, encoding, page_sketch)
-        return self._decide(page_features(page, cfg), Status.OK, encoding)
+                prose = self._prose(page)
+                return Fingerprint(value, Status.OK, n, page.truncated, encoding, page_sketch + prose, len(prose))
+        return self._decide(page_features(page, cfg), Status.OK, encoding, page)
+
+    def _prose(self, page: PageText) -> bytes:
+        """The page's prose part (nothing when the model has no prose verifier)."""
+        return prose_part(page, self.config.max_tokens) if self.config.prose else b""
 
     def _word_values(self, words: list[str]) -> list[tuple[float, int]]:
         return word_values(words, self.config)
 
     def analyze(self, html: bytes | str, encoding: str | None = None) -> tuple[Fingerprint, Features | None]:
         """The page's fingerprint and the features it was made from (one parse)."""
-        feats, status, enc = self.features(html, encoding)
-        return self._decide(feats, status, enc), feats
+        fp, feats, _page = self._inspected(html, encoding)
+        return fp, feats
 
     def inspect(self, html: bytes | str, encoding: str | None = None) -> tuple[Fingerprint, Features | None, str]:
         """The page's fingerprint, its features and its main text (:meth:`PageText.main_text`), from one parse."""
-        page, status, enc = self.page_text(html, encoding)
-        feats = None if page is None else page_features(page, self.config)
-        fp = self._decide(feats, status, enc)
+        fp, feats, page = self._inspected(html, encoding)
         return fp, feats, "" if page is None else page.main_text()
 
-    def _decide(self, feats: Features | None, status: Status, enc: str | None) -> Fingerprint:
-        if feats is None:
+    def _inspected(
+        self, html: bytes | str, encoding: str | None
+    ) -> tuple[Fingerprint, Features | None, PageText | None]:
+        page, status, enc = self.page_text(html, encoding)
+        feats = None if page is None else page_features(page, self.config)
+        return self._decide(feats, status, enc, page), feats, page
+
+    def _decide(self, feats: Features | None, status: Status, enc: str | None, page: PageText | None) -> Fingerprint:
+        if feats is None or page is None:
             return Fingerprint(None, status, encoding=enc)
         n = len(feats)
         if len(feats.text) < self.config.min_features:
@@ -293,7 +313,8 @@ class Fingerprinter:
             page_sketch = compiled_sketch(feats.text, self.config.sketch_bins, self.config.sketch_step, SKETCH_SEED)
         else:
             page_sketch = sketch(feats.text, self.config.sketch_bins, self.config.sketch_step)
-        return Fingerprint(value, Status.OK, n, feats.truncated, enc, page_sketch)
+        prose = self._prose(page)
+        return Fingerprint(value, Status.OK, n, feats.truncated, enc, page_sketch + prose, len(prose))
 
     def fingerprint_features(self, feats: Features) -> int:
         """Simhash of a page's features: each word as its character n-grams, then the structure.

@@ -51,14 +51,15 @@ def sketch_bytes(bins: int) -> int:
     return (bins + 7) // 8
 
 
-def sketch(words: Mapping[str, float], bins: int = 512, step: float = 0.25) -> bytes:
-    """The sketch of a page's weighted words (``{word: weight}``): ``sketch_bytes(bins)`` bytes.
+def sketch(words: Mapping[str, float], bins: int = 512, step: float = 0.25, seed: int = SEED) -> bytes:
+    """The sketch of a page's weighted words (``{word: weight}``): ``sketch_bytes(bins)`` bytes (words hashed
+    with xxhash64 and *seed*).
 
     A page without words gets all zero bits (it never verifies against a page with words: its estimate
     against a random sketch is about 0)."""
     if not words:
         return bytes(sketch_bytes(bins))
-    hashes = np.fromiter((xxhash.xxh64_intdigest(w.encode("utf-8"), SEED) for w in words), dtype=np.uint64,
+    hashes = np.fromiter((xxhash.xxh64_intdigest(w.encode("utf-8"), seed) for w in words), dtype=np.uint64,
                          count=len(words))  # fmt: skip
     weights = np.fromiter(words.values(), dtype=np.float64, count=len(hashes))
     copies = np.maximum(1, np.rint(weights / step)).astype(np.int64)

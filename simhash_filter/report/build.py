@@ -191,7 +191,7 @@ def _near_misses(d: Decisions, config: FilterConfig) -> list[tuple[int, int, int
     """``(kept page, nearest earlier page, distance)`` for kept pages within k + margin of an earlier page,
     nearest first."""
     reach = min(16, config.max_distance + NEAR_MISS_MARGIN)
-    sketch_bytes = config.fingerprint.sketch_bins // 8
+    sketch_bytes = config.fingerprint.word_sketch_bytes
     blank = bytes(sketch_bytes)
     found: list[tuple[int, int, int]] = []
     with NearDuplicateIndex(reach, design=config.tables, metadata={"sketch_bytes": sketch_bytes}) as index:

@@ -439,8 +439,9 @@ def measure_pairs(
         assert a.sketch is not None and b.sketch is not None
         d = (a.fingerprint ^ b.fingerprint).bit_count()
         found = d <= design.k or design.agree_on_a_lead(a.fingerprint, b.fingerprint)
-        out.append(PairResult(pair.url_a, pair.url_b, pair.duplicate, d, similarity(a.sketch, b.sketch), found,
-                              a.lang, host_of(pair.url_a)))  # fmt: skip
+        words = config.fingerprint.word_sketch_bytes  # the word sketch: the prose part is the index's to read
+        s = similarity(a.sketch[:words], b.sketch[:words])
+        out.append(PairResult(pair.url_a, pair.url_b, pair.duplicate, d, s, found, a.lang, host_of(pair.url_a)))
     return out, skipped
 
 

@@ -93,7 +93,7 @@ def work(job: Job) -> dict[str, Any]:
         side_a, side_b = analysed.get(a), analysed.get(b)
         if side_a is not None and side_b is not None:
             why = explain_features(*side_a, *side_b, top=FEATURES_LISTED)
-            sketches = why.a.sketch, why.b.sketch
+            sketches = why.a.word_sketch, why.b.word_sketch
             pair.update(
                 distance=why.distance,
                 similarity=_rounded(similarity(*sketches)) if None not in sketches else None,

@@ -83,6 +83,15 @@ def check_metadata(stored: Mapping[str, Any], requested: Mapping[str, Any] | Non
     raise MetadataMismatchError(f"the index was stored with other metadata ({diff})")
 
 
+def verified_part(metadata: Mapping[str, Any], sketch_bytes: int) -> int:
+    """``metadata["verify_bytes"]``: the leading bytes of a stored sketch that every engine verifies itself (the
+    word sketch; model v6 stores its prose part after them); all of it when the metadata does not say."""
+    part = metadata.get("verify_bytes", sketch_bytes)
+    if isinstance(part, bool) or not isinstance(part, int) or not 0 <= part <= sketch_bytes:
+        raise ValueError(f"metadata verify_bytes must be an int in [0, sketch_bytes={sketch_bytes}], got {part!r}")
+    return part
+
+
 class Backend(abc.ABC):
     """Storage of an exact near-duplicate index.
 
@@ -96,7 +105,8 @@ class Backend(abc.ABC):
     per stored pair; :meth:`check_and_add` is atomic, also between threads.
 
     An index that keeps sketches (``metadata["sketch_bytes"] > 0``: two-stage detection) stores a sketch of
-    that size beside every fingerprint and answers :meth:`add_and_candidates`, whose distance may exceed
+    that size beside every fingerprint (its first ``metadata["verify_bytes"]`` bytes, all by default, are what
+    the bound verifies) and answers :meth:`add_and_candidates`, whose distance may exceed
     ``design.k``: its candidates are the stored fingerprints within that distance that agree with the query on
     the leading bits of a table (all of them within ``design.k``, by the pigeonhole), at most
     ``bound.per_table`` of them per table, the nearest; and a table stores the page only when its block holds
@@ -115,6 +125,7 @@ class Backend(abc.ABC):
         if isinstance(sketch_bytes, bool) or not isinstance(sketch_bytes, int) or sketch_bytes < 0:
             raise ValueError(f"metadata sketch_bytes must be an int >= 0, got {sketch_bytes!r}")
         self._sketch_bytes = sketch_bytes
+        self._verify_bytes = verified_part(self._metadata, sketch_bytes)
         if design.k < k and not sketch_bytes and metadata is not None:  # None: whatever is stored (read-only use)
             raise ValueError(f"design {design.name} answers distances up to {design.k}, but k={k}")
         self._k = k
@@ -155,6 +166,12 @@ class Backend(abc.ABC):
     def sketch_bytes(self) -> int:
         """Size of the sketch stored beside each fingerprint (0: the index keeps none)."""
         return self._sketch_bytes
+
+    @property
+    def verify_bytes(self) -> int:
+        """The leading bytes of a stored sketch that the bound verifies (``metadata["verify_bytes"]``: the word
+        sketch; the rest, the prose part of model v6, is read by the decision rule alone)."""
+        return self._verify_bytes
 
     @abc.abstractmethod
     def add_many(self, fingerprints: np.ndarray, keys: Sequence[str], sketches: Sequence[bytes] | None = None) -> None:

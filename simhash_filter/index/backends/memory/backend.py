@@ -533,7 +533,7 @@ class MemoryBackend(Backend):
         """The bounded check (:func:`~simhash_filter.index.bound.take`): the candidates, and the tables that
         refuse the page (*key* None: a query that stores nothing, and so refuses nothing)."""
         verdicts: dict[int, bool] = {}
-        fps, t = self._fps, bound.min_similarity
+        fps, t, part = self._fps, bound.min_similarity, self._verify_bytes
         read: dict[int, bytes] = {}
 
         def sketch_of(row: int) -> bytes:
@@ -543,7 +543,7 @@ class MemoryBackend(Backend):
 
         def verified(row: int) -> bool:
             if row not in verdicts:
-                verdicts[row] = similarity(sketch, sketch_of(row)) >= t
+                verdicts[row] = similarity(sketch[:part], sketch_of(row)[:part]) >= t
             return verdicts[row]
 
         def own(row: int) -> bool:

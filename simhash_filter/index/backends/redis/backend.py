@@ -22,6 +22,7 @@ from simhash_filter.index.backends.base import (
     MetadataMismatchError,
     check_metadata,
     full_message,
+    verified_part,
 )
 from simhash_filter.index.backends.redis.connection import (
     DEFAULT_BACKOFF,
@@ -133,6 +134,8 @@ class RedisBackend(Backend):
             )
         self._metadata = json.loads(stored["metadata"])
         self._sketch_bytes = self._stored_sketch_bytes()
+        self._verify_bytes = verified_part(self._metadata if isinstance(self._metadata, dict) else {},
+                                           self._sketch_bytes)  # fmt: skip
         self._record = RECORD + self._sketch_bytes
         self._masks = b"".join(pack_fingerprint(mask) for mask in design.lead_masks)
         #: The most pages the index takes: a two-stage index's page limit (its design's), else 4-byte ids' limit.
@@ -440,11 +443,11 @@ class RedisBackend(Backend):
         if bound is None:
             header += ["0", "0", "0"]
         else:
-            differ = bound.differing_bits(self._sketch_bytes)
+            differ = bound.differing_bits(self._verify_bytes)
             header += [str(bound.per_table), str(bound.duplicates), str(differ)]
         header += [str(self._limit), "0" if tables is None else "2" if count else "1"]
         wide = "".join("1" if self._shifts[t] else "0" for t in chosen)  # buckets of several blocks
-        header += [str(bound.block_pages if bound is not None and op == "d" else 0), wide]
+        header += [str(bound.block_pages if bound is not None and op == "d" else 0), wide, str(self._verify_bytes)]
         where = self._retries.where
         try:
             return run_with_retries(

@@ -37,7 +37,8 @@ SCRIPT = (
 -- "pages" when this call stores it (the shard that counts it), else "0"; the most entries a block takes ("d";
 -- else "0": rule 3 of the bound); per table, "1" if its bucket names only part of its lead (holds several blocks),
 -- else "0"; then per item the fingerprint (8 bytes,
--- big-endian), for "c", "a" and "d" its key, and for "d" (and "a" in an index that keeps sketches) its sketch.
+-- big-endian), for "c", "a" and "d" its key, and for "d" (and "a" in an index that keeps sketches) its sketch;
+-- ARGV[16]: the leading bytes of a sketch that are verified (the word sketch; the rest is read by the client).
 -- Ops: "c" check-and-add, "a" add, "m" add to some tables (a sharded index's bulk load), "q" query, "d"
 -- add-and-candidates, "p" candidates, "n" count.
 local op, k, P, T = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
@@ -46,7 +47,8 @@ local R, MASKS = tonumber(ARGV[7]), ARGV[8]
 local PER_TABLE, DUPLICATES, DIFFER = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])
 local LIMIT, TELL_STORED, COUNT = tonumber(ARGV[12]), ARGV[13] ~= "0", ARGV[13] == "2"
 local BLOCK, WIDE = tonumber(ARGV[14]), ARGV[15]
-local H = 15 -- header arguments: items start at ARGV[H + 1]
+local V = tonumber(ARGV[16]) -- verified sketch bytes
+local H = 16 -- header arguments: items start at ARGV[H + 1]
 local S = R - @RECORD@ -- sketch bytes (0: the index keeps none)
 -- Bytes of a bucket entry: the id (4) and the fingerprint's 32-bit fold (4), then, in an index that keeps
 -- sketches, the fingerprint's low half (4).
@@ -304,17 +306,17 @@ local function nearest_of(list, below)
   return best
 end
 
--- Whether the sketch of a stored id differs from the page's (`sketch`, and `page`: its 32-bit words) in at most
--- DIFFER bits.  The words XORed have their set bits cleared one at a time (x AND x - 1): a near-identical
--- sketch takes a few steps, another stops after DIFFER + 1 bits.
-local WORDS = floor(S / 4)
+-- Whether the verified part (V bytes) of the sketch of a stored id differs from the page's (`sketch`, and `page`:
+-- its 32-bit words) in at most DIFFER bits.  The words XORed have their set bits cleared one at a time
+-- (x AND x - 1): a near-identical sketch takes a few steps, another stops after DIFFER + 1 bits.
+local WORDS = floor(V / 4)
 local WF = ">" .. string.rep("I4", WORDS)
 local function verifies(id, sketch, page)
   local v = verdicts[id]
   if v == nil then
     local r = fetch(id)
     local differ = 0
-    if sub(r, @RECORD@ + 1, R) ~= sketch then -- (a trap's pages often have the very same sketch)
+    if sub(r, @RECORD@ + 1, @RECORD@ + V) ~= sub(sketch, 1, V) then -- (a trap's pages: often the same sketch)
       local words = {sunpack(WF, r, @RECORD@ + 1)}
       local w = 1
       while w <= WORDS and differ <= DIFFER do
@@ -325,7 +327,7 @@ local function verifies(id, sketch, page)
         end
         w = w + 1
       end
-      for i = 4 * WORDS + 1, S do
+      for i = 4 * WORDS + 1, V do
         differ = differ + byte(POP, bxor(byte(r, @RECORD@ + i), byte(sketch, i)) + 1)
       end
     end
