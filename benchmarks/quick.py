@@ -37,6 +37,7 @@ STEPS: list[tuple[str, str, str]] = [
         "benchmarks.speed.bench_fingerprint",
         "--pages 20 --big-pages 2 --repeat 1 --methods simhash-filter,lxml-text --json {tmp}/fingerprint.json",
     ),
+    ("quick", "benchmarks.speed.bench_prose", "--limit 20 --repeat 1"),
     ("quick", "benchmarks.speed.bench_text_kinds", "--pages 20 --repeat 1 --json {tmp}/kinds.json"),
     ("quick", "benchmarks.speed.bench_nesting", "--scale 0.01 --repeat 1 --json {tmp}/nesting.json"),
     (

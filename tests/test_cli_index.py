@@ -267,7 +267,9 @@ def test_index_rebuild_in_place_keeps_the_tables_on_disk(tmp_path: Path, capsys)
         index, k=k, design=design, metadata=DEFAULTS.index_metadata(), tables="disk", spill_rows=8, buffer_size=4
     ) as backend:
         for i in range(40):
-            backend.add_and_candidates(rng.getrandbits(64), f"https://a.example/{i}", rng.randbytes(64), k)
+            backend.add_and_candidates(
+                rng.getrandbits(64), f"https://a.example/{i}", rng.randbytes(DEFAULTS.fingerprint.sketch_bytes), k
+            )
         assert backend.info()["run_files"]
     main(["index", "export", str(index)])
     before = capsys.readouterr().out
@@ -296,7 +298,11 @@ def test_index_query_of_an_index_whose_run_file_is_damaged_answers_with_a_warnin
     design = TableDesign.parse(DEFAULTS.tables)
     with FileBackend(index, k=DEFAULTS.max_distance, design=design, metadata=DEFAULTS.index_metadata(),
                      tables="disk", spill_rows=1000) as backend:  # fmt: skip
-        backend.add_many(fps, [f"https://a.example/{i}" for i in range(len(fps))], [rng.bytes(64) for _ in fps])
+        backend.add_many(
+            fps,
+            [f"https://a.example/{i}" for i in range(len(fps))],
+            [rng.bytes(DEFAULTS.fingerprint.sketch_bytes) for _ in fps],
+        )
         backend.wait_for_merges()
     run = max(index.glob("tables.*"), key=lambda p: p.stat().st_size)
     data = bytearray(run.read_bytes())
@@ -327,7 +333,11 @@ def test_index_query_of_an_index_with_tables_on_disk_answers_at_every_k(tmp_path
     design = TableDesign.parse(DEFAULTS.tables)
     with FileBackend(index, k=DEFAULTS.max_distance, design=design, metadata=DEFAULTS.index_metadata(),
                      tables="disk", spill_rows=100) as backend:  # fmt: skip
-        backend.add_many(fps, [f"https://a.example/{i}" for i in range(len(fps))], [rng.bytes(64) for _ in fps])
+        backend.add_many(
+            fps,
+            [f"https://a.example/{i}" for i in range(len(fps))],
+            [rng.bytes(DEFAULTS.fingerprint.sketch_bytes) for _ in fps],
+        )
         backend.wait_for_merges()
     proc = run_cli("index", "query", str(index), "-k", str(k), f"{int(fps[7]):016x}")
     assert proc.returncode == 0, proc.stderr

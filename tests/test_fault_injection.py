@@ -634,7 +634,8 @@ def debug_redis(tmp_path: Path) -> Iterator[RedisServer]:
 
 
 def page_sketch(key: str) -> bytes:
-    return hashlib.blake2b(key.encode(), digest_size=DEFAULTS.fingerprint.sketch_bins // 8).digest()
+    size = DEFAULTS.fingerprint.sketch_bytes  # blake2b gives at most 64 bytes a digest: two of them
+    return (hashlib.blake2b(key.encode(), digest_size=64).digest() * 2)[:size]
 
 
 class IndexLoop:

@@ -31,7 +31,7 @@ SCRAPY_REDIS_WARNING = re.compile(
     r"StatsCollector\.inc_value\(\) is deprecated|Spider\.log\(\) is deprecated)"
 )
 #: The sketch of every page of the tests that decide by fingerprint alone (all equally similar).
-SKETCH = bytes(DEFAULTS.fingerprint.sketch_bins // 8)
+SKETCH = bytes(DEFAULTS.fingerprint.sketch_bytes)
 #: A response that reached the spider, or one the filter dropped before (logged with SIMHASH_DEBUG).
 FETCHED = re.compile(r"DEBUG: (?:Crawled \(\d+\) <GET (\S+)>|simhash: dropped (\S+): near-duplicate of)")
 

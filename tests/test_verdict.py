@@ -43,7 +43,7 @@ def test_open_index_is_one_function_for_config() -> None:
     with open_index(DEFAULTS) as index:
         assert isinstance(index, NearDuplicateIndex)
         assert index.rule == Rule(DEFAULTS.max_distance, DEFAULTS.min_similarity)
-        assert index.k == DEFAULTS.max_distance and index.sketch_bytes == DEFAULTS.fingerprint.sketch_bins // 8
+        assert index.k == DEFAULTS.max_distance and index.sketch_bytes == DEFAULTS.fingerprint.sketch_bytes
 
 
 def test_no_other_module_defines_open_index_or_compares_with_min_similarity() -> None:

@@ -846,7 +846,20 @@ def load_sources(args) -> list[Source]:
         if not os.path.exists(probe):
             raise SystemExit(f"realweb: {name} source missing: {probe} (pass --{name} DIR)")
         out += reader(d)
+    if args.sites_of > 1:  # a seeded part of the sites: a held-out set shares no site (template) with a tuned one
+        out = [s for s in out if xxhash.xxh64_intdigest(split_key(s).encode(), args.split_seed) % args.sites_of ==
+               args.sites_from]  # fmt: skip
     return out
+
+
+def split_key(src: Source) -> str:
+    """The site a source page belongs to, for a split by site: the family of a Readability test page, the host
+    name of an AEB page, the portal of a GNE page, the first two labels of a trafilatura cache file's name."""
+    if src.collection == "aeb":
+        return "aeb:" + urlsplit(src.url).netloc
+    if src.collection == "trafilatura":
+        return "traf:" + ".".join(src.key.split("/", 1)[1].split(".")[:2])
+    return src.site
 
 
 def build(args) -> dict:
@@ -1276,6 +1289,9 @@ def main(argv=None) -> None:
     ap.add_argument("--counter", type=float, default=0.35)
     ap.add_argument("--edit", type=float, default=0.5)
     ap.add_argument("--thin-groups", type=int, default=8)
+    ap.add_argument("--sites-of", type=int, default=1, help="split the source sites into this many seeded parts ...")
+    ap.add_argument("--sites-from", type=int, default=0, help="... and build from this one (0-based)")
+    ap.add_argument("--split-seed", type=int, default=37, help="seed of the split by site (default 37)")
     ap.add_argument("--before", type=float, default=0.06, help="share of variants placed before their original")
     ap.add_argument("--report", metavar="OUTPUT", help="instead of building: break a system's output on the set "
                                                        "(--out) down by cause and language; misses, false positives")

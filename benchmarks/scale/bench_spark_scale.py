@@ -29,7 +29,7 @@ from benchmarks.benchlib.report import make_parser, write_json
 from simhash_filter.config import DEFAULTS
 from simhash_filter.index.tables import TableDesign, tables_for
 
-SKETCH = DEFAULTS.fingerprint.sketch_bins // 8
+SKETCH = DEFAULTS.fingerprint.word_sketch_bytes
 
 
 def blocks_frame(spark: Any, size: int, design: TableDesign, partitions: int) -> Any:

@@ -41,7 +41,7 @@ from simhash_filter.index.backends.memory import MemoryBackend
 from simhash_filter.index.nearduplicate import NearDuplicateIndex
 from simhash_filter.index.tables import TableDesign
 
-SKETCH = DEFAULTS.fingerprint.sketch_bins // 8
+SKETCH = DEFAULTS.fingerprint.sketch_bytes  # stored: the word sketch, then (model v6) the prose part
 
 
 def _flip(rng: np.random.Generator, values: np.ndarray, low: int, high: int) -> np.ndarray:

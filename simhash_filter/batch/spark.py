@@ -289,7 +289,9 @@ def spark_dedup(
     )
 
 
-def _prose_verified(pages: DataFrame, pairs: DataFrame, words: int, words_ok: Column, config: FilterConfig) -> DataFrame:
+def _prose_verified(
+    pages: DataFrame, pairs: DataFrame, words: int, words_ok: Column, config: FilterConfig
+) -> DataFrame:
     """The pairs that verify under model v6's rule (:meth:`NearDuplicateIndex.best`), with their ``tier``: 2 where
     the word sketch verifies (*words_ok*), 1 where only the spots do (:func:`spots_verdict`; chosen only when no
     pair of the page has tier 2).  The prose parts are compared by the rule's own function, in Python."""

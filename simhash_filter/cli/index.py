@@ -187,7 +187,8 @@ def _found(
         verified = None  # found by the tables: a candidate; verified by the word sketch or, model v6, the spots
         if sketch is not None and sim is not None:
             spots = spots_of(sketch, c.sketch, words)
-            verified = bool(verdict(c.distance, True, sim, index.rule) or spots_verdict(c.distance, True, spots, index.rule))
+            rule = index.rule
+            verified = bool(verdict(c.distance, True, sim, rule) or spots_verdict(c.distance, True, spots, rule))
         out.append((c.key, c.distance, c.fingerprint, sim, verified))
     return out
 

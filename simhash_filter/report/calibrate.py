@@ -45,7 +45,7 @@ import numpy as np
 from simhash_filter.batch.dedup import Page, auto_workers, fingerprint_items, parse_line
 from simhash_filter.batch.warc import WarcCounts, WarcReader, is_warc_input
 from simhash_filter.config import DEFAULTS, FilterConfig
-from simhash_filter.index.nearduplicate import Rule, verdict
+from simhash_filter.index.nearduplicate import Rule, spots_of, spots_verdict, verdict
 from simhash_filter.index.tables import TableDesign
 from simhash_filter.model.html import NotHtml, parse
 from simhash_filter.model.sketch import similarity
@@ -407,10 +407,16 @@ class PairResult:
     found: bool
     lang: str = "und"
     host: str = ""
+    #: The two pages' spot similarity (model v6's prose verifier; -1: not both article-like).
+    spots: float = -1.0
 
     def flagged(self, k: int, t: float) -> bool:
-        """Whether the filter at (k, t) calls the two pages near-duplicates (judging this pair alone)."""
-        return bool(verdict(self.distance, self.found, self.similarity, Rule(k, t)))
+        """Whether the filter at (k, t) calls the two pages near-duplicates (judging this pair alone): the word
+        sketches verify, or (model v6) the spots of two article-like pages do."""
+        rule = Rule(k, t)
+        return bool(verdict(self.distance, self.found, self.similarity, rule)) or bool(
+            spots_verdict(self.distance, self.found, self.spots, rule)
+        )
 
 
 def host_of(url: str) -> str:
@@ -439,9 +445,10 @@ def measure_pairs(
         assert a.sketch is not None and b.sketch is not None
         d = (a.fingerprint ^ b.fingerprint).bit_count()
         found = d <= design.k or design.agree_on_a_lead(a.fingerprint, b.fingerprint)
-        words = config.fingerprint.word_sketch_bytes  # the word sketch: the prose part is the index's to read
+        words = config.fingerprint.word_sketch_bytes  # the word sketch, then (model v6) the prose part
         s = similarity(a.sketch[:words], b.sketch[:words])
-        out.append(PairResult(pair.url_a, pair.url_b, pair.duplicate, d, s, found, a.lang, host_of(pair.url_a)))
+        spots = spots_of(a.sketch, b.sketch, words)
+        out.append(PairResult(pair.url_a, pair.url_b, pair.duplicate, d, s, found, a.lang, host_of(pair.url_a), spots))
     return out, skipped
 
 
@@ -666,10 +673,12 @@ class _Arrays:
         self.s = np.fromiter((p.similarity for p in pairs), dtype=np.float64, count=len(pairs))
         self.found = np.fromiter((p.found for p in pairs), dtype=bool, count=len(pairs))
         self.y = np.fromiter((p.duplicate for p in pairs), dtype=bool, count=len(pairs))
+        self.spots = np.fromiter((p.spots for p in pairs), dtype=np.float64, count=len(pairs))
 
     def flags(self, k: int, t: float) -> np.ndarray:
         """What the filter at (k, t) flags: the rule, pair by pair."""
-        return verdict(self.d, self.found, self.s, Rule(k, t))
+        rule = Rule(k, t)
+        return verdict(self.d, self.found, self.s, rule) | spots_verdict(self.d, self.found, self.spots, rule)
 
     def metrics(self, flags: np.ndarray, mask: np.ndarray | None = None) -> Metrics:
         y = self.y

@@ -15,10 +15,10 @@ block emptied), the heading of another real page of the site with its first sent
 sentences of a third page).  Labels follow the
 public set's rules (realweb's ``order_and_label``).
 
-    python benchmarks/docsweb.py --out out/docsweb [--sites-from 0 --sites-of 2]   # a seeded half of the sites
+    python -m benchmarks.accuracy.docsweb --out out/docsweb [--sites-from 0 --sites-of 2]   # a seeded half of the sites
     NEARDUP_PUBLIC=out/docsweb python /work/shared/eval/score.py --set public \\
         --system "simhash-filter dedup {input} --output {output}" --keep out/docsweb-runs
-    python benchmarks/realweb.py --out out/docsweb --report out/docsweb-runs/system.out.jsonl
+    python -m benchmarks.accuracy.realweb --out out/docsweb --report out/docsweb-runs/system.out.jsonl
 """
 
 from __future__ import annotations
@@ -28,13 +28,11 @@ import glob
 import os
 import random
 import re
-import sys
 from collections import Counter, defaultdict
 
 import xxhash
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import realweb as rw
+from benchmarks.accuracy import realweb as rw
 
 _RUST = os.path.expanduser("~/.rustup/toolchains/stable-x86_64-unknown-linux-gnu/share/doc/rust/html")
 SITES = {

@@ -5,9 +5,10 @@ same model without the prose part), on the same pages in one process, alternated
 pages).  Each run uses a fresh ``Fingerprinter`` after one untimed warm-up pass over the pages (word tables, the
 segmenter and the memos warm, as in a long crawl).
 
-    python benchmarks/bench_prose.py [PAGES.jsonl.gz ...] [--limit 1500] [--repeat 5]
+    python -m benchmarks.speed.bench_prose [PAGES.jsonl.gz ...] [--limit 1500] [--repeat 5]
 
-PAGES default to the public set's pages; a real-web development set (``benchmarks/realweb.py``) is another input.
+PAGES default to the public set's pages; a real-web development set (``python -m benchmarks.accuracy.realweb``)
+is another input.
 """
 
 from __future__ import annotations
@@ -20,11 +21,10 @@ import time
 from itertools import islice
 from pathlib import Path
 
+from benchmarks.benchlib.data import PUBLIC_PAGES
 from simhash_filter.model.config import FingerprintConfig
 from simhash_filter.model.fingerprint import Fingerprinter
 from simhash_filter.model.prose import prose_part
-
-PUBLIC_PAGES = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "neardup-public" / "pages.jsonl.gz"
 
 
 def read_pages(path: Path, limit: int) -> list[str]:
