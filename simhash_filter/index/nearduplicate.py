@@ -33,8 +33,7 @@ from simhash_filter.index.tables import (
     page_limit,
     resolve_design,
 )
-from simhash_filter.model.prose import prose_similarity
-from simhash_filter.model.sketch import similarity
+from simhash_filter.model.sketch import prose_similarity, similarity
 
 if TYPE_CHECKING:
     from simhash_filter.config import FilterConfig

@@ -82,7 +82,7 @@ class FingerprintConfig:
     @property
     def sketch_bytes(self) -> int:
         """Bytes stored beside each fingerprint: the word sketch, then the prose part (when :attr:`prose`)."""
-        from simhash_filter.model.prose import PART_BYTES
+        from simhash_filter.model.sketch import PART_BYTES
 
         return self.word_sketch_bytes + (PART_BYTES if self.prose else 0)
 
@@ -92,8 +92,8 @@ class FingerprintConfig:
 
     def model(self) -> dict[str, Any]:
         """Everything a stored fingerprint depends on, as plain JSON-able values."""
-        from simhash_filter.model.prose import PROSE_ID
         from simhash_filter.model.segment import SEGMENTER_ID
+        from simhash_filter.model.spotsig import PROSE_ID
         from simhash_filter.model.weights import IDF_SOURCE_ID
 
         d = asdict(self)

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 import numpy as np
 import xxhash
 
-__all__ = ["SEED", "similarity", "sketch", "sketch_bytes"]
+__all__ = ["ARTICLE", "PART_BYTES", "PROSE_BINS", "SEED", "prose_similarity", "similarity", "sketch", "sketch_bytes"]
 
 #: xxhash64 seed of the words (another than the simhash's, so the two are independent).
 SEED = 0x5CE7C4
@@ -89,3 +89,21 @@ def similarity(a: bytes, b: bytes) -> float:
     differ = int.from_bytes(a, "little") ^ int.from_bytes(b, "little")
     agree = 1.0 - differ.bit_count() / (8 * len(a))
     return max(0.0, 2.0 * agree - 1.0)
+
+
+#: Model v6 stores a prose part after the word sketch (:func:`simhash_filter.model.prose.prose_part`): a flags byte,
+#: then a one-bit MinHash of the page's spot signatures in this many bins (63 bytes: 64 bytes in all).
+PROSE_BINS = 504
+PART_BYTES = 1 + PROSE_BINS // 8
+#: The flag of an article-like page.
+ARTICLE = 1
+
+
+def prose_similarity(a: bytes, b: bytes) -> float | None:
+    """The estimated Jaccard similarity of two article-like pages' spots (from their prose parts), or None when
+    either page is not article-like."""
+    if len(a) != PART_BYTES or len(b) != PART_BYTES:
+        raise ValueError(f"prose parts must be {PART_BYTES} bytes, got {len(a)} and {len(b)}")
+    if not (a[0] & b[0] & ARTICLE):
+        return None
+    return similarity(a[1:], b[1:])
