@@ -32,16 +32,16 @@ from simhash_filter.model.features import tokenize
 from simhash_filter.model.segment import CJK_RUN
 from simhash_filter.model.sketch import ARTICLE, PART_BYTES, PROSE_BINS, prose_similarity, sketch
 from simhash_filter.model.spotsig import (
-    _CHARS_PER_WORD,
-    _SPOT_CHARS,
     ANTECEDENTS,
     CHAIN,
+    CHARS_PER_WORD,
     MAX_WORDS,
     MIN_PROSE_SHARE,
     MIN_SPOTS,
     MIN_WEIGHT,
     PROSE_ID,
     PROSE_LINE,
+    SPOT_CHARS,
     SPOT_SEED,
 )
 
@@ -57,7 +57,7 @@ def _read_lines(page: PageText) -> list[str]:
     """The blocks of the segments the model weights at least :data:`MIN_WEIGHT`, heaviest first, until about
     :data:`MAX_WORDS` words are read."""
     out: list[str] = []
-    room = _CHARS_PER_WORD * MAX_WORDS
+    room = CHARS_PER_WORD * MAX_WORDS
     for weight, text in page.texts:
         if weight < MIN_WEIGHT or room <= 0:
             break  # heaviest first
@@ -90,12 +90,12 @@ def spots(lines: list[str], max_tokens: int) -> dict[str, float]:
 def prose_part(page: PageText, max_tokens: int) -> bytes:
     """The :data:`PART_BYTES` bytes a page carries after its word sketch: its flags and its spots' MinHash (all
     zero for a page that is not article-like)."""
-    if sum(len(text) for weight, text in page.texts if weight >= MIN_WEIGHT) < MIN_SPOTS * _SPOT_CHARS:
+    if sum(len(text) for weight, text in page.texts if weight >= MIN_WEIGHT) < MIN_SPOTS * SPOT_CHARS:
         return bytes(PART_BYTES)  # too little text to tell: most pages that are not articles
     lines = _read_lines(page)
     chars = [len(line) if line.isascii() else len(line) + 2 * sum(map(len, CJK_RUN.findall(line))) for line in lines]
     prose = sum(c for c in chars if c >= PROSE_LINE)  # a CJK character counts as three
-    if prose < MIN_PROSE_SHARE * sum(chars) or prose < MIN_SPOTS * _SPOT_CHARS:
+    if prose < MIN_PROSE_SHARE * sum(chars) or prose < MIN_SPOTS * SPOT_CHARS:
         return bytes(PART_BYTES)  # told before the words are read: most pages that are not articles
     found = spots(lines, min(max_tokens, MAX_WORDS))
     if len(found) < MIN_SPOTS:

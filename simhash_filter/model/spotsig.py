@@ -17,10 +17,10 @@ PROSE_LINE = 120
 #: Words read at most (the first of the heaviest text): an article's copies begin alike, and this bounds the work.
 MAX_WORDS = 300
 #: Characters read per word asked for (a word and its space are about six; CJK words are shorter).
-_CHARS_PER_WORD = 8
+CHARS_PER_WORD = 8
 #: Fewer characters of prose than this per spot asked for cannot make :data:`MIN_SPOTS` spots (a spot takes four
 #: words, and the spots of a sentence overlap): such a page is not article-like, whatever its words.
-_SPOT_CHARS = 12
+SPOT_CHARS = 12
 #: xxhash64 seed of the spots (another than the word sketch's and the simhash's).
 SPOT_SEED = 0x5B07
 
@@ -46,6 +46,6 @@ ANTECEDENTS = frozenset(
 
 #: Everything a part depends on, for the model id (:meth:`simhash_filter.model.config.FingerprintConfig.model`).
 PROSE_ID = (
-    f"spots1-{CHAIN}-w{MIN_WEIGHT}-n{MIN_SPOTS}/{_SPOT_CHARS}-p{MIN_PROSE_SHARE}/{PROSE_LINE}-m{MAX_WORDS}/"
-    f"{_CHARS_PER_WORD}-b{PROSE_BINS}-s{SPOT_SEED}-a{len(ANTECEDENTS)}"
+    f"spots1-{CHAIN}-w{MIN_WEIGHT}-n{MIN_SPOTS}/{SPOT_CHARS}-p{MIN_PROSE_SHARE}/{PROSE_LINE}-m{MAX_WORDS}/"
+    f"{CHARS_PER_WORD}-b{PROSE_BINS}-s{SPOT_SEED}-a{len(ANTECEDENTS)}"
 )
