@@ -506,7 +506,7 @@ def test_hub_pages_are_told_apart_by_their_link_lists():
     fps = {title: fingerprinter.fingerprint(html) for title, html in HUBS.items()}
     assert all(fp.ok for fp in fps.values())
     for a, b in itertools.combinations(fps.values(), 2):
-        assert hamming(a.value, b.value) > DEFAULTS.max_distance or similarity(a.sketch, b.sketch) < 0.6
+        assert hamming(a.value, b.value) > DEFAULTS.max_distance or similarity(a.word_sketch, b.word_sketch) < 0.6
 
 
 def test_a_hub_with_one_entry_changed_is_a_near_duplicate():
@@ -515,7 +515,7 @@ def test_a_hub_with_one_entry_changed_is_a_near_duplicate():
     changed = [*entries[:7], "Keyboard display locale", *entries[8:]]
     a, b = (Fingerprinter().fingerprint(_hub("networking", e)) for e in (entries, changed))
     assert hamming(a.value, b.value) <= DEFAULTS.max_distance
-    assert similarity(a.sketch, b.sketch) >= DEFAULTS.min_similarity
+    assert similarity(a.word_sketch, b.word_sketch) >= DEFAULTS.min_similarity
 
 
 def _wrapped_article(open_tags: str, close_tags: str) -> str:

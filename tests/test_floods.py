@@ -39,7 +39,7 @@ def _pairs(pages: list[dict[str, str]]) -> list[tuple[int, float]]:
     prints = [fingerprinter.fingerprint(p["html"]) for p in pages]
     assert all(p.ok for p in prints)
     return [
-        ((a.value ^ b.value).bit_count(), similarity(a.sketch, b.sketch)) for a, b in itertools.combinations(prints, 2)
+        ((a.value ^ b.value).bit_count(), similarity(a.word_sketch, b.word_sketch)) for a, b in itertools.combinations(prints, 2)
     ]
 
 

@@ -69,7 +69,7 @@ WARM_UP = (
 #: invalid in the encoding the page was decoded with (a wrong declared charset).
 JobResult = tuple[Fingerprint, float, bool]
 #: The same as plain values, as it comes back from a worker process (cheap to pickle on every Python).
-WorkerResult = tuple[int | None, str, int, bool, str | None, float, bool, bytes | None]
+WorkerResult = tuple[int | None, str, int, bool, str | None, float, bool, bytes | None, int]
 
 _HEADER = struct.Struct("<I")  # the length of the pickle that follows
 #: Seconds a closing worker gets to exit before it is killed.
@@ -114,13 +114,15 @@ class FingerprintJob:
 def fingerprint_in_worker(job: FingerprintJob, body: bytes | str, encoding: str | None) -> WorkerResult:
     """:class:`FingerprintJob` of one page, as plain values."""
     fp, seconds, charset_error = job(body, encoding)
-    return fp.value, fp.status.value, fp.features, fp.truncated, fp.encoding, seconds, charset_error, fp.sketch
+    return (fp.value, fp.status.value, fp.features, fp.truncated, fp.encoding, seconds, charset_error, fp.sketch,
+            fp.prose_bytes)  # fmt: skip
 
 
 def from_worker(result: WorkerResult) -> JobResult:
     """:func:`fingerprint_in_worker`'s tuple back as ``(Fingerprint, seconds, charset_error)``."""
-    value, status, features, truncated, encoding, seconds, charset_error, sketch = result
-    return Fingerprint(value, Status(status), features, truncated, encoding, sketch), seconds, charset_error
+    value, status, features, truncated, encoding, seconds, charset_error, sketch, prose_bytes = result
+    fp = Fingerprint(value, Status(status), features, truncated, encoding, sketch, prose_bytes)
+    return fp, seconds, charset_error
 
 
 # --- the worker process ---------------------------------------------------------------------------------
