@@ -38,9 +38,8 @@ def _pairs(pages: list[dict[str, str]]) -> list[tuple[int, float]]:
     fingerprinter = Fingerprinter(DEFAULTS.fingerprint)
     prints = [fingerprinter.fingerprint(p["html"]) for p in pages]
     assert all(p.ok for p in prints)
-    return [
-        ((a.value ^ b.value).bit_count(), similarity(a.word_sketch, b.word_sketch)) for a, b in itertools.combinations(prints, 2)
-    ]
+    pairs = itertools.combinations(prints, 2)
+    return [((a.value ^ b.value).bit_count(), similarity(a.word_sketch, b.word_sketch)) for a, b in pairs]
 
 
 @pytest.mark.parametrize("kind", ["changing", "bag", "template", "distinct"])
