@@ -65,19 +65,20 @@ def test_two_processes_share_the_frontier_and_the_index(
         "SIMHASH_BACKEND": index_uri,
         "DOWNLOAD_FAIL_ON_DATALOSS": "False",
         "CONCURRENT_REQUESTS": "4",
-        "DOWNLOAD_DELAY": "0.05",  # a crawl long enough for the second process to take its share
         "LOG_LEVEL": "DEBUG",
         "SIMHASH_DEBUG": "True",
     }
-    with local_site() as port, ThreadPoolExecutor(2) as pool, redis_server.client() as client:
+    # each process holds the requests its pages led to until the other has received a response, and stays open
+    # until it has received one (tests/crawl_gate.py): both take part, however the two are scheduled
+    settings["DOWNLOADER_MIDDLEWARES"] = json.dumps({"crawl_gate.TakeTurns": 950})
+    with local_site() as port, ThreadPoolExecutor(2) as pool:
         args = {"start_urls": f"http://127.0.0.1:{port}/,http://{MIRROR}:{port}/"}
-        first = pool.submit(scrapy_crawl, "site", tmp_path_factory.mktemp("first"), args=args, settings=settings)
-        deadline = time.monotonic() + 60
-        while not client.zcard(queue % {"spider": "site"}) and not first.done():  # work is queued
-            assert time.monotonic() < deadline, "the first crawl queued nothing"
-            time.sleep(0.05)
-        second = pool.submit(scrapy_crawl, "site", tmp_path_factory.mktemp("second"), args=args, settings=settings)
-        crawls = [first.result(), second.result()]
+        futures = []
+        for me in (0, 1):
+            turn = {"TURNS_MINE": f"{run}:turn:{me}", "TURNS_OTHER": f"{run}:turn:{1 - me}"}
+            tmp = tmp_path_factory.mktemp(f"process{me}")
+            futures.append(pool.submit(scrapy_crawl, "site", tmp, args=args, settings={**settings, **turn}))
+        crawls = [future.result() for future in futures]
 
     # every page fetched once, by one process or the other; both took part
     counts = Counter(key for crawl in crawls for key in fetched(crawl))
