@@ -78,6 +78,19 @@ def test_first_page_kept_near_duplicate_dropped():
     assert "simhash/flagged" not in s
 
 
+@pytest.mark.parametrize("action", ["drop", "flag"])
+def test_drop_or_flag_is_decided_once_and_said_in_meta(action):
+    """Whether a near-duplicate is dropped is decided with its decision: ``meta["simhash"]["dropped"]`` is True
+    for a copy in drop mode (and the response is dropped), False in flag mode and for a kept page."""
+    mw = middleware(SIMHASH_ACTION=action)
+    kept, _ = respond(mw, "http://a.test/rain", ARTICLE)
+    copy, response = respond(mw, "http://b.test/copy", COPY)
+    assert kept.meta["simhash"]["dropped"] is False
+    assert copy.meta["simhash"]["dropped"] is (action == "drop")
+    assert isinstance(response, NearDuplicateResponse) is (action == "drop")
+    assert Decision.from_meta(copy.url, copy.meta["simhash"]).dropped is (action == "drop")
+
+
 def test_different_pages_both_kept():
     """Two different articles in the same template are both kept."""
     mw = middleware()

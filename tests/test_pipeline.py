@@ -126,6 +126,23 @@ def test_kept_items_carry_their_fingerprint_in_drop_mode(kind):
     assert c.stat("simhash/dropped") == 1
 
 
+@pytest.mark.parametrize("dropped", [True, False])
+def test_the_pipeline_drops_what_the_decision_in_meta_says(dropped):
+    """The pipeline drops an item when its response's ``meta["simhash"]["dropped"]`` says so, and only then: it
+    reads the decision made once, not the action again."""
+    c = Components()
+    url, kept = "http://b.test/copy", "http://a.test/rain"
+    meta = {"status": "ok", "fingerprint": "00000000000000ff", "duplicate_of": kept, "distance": 2,
+            "similarity": 0.9, "dropped": dropped}  # fmt: skip
+    request = Request(url, meta={"simhash": meta})
+    response = HtmlResponse(url, body=COPY.encode("utf-8"), headers=HTML, request=request)
+    (item,) = c.spider_mw.process_spider_output(response, [{"url": url}])
+    out = c.process(item)
+    assert isinstance(out, NearDuplicateItem) is dropped
+    if not dropped:
+        assert field(out, "fingerprint") == "00000000000000ff" and c.stat("simhash/items/flagged") == 1
+
+
 def test_item_without_flag_fields_passes_with_one_warning(caplog):
     """An item type without the flag fields passes unchanged; it is counted and warned about once."""
     c = Components(SIMHASH_ACTION="flag")

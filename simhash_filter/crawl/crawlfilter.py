@@ -194,7 +194,8 @@ class CrawlFilter:
         self.index = open_index(config, backend, backends)
         self.backend_uri = backend
         self.executor = FingerprintExecutor(config.fingerprint, self.report, threads=threads, processes=processes)
-        self.guard = IndexGuard(self.index, self.report, retry_seconds=self.index_retry_seconds, readonly=readonly)
+        self.guard = IndexGuard(self.index, self.report, retry_seconds=self.index_retry_seconds, readonly=readonly,
+                                drop=action == "drop")  # fmt: skip
         #: The URL rules that leave requests unsent (``SIMHASH_AVOID``; None when off).
         self.avoider: Avoider | None = None
         if avoid is not None:

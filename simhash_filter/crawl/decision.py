@@ -49,7 +49,10 @@ class Decision:
 
     ``status`` is ``"ok"`` for a page checked in the index (then ``duplicate_of`` is the URL of the
     kept page it duplicates, or None if it was kept), else why it was let through unchecked
-    (``not_html``, ``empty``, ``too_few_features``, ``index_error``, ...).
+    (``not_html``, ``empty``, ``too_few_features``, ``index_error``, ...).  ``dropped`` is decided here, once,
+    where the index answers (:mod:`.guard`): a near-duplicate under ``SIMHASH_ACTION = "drop"``, whose items are
+    dropped and whose response is too unless it is :attr:`unchanged`; the stats, the middleware and the pipeline
+    read it.
     """
 
     url: str
@@ -59,6 +62,8 @@ class Decision:
     distance: int | None = None
     #: Sketch similarity to the page it duplicates (the verification stage's score).
     similarity: float | None = None
+    #: A near-duplicate to drop (``SIMHASH_ACTION = "drop"``), not to flag.
+    dropped: bool = False
 
     @property
     def checked(self) -> bool:
@@ -85,6 +90,7 @@ class Decision:
             "duplicate_of": self.duplicate_of,
             "distance": self.distance,
             "similarity": None if self.similarity is None else round(self.similarity, 3),
+            "dropped": self.dropped,
         }
 
     @classmethod
@@ -94,7 +100,8 @@ class Decision:
             return None
         fp = meta.get("fingerprint")
         value = int(fp, 16) if isinstance(fp, str) and fp else None
-        return cls(url, meta["status"], value, meta.get("duplicate_of"), meta.get("distance"), meta.get("similarity"))
+        return cls(url, meta["status"], value, meta.get("duplicate_of"), meta.get("distance"), meta.get("similarity"),
+                   meta.get("dropped") is True)  # fmt: skip
 
 
 class ItemDecisions:

@@ -51,13 +51,21 @@ class IndexGuard:
     """Checks-and-adds pages in ``index``; an index error lets the page through (``index_error``)."""
 
     def __init__(
-        self, index: NearDuplicateIndex, report: Report, *, retry_seconds: float = 0.0, readonly: bool = False
+        self,
+        index: NearDuplicateIndex,
+        report: Report,
+        *,
+        retry_seconds: float = 0.0,
+        readonly: bool = False,
+        drop: bool = True,
     ) -> None:
         self.index = index
         self.report = report
         self.retry_seconds = retry_seconds
         #: Check pages without storing them (an inspection command: :mod:`.inspection`).
         self.readonly = readonly
+        #: Near-duplicates are dropped (``SIMHASH_ACTION = "drop"``), else flagged: :attr:`Decision.dropped`.
+        self.drop = drop
         # A remote index (Redis) waits on the network: its checks run in one thread of their own, in order.
         remote = self._remote = getattr(index.backend, "remote", False)
         self._index_executor = ThreadPoolExecutor(1, thread_name_prefix="simhash-index") if remote else None
@@ -173,11 +181,11 @@ class IndexGuard:
 
     def _decided(self, url: str, value: int, match: Match | None, added_late: int) -> Decision:
         """The decision on a checked page, made here from the index's answer (*match*: the page it duplicates,
-        or None: kept), then counted."""
+        or None: kept) and the action (a near-duplicate dropped or flagged), then counted."""
         if match is None:
             decision = Decision(url, Status.OK.value, value)
         else:
-            decision = Decision(url, Status.OK.value, value, match.key, match.distance, match.similarity)
+            decision = Decision(url, Status.OK.value, value, match.key, match.distance, match.similarity, self.drop)
         self.report.count.candidates(self.index.candidates_max)
         stored = not (match is not None and match.key == url and match.fingerprint == value)  # not its own entry
         return self.report.decided(decision, stored=stored, added_late=added_late, rows=self.rows())

@@ -1,12 +1,12 @@
 """Scrapy middlewares of the near-duplicate filter.
 
 :class:`SimhashDownloaderMiddleware` fingerprints each HTML response as it arrives and checks-and-adds
-it in the crawl's index.  The decision goes into ``response.meta["simhash"]`` (``status``,
-``fingerprint``, ``duplicate_of``, ``distance``); a near-duplicate is dropped before the spider parses
-it (``SIMHASH_ACTION = "drop"``: :class:`NearDuplicateResponse`, an ``IgnoreRequest``, so its links
-are not followed) or let through flagged (``"flag"``).  A page that duplicates itself (its URL was kept
-by an earlier crawl and it has not changed) always reaches the spider, so that a recrawl still follows
-its links; its items are dropped or flagged by the pipeline.  A request with ``meta["dont_simhash"]`` is
+it in the crawl's index.  The decision goes into ``response.meta["simhash"]`` (``status``, ``fingerprint``,
+``duplicate_of``, ``distance``, ``similarity``, ``dropped``); a near-duplicate is dropped before the spider parses
+it (``dropped``, decided with the decision under ``SIMHASH_ACTION = "drop"``: :class:`NearDuplicateResponse`, an
+``IgnoreRequest``, so its links are not followed) or let through flagged (``"flag"``).  A page that duplicates
+itself (its URL was kept by an earlier crawl and it has not changed) always reaches the spider, so that a recrawl
+still follows its links; its items are dropped or flagged by the pipeline.  A request with ``meta["dont_simhash"]`` is
 not checked.  With ``SIMHASH_WARC`` each response is written to the crawl's WARC file right after its decision,
 a near-duplicate as a ``revisit`` record, before it is dropped (:mod:`.warc`).  A dropped response's browser page
 (scrapy-playwright's ``meta["playwright_page"]``) is closed, since no spider callback will (:mod:`.release`).
@@ -128,7 +128,7 @@ class SimhashDownloaderMiddleware:
         if decision.near_duplicate:
             if decision.unchanged:  # kept in an earlier crawl: follow its links, its items are not stored again
                 self.filter.log_near_duplicate(decision, "let through (unchanged since it was kept)")
-            elif self.filter.action == "drop":
+            elif decision.dropped:
                 self.filter.log_near_duplicate(decision, "dropped")
                 self._received(request, response)
                 await self.held_pages.release(request.meta)

@@ -66,7 +66,7 @@ class SimhashPipeline:
             if checked is not None:
                 decision = checked
                 if decision.near_duplicate:
-                    crawl_filter.log_near_duplicate(decision, "dropped" if crawl_filter.action == "drop" else "flagged")
+                    crawl_filter.log_near_duplicate(decision, "dropped" if decision.dropped else "flagged")
         if decision is None:
             crawl_filter.stats.inc_value("simhash/items/unchecked")
             return item
@@ -76,7 +76,7 @@ class SimhashPipeline:
                 if "skipped" not in adapter:
                     self._set(item, {"skipped": decision.status})
             return item
-        if decision.near_duplicate and crawl_filter.action == "drop":
+        if decision.dropped:
             raise NearDuplicateItem(decision)
         values: dict[str, Any] = {"fingerprint": decision.hex}
         if crawl_filter.action == "flag":

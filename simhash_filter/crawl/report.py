@@ -34,7 +34,7 @@ class Report:
         self.action = action
         self.debug = debug
         #: The counts (the only writer of the ``simhash/...`` stats).
-        self.count = FilterStats(stats, action=action)
+        self.count = FilterStats(stats)
         self._logged: set[str] = set()
 
     # --- decisions ----------------------------------------------------------------------------

@@ -81,9 +81,8 @@ class SeenUrls:
 class FilterStats:
     """Counts what the filter does in the crawl's stats (``simhash/...``)."""
 
-    def __init__(self, stats: StatsCollector, *, action: str) -> None:
+    def __init__(self, stats: StatsCollector) -> None:
         self.stats = stats
-        self.action = action
         #: Pages let through unchecked in this crawl, by reason (the summary's).
         self.skipped: Counter[str] = Counter()
         #: Pages fingerprinted in this crawl (wherever).
@@ -123,7 +122,7 @@ class FilterStats:
         if decision.unchanged:  # its own entry: from an earlier crawl, or this page fetched again in this one
             self.stats.inc_value("simhash/refetched" if fetched_before else "simhash/unchanged")
         self.stats.inc_value(f"simhash/distance/{decision.distance}")
-        self.stats.inc_value("simhash/dropped" if self.action == "drop" else "simhash/flagged")
+        self.stats.inc_value("simhash/dropped" if decision.dropped else "simhash/flagged")
 
     def fingerprinted(self, seconds: float) -> None:
         """A page was fingerprinted in ``seconds`` (wherever it was)."""
