@@ -32,8 +32,8 @@ from simhash_filter.cli.main import main
 from simhash_filter.index.nearduplicate import PROSE_SIMILARITY, spots_of
 from simhash_filter.index.tables import TableDesign
 from simhash_filter.model.sketch import similarity
-from simhash_filter.report import calibrate as cal
 from simhash_filter.report.calibrate import Metrics, PairResult, analyse, calibrate, language, read_labels, wilson
+from simhash_filter.report.calibrate import pages as calibrate_pages
 
 SVG = "{http://www.w3.org/2000/svg}"
 DESIGN = TableDesign.parse(DEFAULTS.tables)
@@ -238,7 +238,7 @@ def test_missing_and_unfingerprintable_pages_are_counted_skips(tmp_path):
 def test_only_the_pages_of_pairs_are_fingerprinted_and_the_first_of_a_url_wins(tmp_path, monkeypatch):
     """Only pages of pairs are fingerprinted, the first page of a URL wins, malformed page lines are counted."""
     given: list[str] = []
-    real = cal.fingerprint_items
+    real = calibrate_pages.fingerprint_items
 
     def spy(items, **kwargs):
         def seen():
@@ -248,7 +248,7 @@ def test_only_the_pages_of_pairs_are_fingerprinted_and_the_first_of_a_url_wins(t
 
         return real(seen(), **kwargs)
 
-    monkeypatch.setattr(cal, "fingerprint_items", spy)
+    monkeypatch.setattr(calibrate_pages, "fingerprint_items", spy)
     pages = write_lines(tmp_path / "pages.jsonl", [
         page("https://a.example/other", gazette(BACKUPS)),
         page("https://a.example/1", gazette(RAINWATER)),

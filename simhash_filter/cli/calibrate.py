@@ -1,7 +1,7 @@
 """``simhash-filter calibrate``: precision, recall and F1 of every (k, t) on pairs of pages labelled by hand, the
 settings to use, and plots (``--plot FILE.svg|.html|.png``).
 
-This module parses arguments, prints and writes files; the work is :mod:`simhash_filter.report.calibrate`'s,
+This module parses arguments, prints and writes files; the work is the :mod:`simhash_filter.report.calibrate` package's,
 imported when the command runs, so that building the parser stays cheap.
 """
 
