@@ -4,6 +4,7 @@ kept when four processes race on them."""
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import random
@@ -12,13 +13,15 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import numpy as np
 import pytest
 from redis_server import RedisCluster, RedisServer
 
-from simhash_filter.index.backends import MetadataMismatchError, open_backend
+from simhash_filter.index.backends import Candidate, MetadataMismatchError, open_backend
 from simhash_filter.index.backends.memory import MemoryBackend
+from simhash_filter.index.backends.redis import RedisBackend
 from simhash_filter.index.backends.redis import sharded as sharded_module
 from simhash_filter.index.backends.redis.sharded import ShardedRedisBackend
 from simhash_filter.index.bound import CheckBound
@@ -157,7 +160,73 @@ def test_a_server_list_shards_one_index(tmp_path_factory: pytest.TempPathFactory
             open_backend(f"{uri}&shards=3", k=K, design=DESIGN, metadata=META)
 
 
-def _race(uri: str, worker: int, groups: int, start: float, out: multiprocessing.Queue) -> None:
+def test_a_page_s_sketch_is_kept_once_and_a_shard_waits_for_those_on_other_homes(
+    redis_cluster: RedisCluster, redis_prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only a page's home shard keeps its sketch (the others' records keep fingerprint, key hash and time); a
+    shard whose verdict needs the sketch of a page it stored for another home stores nothing and is called again
+    with it (found on that home): a flood of verifying near-duplicates (rule 2 at 2) gets the candidates, the
+    count and the entries of one in-memory index."""
+    uri = f"{redis_cluster.url}?cluster=1&shards=3&prefix={redis_prefix}"
+    bound = CheckBound(4, 2, 0.75)
+    memory = MemoryBackend(k=K, design=DESIGN, metadata=META)
+    states = []
+    shard_call = RedisBackend.add_and_candidates_in
+
+    def spied(*args: Any, **kwargs: Any) -> tuple[list[Candidate], bool | None]:
+        reply = shard_call(*args, **kwargs)
+        states.append(reply[1])
+        return reply
+
+    monkeypatch.setattr(RedisBackend, "add_and_candidates_in", spied)
+    rng = random.Random(5)
+    centres = [(rng.getrandbits(64), rng.randbytes(64)) for _ in range(4)]
+    with open_sharded(uri) as sharded:
+        for i in range(200):
+            fp, sk = centres[i % 4]
+            fp ^= sum(1 << b for b in rng.sample(range(64), rng.randint(0, 6)))
+            sk = bytes(b ^ 1 if j == i % 64 else b for j, b in enumerate(sk))
+            got = sharded.add_and_candidates(fp, f"https://f.example/{i}", sk, K, bound)
+            assert sorted(got) == sorted(memory.add_and_candidates(fp, f"https://f.example/{i}", sk, K, bound)), i
+        assert None in states  # some shard waited for sketches
+        assert len(sharded) == len(memory)
+        entries = sorted((e.key, e.fingerprint, e.sketch) for e in sharded.entries())
+        assert entries == sorted((e.key, e.fingerprint, e.sketch) for e in memory.entries())
+        shards = [shard["prefix"] for shard in sharded.info()["shards"]]
+    kept = []
+    for prefix in shards:
+        with open_backend(f"{redis_cluster.url}?cluster=1&prefix={prefix}", k=K, design=DESIGN) as one:
+            kept += [(entry.key.startswith("\x00"), entry.sketch is None) for entry in one.entries()]
+    assert all(hashed == no_sketch for hashed, no_sketch in kept) and any(hashed for hashed, _ in kept)
+
+
+def test_a_sharded_index_of_an_earlier_version_keeps_its_layout(
+    tmp_path_factory: pytest.TempPathFactory, redis_prefix: str
+) -> None:
+    """Indexes whose shard list says they keep the URL on every storing shard (a plain list) or the URL once and
+    the sketch on every storing shard (``"keys": "home"``) are read and written as they were: the candidates and
+    entries of one in-memory index, every shard's records with sketches."""
+    with RedisServer(tmp_path_factory.mktemp("a")) as a, RedisServer(tmp_path_factory.mktemp("b")) as b:
+        for n in range(2):
+            prefix = f"{redis_prefix}{n}"
+            names = [f"{prefix}.s.0", f"{prefix}.s.1"]
+            with a.client() as client:
+                client.set(f"{{{prefix}}}:shards", json.dumps({"shards": names, "keys": "home"} if n else names))
+            uri = f"{a.url}?prefix={prefix}&servers=127.0.0.1:{b.port}"
+            memory = MemoryBackend(k=K, design=DESIGN, metadata=META)
+            with open_sharded(uri) as sharded:
+                for fp, key, sk in pages(300, 8):
+                    got = sharded.add_and_candidates(fp, key, sk, K, CheckBound(4, 2, 0.75))
+                    assert sorted(got) == sorted(memory.add_and_candidates(fp, key, sk, K, CheckBound(4, 2, 0.75)))
+                assert len(sharded) == len(memory)
+                entries = sorted((e.key, e.fingerprint, e.sketch) for e in sharded.entries())
+                assert entries == sorted((e.key, e.fingerprint, e.sketch) for e in memory.entries())
+            for server, name in zip((a, b), names, strict=True):
+                with open_backend(f"{server.url}?prefix={name}", k=K, design=DESIGN) as one:
+                    assert all(entry.sketch for entry in one.entries())
+
+
+def _race(uri: str, worker: int, groups: int, start: float, out: multiprocessing.Queue, duplicates: int) -> None:
     """Check page *worker* of every group, all workers at once: the groups' pages race."""
     rng = random.Random(7)
     kept = []
@@ -168,21 +237,26 @@ def _race(uri: str, worker: int, groups: int, start: float, out: multiprocessing
             centre, sketch = rng.getrandbits(64), rng.randbytes(64)
             bits = random.Random(g * 10 + worker).sample(range(64), 2)
             fp = centre ^ sum(1 << b for b in bits)
-            found = index.add_and_candidates(fp, f"https://w{worker}.example/{g}", sketch, K, BOUND)
+            bound = CheckBound(8, duplicates, 0.75)
+            found = index.add_and_candidates(fp, f"https://w{worker}.example/{g}", sketch, K, bound)
             kept.append(not any(c.distance <= K for c in found))
     out.put((worker, kept))
 
 
-def test_four_processes_never_both_keep_near_duplicates(redis_cluster: RedisCluster, redis_prefix: str) -> None:
+@pytest.mark.parametrize("duplicates", [4, 2])
+def test_four_processes_never_both_keep_near_duplicates(
+    redis_cluster: RedisCluster, redis_prefix: str, duplicates: int
+) -> None:
     """Four processes check the four near-duplicates of each of 300 pages at the same moment (each page's twins
-    share blocks on different shards): no group has two pages kept, and most keep one."""
+    share blocks on different shards): no group has two pages kept, and most keep one; also with rule 2 at 2
+    verified near-duplicates, where a shard waits for sketches kept on other shards."""
     uri = f"{redis_cluster.url}?cluster=1&shards=3&prefix={redis_prefix}"
     groups = 300
     open_sharded(uri).close()  # created once, before the race
     ctx = multiprocessing.get_context("spawn")
     out = ctx.Queue()
     start = time.time() + 3
-    workers = [ctx.Process(target=_race, args=(uri, w, groups, start, out)) for w in range(4)]
+    workers = [ctx.Process(target=_race, args=(uri, w, groups, start, out, duplicates)) for w in range(4)]
     for p in workers:
         p.start()
     results = dict(out.get(timeout=120) for _ in workers)

@@ -17,8 +17,10 @@ Layout of the index *prefix* (layout 3: :data:`FORMAT` in the meta; every key ca
 * ``{prefix}:f<c>``: the records of ids ``c * 4095`` to ``c * 4095 + 4094``, ``16 + sketch_bytes``
   bytes each: the fingerprint (8, big-endian), where its key ends in ``{prefix}:u<c>`` (4), when it was
   added (Unix seconds, 4), then, in an index that keeps sketches (two-stage detection: ``sketch_bytes``
-  in the metadata, 64 in practice), the page's sketch.
-* ``{prefix}:u<c>``: the keys (URLs) of the same ids, back to back (UTF-8).
+  in the metadata, 128 in practice), the page's sketch; a shard of a sharded index created since the sketch is
+  kept once (``sketch_in_key`` in its meta) keeps 16-byte records, the sketch at the start of its home's key.
+* ``{prefix}:u<c>``: the keys (URLs) of the same ids, back to back (UTF-8; on a sharded index's shards, the
+  sketch and the URL, or a 17-byte hash of the URL: :mod:`.sharded`).
 
 Layouts 1 (records without sketches, format ``simhash-filter redis 1``) and 2 (6-byte bucket entries with
 a 16-bit fold, ``simhash-filter redis 2``) are refused on open, with the way out: a new index under

@@ -1,5 +1,6 @@
 """The Redis backend's class: the index's options, its opening (stored settings checked, old layouts refused),
-and each call of the :class:`~simhash_filter.index.backends.base.Backend` interface as script calls."""
+and each call of the :class:`~simhash_filter.index.backends.base.Backend` interface as script calls.  One job, one
+class over 600 lines: every method turns one interface call into the script's arguments and reads its reply."""
 
 from __future__ import annotations
 
@@ -49,6 +50,7 @@ from simhash_filter.index.backends.redis.layout import (
     encode_key,
     pack_fingerprint,
     record_dtype,
+    split_key,
     tag,
     text,
 )
@@ -72,7 +74,8 @@ class RedisBackend(Backend):
     uses, else 14: about 60 fingerprints per bucket at a million); *retries* and *retry_backoff*
     (seconds, doubled each time) how often and after how long a call that met a connection error or a
     timeout is tried again; *max_age* (seconds, 0: never) hides fingerprints stored longer ago (they
-    stay in Redis).
+    stay in Redis); *sketch_in_key* (a new shard of a sharded index, :mod:`.sharded`; kept in the meta hash):
+    records keep no sketch, a page's key given with ``count`` (its home) is stored as its sketch and its URL.
 
     Opening stores the design, the bucket width and *metadata* on first use, and refuses with
     :class:`MetadataMismatchError` an index stored with others.
@@ -95,6 +98,7 @@ class RedisBackend(Backend):
         max_age: float = 0,
         owns_client: bool = False,
         location: str = "",
+        sketch_in_key: bool = False,
     ) -> None:
         super().__init__(k=k, design=design, metadata=metadata)
         if not isinstance(prefix, str) or not prefix or "{" in prefix or "}" in prefix:
@@ -110,6 +114,7 @@ class RedisBackend(Backend):
         if not max_age >= 0:
             raise ValueError(f"max_age must be >= 0 seconds, got {max_age!r}")
         self._client = client
+        self._wants_sketch_in_key = sketch_in_key
         self._owns_client = owns_client
         self._prefix = prefix
         self._tag = tag(prefix)
@@ -136,7 +141,9 @@ class RedisBackend(Backend):
         self._sketch_bytes = self._stored_sketch_bytes()
         self._verify_bytes = verified_part(self._metadata if isinstance(self._metadata, dict) else {},
                                            self._sketch_bytes)  # fmt: skip
-        self._record = RECORD + self._sketch_bytes
+        #: The sketch's size when a home's key holds it (*sketch_in_key*, as stored), else 0.
+        self._sketch_in_key = self._sketch_bytes if stored.get("sketch_in_key") == "1" else 0
+        self._record = RECORD if self._sketch_in_key else RECORD + self._sketch_bytes
         self._masks = b"".join(pack_fingerprint(mask) for mask in design.lead_masks)
         #: The most pages the index takes: a two-stage index's page limit (its design's), else 4-byte ids' limit.
         self._limit = min(MAX_SIZE, page_limit(design)) if self._sketch_bytes else MAX_SIZE
@@ -195,7 +202,7 @@ class RedisBackend(Backend):
             ),
             "created": str(int(time.time())),
             "n": "0",
-        }
+        } | ({"sketch_in_key": "1"} if self._wants_sketch_in_key else {})
 
     def _open(self, bucket_bits: int) -> dict[str, str]:
         """Create the index's meta hash unless it exists; check and return what is stored."""
@@ -420,6 +427,7 @@ class RedisBackend(Backend):
         tables: Sequence[int] | None = None,
         count: bool = False,
         masks: Sequence[bytes] | None = None,
+        supplied: bytes = b"",
     ) -> list[Any]:
         """Run the script for *op* over a batch (*bound*: that of a two-stage check): one call per :data:`BATCH`
         items, pipelined; the replies.  With *tables* (one fingerprint, op ``"d"``, ``"p"`` or ``"a"``), only those
@@ -448,6 +456,7 @@ class RedisBackend(Backend):
         header += [str(self._limit), "0" if tables is None else "2" if count else "1"]
         wide = "".join("1" if self._shifts[t] else "0" for t in chosen)  # buckets of several blocks
         header += [str(bound.block_pages if bound is not None and op == "d" else 0), wide, str(self._verify_bytes)]
+        header += [str(self._sketch_in_key), supplied]
         where = self._retries.where
         try:
             return run_with_retries(
@@ -520,15 +529,23 @@ class RedisBackend(Backend):
         bound: CheckBound,
         *,
         count: bool = False,
-    ) -> tuple[list[Candidate], bool]:
+        supplied: bytes = b"",
+    ) -> tuple[list[Candidate], bool | None]:
         """:meth:`add_and_candidates` over some of the design's *tables* only (their indexes, in order), and whether
         the page is stored here (one of them took it, in this call or in its first attempt): a shard of a sharded
         index (:mod:`.sharded`).  With *count*, the call that stores the page counts it in the meta hash's
-        ``pages``, in the same atomic step: once, however often the call is tried again."""
+        ``pages``, in the same atomic step: once, however often the call is tried again.  With *sketch_in_key*,
+        candidates stored here by another shard's page come without a sketch (and a hashed key); *supplied* brings
+        the ones the client found (script.py, ARGV[18]); None: a verdict needs one that is not here, nothing was
+        stored (call again with it)."""
         self._require_sketches()
         checked = self._checked_sketches([sketch], 1)
-        (reply,) = self._call("d", k, [fingerprint], [key], checked, bound, tables, count)
-        return decode_candidates(reply[0][:-1]), bool(reply[0][-1])
+        keys: list[Any] = [key]
+        if self._sketch_in_key:
+            keys, checked = [sketch + encode_key(key)] if count else keys, [sketch[: self._verify_bytes]]
+        (reply,) = self._call("d", k, [fingerprint], keys, checked, bound, tables, count, supplied=supplied)
+        state = int(reply[0][-1])
+        return decode_candidates(reply[0][:-1], self._sketch_in_key), None if state == 2 else bool(state)
 
     def add_masked(
         self, fingerprints: np.ndarray, keys: Sequence[str], sketches: Sequence[bytes], masks: Sequence[bytes]
@@ -537,6 +554,10 @@ class RedisBackend(Backend):
         meta hash's ``pages`` when the mask's last byte is ``1``: a sharded index's bulk load, one script call per
         :data:`BATCH` pages, pipelined (on one server; one call after the other in a cluster)."""
         checked = self._checked_sketches(sketches, len(fingerprints))
+        if self._sketch_in_key and checked is not None:
+            home = [mask[-1:] == b"1" for mask in masks]
+            keys = [s + encode_key(k) if h else k for s, k, h in zip(checked, keys, home, strict=True)]
+            checked = [s[: self._verify_bytes] for s in checked]
         if len(fingerprints):
             self._call("m", 0, fingerprints, keys, checked, masks=masks)
 
@@ -554,7 +575,7 @@ class RedisBackend(Backend):
         """:meth:`candidates` over some of the design's *tables* only."""
         self._require_sketches()
         (reply,) = self._call("p", k, [fingerprint], None, None, bound, tables)
-        return decode_candidates(reply[0])
+        return decode_candidates(reply[0], self._sketch_in_key)
 
     def candidates(self, fingerprint: int, k: int, bound: CheckBound = DEFAULT_BOUND) -> list[Candidate]:
         """The candidates within *k* under *bound*, nearest first, then oldest, with their sketches; nothing
@@ -591,8 +612,11 @@ class RedisBackend(Backend):
             table = np.frombuffer(records, dtype=record, count=min(count, len(records) // width))
             start = 0
             for i, (fp, end, added) in enumerate(table.tolist()):
-                key = decode_key(urls[start:end])
+                key = urls[start:end]
                 start = end
                 if added >= oldest:
                     sketch = records[i * width + RECORD : (i + 1) * width] if size else None
+                    if self._sketch_in_key:
+                        sketch, key = split_key(key, size)
+                    key = decode_key(key)
                     yield Entry(fp, key, float(added), sketch)

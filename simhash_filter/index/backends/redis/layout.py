@@ -30,6 +30,7 @@ __all__ = [
     "encode_key",
     "pack_fingerprint",
     "record_dtype",
+    "split_key",
     "tag",
     "text",
 ]
@@ -117,9 +118,10 @@ def text(value: Any) -> str:
     return value.decode("utf-8") if isinstance(value, bytes) else str(value)
 
 
-def encode_key(key: str) -> bytes:
-    """A page's key as stored: UTF-8, where any str round-trips, lone surrogates too."""
-    return key.encode("utf-8", "surrogatepass")
+def encode_key(key: str | bytes) -> bytes:
+    """A page's key as stored: UTF-8, where any str round-trips, lone surrogates too (bytes: stored as they are,
+    a sharded index's sketch and URL)."""
+    return key if isinstance(key, bytes) else key.encode("utf-8", "surrogatepass")
 
 
 def decode_key(value: bytes) -> str:
@@ -142,9 +144,22 @@ def decode_matches(item: list[Any]) -> list[Match]:
     ]
 
 
-def decode_candidates(item: list[Any]) -> list[Candidate]:
-    """A two-stage reply: (distance, fingerprint, key, sketch) quadruples."""
-    return [
-        Candidate(decode_key(item[i + 2]), int(item[i]), _FP.unpack(item[i + 1])[0], bytes(item[i + 3]))
-        for i in range(0, len(item), 4)
-    ]
+def split_key(stored: bytes, sketch_in_key: int) -> tuple[bytes | None, bytes]:
+    """A key stored by a shard whose records keep no sketch (*sketch_in_key*: the sketch's size): the sketch and
+    the URL of a page's home, else None and the (shorter) hashed key."""
+    if len(stored) >= sketch_in_key:
+        return stored[:sketch_in_key], stored[sketch_in_key:]
+    return None, stored
+
+
+def decode_candidates(item: list[Any], sketch_in_key: int = 0) -> list[Candidate]:
+    """A two-stage reply: (distance, fingerprint, key, sketch) quadruples; with *sketch_in_key* (the sketch's size),
+    the sketch is at the start of a home's key (:func:`split_key`), and b"" for a candidate stored elsewhere."""
+    out = []
+    for i in range(0, len(item), 4):
+        sketch, key = bytes(item[i + 3]), bytes(item[i + 2])
+        if sketch_in_key:
+            kept, key = split_key(key, sketch_in_key)
+            sketch = kept or b""
+        out.append(Candidate(decode_key(key), int(item[i]), _FP.unpack(item[i + 1])[0], sketch))
+    return out

@@ -38,7 +38,14 @@ SCRIPT = (
 -- else "0": rule 3 of the bound); per table, "1" if its bucket names only part of its lead (holds several blocks),
 -- else "0"; then per item the fingerprint (8 bytes,
 -- big-endian), for "c", "a" and "d" its key, and for "d" (and "a" in an index that keeps sketches) its sketch;
--- ARGV[16]: the leading bytes of a sketch that are verified (the word sketch; the rest is read by the client).
+-- ARGV[16]: the leading bytes of a sketch that are verified (the word sketch; the rest is read by the client);
+-- ARGV[17]: "0", or for a shard of a sharded index whose records keep no sketch, the sketch's size: a page's key
+-- stored here is then its sketch followed by its URL on its home shard, else a shorter hashed key (and the page's
+-- own sketch in ARGV is the verified part only); ARGV[18]: the sketches of such pages kept on other shards, as the
+-- client found them on their homes, one after the other: fingerprint (8 bytes), hashed key (17), "1" and the
+-- verified part (V bytes), or "0" and V bytes when its home has none (it does not verify).  A "d" check that must
+-- verify a page whose sketch is neither here nor in ARGV[18] stores nothing and its reply ends with 2 (the client
+-- calls again with the sketches).
 -- Ops: "c" check-and-add, "a" add, "m" add to some tables (a sharded index's bulk load), "q" query, "d"
 -- add-and-candidates, "p" candidates, "n" count.
 local op, k, P, T = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
@@ -48,12 +55,16 @@ local PER_TABLE, DUPLICATES, DIFFER = tonumber(ARGV[9]), tonumber(ARGV[10]), ton
 local LIMIT, TELL_STORED, COUNT = tonumber(ARGV[12]), ARGV[13] ~= "0", ARGV[13] == "2"
 local BLOCK, WIDE = tonumber(ARGV[14]), ARGV[15]
 local V = tonumber(ARGV[16]) -- verified sketch bytes
-local H = 16 -- header arguments: items start at ARGV[H + 1]
-local S = R - @RECORD@ -- sketch bytes (0: the index keeps none)
+local SK = tonumber(ARGV[17]) -- sketch bytes at the start of a home's key (0: sketches in the records)
+local H = 18 -- header arguments: items start at ARGV[H + 1]
+local S = R - @RECORD@ -- sketch bytes in a record (0: the index keeps none, or keeps them in its keys: SK)
+local LOW = S > 0 or SK > 0 -- an index that keeps sketches (two-stage)
+local SL = S -- bytes of an item's sketch
+if SK > 0 then SL = V end
 -- Bytes of a bucket entry: the id (4) and the fingerprint's 32-bit fold (4), then, in an index that keeps
 -- sketches, the fingerprint's low half (4).
 local E = @ENTRY@
-if S > 0 then E = @ENTRY@ + @ENTRY_LOW@ end
+if LOW then E = @ENTRY@ + @ENTRY_LOW@ end
 local meta = KEYS[1]
 local call = redis.call
 local byte, char, sub = string.byte, string.char, string.sub
@@ -141,7 +152,7 @@ local function probe(q, base, kq, buckets)
           if not seen[id] then
             seen[id] = true
             local r, c1, c2, c3, c4, c5, c6, c7, c8
-            if S > 0 then -- the entry holds the low half: the high half is the fold XOR the low half
+            if LOW then -- the entry holds the low half: the high half is the fold XOR the low half
               c5, c6, c7, c8 = byte(s, i + 8, i + 11)
               c1, c2, c3, c4 = bxor(e1, c5), bxor(e2, c6), bxor(e3, c7), bxor(e4, c8)
             else
@@ -306,18 +317,40 @@ local function nearest_of(list, below)
   return best
 end
 
+-- The sketches ARGV[18] brings (SK): the verified part by fingerprint and hashed key, false when its home has none.
+local supplied = {}
+if SK > 0 then
+  local SUPPLIED = ARGV[18]
+  for i = 1, #SUPPLIED, 26 + V do
+    local known = sub(SUPPLIED, i + 25, i + 25) == "1"
+    supplied[sub(SUPPLIED, i, i + 24)] = known and sub(SUPPLIED, i + 26, i + 25 + V)
+  end
+end
+
+-- The verified part (V bytes) of the sketch of a stored id: from its record, or (SK) from its key on its home,
+-- from ARGV[18] elsewhere; false when its home has none, nil when not given.
+local function stored_sketch(id)
+  if SK == 0 then return sub(fetch(id), @RECORD@ + 1, @RECORD@ + V) end
+  local key = stored_key(id)
+  if #key >= SK then return sub(key, 1, V) end
+  return supplied[sub(fetch(id), 1, 8) .. key]
+end
+
 -- Whether the verified part (V bytes) of the sketch of a stored id differs from the page's (`sketch`, and `page`:
--- its 32-bit words) in at most DIFFER bits.  The words XORed have their set bits cleared one at a time
--- (x AND x - 1): a near-identical sketch takes a few steps, another stops after DIFFER + 1 bits.
+-- its 32-bit words) in at most DIFFER bits (nil: its sketch is not here).  The words XORed have their set bits
+-- cleared one at a time (x AND x - 1): a near-identical sketch takes a few steps, another stops after DIFFER + 1.
 local WORDS = floor(V / 4)
 local WF = ">" .. string.rep("I4", WORDS)
 local function verifies(id, sketch, page)
   local v = verdicts[id]
   if v == nil then
-    local r = fetch(id)
+    local r = stored_sketch(id)
+    if r == nil then return nil end
     local differ = 0
-    if sub(r, @RECORD@ + 1, @RECORD@ + V) ~= sub(sketch, 1, V) then -- (a trap's pages: often the same sketch)
-      local words = {sunpack(WF, r, @RECORD@ + 1)}
+    if not r then
+      differ = DIFFER + 1
+    elseif r ~= sub(sketch, 1, V) then -- (a trap's pages: often the same sketch)
+      local words = {sunpack(WF, r, 1)}
       local w = 1
       while w <= WORDS and differ <= DIFFER do
         local x = bxor(words[w], page[w])
@@ -328,7 +361,7 @@ local function verifies(id, sketch, page)
         w = w + 1
       end
       for i = 4 * WORDS + 1, V do
-        differ = differ + byte(POP, bxor(byte(r, @RECORD@ + i), byte(sketch, i)) + 1)
+        differ = differ + byte(POP, bxor(byte(r, i), byte(sketch, i)) + 1)
       end
     end
     v = differ <= DIFFER
@@ -345,24 +378,30 @@ local function holds(list, key)
   return false
 end
 
--- Whether `nearest` (a table's candidates) holds DUPLICATES whose sketches verify against the page's.
+-- Whether `nearest` (a table's candidates) holds DUPLICATES whose sketches verify against the page's; nil when
+-- that depends on sketches not here (SK).
 local function full(nearest, sketch, page)
   local n = #nearest
   if n < DUPLICATES then return false end
-  local found = 0
+  local found, unknown = 0, 0
   for i, h in ipairs(nearest) do
-    if verifies(h[2], sketch, page) then
+    local v = verifies(h[2], sketch, page)
+    if v then
       found = found + 1
       if found >= DUPLICATES then return true end
+    elseif v == nil then
+      unknown = unknown + 1
     end
-    if found + n - i < DUPLICATES then return false end
+    if found + unknown + n - i < DUPLICATES then return false end
   end
+  if unknown > 0 then return nil end
   return false
 end
 
 -- One bounded check of the page q (key nil: candidates only, nothing stored): its candidates, each once,
 -- nearest first, then oldest, as {distance, id, fingerprint}, the tables that take it (takes[t] true), or
--- nil when none does, and whether a retry found the page stored.  A retry that finds the page stored already
+-- nil when none does, whether a retry found the page stored, and whether a table's verdict waits for sketches
+-- not here (SK: then nothing is to be stored).  A retry that finds the page stored already
 -- (its first attempt ran: distance 0, the same key) answers as that attempt did (the pages stored before it)
 -- and stores nothing.
 local function bounded(q, key, sketch, base, buckets)
@@ -376,7 +415,7 @@ local function bounded(q, key, sketch, base, buckets)
       end
     end
   end
-  local chosen, seen, takes, page = {}, {}, nil, nil
+  local chosen, seen, takes, page, waits = {}, {}, nil, nil, false
   if key ~= nil then
     verdicts = {} -- verdicts are the page's
     page = {sunpack(WF, sketch)}
@@ -389,14 +428,19 @@ local function bounded(q, key, sketch, base, buckets)
         chosen[#chosen + 1] = h
       end
     end
-    if key ~= nil and below == math.huge and not fulls[t] and not holds(zeros[t], key)
-      and not full(nearest, sketch, page) then
-      takes = takes or {}
-      takes[t] = true
+    if key ~= nil and below == math.huge and not fulls[t] and not holds(zeros[t], key) then
+      local refuses = full(nearest, sketch, page)
+      if refuses == nil then
+        waits = true
+      elseif not refuses then
+        takes = takes or {}
+        takes[t] = true
+      end
     end
   end
   table.sort(chosen, nearest_first)
-  return chosen, takes, below ~= math.huge
+  if waits then takes = nil end
+  return chosen, takes, below ~= math.huge, waits
 end
 
 -- Store the page q as the id `id`: its record and key, and an entry in the buckets of the tables in `takes`
@@ -406,13 +450,14 @@ local function add(q, key, sketch, base, buckets, id, takes)
   local j = id - chunk * C
   local fkey, ukey = P .. "f" .. chunk, P .. "u" .. chunk
   local stop = call("APPEND", ukey, key)
+  if SK > 0 then sketch = "" end -- kept at the start of its key on its home
   call("SETRANGE", fkey, j * R, q .. p32(stop) .. p32(now) .. sketch)
   if j == C - 1 then -- a full chunk: give back the room APPEND and SETRANGE reserved for growth
     call("SET", fkey, call("GET", fkey))
     call("SET", ukey, call("GET", ukey))
   end
   local entry = p32(id) .. fold(q)
-  if S > 0 then entry = entry .. sub(q, 5, 8) end
+  if LOW then entry = entry .. sub(q, 5, 8) end
   for t = 1, T do
     if takes == nil or takes[t] then
       local s = buckets[t]
@@ -445,7 +490,7 @@ if op == "n" then -- stored fingerprints not older than max_age (ids are in orde
   return n - lo
 end
 
-if (op == "d" or op == "p") and S <= 0 then
+if (op == "d" or op == "p") and not LOW then
   return redis.error_reply("SIMHASH_SKETCH this index keeps no sketches")
 end
 
@@ -471,17 +516,17 @@ if op == "q" then -- read only
   return results
 end
 
-if op == "c" and S > 0 then
+if op == "c" and LOW then
   return redis.error_reply("SIMHASH_SKETCH this index keeps a sketch beside each fingerprint: add with it")
 end
 local stride = 2
-if op == "d" or S > 0 then stride = 3 end -- fingerprint, key, sketch
+if op == "d" or LOW then stride = 3 end -- fingerprint, key, sketch
 if op == "m" then stride = 4 end -- and the tables to store it in ("1" or "0" each), then "1" to count it
 local m = (#ARGV - H) / stride
 if stride >= 3 then -- checked before anything is written
   for item = 0, m - 1 do
-    if #ARGV[H + 3 + stride * item] ~= S then
-      return redis.error_reply("SIMHASH_SKETCH a sketch must be " .. S .. " bytes")
+    if #ARGV[H + 3 + stride * item] ~= SL then
+      return redis.error_reply("SIMHASH_SKETCH a sketch must be " .. SL .. " bytes")
     end
   end
 end
@@ -498,7 +543,7 @@ for item = 0, m - 1 do
   local base = 1 + item * T
   local buckets = {}
   if op == "d" then -- the candidates, then the page stored in the tables that take it (none: not stored)
-    local chosen, takes, found = bounded(q, key, sketch, base, buckets)
+    local chosen, takes, found, waits = bounded(q, key, sketch, base, buckets)
     if takes ~= nil then
       add(q, key, sketch, base, buckets, n, takes)
       n = n + 1
@@ -506,7 +551,11 @@ for item = 0, m - 1 do
     end
     local out = reply(chosen)
     -- stored: by this call, or by its first attempt (which counted it if it was to)
-    if TELL_STORED then out[#out + 1] = (takes ~= nil or found) and 1 or 0 end
+    if waits then
+      out[#out + 1] = 2 -- (SK: asked only with TELL_STORED)
+    elseif TELL_STORED then
+      out[#out + 1] = (takes ~= nil or found) and 1 or 0
+    end
     results[#results + 1] = out
   else
     local found = nil

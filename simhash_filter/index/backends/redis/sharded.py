@@ -8,8 +8,8 @@ versions named them ``PREFIX.s.i``, and the list
 is kept in ``{PREFIX}:shards``, so that every process agrees on it whatever the cluster does later).  A check of a
 page runs the script of :mod:`.script` once on each shard that owns one of its buckets, with those tables only: it
 reads the page's blocks there, takes the candidates, and stores the page in the tables that take it (a shard that
-stores it keeps its own record of the page: fingerprint and sketch, which its script verifies candidates with).  The
-candidates of all shards are merged (a page seen through several shards once), nearest first.
+stores it keeps its own record of the page: fingerprint, key, time).  The candidates of all shards are merged (a
+page seen through several shards once), nearest first.
 
 **A page's URL is kept once**, by its *home* shard: the shard that owns its bucket of table ``fingerprint % T`` (a
 function of its fingerprint that spreads the homes evenly over the shards). The other shards keep, in its place,
@@ -21,17 +21,31 @@ refused a page that another shard stored (full blocks there: rules 2 and 3 of th
 a hash (``{home}:x``) after the calls. An index created by an earlier version (its shard list a plain list) keeps
 the URL on every shard, as it did.
 
+**So is its sketch** (an index created by this version: ``"sketches": "home"`` in its shard list): its home keeps
+it at the start of the page's key there (sketch, then URL; and in ``{home}:x``), the other shards' records keep
+none.  A shard's script verifies a block's candidates (rule 2 of the bound) with the sketches it has: its own
+pages' and those the client brings.  When a verdict needs the sketch of a page stored there for another home, the
+script stores nothing and says so; the client gets that sketch from the page's home (the same lookup that finds its
+URL, which the check needs anyway) and calls that shard again with it, until the shard decides (new pages in the
+block since may need theirs: another round).  A page whose home has no record of it yet (its home's tables
+refused it and the home keeps it after the calls, or a check cut short between its calls) does not verify, and is
+not among the check's candidates.
+
 **Race-free without a cross-slot transaction.** Two near-duplicates are candidates of each other only through a
 table whose block they share, and that block is in one shard, where the script runs atomically: of two pages
 checked at the same moment, the one whose script runs second on that shard sees the other (stored there, unless
 its block held ``duplicates`` verified near-duplicates of it already: then the first page is itself a
-near-duplicate of those).  So two near-duplicates are never both kept.  What sharding gives up: two pages that
-race through two shared blocks on two shards, in opposite orders, each see the other, and neither is kept (one
-is, on one server); ``tests/test_backend_sharded.py`` races four processes and counts it.
+near-duplicate of those).  The sketches a client brings change nothing in this: a page's sketch never changes, and
+a script that lacks one stores nothing, so every page is stored by a script that saw its blocks as they were then
+and decided with every sketch it needed.  So two near-duplicates are never both kept.  What sharding gives up:
+two pages that race through two shared blocks on two shards, in opposite orders, each see the other, and neither
+is kept (one is, on one server); ``tests/test_backend_sharded.py`` races four processes and counts it.
 
 **What it costs.** A check calls the shards it touches (at most the number of tables) at the same time, one
-thread each: about one round trip whatever their number; a page stored in *m* shards has *m* records: with five
-tables over three shards, 2.6 on average.
+thread each: about one round trip whatever their number, a second for a check whose candidates include pages of
+other homes (their URLs and sketches), a third when a shard waited for those sketches; a page stored in *m* shards
+has *m* records (16 bytes, and a 17-byte key hash, on the shards that are not its home): with five tables over
+three shards, 2.6 on average.
 
 **The page count** (``len``) is kept by the shards' scripts: the page's home counts it (``pages`` in its meta hash)
 when it stores it, in the same atomic step, so that a call tried again after a timeout whose first attempt ran
@@ -55,7 +69,7 @@ import uuid
 import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
@@ -73,16 +87,30 @@ __all__ = ["ShardedRedisBackend", "shard_prefixes"]
 
 #: Names tried for a cluster shard's prefix before its hash tag falls on the master wanted.
 _TRIES = 100_000
+#: Rounds of a check's shard calls before it gives up (each round after the first brings sketches that new pages
+#: in its blocks need: only pages checked at the same moment add such pages).
+_ROUNDS = 50
+#: A bound that takes every page of a block (a query, a home's records).
+_EVERY = CheckBound(per_table=1 << 30, duplicates=1 << 30)
 
 
-def shard_prefixes(
-    client: Any, prefix: str, shards: int, cluster: bool, retries: Retries | None = None
-) -> tuple[list[str], bool]:
+class Layout(NamedTuple):
+    """Where a sharded index keeps a page's record (``{prefix}:shards``)."""
+
+    names: list[str]
+    #: A page's URL once, on its home shard (the others: :func:`hashed_key`); else on every shard storing it.
+    keys_once: bool
+    #: Its sketch once too, at the start of its key on its home (the others' records keep none).
+    sketch_once: bool
+
+
+def shard_prefixes(client: Any, prefix: str, shards: int, cluster: bool, retries: Retries | None = None) -> Layout:
     """The prefixes of the index *prefix*'s shards: those kept in ``{prefix}:shards``, else new ones stored there
-    (in a cluster, each on the next master in turn), and whether the index keeps a page's URL once, on its home
-    shard (an index created by this version: ``{"shards": [...], "keys": "home"}``; an earlier one's list keeps it
-    on every shard that stores the page).  A different number of shards stored is an error.  Each call is tried
-    again as *retries* says (they are idempotent: a ``SET NX`` and reads)."""
+    (in a cluster, each on the next master in turn), and where a page's URL and sketch are kept: once, on its home
+    shard (an index created by this version: ``{"shards": [...], "keys": "home", "sketches": "home"}``), the URL
+    only (``"keys": "home"``: an index of the version before), or on every shard that stores the page (a plain
+    list: earlier ones).  A different number of shards stored is an error.  Each call is tried again as *retries*
+    says (they are idempotent: a ``SET NX`` and reads)."""
     retries = retries or Retries()
     key = tag(prefix) + "shards"
     stored = retries.call(client.get, key)
@@ -99,16 +127,19 @@ def shard_prefixes(
                     if (node.host, node.port) == want and name not in names:
                         names.append(name)
                         break
-        retries.call(client.set, key, json.dumps({"shards": names, "keys": "home"}), nx=True)
+        layout = {"shards": names, "keys": "home", "sketches": "home"}
+        retries.call(client.set, key, json.dumps(layout), nx=True)
         stored = retries.call(client.get, key)
     kept = json.loads(text(stored))
-    names, once = (kept["shards"], kept.get("keys") == "home") if isinstance(kept, dict) else (kept, False)
+    if not isinstance(kept, dict):
+        kept = {"shards": kept}
+    names = kept["shards"]
     if len(names) != shards:
         raise MetadataMismatchError(
             f"the sharded Redis index {prefix!r} has {len(names)} shards, not {shards}: "
             f"open it with shards={len(names)}"
         )
-    return list(names), once
+    return Layout(list(names), kept.get("keys") == "home", kept.get("sketches") == "home")
 
 
 #: The start of a page's key on the shards that are not its home (:func:`hashed_key`); a URL never starts so.
@@ -121,26 +152,29 @@ def hashed_key(key: str) -> str:
     return HASHED + hashlib.sha1(encode_key(key)).hexdigest()[:16]
 
 
-def keep_key(home: RedisBackend, fingerprint: int, key: str, hashed: str) -> None:
-    """Keep on *home* the URL *key* of a page only other shards stored (its tables there all refused it), in the
-    hash ``{home}:x`` under its fingerprint and *hashed* key, and count it there once, however often the call is
-    tried again."""
+def keep_key(home: RedisBackend, fingerprint: int, key: str, hashed: str, sketch: bytes = b"") -> None:
+    """Keep on *home* the URL *key* of a page only other shards stored (its tables there all refused it), after
+    its *sketch* in an index that keeps it on the home, in the hash ``{home}:x`` under its fingerprint and *hashed*
+    key, and count it there once, however often the call is tried again."""
     field = pack_fingerprint(fingerprint) + hashed.encode("ascii")
     x_key = tag(home.prefix) + "x"
-    home.retries.call(home.client.eval, KEEP_KEY_SCRIPT, 2, x_key, home.meta_key, field, encode_key(key))
+    home.retries.call(home.client.eval, KEEP_KEY_SCRIPT, 2, x_key, home.meta_key, field, sketch + encode_key(key))
 
 
-def kept_key(home: RedisBackend, fingerprint: int, hashed: str) -> str | None:
-    """The URL :func:`keep_key` kept on *home* for a page, or None."""
+def kept_key(home: RedisBackend, fingerprint: int, hashed: str, sketch_bytes: int = 0) -> tuple[str, bytes] | None:
+    """The URL and sketch (b"" unless *sketch_bytes*: its size) :func:`keep_key` kept on *home* for a page, or
+    None."""
     field = pack_fingerprint(fingerprint) + hashed.encode("ascii")
     value = home.retries.call(home.client.hget, tag(home.prefix) + "x", field)
-    return None if value is None else decode_key(value)
+    return None if value is None else (decode_key(value[sketch_bytes:]), value[:sketch_bytes])
 
 
-def kept_keys(home: RedisBackend) -> Iterator[tuple[int, str, str]]:
-    """``(fingerprint, hashed key, URL)`` of every page :func:`keep_key` kept on *home*."""
+def kept_keys(home: RedisBackend, sketch_bytes: int = 0) -> Iterator[tuple[int, str, str, bytes]]:
+    """``(fingerprint, hashed key, URL, sketch)`` of every page :func:`keep_key` kept on *home* (the sketch as in
+    :func:`kept_key`)."""
     for field, value in home.client.hscan_iter(tag(home.prefix) + "x", count=1000):
-        yield int.from_bytes(field[:8], "big"), field[8:].decode("ascii"), decode_key(value)
+        fp, hashed = int.from_bytes(field[:8], "big"), field[8:].decode("ascii")
+        yield fp, hashed, decode_key(value[sketch_bytes:]), value[:sketch_bytes]
 
 
 def count_page(shard: RedisBackend) -> None:
@@ -166,6 +200,7 @@ class ShardedRedisBackend(Backend):
         prefix: str,
         location: str,
         keys_once: bool = True,
+        sketch_once: bool = True,
     ) -> None:
         first = shards[0]
         super().__init__(k=k, design=design, metadata=first.metadata)
@@ -176,6 +211,10 @@ class ShardedRedisBackend(Backend):
         self._shards = list(shards)
         #: Whether a page's URL is kept once, by its home shard (the others keep :func:`hashed_key`).
         self._keys_once = keys_once
+        #: Whether a page's sketch is kept once too (its home's key starts with it; the others' records keep none).
+        self._sketch_once = keys_once and sketch_once
+        if self._sketch_once and first.sketch_bytes <= len(hashed_key("")):
+            raise ValueError(f"a sharded index keeps sketches longer than {len(hashed_key(''))} bytes")
         self._sketch_bytes = first.sketch_bytes
         self._prefix = prefix
         self._location = location
@@ -239,56 +278,97 @@ class ShardedRedisBackend(Backend):
         another shard stored it, the home keeps its URL and counts it after the calls (see the module)."""
         groups = self._groups(fingerprint)
         hashed = hashed_key(key) if self._keys_once else key
-        replies = self._together(
-            [
-                (
-                    shard.add_and_candidates_in,
-                    (tables, fingerprint, hashed if i else key, sketch, k, bound),
-                    {"count": i == 0},
-                )
-                for i, (shard, tables) in enumerate(groups)
-            ]
-        )
-        stored = [took for _, took in replies]
+        found: list[list[Candidate]] = [[] for _ in groups]
+        stored: list[bool | None] = [None] * len(groups)
+        homes: dict[tuple[int, str], tuple[str, bytes] | None] = {}
+        for _ in range(_ROUNDS):  # one, unless a shard waits for sketches kept on their homes (see the module)
+            waiting = [i for i, took in enumerate(stored) if took is None]
+            supplied = self._supplied(homes)
+            replies = self._together(
+                [
+                    (
+                        groups[i][0].add_and_candidates_in,
+                        (groups[i][1], fingerprint, hashed if i else key, sketch, k, bound),
+                        {"count": i == 0, "supplied": supplied},
+                    )
+                    for i in waiting
+                ]
+            )
+            for i, (candidates, took) in zip(waiting, replies, strict=True):
+                found[i], stored[i] = candidates, took
+            homes.update(self._homes([c for candidates in found for c in candidates], homes))
+            if None not in stored:
+                break
+        else:
+            raise RuntimeError(f"{self._retries.where}: a check kept finding new candidates ({_ROUNDS} rounds)")
         if any(stored) and not stored[0]:
             if self._keys_once:
-                keep_key(groups[0][0], fingerprint, key, hashed)
+                keep_key(groups[0][0], fingerprint, key, hashed, sketch if self._sketch_once else b"")
             else:
                 count_page(groups[stored.index(True)][0])
-        return self._resolved([c for candidates, _ in replies for c in candidates])
+        return self._resolved([c for candidates in found for c in candidates], homes)
 
     def candidates(self, fingerprint: int, k: int, bound: CheckBound = DEFAULT_BOUND) -> list[Candidate]:
         groups = self._groups(fingerprint)
         replies = self._together(
             [(shard.candidates_in, (tables, fingerprint, k, bound), {}) for shard, tables in groups]
         )
-        return self._resolved([c for candidates in replies for c in candidates])
+        found = [c for candidates in replies for c in candidates]
+        return self._resolved(found, self._homes(found, {}))
 
-    def _resolved(self, found: list[Candidate]) -> list[Candidate]:
-        """Candidates of several shards, their URLs found on their home shards where a shard gave a hashed key (at
-        the same time), each page once, nearest first (stable: in shard order)."""
-        urls: dict[tuple[int, str], str] = {}
+    def _homes(
+        self, found: list[Candidate], known: Mapping[tuple[int, str], Any]
+    ) -> dict[tuple[int, str], tuple[str, bytes] | None]:
+        """The URL and sketch of each candidate of *found* that a shard gave with a hashed key and that is not in
+        *known*: from a candidate of *found* with its URL (its home's), else from its home shard (asked at the same
+        time), by ``(fingerprint, hashed key)``; None for a page whose home has neither (yet)."""
+        out: dict[tuple[int, str], tuple[str, bytes] | None] = {}
         for c in found:
             if not c.key.startswith(HASHED):
-                urls[c.fingerprint, hashed_key(c.key)] = c.key
-        wanted = list({(c.fingerprint, c.key) for c in found if c.key.startswith(HASHED)} - urls.keys())
+                out[c.fingerprint, hashed_key(c.key)] = (c.key, c.sketch)
+        wanted = list({(c.fingerprint, c.key) for c in found if c.key.startswith(HASHED)} - out.keys() - known.keys())
         if wanted:
-            for pair, url in zip(wanted, self._together([(self._home_key, pair, {}) for pair in wanted]), strict=True):
-                urls[pair] = url
-        return self._merged(
-            c._replace(key=urls[c.fingerprint, c.key]) if c.key.startswith(HASHED) else c for c in found
+            out.update(zip(wanted, self._together([(self._home_record, pair, {}) for pair in wanted]), strict=True))
+        return out
+
+    def _supplied(self, homes: Mapping[tuple[int, str], tuple[str, bytes] | None]) -> bytes:
+        """The sketches of *homes* as a shard's script takes them (``ARGV[18]`` of :mod:`.script`): fingerprint,
+        hashed key, ``1`` and the verified part, or ``0`` and as many zero bytes when its home has none."""
+        if not self._sketch_once:
+            return b""
+        size = self._verify_bytes
+        return b"".join(
+            pack_fingerprint(fp) + hashed.encode("ascii") + (b"1" + found[1][:size] if found else b"0" + bytes(size))
+            for (fp, hashed), found in homes.items()
         )
 
-    def _home_key(self, fingerprint: int, hashed: str) -> str:
-        """The URL of the stored page *fingerprint* whose other shards keep *hashed*: from its home shard's records
-        (the pages at distance 0 in its tables there), else from the URLs the home kept for pages its tables
-        refused.  A page whose URL is nowhere (a check cut short between its calls) gets its hashed key."""
+    def _resolved(
+        self, found: list[Candidate], homes: Mapping[tuple[int, str], tuple[str, bytes] | None]
+    ) -> list[Candidate]:
+        """Candidates of several shards with their URLs and sketches from *homes* where a shard gave a hashed key,
+        each page once, nearest first (stable: in shard order).  A page whose home has no record of it (a check cut
+        short between its calls, or its home about to keep it) keeps its hashed key, or, in an index that keeps
+        its sketch on its home only, is left out (nothing to verify it with)."""
+        out = []
+        for c in found:
+            if c.key.startswith(HASHED):
+                home = homes.get((c.fingerprint, c.key))
+                if home is None and self._sketch_once:
+                    continue
+                if home is not None:
+                    c = c._replace(key=home[0], sketch=home[1] or c.sketch)
+            out.append(c)
+        return self._merged(out)
+
+    def _home_record(self, fingerprint: int, hashed: str) -> tuple[str, bytes] | None:
+        """The URL and sketch of the stored page *fingerprint* whose other shards keep *hashed*: from its home
+        shard's records (the pages at distance 0 in its tables there), else from those the home kept for pages its
+        tables refused; None when the home has neither."""
         home, tables = self._groups(fingerprint)[0]
-        for match in home.query_in(tables, fingerprint, 0):
-            if hashed_key(match.key) == hashed:
-                return match.key
-        kept = kept_key(home, fingerprint, hashed)
-        return hashed if kept is None else kept
+        for c in home.candidates_in(tables, fingerprint, 0, _EVERY):
+            if hashed_key(c.key) == hashed:
+                return c.key, c.sketch
+        return kept_key(home, fingerprint, hashed, self._sketch_bytes if self._sketch_once else 0)
 
     def _together(self, calls: list[tuple[Any, tuple[Any, ...], dict[str, Any]]]) -> list[Any]:
         """Run the calls at the same time (the first in this thread), their results in order; the first error is
@@ -343,7 +423,7 @@ class ShardedRedisBackend(Backend):
     def query(self, fingerprint: int, k: int) -> list[Match]:
         """The stored pages within *k* that share a block with the query (each once), nearest first."""
         seen: dict[tuple[str, int], Match] = {}
-        for c in self.candidates(fingerprint, k, CheckBound(per_table=1 << 30, duplicates=1 << 30)):
+        for c in self.candidates(fingerprint, k, _EVERY):
             seen.setdefault((c.key, c.fingerprint), Match(c.key, c.distance, c.fingerprint))
         return list(seen.values())
 
@@ -365,11 +445,12 @@ class ShardedRedisBackend(Backend):
         for shard in self._shards:
             for entry in shard.entries():
                 (hashed if entry.key.startswith(HASHED) else seen).setdefault((entry.key, entry.fingerprint), entry)
+        size = self._sketch_bytes if self._sketch_once else 0
         for shard in self._shards:
-            for fp, key_hash, url in kept_keys(shard):
+            for fp, key_hash, url, sketch in kept_keys(shard, size):
                 other = hashed.get((key_hash, fp))
                 if other is not None:
-                    seen.setdefault((url, fp), other._replace(key=url))
+                    seen.setdefault((url, fp), other._replace(key=url, sketch=sketch if size else other.sketch))
         yield from sorted(seen.values(), key=lambda e: e.added or 0.0)
 
     def notes(self) -> dict[str, int]:
@@ -441,7 +522,7 @@ def open_sharded(
         if count < 2:
             raise ValueError(f"a sharded index needs at least 2 shards, got {count}")
         retries = Retries(own.get("retries", DEFAULT_RETRIES), own.get("retry_backoff", DEFAULT_BACKOFF), location)
-        names, keys_once = shard_prefixes(client, prefix, count, cluster, retries)
+        names, keys_once, sketch_once = shard_prefixes(client, prefix, count, cluster, retries)
         backends = []
         for s, name in enumerate(names):
             shard_client = clients[s] if addresses else client
@@ -454,11 +535,12 @@ def open_sharded(
                     prefix=name,
                     owns_client=False,
                     location=location,
+                    sketch_in_key=keys_once and sketch_once,
                     **own,
                 )
             )
         sharded = ShardedRedisBackend(
-            backends, k=k, design=design, prefix=prefix, location=location, keys_once=keys_once
+            backends, k=k, design=design, prefix=prefix, location=location, keys_once=keys_once, sketch_once=sketch_once
         )
     except BaseException:
         for c in clients:
