@@ -83,7 +83,7 @@ def test_keys_are_any_unicode_and_stay_on_disk(tmp_path: Path) -> None:
     keys = ["https://例子.测试/路径?q=中文", "item:1", "x\udcff", ""]
     with open_index(tmp_path / "idx") as index:
         index.add_many(np.arange(len(keys), dtype=np.uint64) << np.uint64(40), keys)
-        assert index._keys == []
+        assert not hasattr(index._store, "keys")  # the rows read each key from disk
     with open_index(tmp_path / "idx") as index:
         assert [e.key for e in index.entries()] == keys
 
@@ -252,7 +252,8 @@ def test_leftovers_of_a_dead_compaction_are_removed(tmp_path: Path) -> None:
 def test_uri_options(tmp_path: Path) -> None:
     """file:// URIs and plain paths open the same index; bad options are clear errors."""
     backend = open_backend(f"file://{tmp_path}/idx?sync=always&max_age=12h", k=3, design=DESIGN)
-    assert isinstance(backend, FileBackend) and backend.path == tmp_path / "idx" and backend._max_age == 43200
+    assert isinstance(backend, FileBackend) and backend.path == tmp_path / "idx"
+    assert backend.info()["max_age_seconds"] == 43200
     backend.add(9, "nine")
     backend.close()
     with open_backend(str(tmp_path / "idx"), k=3, design=DESIGN) as again:
@@ -282,8 +283,8 @@ def test_a_failed_write_leaves_nothing_half_added(tmp_path: Path) -> None:
     """If writing fails (disk full, say), the add raises and neither file keeps a partial entry."""
     index = open_index(tmp_path / "idx")
     index.add(1, "one")
-    os.close(index._fds["records"])
-    index._fds["records"] = os.open(os.devnull, os.O_RDONLY)  # writes now fail with EBADF
+    os.close(index._store.fds["records"])
+    index._store.fds["records"] = os.open(os.devnull, os.O_RDONLY)  # writes now fail with EBADF
     with pytest.raises(OSError):
         index.add(2, "two")
     assert len(index) == 1
@@ -593,7 +594,7 @@ def test_refusals_survive_reopen_and_compaction(tmp_path: Path) -> None:
     with open_two_stage(tmp_path / "idx", buffer_size=16) as index:
         for fp, key, sketch in flood(1, 300):
             assert index.add_and_candidates(fp, key, sketch, 10, BOUND) == reference.add(fp, key, sketch)
-        assert index._refused[: index._n].any()  # the floods' blocks refused some pages
+        assert index._store.refusals[: index._store.stored].any()  # the floods' blocks refused some pages
         before = [index.candidates(q, 10, BOUND) for q in queries(1)]
     assert before == [reference.candidates(q) for q in queries(1)]
     for options in ({}, {"buffer_size": 7, "merge_factor": 2}, {"readonly": True}):
@@ -678,7 +679,7 @@ def test_a_format_3_index_opens_answers_and_becomes_format_4_when_a_table_refuse
     with open_two_stage(tmp_path / "idx") as index:
         for fp, key, sketch in flood(4, 200)[40:]:
             assert index.add_and_candidates(fp, key, sketch, 10, BOUND) == reference.add(fp, key, sketch)
-        assert index._refused[: index._n].any()
+        assert index._store.refusals[: index._store.stored].any()
     assert formats(tmp_path / "idx") == [4, 4, 4]
     with open_two_stage(tmp_path / "idx", readonly=True) as index:
         assert len(index) == len(reference)
@@ -696,7 +697,7 @@ def test_refusals_belong_to_the_design_they_were_made_with(tmp_path: Path) -> No
     with pytest.raises(MetadataMismatchError, match=r"design 13\+13\+13\+13\+12/k4.*open it with the design"):
         open_two_stage(tmp_path / "idx", other)
     with open_two_stage(tmp_path / "idx", other, readonly=True) as index:
-        assert len(index) == stored and not index._refused.any()
+        assert len(index) == stored and not index._store.refusals.any()
         fp = flood(6, 200)[0][0]
         assert index.candidates(fp, 10, BOUND)[0].distance == 0
     with open_two_stage(tmp_path / "plain") as index:
@@ -752,7 +753,7 @@ def test_an_index_of_15_tables_is_written_wide_and_keeps_its_refusals(tmp_path: 
         index = NearDuplicateIndex(10, backend=backend, min_similarity=0.75)
         for i in range(60):
             index.check_and_add(flip_bits(centre, rng.sample(range(64), rng.randint(0, 2))), f"u{i}", sketch)
-        refused = backend._refused[: len(backend)].copy()
+        refused = backend._store.refusals[: len(backend)].copy()
         stored = len(backend)
         with pytest.raises(ValueError, match="a key longer than 65535 bytes"):
             backend.add(1, "x" * 70_000, sketch)
@@ -760,7 +761,7 @@ def test_an_index_of_15_tables_is_written_wide_and_keeps_its_refusals(tmp_path: 
     assert read_header_fields(tmp_path / "idx" / "records.1")["format"] == 5
     for compact in (False, True):
         with open_two_stage(tmp_path / "idx", design) as again:
-            assert len(again) == stored and (again._refused[:stored] == refused).all()
+            assert len(again) == stored and (again._store.refusals[:stored] == refused).all()
             assert [e.key for e in again.entries()][:2] == ["u0", "u1"]
             if compact:
                 again.compact()

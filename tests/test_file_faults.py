@@ -19,6 +19,7 @@ from fault_helpers import fill, small_filesystem, tmpfs_problem
 
 from simhash_filter.cli.main import main
 from simhash_filter.index.backends.file import HEADER_SIZE, RECORD, CorruptIndexError, FileBackend, record_dtype
+from simhash_filter.index.backends.file.directory import IndexDirectory
 from simhash_filter.index.tables import Match, TableDesign
 
 DESIGN = TableDesign.parse("4x16/k3")
@@ -159,17 +160,17 @@ def test_an_open_while_current_moves_opens_the_new_generation(tmp_path: Path, mo
     """A read-only open that read CURRENT just before a compaction switched it (and removed the files it
     named) opens the new generation instead of failing."""
     writer = small_index_writer(tmp_path / "idx")
-    real = FileBackend._generation
+    real = IndexDirectory.generation
     calls = []
 
-    def stale_then_compact(self: FileBackend) -> int | None:
+    def stale_then_compact(self: IndexDirectory) -> int | None:
         generation = real(self)
         calls.append(generation)
-        if len(calls) == 1 and self is not writer:
+        if len(calls) == 1 and self.readonly:
             writer.compact()  # CURRENT moves on after it was read
         return generation
 
-    monkeypatch.setattr(FileBackend, "_generation", stale_then_compact)
+    monkeypatch.setattr(IndexDirectory, "generation", stale_then_compact)
     with open_index(tmp_path / "idx", readonly=True) as reader:
         assert reader.info()["generation"] == 2
         assert [e.key for e in reader.entries()] == KEYS

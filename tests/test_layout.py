@@ -152,3 +152,98 @@ def test_the_crawl_borrows_nothing_from_the_batch_paths_and_its_counts_nothing_f
     assert not {m: sorted(i for i in imported if i.startswith(f"{NAME}.batch")) for m, imported in crawl.items()
                 if any(i.startswith(f"{NAME}.batch") for i in imported)}  # fmt: skip
     assert not [i for i in GRAPH[f"{NAME}.crawl.stats"] if i.startswith(f"{NAME}.report")]
+
+
+# -- private methods stay in their module ----------------------------------------------------------------------
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+TREES = {name: ast.parse(path.read_text(encoding="utf-8")) for name, path in MODULES.items()}
+#: (module, class name) -> the class's node, for every class of the package.
+CLASSES = {
+    (m, node.name): node for m, tree in TREES.items() for node in ast.walk(tree) if isinstance(node, ast.ClassDef)
+}
+
+
+def _imported_names(module: str) -> dict[str, tuple[str, str]]:
+    """The names *module* imports from the package: local name -> (module, name)."""
+    return {
+        alias.asname or alias.name: (node.module, alias.name)
+        for node in ast.walk(TREES[module])
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(NAME)
+        for alias in node.names
+    }
+
+
+IMPORTED = {m: _imported_names(m) for m in TREES}
+
+
+def _resolve(module: str, name: str) -> tuple[str, str] | None:
+    """The package class *name* stands for in *module* (followed through re-exports), or None."""
+    for _ in range(5):
+        if (module, name) in CLASSES:
+            return module, name
+        if name not in IMPORTED.get(module, {}):
+            return None
+        module, name = IMPORTED[module][name]
+    return None
+
+
+def _ancestors(cls: tuple[str, str]) -> list[tuple[str, str]]:
+    """*cls* and every package class it derives from."""
+    found: list[tuple[str, str]] = []
+    todo = [cls]
+    while todo:
+        current = todo.pop()
+        if current in found:
+            continue
+        found.append(current)
+        for base in CLASSES[current].bases:
+            name = base.id if isinstance(base, ast.Name) else base.attr if isinstance(base, ast.Attribute) else None
+            if name and (resolved := _resolve(current[0], name)):
+                todo.append(resolved)
+    return found
+
+
+def _methods(cls: tuple[str, str]) -> set[str]:
+    return {node.name for node in CLASSES[cls].body if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)}
+
+
+#: private method name -> the modules whose classes define it.
+PRIVATE_METHODS: dict[str, set[str]] = {}
+for _cls in CLASSES:
+    for _name in filter(_private, _methods(_cls)):
+        PRIVATE_METHODS.setdefault(_name, set()).add(_cls[0])
+
+
+def test_no_class_overrides_a_private_method_of_a_class_of_another_module():
+    """A private method (``_name``) is defined once along a class's bases, or only by classes of one module: a class
+    (or a mixin beside it) never replaces another module's private method, whose contract no reader can see."""
+    offenders = []
+    for cls in CLASSES:
+        owners: dict[str, set[str]] = {}
+        for ancestor in _ancestors(cls):
+            for name in filter(_private, _methods(ancestor)):
+                owners.setdefault(name, set()).add(ancestor[0])
+        offenders += [f"{cls[0]}.{cls[1]}: {name} in {sorted(mods)}" for name, mods in owners.items() if len(mods) > 1]
+    assert not offenders
+
+
+def test_no_module_calls_a_private_method_defined_in_another_module():
+    """A call ``x._name(...)`` (``self._name(...)`` too) names a private method of its own module's classes: no
+    module calls another module's private method, be it on another object or inherited from a base or a mixin.
+    (Only the package's own methods are checked: ``_replace`` of a named tuple or ``os._exit`` are public APIs of
+    the standard library; a private attribute holding a callable, set by the module itself, is no method.)"""
+    offenders = []
+    for module, tree in TREES.items():
+        local = {name for cls in CLASSES if cls[0] == module for name in _methods(cls)}
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            name = node.func.attr
+            if _private(name) and name not in local and PRIVATE_METHODS.get(name, set()) - {module}:
+                offenders.append(f"{module}:{node.lineno}: {ast.unparse(node.func)}")
+    assert not offenders

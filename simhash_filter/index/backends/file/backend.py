@@ -1,5 +1,7 @@
-"""The on-disk backend's class: options, the memory backend's hooks (keys and records written before a row is
-added, keys read back from disk, expired and deleted rows hidden), deletion, export and compaction."""
+"""The on-disk backend's class: options, deletion, export and compaction, over its helpers: the directory
+(:mod:`.directory`), the rows and their log (:mod:`.rows`), the loader of a generation (:mod:`.load`), the run files
+(:mod:`.disktables`) and the notes (:mod:`.notes`); the queries and the write path are
+:class:`~simhash_filter.index.backends.memory.store.TablesBackend`'s."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import os
 import secrets
 import time
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
@@ -17,6 +19,7 @@ import numpy as np
 
 from simhash_filter.index.backends.base import Entry, MetadataMismatchError
 from simhash_filter.index.backends.file.age import parse_age
+from simhash_filter.index.backends.file.directory import IndexDirectory
 from simhash_filter.index.backends.file.disktables import DiskTables
 from simhash_filter.index.backends.file.errors import CorruptIndexError, damaged_key
 from simhash_filter.index.backends.file.load import GenerationLoader
@@ -25,30 +28,25 @@ from simhash_filter.index.backends.file.osfiles import close_all, pread, write_a
 from simhash_filter.index.backends.file.records import (
     CHUNK,
     HEADER_SIZE,
-    LENGTH_BITS,
     MAGIC,
-    RECORD,
-    RECORD_STRUCT,
     TOMBSTONE,
     key_check,
     key_lengths,
-    length_refused,
-    max_key_bytes,
     read_header,
-    record_check,
     record_checks,
     record_chunks,
-    record_dtype,
     tombstone_check,
 )
-from simhash_filter.index.backends.memory import MemoryBackend
+from simhash_filter.index.backends.file.rows import FileRows
+from simhash_filter.index.backends.memory.store import TablesBackend
 from simhash_filter.index.backends.uri import redact_uri
+from simhash_filter.index.bound import refusal_dtype
 from simhash_filter.index.tables import Match, TableDesign
 
 __all__ = ["FileBackend"]
 
 
-class FileBackend(DiskTables, GenerationLoader, NotesFile, MemoryBackend):
+class FileBackend(TablesBackend):
     """An index in a directory; ``file:///path/to/dir?sync=always&max_age=30d`` or a plain path.
 
     Options: ``sync`` (``none``, the default: every add is written before it returns and survives
@@ -79,8 +77,13 @@ class FileBackend(DiskTables, GenerationLoader, NotesFile, MemoryBackend):
         tables: str = "auto",
         spill_rows: int = 1 << 20,
     ) -> None:
-        super().__init__(k=k, design=design, metadata=metadata, buffer_size=buffer_size, merge_factor=merge_factor)
-        self._init_tables(tables, spill_rows)
+        self.path = Path(path)
+        self._directory = IndexDirectory(self.path, readonly=readonly, k=k, design=design)
+        self._store = rows = FileRows(self._directory, refusal_dtype(design.n_tables), clock=clock)
+        super().__init__(
+            k=k, design=design, metadata=metadata, rows=rows, buffer_size=buffer_size, merge_factor=merge_factor
+        )
+        self._disk = rows.disk = DiskTables(rows, self.tables, self._lock, mode=tables, spill_rows=spill_rows)
         if design.n_tables > 16 and not readonly and (metadata or {}).get("sketch_bytes"):
             raise ValueError(
                 f"the on-disk index keeps the refusals of at most 16 tables (two bytes of each record); design "
@@ -89,20 +92,17 @@ class FileBackend(DiskTables, GenerationLoader, NotesFile, MemoryBackend):
             )
         if sync not in ("none", "always"):
             raise ValueError(f"sync must be 'none' or 'always', got {sync!r}")
-        self.path = Path(path)
-        self._sync = sync == "always"
-        self._max_age = parse_age(max_age)
+        rows.sync = sync == "always"
+        rows.max_age = parse_age(max_age)
         self._readonly = readonly
-        self._clock = clock
-        self._requested = None if metadata is None else dict(metadata)
-        self._lock_fd: int | None = None
-        self._fds: dict[str, int] = {}
-        self._times = np.empty(0, dtype=np.uint32)
-        self._record = record_dtype(self._sketch_bytes)  # as stored, once loaded
+        self._notes_file = NotesFile(self.path, readonly=readonly, sync=rows.sync)
+        self._loader = GenerationLoader(
+            rows, self.tables, self._disk, requested=metadata, sketch_bytes=self._sketch_bytes
+        )
         try:
             if not readonly:
-                self._take_lock()
-            with self._lock:  # a merge that the open starts swaps its run file in once the open is done
+                self._directory.take_lock()
+            with self._lock:  # a merge that the open starts swaps its run file in under the lock once the open is done
                 self._load()
         except BaseException:
             self._release()
@@ -158,126 +158,33 @@ class FileBackend(DiskTables, GenerationLoader, NotesFile, MemoryBackend):
 
     # -- opening ---------------------------------------------------------------------------------
 
-    def _reserve(self, n: int) -> None:
-        super()._reserve(n)
-        if len(self._times) < len(self._fps):
-            grown = np.empty(len(self._fps), dtype=np.uint32)
-            grown[: self._n] = self._times[: self._n]
-            self._times = grown
-
-    def _store_keys(
-        self, fingerprints: np.ndarray, keys: Sequence[str], sketches: np.ndarray, refused: np.ndarray
-    ) -> None:
-        """Write the keys and then the records of rows about to be appended (with the tables that *refused*
-        them); durable when it returns."""
-        if self._readonly:
-            raise PermissionError(f"the index {self.path} is open read-only")
-        if self._length_bits == LENGTH_BITS and refused.any() and (refused.astype(np.uint64) >> np.uint64(8)).any():
-            raise MetadataMismatchError(
-                f"{self.path}: the index keeps the refusals of 8 tables in its records (format {self._format}), and "
-                f"the design {self.design.name} has {self.design.n_tables}: rebuild it for the pages it is to hold "
-                "(`simhash-filter index rebuild INDEX --expected-pages N`), or open it with the design "
-                f"{self._stored_design}"
-            )
-        if self._headers_stale and refused.any():  # a format-3 generation takes its first refused row
-            self._rewrite_headers(self._generation_number, self._fds)
-            self._headers_stale = False
-        now = int(self._clock())
-        encoded = [key.encode("utf-8", "surrogatepass") for key in keys]
-        longest = max_key_bytes(self._format)
-        for data in encoded:
-            if len(data) > longest:
-                raise ValueError(f"a key longer than {longest} bytes: {data[:80]!r}...")
-        if len(encoded) == 1:
-            data = encoded[0]
-            fp = int(fingerprints[0])
-            sketch = sketches[0].tobytes() if self._sketch_bytes else None
-            crc = key_check(data)
-            mask = int(refused[0])
-            packed = length_refused(len(data), mask, self._length_bits)
-            check = record_check(fp, self._url_end, now, packed, self._salt, sketch, crc)
-            records = RECORD_STRUCT.pack(fp, self._url_end, now, packed, crc, check) + (sketch or b"")
-            urls = data
-        else:
-            records_array = np.zeros(len(encoded), dtype=self._record)
-            lengths = np.fromiter(map(len, encoded), dtype=np.uint64, count=len(encoded))
-            records_array["fp"] = fingerprints
-            records_array["length_refused"] = lengths | refused.astype(np.uint64) << np.uint64(self._length_bits)
-            records_array["offset"] = np.cumsum(lengths) - lengths + np.uint64(self._url_end)
-            records_array["added"] = now
-            records_array["key_check"] = np.fromiter(map(key_check, encoded), dtype=np.uint32, count=len(encoded))
-            if self._sketch_bytes:
-                records_array["sketch"] = sketches
-            records_array["check"] = record_checks(records_array, self._salt)
-            records = records_array.tobytes()
-            urls = b"".join(encoded)
-        urls_fd, records_fd = self._fds["urls"], self._fds["records"]
-        records_end = HEADER_SIZE + self._n * self._record.itemsize
-        try:
-            write_all(urls_fd, urls)
-            if self._sync:
-                os.fdatasync(urls_fd)  # the keys are on the disk before the records that point at them
-            write_all(records_fd, records)
-            if self._sync:
-                os.fdatasync(records_fd)
-        except BaseException:
-            for fd, end in ((records_fd, records_end), (urls_fd, self._url_end)):
-                with contextlib.suppress(OSError):  # leave the files as they were: nothing half-added
-                    os.ftruncate(fd, end)
-            raise
-        self._url_end += len(urls)
-        self._times[self._n : self._n + len(encoded)] = now
-
-    def _key(self, row: int) -> str:
-        record = pread(self._fds["records"], RECORD.itemsize, HEADER_SIZE + row * self._record.itemsize)
-        _, offset, _, packed, crc, _ = RECORD_STRUCT.unpack(record)
-        length = packed & ((1 << self._length_bits) - 1)
-        key = pread(self._fds["urls"], length, offset)
-        if key_check(key) == crc:
-            with contextlib.suppress(UnicodeDecodeError):  # else its key check matched by chance
-                return key.decode("utf-8", "surrogatepass")
-        raise damaged_key(self._file("urls", self._generation_number), row, offset, length)
-
-    def _cutoff(self) -> int:
-        """Rows added before this Unix time are expired (0: none)."""
-        return int(self._clock() - self._max_age) if self._max_age else 0
-
-    def _hides_rows(self) -> bool:
-        return bool(self._dead) or self._max_age > 0
-
-    def _hidden(self, row: int) -> bool:
-        return row in self._dead or (self._max_age > 0 and int(self._times[row]) < self._cutoff())
-
-    def _live_mask(self, start: int = 0, end: int | None = None) -> np.ndarray:
-        end = self._n if end is None else end
-        live = np.ones(end - start, dtype=bool)
-        if self._max_age:
-            live &= self._times[start:end] >= self._cutoff()
-        for row in self._dead:
-            if start <= row < end:
-                live[row - start] = False
-        return live
+    def _load(self) -> None:
+        """Read the current generation (:class:`GenerationLoader`); take its metadata and sketch size."""
+        self._loader.load()
+        self._metadata = self._store.metadata
+        self._sketch_bytes = self._store.sketch_bytes
 
     # -- the Backend interface -------------------------------------------------------------------
 
     def __len__(self) -> int:
-        if not self._hides_rows():
-            return self._n
-        return int(np.count_nonzero(self._live_mask()))
+        if not self._store.hides_rows():
+            return self._store.stored
+        return int(np.count_nonzero(self._store.live_mask()))
 
     def delete(self, keys: Iterable[str]) -> int:
         """Forget every stored fingerprint whose key is in *keys*; a tombstone is written for each."""
+        rows = self._store
         wanted = set(keys)
         with self._lock:
-            self._check_open()
+            self.ensure_open()
             if self._readonly:
                 raise PermissionError(f"the index {self.path} is open read-only")
-            scan = self._scan(self._fds["records"], self._fds["urls"], self._n, self._generation_number)
-            rows = [row for row, _, key, _, _ in scan if key in wanted and row not in self._dead]
-            if rows:
-                fd = self._fds["deleted"]
+            scan = self._scan(rows.fds["records"], rows.fds["urls"], rows.stored, rows.generation)
+            found = [row for row, _, key, _, _ in scan if key in wanted and row not in rows.dead]
+            if found:
+                fd = rows.fds["deleted"]
                 end = os.fstat(fd).st_size
-                stones = b"".join(TOMBSTONE.pack(row, tombstone_check(row, self._salt)) for row in rows)
+                stones = b"".join(TOMBSTONE.pack(row, tombstone_check(row, rows.salt)) for row in found)
                 try:
                     write_all(fd, stones)
                     os.fdatasync(fd)
@@ -285,21 +192,22 @@ class FileBackend(DiskTables, GenerationLoader, NotesFile, MemoryBackend):
                     with contextlib.suppress(OSError):  # nothing half-deleted
                         os.ftruncate(fd, end)
                     raise
-                self._dead.update(rows)
-            return len(rows)
+                rows.dead.update(found)
+            return len(found)
 
     def _scan(
         self, records_fd: int, urls_fd: int, n: int, generation: int
     ) -> Iterator[tuple[int, int, str, int, bytes | None]]:
         """(row, fingerprint, key, added, sketch or None) of the rows ``0..n-1`` of the open files of
         *generation*, in order, each key verified."""
+        rows = self._store
         size = self._sketch_bytes
-        path = self._file("records", generation)
-        urls = self._file("urls", generation)
+        path = self._directory.file("records", generation)
+        urls = self._directory.file("urls", generation)
         crc32 = zlib.crc32
-        for start, chunk in record_chunks(records_fd, path, 0, n, self._record, CHUNK // 16):
+        for start, chunk in record_chunks(records_fd, path, 0, n, rows.record, CHUNK // 16):
             first = int(chunk["offset"][0])
-            lengths = key_lengths(chunk, self._length_bits)
+            lengths = key_lengths(chunk, rows.length_bits)
             blob = pread(urls_fd, int(chunk["offset"][-1] + lengths[-1]) - first, first)
             sketches = np.ascontiguousarray(chunk["sketch"]).tobytes() if size else b""
             for i, (fp, offset, length, added, crc) in enumerate(
@@ -326,17 +234,18 @@ class FileBackend(DiskTables, GenerationLoader, NotesFile, MemoryBackend):
         """Every live fingerprint with its key, the time it was added (and its sketch, in an index that keeps
         sketches), oldest first, read from disk: from the generation open when the iteration starts, to its end
         (a compaction meanwhile, here or in another process, does not change what it reads)."""
+        rows = self._store
         with self._lock:
-            self._check_open()
-            live = self._live_mask()
-            n = self._n
-            records_fd = os.dup(self._fds["records"])
+            self.ensure_open()
+            live = rows.live_mask()
+            n = rows.stored
+            records_fd = os.dup(rows.fds["records"])
             try:
-                urls_fd = os.dup(self._fds["urls"])
+                urls_fd = os.dup(rows.fds["urls"])
             except BaseException:
                 os.close(records_fd)
                 raise
-            scan = self._scan(records_fd, urls_fd, n, self._generation_number)
+            scan = self._scan(records_fd, urls_fd, n, rows.generation)
         try:
             for row, fp, key, added, sketch in scan:
                 if live[row]:
@@ -350,17 +259,18 @@ class FileBackend(DiskTables, GenerationLoader, NotesFile, MemoryBackend):
         """Rewrite the index without its deleted and expired fingerprints (a new generation, then a switch).
 
         If it fails (a full disk), the new generation's files are removed and the index stays as it was."""
+        rows = self._store
         with self._lock:
-            self._check_open()
+            self.ensure_open()
             if self._readonly:
                 raise PermissionError(f"the index {self.path} is open read-only")
-            new = self._generation_number + 1
+            new = rows.generation + 1
             try:
                 self._write_generation(new)
-                self._write_current(new)
+                self._directory.write_current(new)
             except BaseException:
-                if not self._current_is(new):
-                    self._discard(new)
+                if not self._directory.current_is(new):
+                    self._directory.discard(new)
                     raise
                 self._use_generation(new, remove_old=False)  # switched, but the directory was not synced
                 raise
@@ -369,20 +279,21 @@ class FileBackend(DiskTables, GenerationLoader, NotesFile, MemoryBackend):
     def _write_generation(self, new: int) -> None:
         """Write generation *new*: the live rows of this one, their keys verified, with the tables that refused
         them, under a new salt, in this one's format (a format-3 generation holds no refusals)."""
+        rows = self._store
         salt = secrets.randbits(63)
-        self._create(new, salt, self._created, self._metadata, self._format)
-        live = self._live_mask()
-        old_urls = self._file("urls", self._generation_number)
+        self._directory.create(new, salt, rows.created, self._metadata, self._sketch_bytes, rows.format)
+        live = rows.live_mask()
+        old_urls = self._directory.file("urls", rows.generation)
         fds: dict[str, int] = {}
         try:
             for kind in ("records", "urls"):
-                fds[kind] = os.open(self._file(kind, new), os.O_WRONLY | os.O_APPEND)
+                fds[kind] = os.open(self._directory.file(kind, new), os.O_WRONLY | os.O_APPEND)
             url_end = HEADER_SIZE
-            path = self._file("records", self._generation_number)
-            for start, chunk in record_chunks(self._fds["records"], path, 0, self._n, self._record):
+            path = self._directory.file("records", rows.generation)
+            for start, chunk in record_chunks(rows.fds["records"], path, 0, rows.stored, rows.record):
                 first = int(chunk["offset"][0])
-                sizes = key_lengths(chunk, self._length_bits)
-                data = pread(self._fds["urls"], int(chunk["offset"][-1] + sizes[-1]) - first, first)
+                sizes = key_lengths(chunk, rows.length_bits)
+                data = pread(rows.fds["urls"], int(chunk["offset"][-1] + sizes[-1]) - first, first)
                 keep = live[start : start + len(chunk)]
                 view = memoryview(data)
                 offsets, lengths, crcs = chunk["offset"].tolist(), sizes.tolist(), chunk["key_check"].tolist()
@@ -396,8 +307,8 @@ class FileBackend(DiskTables, GenerationLoader, NotesFile, MemoryBackend):
                 write_all(fds["urls"], blob[np.repeat(keep, sizes.astype(np.intp))].tobytes())
                 kept["offset"] = np.cumsum(kept_sizes, dtype=np.uint64) - kept_sizes + np.uint64(url_end)
                 url_end += int(kept_sizes.sum())
-                refused = self._refused[start : start + len(chunk)][keep]  # the refusals in force
-                kept["length_refused"] = kept_sizes | refused.astype(np.uint64) << np.uint64(self._length_bits)
+                refused = rows.refusals[start : start + len(chunk)][keep]  # the refusals in force
+                kept["length_refused"] = kept_sizes | refused.astype(np.uint64) << np.uint64(rows.length_bits)
                 kept["check"] = record_checks(kept, salt)
                 write_all(fds["records"], kept.tobytes())
             for fd in fds.values():
@@ -408,64 +319,76 @@ class FileBackend(DiskTables, GenerationLoader, NotesFile, MemoryBackend):
     def _use_generation(self, new: int, *, remove_old: bool) -> None:
         """Go on with generation *new*, now current: close this one's files (removing them if *remove_old*),
         load the new one."""
-        old = self._fds
-        self._fds = {}
+        rows = self._store
+        old = rows.fds
+        rows.fds = {}
         close_all(old)
         if remove_old:
-            self._remove_stale(new)
+            self._directory.remove_stale(new)
         self._reset()
         self._load()
 
     def _reset(self) -> None:
-        self._close_runs()
-        self._sketch_base = 0
-        self._fps = np.empty(0, dtype=np.uint64)
-        self._sketches = np.empty((0, self._sketch_bytes), dtype=np.uint8)
-        self._refused = np.empty(0, dtype=self._refused_dtype)
-        self._times = np.empty(0, dtype=np.uint32)
-        self._runs = []
-        self._dead = set()
-        self._n = self._sealed = 0
+        """Forget the rows and the tables of the generation closed."""
+        self._disk.close()
+        self._store.clear()
+        self.tables.clear()
+
+    @property
+    def table_options(self) -> str:
+        """The URI option that keeps an index's tables where this one's are (``index rebuild`` in place)."""
+        return self._disk.table_options
+
+    @property
+    def tables_on_disk(self) -> bool:
+        """Whether the tables of older rows are kept in run files (decided on the first open for ``auto``)."""
+        return self._disk.tables_on_disk
+
+    def wait_for_merges(self) -> None:
+        """Return once no run files are being merged (for benchmarks and tests: merges run in the background)."""
+        self._disk.wait_for_merges()
 
     def set_clock(self, clock: Callable[[], float]) -> None:
         """Take the time of each row written from now on from *clock* (``index rebuild`` keeps each page's age)."""
-        self._clock = clock
+        self._store.clock = clock
 
     @property
     def stored_design(self) -> str:
         """The design its records header names (the tables' refusals are theirs), else this backend's."""
-        return self._stored_design or self._design.name
+        rows = self._store
+        return rows.stored_design or self._design.name
 
     def info(self) -> dict[str, Any]:
+        rows = self._store
         with self._lock:
-            self._check_open()
-            live = self._live_mask()
-            added = self._times[: self._n]
-            sizes = {kind: os.fstat(fd).st_size for kind, fd in self._fds.items()}
+            self.ensure_open()
+            live = rows.live_mask()
+            added = rows.times[: rows.stored]
+            sizes = {kind: os.fstat(fd).st_size for kind, fd in rows.fds.items()}
         info = super().info()
         info.update(
             path=str(self.path.resolve()),
             entries=int(np.count_nonzero(live)),
-            stored=self._n,
-            deleted=len(self._dead),
-            expired=int(self._n - np.count_nonzero(live) - len(self._dead)),
-            max_age_seconds=self._max_age,
-            created=self._created,
-            oldest=float(added.min()) if self._n else None,
-            newest=float(added.max()) if self._n else None,
-            k_when_created=self._stored_k,
-            generation=self._generation_number,
+            stored=rows.stored,
+            deleted=len(rows.dead),
+            expired=int(rows.stored - np.count_nonzero(live) - len(rows.dead)),
+            max_age_seconds=rows.max_age,
+            created=rows.created,
+            oldest=float(added.min()) if rows.stored else None,
+            newest=float(added.max()) if rows.stored else None,
+            k_when_created=rows.stored_k,
+            generation=rows.generation,
             disk_bytes=sum(sizes.values()),
             key_bytes=sizes["urls"] - HEADER_SIZE,
             memory_bytes=self.nbytes,
-            **self._tables_info(),
+            **self._disk.info(),
         )
         return info
 
     @property
     def nbytes(self) -> int:
         """Bytes held in numpy arrays (fingerprints, sketches, tables, added times); keys stay on disk."""
-        return super().nbytes + self._times.nbytes + self._directories_nbytes
+        return super().nbytes + self._disk.nbytes
 
     def query_many(self, fingerprints: np.ndarray, k: int) -> list[list[Match]]:
         """Every stored fingerprint within *k* of each query (one by one with tables on disk)."""
@@ -473,27 +396,37 @@ class FileBackend(DiskTables, GenerationLoader, NotesFile, MemoryBackend):
             return super().query_many(fingerprints, k)
         return [self.query(fp, k) for fp in fingerprints.tolist()]
 
+    def notes(self) -> dict[str, int]:
+        """The counters kept in the index's ``notes.json`` (:class:`NotesFile`)."""
+        return self._notes_file.read()
+
+    def add_notes(self, increments: Mapping[str, int]) -> dict[str, int]:
+        """Add to the counters of ``notes.json``, written anew (a crash leaves the old file or the new one)."""
+        with self._lock:
+            self.ensure_open()
+            return self._notes_file.add(increments)
+
     def flush(self) -> None:
         """Force what was written to the disk (``fsync``; adds are already safe from a process crash)."""
+        rows = self._store
         with self._lock:
-            self._check_open()
-            for fd in self._fds.values():
+            self.ensure_open()
+            for fd in rows.fds.values():
                 os.fsync(fd)
 
     def _close_files(self) -> None:
-        for fd in self._fds.values():
+        rows = self._store
+        for fd in rows.fds.values():
             with contextlib.suppress(OSError):
                 if not self._readonly:
                     os.fsync(fd)
                 os.close(fd)
-        self._fds = {}
+        rows.fds = {}
 
     def _release(self) -> None:
-        self._close_runs()
+        self._disk.close()
         self._close_files()
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)  # releases the flock
-            self._lock_fd = None
+        self._directory.release_lock()
 
     def close(self) -> None:
         """Flush to disk, release the lock and the memory; later calls raise ``ValueError``."""

@@ -8,7 +8,7 @@ import errno
 import fcntl
 import os
 import secrets
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -37,25 +37,24 @@ _OPEN_ATTEMPTS = 100
 
 
 class IndexDirectory:
-    """The directory's files, for :class:`~simhash_filter.index.backends.file.FileBackend` (a mixin: it uses the
-    backend's path, options and design)."""
+    """The directory's files, for :class:`~simhash_filter.index.backends.file.FileBackend`: the lock, ``CURRENT``
+    and the generations' files of an index of *design* and *k* at *path* (*readonly*: no lock, nothing written
+    but the files' headers of a new generation).  It holds nothing of a generation but its number, passed in."""
 
-    path: Path
-    _readonly: bool
-    _lock_fd: int | None
-    _requested: dict[str, Any] | None
-    _clock: Callable[[], float]
-    _sketch_bytes: int
-    #: The format rows are written in (:class:`~simhash_filter.index.backends.file.load.GenerationLoader`'s).
-    _write_format: int
-    #: The backend's (properties of :class:`~simhash_filter.index.backends.base.Backend`).
-    k: int
-    design: TableDesign
+    def __init__(self, path: Path, *, readonly: bool, k: int, design: TableDesign) -> None:
+        self.path = path
+        self.readonly = readonly
+        self.k = k
+        self.design = design
+        #: The descriptor that holds the writer's lock (None: not taken).
+        self.lock_fd: int | None = None
 
-    def _file(self, kind: str, generation: int) -> Path:
+    def file(self, kind: str, generation: int) -> Path:
+        """The file of *kind* (:data:`KINDS`) of *generation*."""
         return self.path / f"{kind}.{generation}"
 
-    def _take_lock(self) -> None:
+    def take_lock(self) -> None:
+        """Take the writer's lock (:class:`IndexLockedError` if another process holds it), creating the directory."""
         self.path.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path / "LOCK", os.O_RDWR | os.O_CREAT, 0o644)
         try:
@@ -70,9 +69,16 @@ class IndexDirectory:
         with contextlib.suppress(OSError):  # the pid is for the error message only: a full disk opens too
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
-        self._lock_fd = fd
+        self.lock_fd = fd
 
-    def _generation(self) -> int | None:
+    def release_lock(self) -> None:
+        """Release the writer's lock, if taken."""
+        if self.lock_fd is not None:
+            os.close(self.lock_fd)  # releases the flock
+            self.lock_fd = None
+
+    def generation(self) -> int | None:
+        """The generation ``CURRENT`` names (None: there is no ``CURRENT``)."""
         try:
             text = (self.path / "CURRENT").read_text("ascii").strip()
         except FileNotFoundError:
@@ -83,39 +89,46 @@ class IndexDirectory:
             raise CorruptIndexError(f"{self.path / 'CURRENT'} is damaged (expected a generation number)")
         return int(text)
 
-    def _create(
-        self, generation: int, salt: int, created: float, metadata: Mapping[str, Any], fmt: int = FORMAT
+    def create(
+        self,
+        generation: int,
+        salt: int,
+        created: float,
+        metadata: Mapping[str, Any],
+        sketch_bytes: int,
+        fmt: int = FORMAT,
     ) -> None:
-        """Write the empty files of a generation (not yet current), in format *fmt*."""
+        """Write the empty files of a generation (not yet current), of records with *sketch_bytes* sketches, in
+        format *fmt*."""
         fields = {
             "format": fmt,
             "salt": salt,
             "created": created,
-            "record_bytes": record_dtype(self._sketch_bytes).itemsize,
+            "record_bytes": record_dtype(sketch_bytes).itemsize,
             "metadata": dict(metadata),
             "k": self.k,
             "design": self.design.name,
         }
         for kind, magic in (("records", MAGIC), ("urls", URLS_MAGIC), ("deleted", DELETED_MAGIC)):
-            fd = os.open(self._file(kind, generation), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            fd = os.open(self.file(kind, generation), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             try:
                 write_all(fd, header(magic, fields if kind == "records" else {"format": fmt, "salt": salt}))
                 os.fsync(fd)
             finally:
                 os.close(fd)
 
-    def _rewrite_headers(self, generation: int, fds: Mapping[str, int]) -> None:
-        """Make the headers of *generation* (open as *fds*) say the format rows are written in (``_write_format``:
+    def rewrite_headers(self, generation: int, fds: Mapping[str, int], write_format: int) -> None:
+        """Make the headers of *generation* (open as *fds*) say the format rows are written in (*write_format*:
         format 3 becomes :data:`FORMAT`; a format-5 index stays format 5) and this backend's design,
         the records file's first, each synced before the next: an older version refuses the records file
         before any record it cannot read is written.  Only the bytes that change are written (one digit of the
         format, when the design is the same), so a write cut short leaves a header of one version or the
         other."""
         for kind, magic in (("records", MAGIC), ("urls", URLS_MAGIC), ("deleted", DELETED_MAGIC)):
-            path = self._file(kind, generation)
+            path = self.file(kind, generation)
             old = pread(fds[kind], HEADER_SIZE, 0)
             fields = read_header(fds[kind], path, magic)
-            fields["format"] = self._write_format
+            fields["format"] = write_format
             if kind == "records":
                 fields["design"] = self.design.name
             new = header(magic, fields)
@@ -132,7 +145,7 @@ class IndexDirectory:
             finally:
                 os.close(fd)
 
-    def _write_current(self, generation: int) -> None:
+    def write_current(self, generation: int) -> None:
         """Make *generation* current: write ``CURRENT.tmp``, then rename it to ``CURRENT`` (atomically)."""
         tmp = self.path / "CURRENT.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -144,21 +157,21 @@ class IndexDirectory:
         os.replace(tmp, self.path / "CURRENT")
         fsync_dir(self.path)
 
-    def _current_is(self, generation: int) -> bool:
+    def current_is(self, generation: int) -> bool:
         """Whether CURRENT names *generation* (False if it cannot be read)."""
         try:
-            return self._generation() == generation
+            return self.generation() == generation
         except (OSError, CorruptIndexError):
             return False
 
-    def _discard(self, generation: int) -> None:
+    def discard(self, generation: int) -> None:
         """Remove what a creation or compaction of *generation* that failed wrote (best effort)."""
         runs = [path for _, _, path in run_names(self.path, generation)]
-        for path in (*(self._file(kind, generation) for kind in KINDS), *runs, self.path / "CURRENT.tmp"):
+        for path in (*(self.file(kind, generation) for kind in KINDS), *runs, self.path / "CURRENT.tmp"):
             with contextlib.suppress(OSError):
                 path.unlink()
 
-    def _remove_stale(self, generation: int) -> None:
+    def remove_stale(self, generation: int) -> None:
         """Remove the files of generations other than *generation* (a compaction's old one, or what one that
         died left) and a stale ``CURRENT.tmp``.  Readers that hold them open go on reading them."""
         for stale in self.path.iterdir():
@@ -172,35 +185,36 @@ class IndexDirectory:
                 with contextlib.suppress(FileNotFoundError):
                     stale.unlink()
 
-    def _create_index(self) -> None:
-        """Create generation 1 and make it current; if that fails (a full disk), remove what was written."""
+    def create_index(self, metadata: Mapping[str, Any], created: float, sketch_bytes: int) -> None:
+        """Create generation 1 (of *metadata*, *created* then, records with *sketch_bytes* sketches) and make it
+        current; if that fails (a full disk), remove what was written."""
         try:
             fmt = format_for(self.design.n_tables)
-            self._create(1, secrets.randbits(63), self._clock(), self._requested or {}, fmt)
-            self._write_current(1)
+            self.create(1, secrets.randbits(63), created, metadata, sketch_bytes, fmt)
+            self.write_current(1)
         except BaseException:
-            if not self._current_is(1):
-                self._discard(1)
+            if not self.current_is(1):
+                self.discard(1)
             raise
 
-    def _open_generation(self) -> tuple[int, dict[str, int]] | None:
+    def open_generation(self) -> tuple[int, dict[str, int]] | None:
         """Read CURRENT and open the files of its generation, all at once: ``(generation, fds)``, or None if
         there is no CURRENT.  If a compaction switched CURRENT in between (and removed the files it named), try
         again with the new one."""
-        flags = os.O_RDONLY if self._readonly else os.O_RDWR | os.O_APPEND
+        flags = os.O_RDONLY if self.readonly else os.O_RDWR | os.O_APPEND
         for attempt in range(_OPEN_ATTEMPTS):
-            generation = self._generation()
+            generation = self.generation()
             if generation is None:
                 return None
             fds: dict[str, int] = {}
             try:
                 for kind in KINDS:
-                    fds[kind] = os.open(self._file(kind, generation), flags)
+                    fds[kind] = os.open(self.file(kind, generation), flags)
             except FileNotFoundError:
                 close_all(fds)
-                if self._generation() != generation:
+                if self.generation() != generation:
                     continue  # a compaction switched to its new generation and removed this one
-                missing = next(self._file(k, generation) for k in KINDS if k not in fds)
+                missing = next(self.file(k, generation) for k in KINDS if k not in fds)
                 raise CorruptIndexError(
                     f"{missing} is missing: the index {self.path} is incomplete, or its CURRENT is damaged "
                     f"({self.path / 'CURRENT'} names generation {generation})"
@@ -208,7 +222,7 @@ class IndexDirectory:
             except BaseException:
                 close_all(fds)
                 raise
-            if attempt + 1 < _OPEN_ATTEMPTS and self._generation() != generation:
+            if attempt + 1 < _OPEN_ATTEMPTS and self.generation() != generation:
                 close_all(fds)  # CURRENT moved on meanwhile: open the newer generation
                 continue
             return generation, fds
@@ -216,7 +230,7 @@ class IndexDirectory:
             errno.ENOENT, f"the index {self.path} was compacted {_OPEN_ATTEMPTS} times while being opened; try again"
         )
 
-    def _no_index(self) -> Exception:
+    def no_index(self) -> Exception:
         """The error of a read-only open where there is no CURRENT."""
         if not self.path.exists():
             return FileNotFoundError(f"no index at {self.path}")

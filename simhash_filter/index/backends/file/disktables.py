@@ -20,7 +20,7 @@ Run files are derived data; the records are the truth.  A block of entries that 
 it is made again from the columns in memory (:class:`~.runfiles.RunColumns`), with a warning (once per run file;
 ``info()["damaged_blocks"]`` counts them), and a writer writes that run file again in the merge thread; a run file of
 format 1 (entries without checks) is written again the same way.  A spill that fails (a full disk) leaves the rows
-in memory, stored (:meth:`DiskTables._seal` says why), and is tried again later.
+in memory, stored (:meth:`DiskTables.spill` says why), and is tried again later.
 """
 
 from __future__ import annotations
@@ -30,15 +30,17 @@ import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from simhash_filter.index.backends.base import MetadataMismatchError
 from simhash_filter.index.backends.file.errors import CorruptIndexError
-from simhash_filter.index.backends.file.records import HEADER_SIZE, record_checks
 from simhash_filter.index.backends.file.runfiles import MergeCancelled, RunFile, run_names, write_run
-from simhash_filter.index.tables import TableDesign
+from simhash_filter.index.backends.memory.tables import BoundedTables
+
+if TYPE_CHECKING:
+    from simhash_filter.index.backends.file.rows import FileRows
 
 __all__ = ["MERGE_FACTOR", "MODE_FILE", "TABLE_MODES", "DiskTables"]
 
@@ -55,42 +57,29 @@ MODE_FILE = "TABLES"
 
 
 class DiskTables:
-    """Run files for :class:`~simhash_filter.index.backends.file.FileBackend` (a mixin before the memory
-    backend: it overrides its sealing, its lower buckets and its sketches)."""
+    """The run files of :class:`~simhash_filter.index.backends.file.FileBackend`'s older rows: opened with a
+    generation, written when the rows in memory reach *spill_rows* (:meth:`spill`), merged in a thread of their own;
+    they read the fingerprints, times and refusals of *rows*, and drop *tables*' runs once a spill holds their
+    rows.  *lock* is the store's (a merge swaps its run file in under it)."""
 
-    path: Path
-    design: TableDesign
-    _readonly: bool
-    _salt: int
-    _generation_number: int
-    _fds: dict[str, int]
-    _record: np.dtype
-    _fps: np.ndarray
-    _times: np.ndarray
-    _refused: np.ndarray
-    _refused_dtype: np.dtype
-    _sketches: np.ndarray
-    _sketch_base: int
-    _sketch_bytes: int
-    _n: int
-    _sealed: int
-    _lock: threading.Lock
-    _runs: list[Any]
-    _buffer_size: int
-    _folds: bool
-    _lead_masks: np.ndarray
-    _format: int
-    _stored_design: Any
-
-    def _init_tables(self, mode: str, spill_rows: int) -> None:
+    def __init__(
+        self, rows: FileRows, tables: BoundedTables, lock: threading.Lock, *, mode: str, spill_rows: int
+    ) -> None:
         if mode not in TABLE_MODES:
             raise ValueError(f"tables must be one of {', '.join(TABLE_MODES)}, got {mode!r}")
         if isinstance(spill_rows, bool) or not isinstance(spill_rows, int) or spill_rows < 1:
             raise ValueError(f"spill_rows must be an int >= 1, got {spill_rows!r}")
+        self._rows = rows
+        self._tables = tables
+        self._lock = lock
+        self.path = rows.path
+        self.design = tables.design
+        self._lead_masks = np.array(tables.design.lead_masks, dtype=np.uint64)
+        self._readonly = rows.readonly
         self._table_mode = mode
-        self._spill_rows = spill_rows
+        self.spill_rows = spill_rows
         self._disk: list[RunFile] = []
-        self._spilled = 0  # rows below this are in run files
+        self.spilled = 0  # rows below this are in run files
         self._merger: threading.Thread | None = None  # the merge under way
         self._stop_merging = threading.Event()
         self._damaged_blocks = 0  # blocks of entries found damaged (and made again) since opening
@@ -108,22 +97,23 @@ class DiskTables:
         """Whether the tables of older rows are kept in run files (decided on the first open for ``auto``)."""
         return self._table_mode == "disk"
 
-    def _open_runs(self, total: int) -> int:
+    def open_runs(self, total: int) -> int:
         """Open this generation's run files that tile rows ``0..S-1`` (leaving out damaged ones and those a merge
         replaced), fill the columns of those rows (reserved for *total* rows), reserve the sketches of the rows read
         from the records; S (0 without tables on disk)."""
         at = self._tile_runs(total)
-        self._spilled = self._sealed = self._sketch_base = at
+        self.spilled = at
+        self._tables.clear(at)
         self._merge_later()  # a run file of format 1 written again with checks (a writer), or a merge a close stopped
-        self._sketches = np.empty((total - at, self._sketch_bytes), dtype=np.uint8)  # the rows read from records
+        self._rows.rebase_sketches(at, total - at)  # the rows read from records
         return at
 
     def _tile_runs(self, total: int) -> int:
-        """:meth:`_open_runs`' run files: the rows they hold."""
-        found = sorted(run_names(self.path, self._generation_number), key=lambda f: (f[0], -f[1]))
+        """:meth:`open_runs`' run files: the rows they hold."""
+        found = sorted(run_names(self.path, self._rows.generation), key=lambda f: (f[0], -f[1]))
         marker = self.path / MODE_FILE
         if self._table_mode == "auto":
-            self._table_mode = "disk" if (found or marker.exists()) and self._sketch_bytes else "memory"
+            self._table_mode = "disk" if (found or marker.exists()) and self._rows.sketch_bytes else "memory"
         elif not self._readonly and (self._table_mode == "disk") != marker.exists():  # what auto opens next
             if self._table_mode == "disk":
                 marker.write_text("disk\n", encoding="ascii")
@@ -131,15 +121,15 @@ class DiskTables:
                 marker.unlink()
         if self._table_mode != "disk":
             return 0
-        if not self._sketch_bytes:
+        if not self._rows.sketch_bytes:
             raise ValueError("tables=disk keeps the tables of a two-stage index (one that keeps sketches)")
-        self._folds = False  # run files keep row numbers of whole fingerprints, at every k (a query of k <= 3 too)
-        if self._stored_design not in (None, self.design.name):  # opened with another design: its run files stay
+        self._tables.folds = False  # run files keep row numbers of whole fingerprints, at every k (k <= 3 too)
+        if self._rows.stored_design not in (None, self.design.name):  # opened with another design: its run files stay
             if found and not self._readonly:
                 raise MetadataMismatchError(
-                    f"{self.path}: the index keeps the tables of the design {self._stored_design} on disk: open it "
-                    f"with that design (the SIMHASH_EXPECTED_PAGES it was built for), or rebuild it for another size "
-                    "with `simhash-filter index rebuild`"
+                    f"{self.path}: the index keeps the tables of the design {self._rows.stored_design} on disk: "
+                    "open it with that design (the SIMHASH_EXPECTED_PAGES it was built for), or rebuild it for another "
+                    "size with `simhash-filter index rebuild`"
                 )
             return 0
         at = 0
@@ -147,13 +137,15 @@ class DiskTables:
             if start != at or end > total:
                 if start == at:
                     raise CorruptIndexError(
-                        f"{path} holds the tables of rows up to {end}, but {self._file_name()} ends at row {total}: "
-                        "the records file was cut"
+                        f"{path} holds the tables of rows up to {end}, but {self._rows.file_name()} ends at row "
+                        f"{total}: the records file was cut"
                     )
                 self._stale(path)
                 continue
             try:
-                run = RunFile.open(path, self._salt, self.design, self._columns(start, end), on_damage=self._damaged)
+                run = RunFile.open(
+                    path, self._rows.salt, self.design, self._columns(start, end), on_damage=self._damaged
+                )
             except (CorruptIndexError, OSError, ValueError) as exc:
                 logger.warning("simhash index %s: %s; its rows are read from the records", self.path, exc)
                 self._stale(path)
@@ -172,61 +164,57 @@ class DiskTables:
             else "read as it is until it is written again with checks, from its columns, in the background",
         )  # fmt: skip
 
-    def _file_name(self) -> Path:
-        return self.path / f"records.{self._generation_number}"
-
     def _stale(self, path: Path) -> None:
         if not self._readonly:
             path.unlink(missing_ok=True)
 
-    def _seal(self) -> None:
-        """Write the rows in memory as a run file once they are ``spill_rows`` (then merge run files), else seal
-        the buffer into a run in memory.
+    def spill(self) -> bool:
+        """Write the rows in memory as a run file once they are ``spill_rows`` (then merge run files): True if it
+        did (the tables then seal no run in memory: :meth:`~simhash_filter.index.backends.memory.tables.
+        BoundedTables.seal`), False if it is not due or failed (the buffer becomes a run in memory).
 
         A spill that fails (a full disk, an I/O error) does not fail the add that reached it: the add's records are
-        written (:meth:`_store_keys` returned), so the page is stored - it survives a crash and every open finds it -
-        and the run file is derived from those records.  Failing the add would tell the caller "not stored" about a
-        page that is; rolling its records back instead would throw away pages the index can keep, all the adds of a
-        long full-disk spell rather than the one spill.  So the rows stay in memory (in runs, as with
+        written (:meth:`~.rows.FileRows.keep` returned), so the page is stored - it survives a crash and every open
+        finds it - and the run file is derived from those records. Failing the add would tell the caller "not stored"
+        about a page that is; rolling its records back instead would throw away pages the index can keep, all the adds
+        of a long full-disk spell rather than the one spill. So the rows stay in memory (in runs, as with
         ``tables=memory``: their tables cost memory until a spill works), with a warning once, and the spill is tried
-        again after :meth:`_spill_pause` more rows.  A disk still full then fails the next add's record write, which
-        is the add told that it failed (nothing of it stored)."""
+        again after :meth:`_spill_pause` more rows. A disk still full then fails the next add's record write, which is
+        the add told that it failed (nothing of it stored)."""
         if not self._spill_due():
-            super()._seal()  # type: ignore[misc]
-            return
-        start, end = self._spilled, self._n
+            return False
+        start, end = self.spilled, self._rows.stored
         try:
             run = self._spill(start, end)
         except (OSError, CorruptIndexError) as exc:
             self._spill_failed(start, end, exc)
-            super()._seal()  # type: ignore[misc]
-            return
+            return False
         if self._spill_failures:
             logger.warning("simhash index %s: rows %d..%d written to a run file at last", self.path, start, end - 1)
         self._spill_failures = 0
         self._disk.append(run)
-        self._runs = []
-        self._spilled = self._sealed = end
-        self._sketch_base = end  # nothing past the sealed rows yet: no sketch to carry over
-        self._sketches = np.empty((self._buffer_size, self._sketch_bytes), dtype=np.uint8)
+        self.spilled = end
+        self._rows.rebase_sketches(end, self._tables.buffer_size)  # nothing past the spilled rows yet
         self._merge_later()
+        return True
 
     def _spill_due(self) -> bool:
         """Whether the rows in memory are to be written as a run file now."""
         if self._table_mode != "disk" or self._readonly:
             return False
-        return self._n - self._spilled >= self._spill_rows and self._n >= self._spill_again_at
+        return self._rows.stored - self.spilled >= self.spill_rows and self._rows.stored >= self._spill_again_at
 
     def _spill(self, start: int, end: int) -> RunFile:
         """The run file of rows ``start..end-1``, written (their keys and records synced first) and opened."""
-        for fd in (self._fds["urls"], self._fds["records"]):  # the rows a run file covers are on the disk first
+        fds = self._rows.fds
+        for fd in (fds["urls"], fds["records"]):  # the rows a run file covers are on the disk first
             os.fsync(fd)
         return self._run_file(start, self._columns(start, end))
 
     def _spill_failed(self, start: int, end: int, exc: Exception) -> None:
         """Note a failed spill: a warning the first time in a row, the next try after :meth:`_spill_pause` rows."""
         self._spill_failures += 1
-        self._spill_again_at = self._n + self._spill_pause()
+        self._spill_again_at = self._rows.stored + self._spill_pause()
         logger.log(
             logging.WARNING if self._spill_failures == 1 else logging.DEBUG,
             "simhash index %s: writing rows %d..%d to a run file failed (%s); they are stored (their records are "
@@ -237,21 +225,21 @@ class DiskTables:
     def _spill_pause(self) -> int:
         """Rows added between two tries of a failed spill: an eighth of ``spill_rows`` (a try on a disk that is
         still full writes up to a run file's bytes before it fails), at least a buffer."""
-        return max(self._buffer_size, self._spill_rows // 8)
+        return max(self._tables.buffer_size, self.spill_rows // 8)
 
     def _columns(self, start: int, end: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The fingerprints, added times and refusals of rows ``start..end-1`` (views: a row's never change)."""
-        return self._fps[start:end], self._times[start:end], self._refused[start:end]
+        return self._rows.fingerprints[start:end], self._rows.times[start:end], self._rows.refusals[start:end]
 
     def _run_file(
         self, start: int, columns: tuple[np.ndarray, np.ndarray, np.ndarray], cancelled: Any = lambda: False
     ) -> RunFile:
         """Write and open the run file of the rows from *start* whose *columns* these are."""
         path = write_run(
-            self.path, self._generation_number, self._salt, self.design, start, *columns, self._format,
+            self.path, self._rows.generation, self._rows.salt, self.design, start, *columns, self._rows.format,
             cancelled=cancelled,
         )  # fmt: skip
-        return RunFile.open(path, self._salt, self.design, columns, read=False, on_damage=self._damaged)
+        return RunFile.open(path, self._rows.salt, self.design, columns, read=False, on_damage=self._damaged)
 
     def _merge_later(self) -> None:
         """Write a run file again in a thread of its own (one at a time: only this changes run files other than the
@@ -322,34 +310,17 @@ class DiskTables:
             if merger is self._merger:  # it stopped without swapping (closing, or a failure)
                 return
 
-    def _lower_buckets(self, fingerprint: int, leads: list[int]) -> Iterator[tuple[np.ndarray, np.ndarray, Any]]:
+    def lower_buckets(self, fingerprint: int, leads: list[int]) -> Iterator[tuple[np.ndarray, np.ndarray, Any]]:
         """Per run file, the rows of the page's blocks (its buckets' rows whose whole lead is the page's), their
         fingerprints (in memory: the entries are row numbers) and tables, in one numpy pass."""
         for run in self._disk:
             rows, tables = run.buckets(leads)
             if len(rows):
-                values = self._fps[rows]
+                values = self._rows.fingerprints[rows]
                 same = ((values ^ np.uint64(fingerprint)) & self._lead_masks[tables]) == 0
                 yield values[same], rows[same], tables[same]
 
-    def _sketch_of(self, row: int) -> bytes:
-        """A row's sketch: from memory, or (a row in a run file) from its record, checked."""
-        if row >= self._sketch_base:
-            return super()._sketch_of(row)  # type: ignore[misc]
-        size = self._record.itemsize
-        data = os.pread(self._fds["records"], size, HEADER_SIZE + row * size)
-        record = np.frombuffer(data, dtype=self._record) if len(data) == size else None
-        if record is None or record_checks(record, self._salt)[0] != record["check"][0] or (
-            record["fp"][0] != self._fps[row]
-        ):
-            at = HEADER_SIZE + row * size
-            raise CorruptIndexError(
-                f"{self._file_name()}: record {row} (bytes {at}..{at + size}) is damaged, or the run file holding its "
-                "row is"
-            )
-        return record["sketch"][0].tobytes()
-
-    def _close_runs(self) -> None:
+    def close(self) -> None:
         """Stop a merge under way (it stops between two tables, its file removed) and close the run files."""
         if self._merger is not None:
             self._stop_merging.set()
@@ -359,19 +330,21 @@ class DiskTables:
         for run in self._disk:
             run.close()
         self._disk = []
-        self._spilled = 0
+        self.spilled = 0
         self._damage_told = set()
 
-    def _tables_info(self) -> dict[str, Any]:
+    def info(self) -> dict[str, Any]:
+        """The tables' part of the store's ``info()``."""
         return {
             "tables": self._table_mode,
             "run_files": len(self._disk),
-            "rows_in_run_files": self._spilled,
+            "rows_in_run_files": self.spilled,
             "run_file_bytes": sum(os.fstat(run.fd).st_size for run in self._disk),
             "damaged_blocks": self._damaged_blocks,
             "spills_failed": self._spill_failures,
         }
 
     @property
-    def _directories_nbytes(self) -> int:
+    def nbytes(self) -> int:
+        """Bytes of the run files' directories in memory."""
         return sum(run.nbytes for run in self._disk)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -15,17 +14,18 @@ __all__ = ["NotesFile"]
 
 
 class NotesFile:
-    """``notes.json`` beside the index's files, for :class:`~simhash_filter.index.backends.file.FileBackend`
-    (a mixin)."""
-
-    path: Path
-    _lock: threading.Lock
-    _readonly: bool
-    _sync: bool
+    """``notes.json`` in the directory *path*, for :class:`~simhash_filter.index.backends.file.FileBackend`
+    (*readonly*: never written; *sync*: each change synced, and the directory after it).  The caller serialises
+    the writes."""
 
     NOTES_FILE = "notes.json"
 
-    def notes(self) -> dict[str, int]:
+    def __init__(self, path: Path, *, readonly: bool, sync: bool) -> None:
+        self.path = path
+        self.readonly = readonly
+        self.sync = sync
+
+    def read(self) -> dict[str, int]:
         """The counters of ``notes.json`` (none when it is missing; a damaged file counts as none, with its
         name in the log of the caller's next write, which replaces it)."""
         try:
@@ -36,29 +36,27 @@ class NotesFile:
             return {}
         return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool)}
 
-    def add_notes(self, increments: Mapping[str, int]) -> dict[str, int]:
+    def add(self, increments: Mapping[str, int]) -> dict[str, int]:
         """Add to the counters and write ``notes.json`` anew (a temporary file renamed over it: a crash leaves
         the old file or the new one)."""
-        with self._lock:
-            self._check_open()
-            notes = self.notes()
-            if not increments:
-                return notes
-            if self._readonly:
-                raise ValueError("the index was opened read-only: its notes cannot change")
-            for key, n in increments.items():
-                notes[key] = notes.get(key, 0) + int(n)
-            target = self.path / self.NOTES_FILE
-            tmp = target.with_name(f".{self.NOTES_FILE}.{os.getpid()}.tmp")
-            data = json.dumps(notes, sort_keys=True, separators=(",", ":")).encode("utf-8")
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-            try:
-                write_all(fd, data)
-                if self._sync:
-                    os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(tmp, target)
-            if self._sync:
-                fsync_dir(self.path)
+        notes = self.read()
+        if not increments:
             return notes
+        if self.readonly:
+            raise ValueError("the index was opened read-only: its notes cannot change")
+        for key, n in increments.items():
+            notes[key] = notes.get(key, 0) + int(n)
+        target = self.path / self.NOTES_FILE
+        tmp = target.with_name(f".{self.NOTES_FILE}.{os.getpid()}.tmp")
+        data = json.dumps(notes, sort_keys=True, separators=(",", ":")).encode("utf-8")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            write_all(fd, data)
+            if self.sync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, target)
+        if self.sync:
+            fsync_dir(self.path)
+        return notes

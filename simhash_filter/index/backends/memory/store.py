@@ -1,0 +1,194 @@
+"""The stores over bounded tables: :class:`TablesBackend`, the base of the memory and the on-disk stores.
+
+Both answer every call the same way: the rows' columns are appended to (:class:`~.rows.Columns`), the bounded tables
+(:class:`~.tables.BoundedTables`) are sealed when the buffer is full and answer the queries and the checks, all under
+one lock.  What differs is the rows object a store passes in: where a row's key and older sketches are kept, which
+rows are hidden, and whether rows move to tables on disk (:class:`~.tables.RowSource`).  So the write path and the
+query calls are written once here, and a store is its rows plus what it adds (opening, deleting, export); no store
+overrides a method of this class other than the public ones of :class:`~simhash_filter.index.backends.base.Backend`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+import numpy as np
+
+from simhash_filter.index.backends.base import Backend, Candidate
+from simhash_filter.index.backends.memory.tables import BoundedTables, RowSource
+from simhash_filter.index.bound import DEFAULT_BOUND, CheckBound
+from simhash_filter.index.tables import Match, TableDesign
+
+__all__ = ["RowStore", "TablesBackend"]
+
+
+class RowStore(RowSource, Protocol):
+    """A :class:`~.tables.RowSource` that rows are appended to (:class:`~.rows.Columns` is one)."""
+
+    @property
+    def nbytes(self) -> int: ...
+
+    def append_one(self, fingerprint: int, key: str, sketch: np.ndarray | None, refused: int) -> None: ...
+
+    def append_many(self, fingerprints: np.ndarray, keys: Sequence[str], sketches: np.ndarray) -> None: ...
+
+    def clear(self) -> None: ...
+
+    def configure(self, sketch_bytes: int, spare: int) -> None: ...
+
+
+class TablesBackend(Backend):
+    """A store of *rows* (a :class:`RowStore`) with bounded tables over them; thread-safe: one lock serialises
+    every call, so :meth:`check_and_add` and :meth:`add_and_candidates` are atomic."""
+
+    def __init__(
+        self,
+        *,
+        k: int,
+        design: TableDesign,
+        metadata: Mapping[str, Any] | None,
+        rows: RowStore,
+        buffer_size: int,
+        merge_factor: int,
+    ) -> None:
+        super().__init__(k=k, design=design, metadata=metadata)
+        self.tables = BoundedTables(rows, k=k, design=design, buffer_size=buffer_size, merge_factor=merge_factor)
+        rows.configure(self._sketch_bytes, buffer_size)
+        self._rows = rows
+        self._all_tables = (1 << design.n_tables) - 1  # a page every table refused is not stored
+        self._lock = threading.Lock()
+        self._closed = False
+
+    # -- introspection ---------------------------------------------------------------------------
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held in numpy arrays (fingerprints, sketches, refusals, tables, offsets); keys are not counted."""
+        return self._rows.nbytes + self.tables.nbytes
+
+    @property
+    def run_sizes(self) -> list[int]:
+        """Sizes of the sorted runs, oldest first, then the unsorted buffer's size."""
+        return self.tables.run_sizes
+
+    @property
+    def rows(self) -> int:
+        """Every row stored, the dead and expired ones too: no scan (the page limit reads it on every add)."""
+        return self._rows.stored
+
+    def close(self) -> None:
+        """Drop the arrays; later calls raise ``ValueError``."""
+        with self._lock:
+            self._closed = True
+            self._rows.clear()
+            self.tables.clear()
+
+    def ensure_open(self) -> None:
+        """Raise ``ValueError`` once the store is closed."""
+        if self._closed:
+            raise ValueError("operation on a closed index backend")
+
+    # -- writes ----------------------------------------------------------------------------------
+
+    def _sketch_rows(self, sketches: Sequence[bytes] | None, m: int) -> np.ndarray:
+        """*sketches* as an ``(m, sketch_bytes)`` array, checked: required exactly when the index keeps them."""
+        size = self._sketch_bytes
+        if not size:
+            if sketches is not None:
+                raise ValueError("this index keeps no sketches: store fingerprints and keys only")
+            return np.empty((m, 0), dtype=np.uint8)
+        if sketches is None or len(sketches) != m:
+            raise ValueError(f"this index keeps a {size}-byte sketch beside each fingerprint: give one per key")
+        for sketch in sketches:
+            if not isinstance(sketch, bytes) or len(sketch) != size:
+                raise ValueError(f"a sketch must be {size} bytes, got {type(sketch).__name__} of {len(sketch)}")
+        return np.frombuffer(b"".join(sketches), dtype=np.uint8).reshape(m, size)
+
+    def _add_one(self, fingerprint: int, key: str, sketch: np.ndarray | None = None, refused: int = 0) -> None:
+        if sketch is None and self._sketch_bytes:
+            raise ValueError("this index keeps a sketch beside each fingerprint: use add_and_candidates")
+        self._rows.append_one(fingerprint, key, sketch, refused)
+        self.tables.added()
+
+    def add(self, fingerprint: int, key: str, sketch: bytes | None = None) -> None:
+        """Store one fingerprint (and its sketch, in an index that keeps sketches)."""
+        rows = self._sketch_rows(None if sketch is None else [sketch], 1)
+        with self._lock:
+            self.ensure_open()
+            self._add_one(fingerprint, key, rows[0] if self._sketch_bytes else None)
+
+    def add_many(self, fingerprints: np.ndarray, keys: Sequence[str], sketches: Sequence[bytes] | None = None) -> None:
+        """Store many fingerprints; a large batch becomes one sorted run directly."""
+        rows = self._sketch_rows(sketches, len(fingerprints))
+        with self._lock:
+            self.ensure_open()
+            if len(fingerprints) == 0:
+                return
+            self._rows.append_many(fingerprints, keys, rows)
+            self.tables.added()
+
+    # -- reads -----------------------------------------------------------------------------------
+
+    def candidates(self, fingerprint: int, k: int, bound: CheckBound = DEFAULT_BOUND) -> list[Candidate]:
+        """The candidates within *k* under *bound*, nearest first, ties in insertion order; nothing stored."""
+        if not self._sketch_bytes:
+            self._no_sketches()
+        with self._lock:
+            self.ensure_open()
+            return self.tables.bounded(fingerprint, None, bytes(self._sketch_bytes), k, bound, self._verify_bytes)[0]
+
+    def add_and_candidates(
+        self, fingerprint: int, key: str, sketch: bytes, k: int, bound: CheckBound = DEFAULT_BOUND
+    ) -> list[Candidate]:
+        """Atomically: the candidates within *k* under *bound*, then this page stored in the tables that take
+        it (none: not stored)."""
+        if not self._sketch_bytes:
+            self._no_sketches()
+        row = self._sketch_rows([sketch], 1)[0]
+        with self._lock:
+            self.ensure_open()
+            found, refused = self.tables.bounded(fingerprint, key, sketch, k, bound, self._verify_bytes)
+            if refused != self._all_tables:
+                self._add_one(fingerprint, key, row, refused)
+            return found
+
+    def _no_sketches(self) -> None:
+        raise NotImplementedError("this index keeps no sketches (its metadata has no sketch_bytes)")
+
+    def query(self, fingerprint: int, k: int) -> list[Match]:
+        """Every stored fingerprint within *k*, nearest first, ties in insertion order."""
+        with self._lock:
+            self.ensure_open()
+            return self.tables.matches(fingerprint, k)
+
+    def check_and_add(self, fingerprint: int, key: str, k: int) -> Match | None:
+        """Atomically: the nearest stored fingerprint within *k*, or add this one and return None."""
+        with self._lock:
+            self.ensure_open()
+            found = self.tables.matches(fingerprint, k)
+            if found:
+                return found[0]
+            self._add_one(fingerprint, key)
+            return None
+
+    def check_and_add_many(self, fingerprints: np.ndarray, keys: Sequence[str], k: int) -> list[Match | None]:
+        """:meth:`check_and_add` for each pair in order, under one lock."""
+        with self._lock:
+            self.ensure_open()
+            out: list[Match | None] = []
+            for fp, key in zip(fingerprints.tolist(), keys, strict=True):
+                found = self.tables.matches(fp, k)
+                if found:
+                    out.append(found[0])
+                else:
+                    self._add_one(fp, key)
+                    out.append(None)
+            return out
+
+    def query_many(self, fingerprints: np.ndarray, k: int) -> list[list[Match]]:
+        """Every stored fingerprint within *k* of each query, vectorised over the batch."""
+        with self._lock:
+            self.ensure_open()
+            return self.tables.matches_many(fingerprints, k)

@@ -1,0 +1,532 @@
+"""The bounded tables: the runs, the buffer and the query engines over the rows of a store.
+
+:class:`BoundedTables` holds the permuted tables of a store's rows (the runs of :mod:`.runs`, oldest first, and the
+newest rows in no run: the buffer) and answers every question a store asks of them: the rows within k of a
+fingerprint (:meth:`~BoundedTables.hits`, :meth:`~BoundedTables.matches`), of a batch
+(:meth:`~BoundedTables.matches_many`), and the bounded check of two-stage detection (:meth:`~BoundedTables.bounded`,
+:mod:`simhash_filter.index.bound`).  It reads the rows only through :class:`RowSource`, the contract between the
+tables and a store (the memory store's rows in :mod:`.rows`, the on-disk store's in
+:mod:`simhash_filter.index.backends.file.rows`).
+
+One job, the query engines over the tables, in one module of over 400 lines: the three engines (exact hits, the
+bounded check and the batch probe) share the bucket reading (:meth:`BoundedTables.buckets`) and the runs' layout.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Iterator
+from itertools import accumulate
+from typing import Any, Protocol
+
+import numpy as np
+
+from simhash_filter.index.backends.base import Candidate
+from simhash_filter.index.backends.memory.runs import Run, build_run
+from simhash_filter.index.bound import CheckBound, take
+from simhash_filter.index.tables import Match, TableDesign, filters_on_folds, fold16, fold16_array
+from simhash_filter.model.sketch import similarity
+
+__all__ = ["BoundedTables", "Part", "RowSource"]
+
+#: With fewer candidates than this, fetch and verify them all instead of filtering on folds first.
+_FOLD_FILTER_MIN = 48
+#: With at most this many candidates left, verify them in Python (cheaper than numpy calls).
+_PY_VERIFY_MAX = 24
+#: A bounded check filters a bucket on the page's whole lead in numpy when it is longer than this (a bucket names
+#: only a lead's top bits in a small run); a shorter one's few hits within k are filtered after.
+_BLOCK_FILTER_MIN = 64
+#: A bounded check with at most this many hits within k sorts them into their tables in Python (cheaper than numpy).
+_PY_HITS_MAX = 32
+#: Queries per step of :meth:`BoundedTables.matches_many` (bounds its temporary memory).
+_BATCH = 2048
+
+#: One bucket read for a query: ``(values, rows, table)``: the entries' whole fingerprints (or 16-bit folds), their
+#: rows, and their table (an int), or each entry's table (an array: tables kept on disk).
+Part = tuple[np.ndarray, np.ndarray, Any]
+
+
+class RowSource(Protocol):
+    """The contract between :class:`BoundedTables` and a store: what the engines read of the stored rows.
+
+    Rows are numbered from 0 in the order they were stored.  The columns are read on every call (a store may
+    grow them into new arrays): row *r*'s fingerprint is ``fingerprints[r]`` and the tables that refused it
+    ``refusals[r]`` (bit *t*: table *t*), for every *r* below :attr:`stored`.
+    """
+
+    @property
+    def fingerprints(self) -> np.ndarray:
+        """The rows' fingerprints (``uint64``, at least :attr:`stored` long)."""
+        ...
+
+    @property
+    def refusals(self) -> np.ndarray:
+        """The tables that refused each row (an unsigned array, at least :attr:`stored` long)."""
+        ...
+
+    @property
+    def stored(self) -> int:
+        """The rows stored (hidden ones too)."""
+        ...
+
+    def key(self, row: int) -> str:
+        """A row's key."""
+        ...
+
+    def sketch(self, row: int) -> bytes:
+        """A row's sketch (a two-stage index)."""
+        ...
+
+    def hides_rows(self) -> bool:
+        """Whether some rows must not be returned (then :meth:`hidden` is asked of each hit)."""
+        ...
+
+    def hidden(self, row: int) -> bool:
+        """Whether a row must not be returned (deleted, or expired)."""
+        ...
+
+    def lower_buckets(self, fingerprint: int, leads: list[int]) -> Iterator[Part]:
+        """The rows in the query's blocks (the same whole lead: *leads*) of tables kept outside the runs (run
+        files on disk), older than every run's, as parts whose table is an array (each row's)."""
+        ...
+
+    def spill(self) -> bool:
+        """Move the rows to tables kept outside the runs if the store does that now (True: it did, every stored
+        row is in the lower buckets, and the runs are dropped); asked when the buffer is full."""
+        ...
+
+
+class BoundedTables:
+    """The runs and the buffer over a :class:`RowSource`'s rows, and the engines that read them.
+
+    Rows below :attr:`sealed` are in runs (or, after a spill, in the source's lower buckets), the rest is the
+    buffer, scanned whole.  A full buffer (``buffer_size`` rows) becomes a run; a run is rebuilt together with the
+    newer run after it while it is at most ``merge_factor`` times larger.
+    """
+
+    def __init__(self, source: RowSource, *, k: int, design: TableDesign, buffer_size: int, merge_factor: int) -> None:
+        if isinstance(buffer_size, bool) or not isinstance(buffer_size, int) or buffer_size < 1:
+            raise ValueError(f"buffer_size must be an int >= 1, got {buffer_size!r}")
+        if isinstance(merge_factor, bool) or not isinstance(merge_factor, int) or merge_factor < 1:
+            raise ValueError(f"merge_factor must be an int >= 1, got {merge_factor!r}")
+        self.source = source
+        self.design = design
+        self.buffer_size = buffer_size
+        self.merge_factor = merge_factor
+        #: Tables of 16-bit folds and row ids (k <= 3), else of whole fingerprints.
+        self.folds = filters_on_folds(k)
+        moves = design.lead_moves
+        #: (shift, mask) of each table's lead, when every lead is one span of adjacent blocks (else None)
+        self._spans = [(s, m) for ((s, m, _),) in moves] if all(len(mv) == 1 for mv in moves) else None
+        self._lead_masks = np.array(design.lead_masks, dtype=np.uint64)
+        self.runs: list[Run] = []
+        #: Rows below this are in runs (or the source's lower buckets), the rest is the buffer.
+        self.sealed = 0
+
+    # -- the runs --------------------------------------------------------------------------------
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the runs' arrays."""
+        return sum(run.nbytes for run in self.runs)
+
+    @property
+    def run_sizes(self) -> list[int]:
+        """Sizes of the runs, oldest first, then the buffer's size."""
+        return [run.size for run in self.runs] + [self.source.stored - self.sealed]
+
+    def clear(self, sealed: int = 0) -> None:
+        """Drop the runs: the rows below *sealed* are in the source's lower buckets, the rest in the buffer."""
+        self.runs = []
+        self.sealed = sealed
+
+    def added(self) -> None:
+        """Rows were stored: seal the buffer if it is full (:meth:`seal`)."""
+        if self.source.stored - self.sealed >= self.buffer_size:
+            self.seal()
+
+    def seal(self) -> None:
+        """Hand the rows to the source's lower tables if it takes them now (:meth:`RowSource.spill`), else turn
+        the buffer into a run, then merge runs that have become of similar size."""
+        n = self.source.stored
+        if self.source.spill():
+            self.clear(n)
+            return
+        runs = self.runs
+        runs.append(self._run(self.sealed, n))
+        self.sealed = n
+        while len(runs) >= 2 and runs[-2].size <= self.merge_factor * runs[-1].size:
+            older, newer = runs[-2:]
+            runs[-2:] = [self._run(older.start, newer.end)]
+
+    def _run(self, start: int, end: int) -> Run:
+        """The tables of rows ``start..end-1``."""
+        refused = self.source.refusals[start:end]
+        return build_run(self.source.fingerprints[start:end], start, self.design, self.folds, refused)
+
+    # -- exact queries ---------------------------------------------------------------------------
+
+    def matches(self, fingerprint: int, k: int) -> list[Match]:
+        """Every row within *k* not hidden, nearest first, ties in insertion order."""
+        key = self.source.key
+        return [Match(key(r), d, f) for d, r, f in self.hits(fingerprint, k)]
+
+    def _leads(self, fingerprint: int) -> list[int]:
+        """The fingerprint's lead value for every table (:meth:`TableDesign.lead_values`)."""
+        if self._spans is None:
+            return self.design.lead_values(fingerprint)
+        return [(fingerprint >> s) & m for s, m in self._spans]
+
+    def hits(self, fingerprint: int, k: int) -> list[tuple[int, int, int]]:
+        """(distance, row, fingerprint) of the rows within *k* found through the tables (all of them up to the
+        design's k), hidden ones left out, nearest first, ties in insertion order."""
+        if not self.folds:
+            return self._hits_exact(fingerprint, k)
+        source = self.source
+        fps = source.fingerprints
+        n = source.stored
+        hits: list[tuple[int, int, int]] = []  # (distance, row, fingerprint)
+        if self.runs:
+            leads = self._leads(fingerprint)
+            row_parts = []
+            fold_parts = []
+            for run in self.runs:
+                for (_, off, folds, rows, drop), lead in zip(run.tables, leads, strict=True):
+                    b = lead >> drop
+                    lo = off[b]
+                    hi = off[b + 1]
+                    if hi != lo:
+                        row_parts.append(rows[lo:hi])
+                        fold_parts.append(folds[lo:hi])
+            if row_parts:
+                cand = np.concatenate(row_parts) if len(row_parts) > 1 else row_parts[0]
+                if len(cand) > _FOLD_FILTER_MIN:
+                    qfold = np.uint16(fold16(fingerprint))
+                    if len(fold_parts) > 1:
+                        folds = np.concatenate(fold_parts)
+                        folds ^= qfold
+                    else:
+                        folds = fold_parts[0] ^ qfold  # never in place: a view of the table
+                    cand = cand[np.bitwise_count(folds) <= k]
+                if len(cand) <= _PY_VERIFY_MAX:
+                    for r, f in zip(cand.tolist(), fps[cand].tolist(), strict=True):
+                        d = (f ^ fingerprint).bit_count()
+                        if d <= k:
+                            hits.append((d, r, f))
+                else:
+                    _verify(fps[cand], fingerprint, k, hits, cand)
+        if n > self.sealed:  # scan the buffer
+            _verify(fps[self.sealed : n], fingerprint, k, hits, self.sealed)
+        if hits and source.hides_rows():
+            hits = [hit for hit in hits if not source.hidden(hit[1])]
+        if len(hits) > 1:
+            hits = sorted(set(hits))  # a match can be found through several tables
+        return hits
+
+    def buckets(self, fingerprint: int, blocks: bool = False) -> list[Part]:
+        """The query's bucket in every table of every run (after the source's lower buckets), when not empty;
+        with *blocks*, only the entries of the page's block (a bucket names only a lead's top bits in a small run:
+        there the entries of other leads are left out, so that a flood in one block never costs a page of
+        another block more than a numpy pass)."""
+        parts: list[Part] = []
+        masks = self.design.lead_masks
+        leads = self._leads(fingerprint)
+        parts.extend(self.source.lower_buckets(fingerprint, leads))
+        if self.runs:
+            folds = self.folds
+            fps = self.source.fingerprints
+            for run in self.runs:
+                for t, ((_, off, values, rows, drop), lead) in enumerate(zip(run.tables, leads, strict=True)):
+                    b = lead >> drop
+                    lo = off[b]
+                    hi = off[b + 1]
+                    if hi == lo:
+                        continue
+                    part_values, part_rows = values[lo:hi], rows[lo:hi]
+                    if blocks and (drop or folds):
+                        if folds:  # tables of 16-bit folds (k <= 3): the rows' whole fingerprints
+                            part_values = fps[part_rows]
+                        if drop and hi - lo > _BLOCK_FILTER_MIN:  # (a short bucket's hits are checked after)
+                            same = ((part_values ^ np.uint64(fingerprint)) & np.uint64(masks[t])) == 0
+                            part_values, part_rows = part_values[same], part_rows[same]
+                    parts.append((part_values, part_rows, t))
+        return parts
+
+    def _hits_exact(self, fingerprint: int, k: int) -> list[tuple[int, int, int]]:
+        """:meth:`hits` over tables of fingerprints: the buckets and the buffer verified in one pass."""
+        source = self.source
+        parts = self.buckets(fingerprint)
+        sealed, n = self.sealed, source.stored
+        values = [v for v, _, _ in parts]
+        if n > sealed:  # the buffer, scanned whole
+            values.append(source.fingerprints[sealed:n])
+        if not values:
+            return []
+        x = _xor(values, fingerprint)
+        dist = np.bitwise_count(x)
+        sel = np.flatnonzero(dist <= k)
+        if not len(sel):
+            return []
+        rows = np.concatenate([r for _, r, _ in parts]) if parts else np.empty(0, dtype=np.uint32)
+        total = len(rows)
+        hits = {
+            (d, int(rows[pos]) if pos < total else sealed + pos - total, xv ^ fingerprint)
+            for pos, d, xv in zip(sel.tolist(), dist[sel].tolist(), x[sel].tolist(), strict=True)
+        }  # a match is found through several tables
+        if source.hides_rows():
+            return sorted(hit for hit in hits if not source.hidden(hit[1]))
+        return sorted(hits)
+
+    # -- the bounded check -----------------------------------------------------------------------
+
+    def _full_blocks(self, parts: list[Part], x: np.ndarray, limit: int) -> int:
+        """The tables whose block of the page holds *limit* entries or more (bit *t*: table *t*; the bound's rule
+        3), hidden rows counted: *parts* are the page's buckets, *x* their values then the buffer's XOR the page's
+        fingerprint.  A table whose buckets and buffer hold fewer entries in all is not counted (the usual case)."""
+        n_tables = len(self._lead_masks)
+        upper = np.zeros(n_tables, dtype=np.int64)
+        for values, _, t in parts:
+            if isinstance(t, int):
+                upper[t] += len(values)
+            else:
+                upper += np.bincount(t, minlength=n_tables)
+        n = self.source.stored
+        buffer = n - self.sealed
+        if not (upper + buffer >= limit).any():
+            return 0
+        counts = np.zeros(n_tables, dtype=np.int64)
+        at = 0
+        for values, _, t in parts:
+            part = x[at : at + len(values)]
+            at += len(values)
+            if isinstance(t, int):
+                counts[t] += int(np.count_nonzero((part & self._lead_masks[t]) == 0))
+            else:
+                same = (part & self._lead_masks[t]) == 0
+                counts += np.bincount(np.asarray(t)[same], minlength=n_tables)
+        if buffer:
+            xb = x[at:]
+            refused = self.source.refusals[self.sealed : n]
+            for t in np.flatnonzero(upper + buffer >= limit).tolist():
+                taken = ((refused >> refused.dtype.type(t)) & 1) == 0
+                counts[t] += int(np.count_nonzero(((xb & self._lead_masks[t]) == 0) & taken))
+        full = 0
+        for t in np.flatnonzero(counts >= limit).tolist():
+            full |= 1 << t
+        return full
+
+    def block_hits(
+        self, fingerprint: int, k: int, per_table: int, limit: int = 0
+    ) -> tuple[list[list[tuple[int, int]]], int]:
+        """For each table, ``(distance, row)`` of the *per_table* nearest rows (then the earliest) it holds in the
+        page's block (the same lead) within *k*, and of every such row at distance 0 (hidden rows left out): the
+        blocks and the buffer verified in one numpy pass, the nearest chosen in numpy too, so that a block crowded
+        with pages near this one (that do not verify) costs a numpy pass, not a Python loop; and the tables whose
+        block holds *limit* entries (:meth:`_full_blocks`; 0: not asked)."""
+        source = self.source
+        masks = self.design.lead_masks
+        parts = self.buckets(fingerprint, blocks=True)
+        sealed, n = self.sealed, source.stored
+        values = [v for v, _, _ in parts]
+        if n > sealed:  # the buffer, scanned whole
+            values.append(source.fingerprints[sealed:n])
+        hits: list[list[tuple[int, int]]] = [[] for _ in masks]
+        if not values:
+            return hits, 0
+        x = _xor(values, fingerprint)
+        full = self._full_blocks(parts, x, limit) if limit else 0
+        dist = np.bitwise_count(x)
+        sel = np.flatnonzero(dist <= k)
+        if not len(sel):
+            return hits, full
+        lengths = [len(v) for v, _, _ in parts]
+        total = sum(lengths)
+        if len(sel) <= _PY_HITS_MAX:  # the usual case: a few hits, sorted into their tables in Python
+            return self._few_hits(parts, lengths, total, sel, dist, x, hits), full
+        in_runs = sel[sel < total]
+        tables, rows, dists = [], [], []
+        if len(in_runs):
+            table = np.concatenate([np.full(len(r), t) if isinstance(t, int) else t for _, r, t in parts])[in_runs]
+            same = (x[in_runs] & self._lead_masks[table]) == 0  # in the page's block (a bucket may be wider)
+            tables.append(table[same])
+            rows.append(np.concatenate([r for _, r, _ in parts])[in_runs[same]].astype(np.int64))
+            dists.append(dist[in_runs[same]])
+        in_buffer = sel[sel >= total]
+        if len(in_buffer):  # in the tables that took the row and whose whole lead it shares
+            xb = x[in_buffer]
+            refused = source.refusals[in_buffer - total + sealed]
+            for t, mask in enumerate(masks):
+                ok = in_buffer[((xb & np.uint64(mask)) == 0) & ((refused >> t) & 1 == 0)]
+                tables.append(np.full(len(ok), t))
+                rows.append((ok - total + sealed).astype(np.int64))
+                dists.append(dist[ok])
+        table, row, d = (np.concatenate(a) for a in (tables, rows, dists))
+        if source.hides_rows():
+            shown = np.fromiter((not source.hidden(r) for r in row.tolist()), dtype=bool, count=len(row))
+            table, row, d = table[shown], row[shown], d[shown]
+        if len(row) > per_table:  # each table's nearest, then earliest, and those at distance 0
+            order = np.lexsort((row, d, table))
+            table, row, d = table[order], row[order], d[order]
+            first = np.searchsorted(table, table, side="left")
+            keep = (np.arange(len(table)) - first < per_table) | (d == 0)
+            table, row, d = table[keep], row[keep], d[keep]
+        for t, r, dd in zip(table.tolist(), row.tolist(), d.tolist(), strict=True):
+            hits[t].append((dd, r))
+        return hits, full
+
+    def _few_hits(
+        self,
+        parts: list[Part],
+        lengths: list[int],
+        total: int,
+        sel: np.ndarray,
+        dist: np.ndarray,
+        x: np.ndarray,
+        hits: list[list[tuple[int, int]]],
+    ) -> list[list[tuple[int, int]]]:
+        """:meth:`block_hits` for a few positions *sel* within k of the buckets (*parts*) and the buffer."""
+        source = self.source
+        masks = self.design.lead_masks
+        ends = list(accumulate(lengths))
+        sealed = self.sealed
+        all_refused = source.refusals
+        for pos, d, xv in zip(sel.tolist(), dist[sel].tolist(), x[sel].tolist(), strict=True):
+            if pos < total:
+                part = bisect_right(ends, pos)
+                _, rows, t = parts[part]
+                at = pos - ends[part] + lengths[part]
+                if not isinstance(t, int):  # a part of several tables (tables on disk)
+                    t = int(t[at])
+                if not xv & masks[t]:  # in the page's block (a bucket may be wider)
+                    hits[t].append((d, int(rows[at])))
+                continue
+            row = sealed + pos - total  # in the buffer: in the tables that took it and whose lead it shares
+            refused = int(all_refused[row])
+            for t, mask in enumerate(masks):
+                if not (refused >> t) & 1 and not xv & mask:
+                    hits[t].append((d, row))
+        if source.hides_rows():
+            hits = [[hit for hit in table if not source.hidden(hit[1])] for table in hits]
+        return hits
+
+    def bounded(
+        self, fingerprint: int, key: str | None, sketch: bytes, k: int, bound: CheckBound, verify_bytes: int
+    ) -> tuple[list[Candidate], int]:
+        """The bounded check (:func:`~simhash_filter.index.bound.take`): the candidates, and the tables that
+        refuse the page (*key* None: a query that stores nothing, and so refuses nothing); a candidate verifies
+        when the first *verify_bytes* of the sketches are at least ``bound.min_similarity`` alike."""
+        source = self.source
+        verdicts: dict[int, bool] = {}
+        fps, t, part = source.fingerprints, bound.min_similarity, verify_bytes
+        read: dict[int, bytes] = {}
+
+        def sketch_of(row: int) -> bytes:
+            if row not in read:
+                read[row] = source.sketch(row)
+            return read[row]
+
+        def verified(row: int) -> bool:
+            if row not in verdicts:
+                verdicts[row] = similarity(sketch[:part], sketch_of(row)[:part]) >= t
+            return verdicts[row]
+
+        def own(row: int) -> bool:
+            return key is not None and int(fps[row]) == fingerprint and source.key(row) == key
+
+        limit = bound.block_pages if key is not None else 0  # a query refuses nothing
+        hits, full = self.block_hits(fingerprint, k, bound.per_table, limit)
+        chosen, refused = take(hits, bound, verified, own, full)
+        found = [Candidate(source.key(r), d, int(fps[r]), sketch_of(r)) for d, r in chosen]
+        return found, refused
+
+    # -- batches ---------------------------------------------------------------------------------
+
+    def matches_many(self, fingerprints: np.ndarray, k: int) -> list[list[Match]]:
+        """Every row within *k* of each query (hidden ones left out), vectorised over the batch."""
+        source = self.source
+        n = source.stored
+        out: list[list[Match]] = [[] for _ in range(len(fingerprints))]
+        if n == 0 or len(fingerprints) == 0:
+            return out
+        runs = list(self.runs)
+        if n > self.sealed:  # a throwaway run over the buffer
+            runs.append(self._run(self.sealed, n))
+        fps = source.fingerprints
+        hiding = source.hides_rows()
+        for lo in range(0, len(fingerprints), _BATCH):
+            qs = fingerprints[lo : lo + _BATCH]
+            qidx, rows, dist = self._probe_batch(runs, qs, k)
+            if not len(qidx):
+                continue
+            order = np.lexsort((rows, dist, qidx))
+            qidx, rows, dist = qidx[order], rows[order], dist[order]
+            keep = np.ones(len(qidx), dtype=bool)
+            keep[1:] = (qidx[1:] != qidx[:-1]) | (rows[1:] != rows[:-1])
+            qidx, rows, dist = qidx[keep], rows[keep], dist[keep]
+            for qi, r, d, f in zip((qidx + lo).tolist(), rows.tolist(), dist.tolist(), fps[rows].tolist(), strict=True):
+                if not (hiding and source.hidden(r)):
+                    out[qi].append(Match(source.key(r), d, f))
+        return out
+
+    def _probe_batch(self, runs: list[Run], qs: np.ndarray, k: int) -> tuple[np.ndarray, ...]:
+        """(query index, row, distance) of every match of the queries *qs* in *runs*, unsorted (a match found
+        through several tables more than once)."""
+        fps = self.source.fingerprints
+        design = self.design
+        folds = self.folds
+        leads = [design.lead_array(qs, t) for t in range(design.n_tables)]
+        qkeys = fold16_array(qs) if folds else qs
+        found_q, found_r, found_d = [], [], []
+        for run in runs:
+            for (off, _, values, rows, drop), lead in zip(run.tables, leads, strict=True):
+                b = (lead >> np.uint64(drop) if drop else lead).astype(np.intp)
+                start = off[b].astype(np.intp)
+                lens = off[b + 1].astype(np.intp)
+                lens -= start
+                ends = np.cumsum(lens)
+                total = int(ends[-1])
+                if total == 0:
+                    continue
+                # candidate j of query i sits at start[i] + j: one arange shifted per query
+                pos = np.repeat(start - ends + lens, lens)
+                pos += np.arange(total, dtype=np.intp)
+                dist = np.bitwise_count(values[pos] ^ np.repeat(qkeys, lens))
+                hit = np.flatnonzero(dist <= k)
+                qidx = np.searchsorted(ends, hit, side="right")
+                cand = rows[pos[hit]].astype(np.int64)
+                if folds:  # fetch and verify the candidates that pass the fold filter
+                    dist = np.bitwise_count(fps[cand] ^ qs[qidx])
+                    sel = dist <= k
+                    qidx, cand, dist = qidx[sel], cand[sel], dist[sel]
+                else:  # exact already
+                    dist = dist[hit]
+                found_q.append(qidx)
+                found_r.append(cand)
+                found_d.append(dist)
+        if not found_q:
+            empty = np.empty(0, dtype=np.int64)
+            return empty, empty, empty
+        return np.concatenate(found_q), np.concatenate(found_r), np.concatenate(found_d)
+
+
+def _verify(
+    values: np.ndarray, fingerprint: int, k: int, hits: list[tuple[int, int, int]], rows: np.ndarray | int
+) -> None:
+    """Append (distance, row, fingerprint) of the *values* within *k* to *hits*.
+
+    *rows* are the values' rows, or the row of the first value when they are consecutive.
+    """
+    dist = np.bitwise_count(values ^ np.uint64(fingerprint))
+    sel = np.flatnonzero(dist <= k)
+    if len(sel):
+        found = sel + rows if isinstance(rows, int) else rows[sel]
+        hits.extend(zip(dist[sel].tolist(), found.tolist(), values[sel].tolist(), strict=True))
+
+
+def _xor(values: list[np.ndarray], fingerprint: int) -> np.ndarray:
+    """The *values* side by side, each XOR *fingerprint* (a new array: the values are views of the tables)."""
+    if len(values) == 1:
+        return values[0] ^ np.uint64(fingerprint)
+    x = np.concatenate(values)
+    x ^= np.uint64(fingerprint)
+    return x
