@@ -102,7 +102,7 @@ class FileBackend(TablesBackend):
         try:
             if not readonly:
                 self._directory.take_lock()
-            with self._lock:  # a merge that the open starts swaps its run file in under the lock once the open is done
+            with self._lock:  # a merge that the open starts swaps its run file in once the open is done
                 self._load()
         except BaseException:
             self._release()
