@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Iterator, Sequence
 
 import numpy as np
@@ -12,7 +13,7 @@ from simhash_filter.index.backends.memory.tables import Part
 __all__ = ["Columns", "MemoryRows"]
 
 
-class Columns:
+class Columns(abc.ABC):
     """The rows' fingerprints, refusals (bit *t*: table *t* refused the row), sketches and, if *timed*, the times
     they were added, in arrays grown by a quarter (and ``spare`` rows) when full; rows below :attr:`stored` are
     stored.  The sketches of rows below :attr:`sketch_base` are kept elsewhere (a store with tables on disk reads
@@ -104,10 +105,10 @@ class Columns:
         self.keep(fingerprints, keys, sketches, self.refusals[n : n + m])
         self.stored = n + m
 
+    @abc.abstractmethod
     def keep(self, fingerprints: np.ndarray, keys: Sequence[str], sketches: np.ndarray, refused: np.ndarray) -> None:
         """Keep the *keys* of the rows about to be appended (with their *fingerprints*, *sketches* and the tables
         that *refused* them): a store's rows define it."""
-        raise NotImplementedError
 
 
 class MemoryRows(Columns):
