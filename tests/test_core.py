@@ -24,12 +24,12 @@ from simhash_filter.model import sketch as sketch_mod
 from simhash_filter.model.config import FingerprintConfig
 from simhash_filter.model.features import Features
 from simhash_filter.model.fingerprint import Fingerprinter
-from simhash_filter.model.html import NotHtml, parse
+from simhash_filter.model.html import NotHtml, page_bytes
 
 CFG = DEFAULTS.fingerprint
 UNDER_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
-needs_core = pytest.mark.skipif(core.compiled_walk is None, reason=f"no compiled core here: {core.describe()}")
+needs_core = pytest.mark.skipif(core.compiled_lexbor_walk is None, reason=f"no compiled core here: {core.describe()}")
 
 
 def _hostile_pages() -> list[str | bytes]:
@@ -58,15 +58,15 @@ def _pages() -> list[str | bytes]:
 
 def _extract_both(page: str | bytes, max_elements: int):
     try:
-        parsed = parse(page, None, CFG.max_bytes)
+        data = page_bytes(page, None, CFG.max_bytes)[0]
     except NotHtml:
         return None, None
-    if parsed.root is None:
+    if not data:
         return None, None
     kwargs = {"dom_decay": CFG.dom_decay, "boilerplate_weight": CFG.boilerplate_weight}
     with reference_core():
-        reference = extract_mod.extract(parsed.root, max_elements=max_elements, **kwargs)
-    compiled = extract_mod.extract(parsed.root, max_elements=max_elements, **kwargs)
+        reference = extract_mod.extract_page(data, max_elements=max_elements, **kwargs)
+    compiled = extract_mod.extract_page(data, max_elements=max_elements, **kwargs)
     return reference, compiled
 
 
@@ -74,9 +74,9 @@ def _extract_both(page: str | bytes, max_elements: int):
 @pytest.mark.parametrize("max_elements", [CFG.max_elements, 7])
 def test_compiled_walk_extracts_what_the_reference_walk_extracts(max_elements):
     """On the test pages and hostile ones (deep nesting, 2 MB text nodes, NUL and invalid bytes, comments and
-    PIs, 60k elements), at the default element cap and at a tiny one, the compiled walk and split give the
+    PIs, 60k elements), at the default element cap and at a tiny one, the compiled guard, walk and split give the
     reference's page text and structure."""
-    assert core.compiled_walk is not None
+    assert core.compiled_lexbor_walk_split is not None
     for page in _pages():
         reference, compiled = _extract_both(page, max_elements)
         assert reference == compiled
@@ -101,29 +101,13 @@ _PIECES = st.sampled_from(
 def test_compiled_split_weights_what_the_reference_weights(pieces, dom_decay, boilerplate_weight):
     """On random pages made of navigation, link lists, tables, counters, CJK text with line breaks, Unicode
     spaces and digits of other scripts, the compiled split gives the reference's texts and structure exactly."""
-    root = parse("".join(pieces), None, CFG.max_bytes).root
-    if root is None:
-        return
+    data = "".join(pieces).encode("utf-8")
     kwargs = {"dom_decay": dom_decay, "boilerplate_weight": boilerplate_weight, "max_elements": CFG.max_elements}
     with reference_core():
-        reference = extract_mod.extract(root, **kwargs)
-    compiled = extract_mod.extract(root, **kwargs)
+        reference = extract_mod.extract_page(data, **kwargs)
+    compiled = extract_mod.extract_page(data, **kwargs)
     assert reference == compiled
     assert list(reference.structure.items()) == list(compiled.structure.items())
-
-
-@needs_core
-def test_an_attribute_with_entity_references_is_left_to_the_reference_walk():
-    """An attribute value that is not plain text nodes (an XML tree with unresolved entities) makes the compiled
-    walk decline, and extract() then gives the reference's answer."""
-    from lxml import etree
-
-    parser = etree.XMLParser(resolve_entities=False)
-    xml = b'<!DOCTYPE r [<!ENTITY e "nav">]><r><div class="x &e; y">menu text</div><p>body text here</p></r>'
-    root = etree.fromstring(xml, parser)
-    assert core.compiled_walk(root, 100, extract_mod.BOILERPLATE_TAGS, extract_mod._boilerplate_words) is None
-    kwargs = {"dom_decay": CFG.dom_decay, "boilerplate_weight": CFG.boilerplate_weight, "max_elements": 100}
-    assert extract_mod.extract(root, **kwargs) == extract_mod._extract_walk(root, **kwargs)
 
 
 @needs_core
@@ -260,7 +244,7 @@ def test_ci_runs_the_compiled_core():
     """Under CI the package was installed with a compiler at hand: the compiled core must have been built."""
     if os.environ.get(core.PURE_ENV, "") not in ("", "0"):
         pytest.skip(f"{core.PURE_ENV} is set")
-    assert core.compiled_walk is not None, core.describe()
+    assert core.compiled_lexbor_walk is not None, core.describe()
 
 
 def test_a_missing_extension_falls_back_with_one_warning(tmp_path):

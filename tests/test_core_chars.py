@@ -20,7 +20,7 @@ from simhash_filter.model.extract import PageText
 from simhash_filter.model.features import WORD
 from simhash_filter.model.fingerprint import Fingerprinter
 
-_core = pytest.importorskip("simhash_filter.model._core") if core.compiled_walk is not None else None
+_core = pytest.importorskip("simhash_filter.model._core") if core.compiled_lexbor_walk is not None else None
 pytestmark = pytest.mark.skipif(_core is None, reason=f"no compiled core here: {core.describe()}")
 
 _ALL = range(0x110000)

@@ -60,7 +60,7 @@ def test_100k_deep_nesting_through_the_parser():
 def test_20k_deep_tree_walked_without_recursion():
     """A tree 20,000 elements deep, past the parser's 256 levels (built with lxml, which takes quadratic time
     to: 100,000 would take a minute), with a text and a tail at every level and a boilerplate class every 1,000,
-    walks to the reference's extraction, whole and cut at a small cap."""
+    read element by element gives the event walk's extraction, whole and cut at a small cap."""
     root = etree.Element("html")
     el = etree.SubElement(root, "body")
     for i, word in enumerate(_words(20_000)):
@@ -69,11 +69,9 @@ def test_20k_deep_tree_walked_without_recursion():
         el.tail = f"tail{i % 97}"
     kwargs = {"dom_decay": CFG.dom_decay, "boilerplate_weight": CFG.boilerplate_weight}
     for cap in (CFG.max_elements, 10_000, SMALL_CAP):
-        compiled = extract_mod.extract(root, max_elements=cap, **kwargs)
-        assert compiled == extract_mod._extract_walk(root, max_elements=cap, **kwargs), cap
-        with reference_core():
-            assert compiled == extract_mod.extract(root, max_elements=cap, **kwargs), cap
-        assert compiled.truncated is (cap < 20_002)
+        page = extract_mod.extract(root, max_elements=cap, **kwargs)
+        assert page == extract_mod._extract_walk(root, max_elements=cap, **kwargs), cap
+        assert page.truncated is (cap < 20_002)
 
 
 def test_one_4mb_text_node():

@@ -89,7 +89,7 @@ def test_the_sdist_builds_the_same_package(dist: Path):
         names = {name.split("/", 1)[1] for name in tar.getnames() if "/" in name}
     assert {"pyproject.toml", "setup.py", "README.md", "simhash_filter/__init__.py", "simhash_filter/py.typed"} <= names
     assert "simhash_filter/model/_core.pyx" in names  # the compiled core is built from its source
-    assert "simhash_filter/model/_core_walk.pxi" in names  # and its parts by stage
+    assert "simhash_filter/model/_core_walked.pxi" in names  # and its parts by stage
 
 
 def test_installed_command_line_runs(venv: Path, tmp_path: Path):

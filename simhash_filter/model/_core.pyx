@@ -1,13 +1,12 @@
 # cython: language_level=3, embedsignature=True
 """The compiled core, one extension whose parts by stage are Cython includes (``_core_*.pxi``): the nesting guard,
-the model's parser (Lexbor, compiled in) and the walk over its tree, the tree walk over libxml2's nodes of a page that
-lxml parsed, the split, the vote, the text features and the sketch.
+the model's parser (Lexbor, compiled in) and the walk over its tree, the split, the vote, the text features and the
+sketch.
 
-Each gives bit for bit what its pure-Python reference gives.  The walk gives exactly what :func:`simhash_filter.model.extract._extract_walk` collects with ``etree.iterwalk``
-(the reference): the elements in document order with their tags, parents, depths and subtree ends, their
-``class``/``id``/``role`` values, and the text segments in the order of an event walk (an element's text at
-its start, its tail after the end of its subtree), through lxml's own C accessors (``textOf``, ``tailOf``,
-``namespacedName``), so the strings are the ones lxml's ``.text``, ``.tail`` and ``.tag`` return.
+Each gives bit for bit what its pure-Python reference gives.  The walk gives exactly what
+:func:`simhash_filter.model.lexbor.walk` (the reference, through selectolax's Lexbor) collects: the elements in
+document order with their tags, parents, depths and subtree ends, their ``class``/``id``/``role`` marks, and the text
+segments in the order of an event walk (an element's text at its start, its tail after the end of its subtree).
 """
 
 from cpython.bytes cimport PyBytes_FromStringAndSize
@@ -23,12 +22,7 @@ from cpython.unicode cimport (
 from libc.math cimport log, pow, rint, sqrt
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t, uintptr_t
 from libc.stdlib cimport qsort
-from libc.string cimport memchr, memcmp, memcpy, memset, strcmp, strlen
-
-from lxml.includes cimport tree
-from lxml.includes.etreepublic cimport _Element, namespacedName, tailOf, textOf
-
-cimport lxml.includes.etreepublic as cetree
+from libc.string cimport memchr, memcmp, memcpy, memset, strlen
 
 import sys
 from unicodedata import normalize as _normalize
@@ -36,10 +30,8 @@ from unicodedata import normalize as _normalize
 if sys.byteorder != "little":  # the hashes read input words as little-endian integers
     raise ImportError("the compiled core is written for little-endian machines")
 
-cetree.import_lxml__etree()
-
 # One extension, its parts by stage (each a Cython include, compiled into this module):
-include "_core_walk.pxi"          # the tree walk over libxml2's nodes (lxml trees)
+include "_core_walked.pxi"        # what a walk collects, and the class-word judge in C
 include "_core_nesting.pxi"       # the nesting guard (model.nesting, the reference)
 include "_core_lexbor.pxi"        # the model's parser, Lexbor, and the walk over its tree (model.lexbor)
 include "_core_chars.pxi"         # str's character tests and the text's fast normal form, as C tables

@@ -65,9 +65,8 @@ from simhash_filter.model.lexbor import DOCUMENT_OPTIONS as _DOCUMENT_OPTIONS, S
 if _DOCUMENT_OPTIONS != LXB_DOM_DOCUMENT_OPT_WO_EVENTS or _SCRIPTING is not True:
     raise ImportError("the compiled core's Lexbor document options differ from model.lexbor's")
 
-# Static tag ids (the same in every document): invisible or not, their names (None until first met).
+# Static tag ids (the same in every document): invisible or not.
 cdef bint _lx_invisible[LXB_TAG__LAST_ENTRY]
-cdef list _lx_names = [None] * LXB_TAG__LAST_ENTRY
 
 
 def _lx_tables_init():
@@ -313,8 +312,12 @@ cdef int _lx_walk(_Walked w, _LexborPage page, Py_ssize_t max_elements, frozense
 def lexbor_walk(bytes data not None, Py_ssize_t max_elements, frozenset boilerplate_tags, object boilerplate_words,
                 ClassWords class_words=None):
     """``(tag_of, tid, parents, depths, ends, candidates, seg_owner, seg_text, truncated)`` of the page *data* (UTF-8
-    bytes, as the nesting guard left them) parsed by Lexbor: what ``model.lexbor.walk`` gives (see ``walk`` for the
-    fields)."""
+    bytes, as the nesting guard left them) parsed by Lexbor: what ``model.lexbor.walk`` gives.  The elements in
+    document order, stopping after *max_elements* (then ``truncated`` is True and the open elements end at the last
+    one): ``tid`` numbers each element's tag by first appearance (``tag_of`` names the numbers), and ``candidates``
+    are the elements whose tag is in *boilerplate_tags* or whose ``class``, ``id`` or ``role`` satisfies
+    *boilerplate_words* (judged by *class_words* in C where it can); the text segments in the order of an event walk,
+    each with the element that owns it."""
     cdef _Walked w = _Walked()
     cdef _LexborPage page = _LexborPage(data)
     _lx_walk(w, page, max_elements, boilerplate_tags, boilerplate_words, class_words)

@@ -25,8 +25,6 @@ __all__ = [
     "compiled_split",
     "compiled_text_features",
     "compiled_vote",
-    "compiled_walk",
-    "compiled_walk_split",
     "compiled_word_table",
     "describe",
 ]
@@ -38,7 +36,7 @@ PURE_ENV = "SIMHASH_FILTER_PURE_PYTHON"
 
 
 _Compiled = Callable[..., Any] | None
-_NONE: tuple[_Compiled, ...] = (None,) * 13
+_NONE: tuple[_Compiled, ...] = (None,) * 11
 
 
 def _load() -> tuple[tuple[_Compiled, ...], str]:
@@ -57,24 +55,21 @@ def _load() -> tuple[tuple[_Compiled, ...], str]:
             split,
             text_features,
             vote,
-            walk,
-            walk_split,
         )
-    except ImportError as exc:  # not built (no compiler at install time), or built against another lxml
+    except ImportError as exc:  # not built (no compiler at install time)
         logger.warning(
             "simhash-filter: the compiled core is not available (%s); using the pure-Python core, which gives the "
             "same fingerprints more slowly (reinstall with a C compiler to build it)",
             exc,
         )
         return _NONE, f"pure-Python core (compiled core not available: {exc})"
-    compiled = (walk, split, text_features, FeatureCounts, vote, sketch, WordTable, page_fingerprint, walk_split,
-                ClassWords, nesting_guard, lexbor_walk, lexbor_walk_split)  # fmt: skip
+    compiled = (split, text_features, FeatureCounts, vote, sketch, WordTable, page_fingerprint, ClassWords,
+                nesting_guard, lexbor_walk, lexbor_walk_split)  # fmt: skip
     return compiled, "compiled core"
 
 
 _compiled, _description = _load()
 (
-    compiled_walk,
     compiled_split,
     compiled_text_features,
     compiled_counts,
@@ -82,7 +77,6 @@ _compiled, _description = _load()
     compiled_sketch,
     compiled_word_table,
     compiled_page_fingerprint,
-    compiled_walk_split,
     compiled_class_words,
     compiled_guard,
     compiled_lexbor_walk,

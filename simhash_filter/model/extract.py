@@ -1,7 +1,8 @@
 """Walk a parsed page once and weight its visible text by where it stands: main content, other, boilerplate.
 
-The walk is iterative (``etree.iterwalk``), so hostile nesting cannot hit a recursion limit, and it
-visits at most ``max_elements`` elements.  Roles come from generic signals only:
+The page is parsed by Lexbor behind the nesting guard (:func:`extract_page`; :mod:`~simhash_filter.model.lexbor`,
+:mod:`~simhash_filter.model.nesting`); the walk of its tree is iterative, so hostile nesting cannot hit a recursion
+limit, and it visits at most ``max_elements`` elements.  Roles come from generic signals only:
 
 - *boilerplate*: navigation-like elements (``nav``, ``header``, ``footer``, ``aside``, ``menu``, ``form``,
   or a class/id word such as ``nav``, ``menu``, ``sidebar``, ``banner``, ``ad``, ``comments``), and link lists
@@ -39,7 +40,6 @@ from simhash_filter.model.core import (
     compiled_guard,
     compiled_lexbor_walk_split,
     compiled_split,
-    compiled_walk_split,
 )
 from simhash_filter.model.nesting import guard
 from simhash_filter.model.segment import CJK_RUN
@@ -154,17 +154,9 @@ def extract_page(data: bytes, *, dom_decay: float, boilerplate_weight: float, ma
 
 
 def extract(root: etree._Element, *, dom_decay: float, boilerplate_weight: float, max_elements: int) -> PageText:
-    """Split the visible text under the lxml tree ``root`` by role and collect decayed structure features (the model
-    before v6, whose parser was libxml2; :func:`extract_page` is the model's path now)."""
-    if compiled_walk_split is not None:
-        done = compiled_walk_split(
-            root, max_elements, BOILERPLATE_TAGS, _boilerplate_words, _class_words(), dom_decay, boilerplate_weight,
-            _remove_cjk_line_breaks, LINK_LIST_TAGS, _SPLIT_PARAMS,
-        )  # fmt: skip
-        if done is None:  # a tree the compiled walk leaves to the reference (entity references in attributes)
-            return _extract_walk(root, dom_decay, boilerplate_weight, max_elements)
-        texts, structure, elements, truncated = done
-        return PageText(texts=texts, structure=Counter(structure), elements=elements, truncated=truncated)
+    """Split the visible text under the lxml tree ``root`` by role and collect decayed structure features: the model
+    before v6, whose parser was libxml2, in Python only (:func:`extract_page` is the model's path now; this one
+    stays for the benchmarks that read lxml trees: ``bench_fingerprint``'s stages, ``bench_text_kinds``)."""
     # The elements in document order, each read once through a few C-level accessors; everything
     # else (parents, depths, subtree ends, text order, link and boilerplate marks) is computed from
     # these lists.  Trees with other nodes (comments, entities) or more than ``max_elements``

@@ -4,8 +4,7 @@ same fingerprint and the same features with ``simhash_filter.model._core`` as wi
 Each input is checked as bytes (also under settings with tiny caps, other n-gram sizes and sketch shapes that its
 last byte picks), as text decoded with an encoding that its first byte picks, as bytes with that encoding
 declared, and through the extraction alone (walk and split, before the features fold case and cap
-counts) at the default element cap and at a small one that its last byte picks; then the same extractions of the
-trees that lxml's XML parser (entity references left in place) and an HTML parser keeping comments make of it.
+counts) at the default element cap and at a small one that its last byte picks.
 An exception that both cores raise on a page counts as a failure too.
 
     python tests/fuzz/fuzz_core.py --seconds 60       # fuzz for at most 60 s (exit 0: nothing found)
@@ -34,8 +33,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
-
-from lxml import etree
 
 HERE = Path(__file__).resolve().parent
 CORPUS = HERE / "corpus"
@@ -172,37 +169,6 @@ def _walk(html: bytes | str, max_elements: int) -> dict[str, Any]:
     return _extraction(page)
 
 
-#: Trees the page parser never makes, for the walk alone: XML with entity references left in place (in text and in
-#: attribute values), CDATA, comments and processing instructions; HTML with its comments and instructions kept.
-_TREE_PARSERS = {
-    "xml": etree.XMLParser(recover=True, resolve_entities=False, no_network=True, load_dtd=False),
-    "html with comments": etree.HTMLParser(recover=True, no_network=True, remove_comments=False, remove_pis=False,
-                                           default_doctype=False),
-}  # fmt: skip
-
-
-def _tree(data: bytes, parser: str) -> Any:
-    try:
-        return etree.fromstring(data, _TREE_PARSERS[parser])
-    except (etree.LxmlError, ValueError):
-        return None
-
-
-def _tree_extraction(root_of: Callable[[], Any], max_elements: int) -> dict[str, Any]:
-    """What ``extract()`` gives for an lxml tree at an element cap."""
-    m = _model()
-    cfg = m.config.FingerprintConfig()
-
-    def page() -> Any:
-        root = root_of()
-        if root is None:
-            return None
-        kwargs = {"dom_decay": cfg.dom_decay, "boilerplate_weight": cfg.boilerplate_weight}
-        return m.extract.extract(root, max_elements=max_elements, **kwargs)
-
-    return _extraction(page)
-
-
 def _extraction(page_of: Callable[[], Any]) -> dict[str, Any]:
     m = _model()
     try:
@@ -278,19 +244,6 @@ class Checker:
             reference = _walk(html, max_elements)
         return _failure(compiled, reference)
 
-    @staticmethod
-    def walk_tree(data: bytes, parser: str, max_elements: int) -> str | None:
-        """The same for the tree another parser makes of the bytes (one of ``_TREE_PARSERS``).  Where lxml cannot
-        decode a string of the tree, both cores must raise, but the message may differ: they need not meet the
-        bad strings in the same order."""
-        compiled = _tree_extraction(lambda: _tree(data, parser), max_elements)
-        with reference_core():
-            reference = _tree_extraction(lambda: _tree(data, parser), max_elements)
-        for outcome in (compiled, reference):
-            if "raised" in outcome:
-                outcome["raised"] = outcome["raised"].split(":", 1)[0]
-        return _failure(compiled, reference, page=False)
-
     def check(self, data: bytes) -> str | None:
         """All the variants of one fuzz input: None, or the first failure with the variant's name."""
         enc = ENCODINGS[data[0] % len(ENCODINGS)] if data else "utf-8"
@@ -303,11 +256,6 @@ class Checker:
             (f"bytes declared {enc}", lambda: self.analyze(data, enc)),
             ("walk", lambda: self.walk(data, self.max_elements)),
             (f"walk at max_elements={cap}", lambda: self.walk(data, cap)),
-            *(
-                (f"walk of the {parser} tree at max_elements={n}", lambda p=parser, n=n: self.walk_tree(data, p, n))
-                for parser in _TREE_PARSERS
-                for n in (self.max_elements, cap)
-            ),
         )
         for name, run in variants:
             failure = run()
@@ -316,14 +264,12 @@ class Checker:
         return None
 
 
-def _failure(compiled: dict[str, Any], reference: dict[str, Any], *, page: bool = True) -> str | None:
-    """What differs; for a page (bytes or text through the package's parser) also an exception both cores raise
-    alike: not a difference between the cores, still a crash.  (lxml itself raises on some trees the other parsers
-    make: a character reference to a surrogate in XML.)"""
+def _failure(compiled: dict[str, Any], reference: dict[str, Any]) -> str | None:
+    """What differs; also an exception both cores raise alike: not a difference between the cores, still a crash."""
     difference = _first_difference(compiled, reference)
     if difference is not None:
         return difference
-    if page and "raised" in compiled:
+    if "raised" in compiled:
         return f"both cores raise {compiled['raised']}"
     return None
 

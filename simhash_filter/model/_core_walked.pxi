@@ -1,0 +1,122 @@
+# What a walk of a page's tree collects (_Walked, in growing arrays of _Ints), and the judge of class, id and role
+# values in C (ClassWords): shared by the Lexbor walk (_core_lexbor.pxi), the nesting guard and the one pass.
+
+
+cdef class _Ints:
+    """A growing array of Py_ssize_t."""
+    cdef Py_ssize_t* items
+    cdef Py_ssize_t n, cap
+
+    def __cinit__(self):
+        self.cap = 256
+        self.n = 0
+        self.items = <Py_ssize_t*>PyMem_Malloc(self.cap * sizeof(Py_ssize_t))
+        if self.items is NULL:
+            raise MemoryError()
+
+    def __dealloc__(self):
+        PyMem_Free(self.items)
+
+    cdef inline int push(self, Py_ssize_t item) except -1:
+        if self.n == self.cap:
+            self.items = <Py_ssize_t*>_grown(self.items, &self.cap, sizeof(Py_ssize_t))
+        self.items[self.n] = item
+        self.n += 1
+        return 0
+
+    cdef list to_list(self):
+        return [self.items[i] for i in range(self.n)]
+
+
+cdef class ClassWords:
+    """The chrome words and content words of class, id and role values (``extract.BOILERPLATE_WORDS`` and
+    ``CONTENT_WORDS``) in C, to judge an ASCII value from the parser's bytes as ``extract._boilerplate_words`` does:
+    its words (split at whitespace, ``_ - : .`` and lower-to-upper case changes, lower-cased) hold a chrome word
+    and no content word."""
+    cdef bytes blob  # the words, each as a length byte then its letters; chrome words first
+    cdef Py_ssize_t chrome  # where the content words start
+    cdef uint64_t lengths, firsts  # the words' lengths (below 64) and first bytes (mod 64), as bit sets
+
+    def __cinit__(self, frozenset chrome not None, frozenset content not None):
+        parts = []
+        for words in (chrome, content):
+            for word in sorted(words):
+                data = word.encode("ascii")
+                if not 0 < len(data) < 256 or not word.islower():
+                    raise ValueError(f"class words must be lower-case ASCII: {word!r}")
+                parts.append(bytes([len(data)]) + data)
+                self.lengths |= (<uint64_t>1) << min(len(data), 63)
+                self.firsts |= (<uint64_t>1) << (data[0] & 63)
+            if words is chrome:
+                self.chrome = sum(map(len, parts))
+        self.blob = b"".join(parts)
+
+    def __call__(self, str value not None):
+        """:meth:`judge` of *value* (True, False, or None where the reference must judge it)."""
+        cdef bytes data = value.encode("utf-8", "surrogatepass")
+        if b"\0" in data:
+            return None
+        cdef int judged = self.judge(data)
+        return None if judged < 0 else judged == 1
+
+    cdef int kind(self, const char* word, Py_ssize_t n) noexcept:
+        """1 for a chrome word, 2 for a content word, 0 for another (*word* lower-cased)."""
+        cdef const char* blob = self.blob
+        cdef Py_ssize_t i = 0, end = len(self.blob)
+        if not (self.lengths >> min(n, 63)) & 1 or not (self.firsts >> (word[0] & 63)) & 1:
+            return 0
+        while i < end:
+            if blob[i] == n and memcmp(blob + i + 1, word, n) == 0:
+                return 1 if i < self.chrome else 2
+            i += 1 + <uint8_t>blob[i]
+        return 0
+
+    cdef int judge(self, const char* value) noexcept:
+        """1 when the ASCII *value* names chrome, 0 when not, -1 when it is not ASCII (the reference judges it)."""
+        cdef Py_ssize_t i = 0, start, n
+        cdef char word[256]
+        cdef uint8_t c
+        cdef int kind
+        cdef bint chrome = False
+        while True:
+            while value[i] != 0 and _class_separator(value[i]):
+                i += 1
+            if value[i] == 0:
+                return chrome
+            start = i
+            n = 0
+            while value[i] != 0 and not _class_separator(value[i]):
+                c = <uint8_t>value[i]
+                if c >= 0x80:
+                    return -1
+                if i > start and 65 <= c <= 90 and 97 <= <uint8_t>value[i - 1] <= 122:
+                    break  # a lower-to-upper case change ends the word
+                if n < 255:
+                    word[n] = c + 32 if 65 <= c <= 90 else c
+                n += 1
+                i += 1
+            if n < 256:
+                kind = self.kind(word, n)
+                if kind == 2:  # a content word: not chrome, whatever follows
+                    return 0
+                if kind == 1:
+                    chrome = True
+
+
+cdef inline bint _class_separator(char c) noexcept nogil:
+    """Whitespace (as ``\\s`` matches it in ASCII), ``_``, ``-``, ``:`` or ``.``."""
+    return c == 32 or 9 <= c <= 13 or 28 <= c <= 31 or c == 95 or c == 45 or c == 58 or c == 46
+
+
+cdef class _Walked:
+    """What the walk collects: the elements' tag numbers, parents, depths and subtree ends in document order, the
+    boilerplate candidates, and the text segments with their owners (see :func:`lexbor_walk`)."""
+    cdef list tag_of, candidates, seg_text
+    cdef _Ints tid, parent, depth, end, owner, stack
+    cdef bint truncated
+
+    def __cinit__(self):
+        self.tag_of, self.candidates, self.seg_text = [], [], []
+        self.tid, self.parent, self.depth, self.end, self.owner, self.stack = _Ints(), _Ints(), _Ints(), _Ints(), \
+            _Ints(), _Ints()
+        self.truncated = False
