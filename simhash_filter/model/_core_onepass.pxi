@@ -1,6 +1,11 @@
 # --- one pass from a page's text segments to its fingerprint and sketch ---------------------------------------
 # (``Fingerprinter.fingerprint``: the reference's ``page_features`` then ``_decide``, without a Python string per
 # word occurrence and without the page's dict of features)
+#
+# Over 600 lines, and one job: every part here serves this pass and works on its word entries (``_Word``): the
+# word table that keys them, the IDF and the American spelling filled into an entry once per word, the page's
+# buffers that count them, and the UTF-8 readers of the pass's text loop.  Apart, each would be read only beside
+# the others.
 
 
 cdef struct _Word:
