@@ -2,10 +2,11 @@
 one Redis server: memory per node and Redis server time per check.
 
 Both indexes are filled with the same ``--size`` random pages (sketches of the model's size, 128 bytes since model
-v6; 50-byte URLs; the sharded one with its bulk load, the one-server one pipelined), then ``--checks`` add-and-candidates of new pages (half of them
-near-duplicates of stored ones) are timed: wall time per call, and Redis server time per call from ``INFO
-commandstats`` (``evalsha``), summed over the nodes and on the busiest node.  Memory is ``MEMORY USAGE`` of the
-index's keys on each node.  The table design is the one built for ``--expected-pages`` (default: the size).
+v6; 50-byte URLs; the sharded one with its bulk load, the one-server one pipelined), then ``--checks``
+add-and-candidates of new pages (half of them near-duplicates of stored ones) are timed: wall time per call, and
+Redis server time per call from ``INFO commandstats`` (``evalsha``), summed over the nodes and on the busiest node.
+Memory is ``MEMORY USAGE`` of the index's keys on each node.  The table design is the one built for
+``--expected-pages`` (default: the size).
 
     python -m benchmarks.scale.bench_sharded --size 200000 --checks 2000
 
