@@ -5,9 +5,9 @@ avoids from its start, and two crawl processes that learn what one learns."""
 
 from __future__ import annotations
 
+import json
 import random
 import re
-import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -208,7 +208,7 @@ def test_two_crawl_processes_sharing_redis_learn_the_rules_of_one(
     k = DEFAULTS.max_distance
     design = resolve_design(DEFAULTS.tables, k, 10**6, candidates=True)
 
-    def redis_settings(run: str) -> dict[str, str]:
+    def redis_settings(run: str, **more: str) -> dict[str, str]:
         return {
             **AVOID,
             "SCHEDULER": "scrapy_redis.scheduler.Scheduler",
@@ -219,7 +219,7 @@ def test_two_crawl_processes_sharing_redis_learn_the_rules_of_one(
             "REDIS_URL": redis_server.url,
             "SIMHASH_BACKEND": f"{redis_server.url}?prefix={run}",
             "CONCURRENT_REQUESTS": "4",
-            "DOWNLOAD_DELAY": "0.02",  # a crawl long enough for the second process to take its share
+            **more,
         }
 
     def notes(run: str) -> dict[str, int]:
@@ -227,15 +227,15 @@ def test_two_crawl_processes_sharing_redis_learn_the_rules_of_one(
             return backend.notes()
 
     one, two = f"one-{uuid.uuid4().hex[:8]}", f"two-{uuid.uuid4().hex[:8]}"
-    with site.serve(), ThreadPoolExecutor(2) as pool, redis_server.client() as client:
+    with site.serve(), ThreadPoolExecutor(2) as pool:
         bench.crawl(site, tmp_path / "one", redis_settings(one))
-        first = pool.submit(bench.crawl, site, tmp_path / "two-a", redis_settings(two))
-        deadline = time.monotonic() + 60
-        while not client.zcard(f"{two}:site:requests") and not first.done():  # work is queued
-            assert time.monotonic() < deadline, "the first crawl queued nothing"
-            time.sleep(0.05)
-        second = pool.submit(bench.crawl, site, tmp_path / "two-b", redis_settings(two))
-        runs = [first.result(), second.result()]
+        # the two processes take turns (tests/crawl_gate.py): both take part, however the two are scheduled
+        futures = []
+        for me in (0, 1):
+            turn = {"TURNS_MINE": f"{two}:turn:{me}", "TURNS_OTHER": f"{two}:turn:{1 - me}"}
+            gate = {"DOWNLOADER_MIDDLEWARES": json.dumps({"tests.crawl_gate.TakeTurns": 950}), **turn}
+            futures.append(pool.submit(bench.crawl, site, tmp_path / f"two-{me}", redis_settings(two, **gate)))
+        runs = [future.result() for future in futures]
     assert all(run.get("response_received_count", 0) > 0 for run in runs), "one process fetched nothing"
     alone, together = (_rules(notes(run)) for run in (one, two))
     assert together == alone

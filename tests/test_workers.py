@@ -155,6 +155,7 @@ def test_sigterm_to_the_process_group_stops_the_crawl_quietly(tmp_path, site_por
     cmd = [sys.executable, "-m", "scrapy.cmdline", "crawl", "site", "-a", f"start_urls={start_urls(site_port)}",
            "-s", f"LOG_FILE={log}", "-s", "LOG_LEVEL=INFO", "-s", "SIMHASH_BACKEND=memory://",
            "-s", "SIMHASH_PROCESSES=1", "-s", "CONCURRENT_REQUESTS=1", "-s", "DOWNLOAD_DELAY=0.3",
+           "-s", "DOWNLOADER_MIDDLEWARES={\"crawl_gate.WorkersFirst\": 950}",  # no page before the worker is ready
            "-O", f"{tmp_path / 'items.jsonl'}:jsonlines"]  # fmt: skip
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env(), start_new_session=True, stderr=subprocess.PIPE)
     try:

@@ -88,6 +88,11 @@ class FingerprintExecutor:
 
     # --- worker processes (SIMHASH_PROCESSES) -------------------------------------------------------
 
+    @property
+    def workers_ready(self) -> bool:
+        """Whether a worker process is ready to take pages now (checked without waiting)."""
+        return self._pool is not None and self._pool.ready
+
     def start(self) -> None:
         """Start the worker processes (``SIMHASH_PROCESSES``) without waiting for them: pages are
         fingerprinted in the reactor thread until one of them is ready (about 0.3 s)."""
