@@ -561,11 +561,6 @@ class RedisBackend(Backend):
         if len(fingerprints):
             self._call("m", 0, fingerprints, keys, checked, masks=masks)
 
-    def query_in(self, tables: Sequence[int], fingerprint: int, k: int) -> list[Match]:
-        """:meth:`query` over some of the design's *tables* only."""
-        (reply,) = self._call("q", k, [fingerprint], None, tables=tables)
-        return decode_matches(reply[0])
-
     def counted_pages(self) -> int:
         """The pages this shard counted (``pages`` of its meta hash: :mod:`.sharded`)."""
         self._check_open()
