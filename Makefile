@@ -31,7 +31,7 @@ demo: $(VENV)/.installed
 	$(BIN)/python -m crawler.demo
 
 demo-dedup: $(VENV)/.installed
-	$(BIN)/python -m benchmarks.data.make_sample $(OUT)/sample.jsonl
+	$(BIN)/python -m devsites.sample $(OUT)/sample.jsonl
 	$(BIN)/simhash-filter dedup $(OUT)/sample.jsonl --output $(OUT)/sample.dedup.jsonl
 	$(BIN)/python -m benchmarks.data.demo_report $(OUT)/sample.jsonl $(OUT)/sample.dedup.jsonl
 

@@ -24,10 +24,10 @@ from benchmarks.benchlib import ROOT
 
 #: (tier, module, arguments); ``{tmp}`` is a scratch directory shared by the steps, in this order.
 STEPS: list[tuple[str, str, str]] = [
-    ("quick", "benchmarks.data.make_sample", "{tmp}/sample.jsonl --articles 10"),
+    ("quick", "devsites.sample", "{tmp}/sample.jsonl --articles 10"),
     ("quick", "benchmarks.data.make_pairs", "{tmp}/pages.jsonl {tmp}/labels.jsonl --articles 10"),
     ("quick", "benchmarks.data.make_warc", "{tmp}/sample.warc.gz --bytes 1e6"),
-    ("quick", "benchmarks.data.floods", "template 200 {tmp}/flood.jsonl"),
+    ("quick", "devsites.floods", "template 200 {tmp}/flood.jsonl"),
     ("quick", "simhash_filter", "dedup {tmp}/sample.jsonl --output {tmp}/sample.dedup.jsonl"),
     ("quick", "benchmarks.data.demo_report", "{tmp}/sample.jsonl {tmp}/sample.dedup.jsonl"),
     ("quick", "benchmarks.speed.bench_sketch", "--pages 50 --repeat 1"),

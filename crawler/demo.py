@@ -2,8 +2,8 @@
 
     python -m crawler.demo [--articles 120] [--seed 7] [--action drop|flag] [--out out/demo]
 
-The site is built from ``benchmarks/data/make_sample.py`` (every word generated there: English and Chinese
-articles in eight site templates) and served on this machine only: originals, copies in another
+The site is :mod:`devsites.demosite`'s (every word generated in :mod:`devsites.sample`: English and Chinese
+articles in eight site templates), served on this machine only: originals, copies in another
 site's template, ad/visit-counter/session-id variants (``?utm_source=...``) and one-sentence edits on
 http://127.0.0.1:PORT/, and mirrors (the same pages in another site's chrome) on
 http://127.0.0.2:PORT/ (the same port), next to pages that must not stop a crawl (an image, JSON, an
@@ -16,8 +16,6 @@ generator knows which pages tell the same article.
 from __future__ import annotations
 
 import argparse
-import html
-import importlib.util
 import json
 import os
 import re
@@ -26,101 +24,16 @@ import subprocess
 import sys
 import time
 from collections import Counter, defaultdict
-from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
-from urllib.parse import unquote, urlsplit
 
-from crawler.localsite import HOSTS, LocalSite, Page
+from devsites.demosite import MIRROR, Truth, build_site, key_of
+from devsites.localsite import HOSTS, LocalSite
 from simhash_filter.index.bound import DEFAULT_DUPLICATES
 
 ROOT = Path(__file__).resolve().parent.parent
-MAIN, MIRROR = HOSTS
 VARIANTS = ("original", "mirror", "copy", "ads", "edit")
 _DROPPED = re.compile(r"simhash: dropped (?P<url>\S+): near-duplicate of (?P<of>\S+) \(distance (?P<distance>\d+)")
 _SUMMARY = re.compile(r"simhash: (?P<checked>\d+) pages checked: .*; index size (?P<size>\d+);.*")
-
-
-@dataclass(frozen=True)
-class Truth:
-    """What the generator knows about a page: its article (group), how it was made, its language."""
-
-    group: str
-    variant: str
-    lang: str
-
-
-def load_make_sample() -> ModuleType:
-    """``benchmarks/data/make_sample.py`` of this source tree, as a module."""
-    try:
-        return importlib.import_module("benchmarks.data.make_sample")
-    except ModuleNotFoundError as exc:
-        raise SystemExit(f"the demo needs a source checkout (benchmarks/data/make_sample.py): {exc}") from None
-
-
-def _page(text: str) -> Page:
-    return Page(text.encode("utf-8"))
-
-
-def _listing(title: str, intro: str, links: list[tuple[str, str]]) -> Page:
-    e = html.escape
-    items = "\n".join(f'<li><a href="{e(href)}">{e(label)}</a></li>' for href, label in links)
-    return _page(
-        f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>{e(title)}</title></head>'
-        f"<body><h1>{e(title)}</h1><p>{e(intro)}</p><ul>\n{items}\n</ul></body></html>"
-    )
-
-
-def build_site(articles: int, seed: int) -> tuple[dict[str, Page], dict[str, Truth]]:
-    """The pages (keys: path, or host + path) and the truth about each article page (host + path)."""
-    sample = load_make_sample().sample(articles, seed)
-    site: dict[str, Page] = {}
-    truth: dict[str, Truth] = {}
-    listings: dict[str, list[tuple[str, str]]] = defaultdict(list)  # site prefix -> links (main host)
-    mirrored: list[tuple[str, str]] = []
-    titles = re.compile(r"<title>(.*?)</title>", re.S)
-    for row in sample:
-        parts = urlsplit(row["url"])
-        prefix = parts.netloc.removesuffix(".example")
-        path = f"/{prefix}{parts.path}" + (f"?{parts.query}" if parts.query else "")
-        host = MIRROR if row["variant"] == "mirror" else MAIN
-        site[f"{host}{path}"] = _page(row["html"])
-        truth[f"{host}{path}"] = Truth(row["group"], row["variant"], row["lang"])
-        found = titles.search(row["html"])
-        label = html.unescape(found.group(1)) if found else path
-        (mirrored if host == MIRROR else listings[prefix]).append((path, label))
-    for prefix, links in listings.items():
-        site[f"{MAIN}/{prefix}/"] = _listing(
-            f"{prefix}: all stories", f"Every story published on {prefix}, newest last.", links
-        )
-    a_story = next(iter(truth)).removeprefix(MAIN) if next(iter(truth)).startswith(MAIN) else "/"
-    site.update(
-        {
-            "/robots.txt": Page(b"User-agent: *\nDisallow: /private/\n", content_type="text/plain"),
-            "/private/drafts": _page("<html><body><p>Drafts are not for crawlers.</p></body></html>"),
-            "/files/logo": Page(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(64), content_type="image/png"),
-            "/api/latest": Page(json.dumps({"stories": len(sample)}).encode(), content_type="application/json"),
-            "/empty": Page(b""),
-            "/gallery": _page('<html><body><img src="/files/logo" alt=""></body></html>'),
-            "/old-home": Page(status=301, location="/", content_type=None),
-            "/print/first-story": Page(status=302, location=a_story, content_type=None),
-        }
-    )
-    extras = [(p, p) for p in ("/files/logo", "/api/latest", "/empty", "/gallery", "/old-home", "/print/first-story")]
-    extras.append(("/private/drafts", "drafts"))
-    site[f"{MAIN}/"] = _listing(
-        "Local demo: eight generated news sites",
-        "Stories from generated news sites, blogs and portals in English and Chinese, with their copies.",
-        [(f"/{prefix}/", prefix) for prefix in sorted(listings)] + extras,
-    )
-    site[f"{MIRROR}/"] = _listing("镜像站 Mirror", "Mirrored stories / 转载的文章", mirrored)
-    return site, truth
-
-
-def key_of(url: str) -> str:
-    """``http://127.0.0.1:8000/a?b`` → ``127.0.0.1/a?b`` (the keys of :func:`build_site`)."""
-    parts = urlsplit(url)
-    return unquote(f"{parts.hostname}{parts.path}" + (f"?{parts.query}" if parts.query else ""))
 
 
 def crawl(server: LocalSite, out: Path, action: str) -> tuple[list[dict], str, float]:

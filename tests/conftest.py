@@ -236,7 +236,7 @@ def memory_index(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(scope="module")
 def site_port() -> Iterator[int]:
-    """The local test site (``tests/site_server.py``) in a subprocess; its port."""
+    """The local test site (``devsites/site_server.py``) in a subprocess; its port."""
     from crawl_helpers import local_site
 
     with local_site() as port:

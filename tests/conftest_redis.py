@@ -1,4 +1,4 @@
-"""Fixtures with real Redis servers (``tests/redis_server.py``), imported by ``tests/conftest.py``.
+"""Fixtures with real Redis servers (``devsites/redis_server.py``), imported by ``tests/conftest.py``.
 
 Without ``redis-server`` the Redis tests fail under CI (``CI`` set: CI must run them) and are skipped
 elsewhere, with the way to install it.
@@ -11,7 +11,8 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from redis_server import INSTALL_HINT, RedisCluster, RedisServer, redis_server_binary
+
+from devsites.redis_server import INSTALL_HINT, RedisCluster, RedisServer, redis_server_binary
 
 
 def require_redis_server() -> None:

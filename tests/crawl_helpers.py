@@ -143,7 +143,7 @@ def env() -> dict[str, str]:
 def local_site() -> Iterator[int]:
     """Serve ``site_server.site()`` on 127.0.0.1 and 127.0.0.2 in a subprocess; yield the port."""
     proc = subprocess.Popen(
-        [sys.executable, str(TESTS / "site_server.py")],
+        [sys.executable, "-m", "devsites.site_server"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -168,7 +168,7 @@ def local_site() -> Iterator[int]:
 
 def start_urls(port: int) -> str:
     """The test site's two hosts as the ``site`` spider's start URLs."""
-    from site_server import MIRROR
+    from devsites.site_server import MIRROR
 
     return f"http://127.0.0.1:{port}/,http://{MIRROR}:{port}/"
 

@@ -1,6 +1,6 @@
 """Helpers of the fault-injection suite (``tests/test_fault_injection.py``): a process's children (from
 ``/proc``), a small tmpfs mounted for one test, a JSON Lines input of small seeded pages, a local site of
-hostile pages (a gzip bomb among them, which ``crawler.localsite`` cannot serve: it sends no
+hostile pages (a gzip bomb among them, which ``devsites.localsite`` cannot serve: it sends no
 Content-Encoding), and a Scrapy extension that records the crawl process's peak memory in its stats."""
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import pages as p  # tests/ is on the path of the tests and of their crawls
 from scrapy import signals
+
+from devsites import pages as p
 
 #: Why the small-filesystem tests cannot run here, or None if they can (root, and ``mount -t tmpfs`` works).
 _TMPFS_PROBLEM: list[str | None] = []

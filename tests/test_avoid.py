@@ -1,4 +1,4 @@
-"""Saving downloads (``SIMHASH_AVOID``): real Scrapy crawls of the generated sites of ``crawler/dupsite.py`` and of a
+"""Saving downloads (``SIMHASH_AVOID``): real Scrapy crawls of the generated sites of ``devsites/dupsite.py`` and of a
 small site made here, with the in-memory, on-disk and Redis indexes: requests left unsent, no distinct page lost,
 parameters that matter never learned, a wrong rule withdrawn and what it avoided fetched after all, a recrawl that
 avoids from its start, and two crawl processes that learn what one learns."""
@@ -14,10 +14,10 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from redis_server import RedisServer
 
-from crawler.dupsite import dup_heavy_site, params_matter_site
-from crawler.localsite import LocalSite, Page
+from devsites.dupsite import dup_heavy_site, params_matter_site
+from devsites.localsite import LocalSite, Page
+from devsites.redis_server import RedisServer
 from simhash_filter.config import DEFAULTS
 from simhash_filter.crawl.known import KnownDuplicates, url_hash
 from simhash_filter.index.backends import open_backend
@@ -246,7 +246,8 @@ def test_the_test_site_keeps_every_group_and_every_distinct_page_with_avoidance(
     """The crawl tests' own site (near-duplicate groups across two hosts, a mirror, redirects, odd pages): with
     avoidance on, still exactly one page of each group is stored and every distinct page."""
     from crawl_helpers import scrapy_crawl, start_urls
-    from site_server import GROUPS, OTHERS
+
+    from devsites.site_server import GROUPS, OTHERS
 
     crawl = scrapy_crawl("site", tmp_path, args={"start_urls": start_urls(site_port)},
                          settings={**AVOID, "DOWNLOAD_FAIL_ON_DATALOSS": "False"})  # fmt: skip

@@ -23,8 +23,8 @@ import numpy as np
 import pytest
 import redis
 from bounded_reference import BoundedReference
-from redis_server import RedisCluster, RedisServer
 
+from devsites.redis_server import RedisCluster, RedisServer
 from simhash_filter.index.backends import Candidate, MetadataMismatchError, open_backend
 from simhash_filter.index.backends.memory import MemoryBackend
 from simhash_filter.index.backends.redis import BATCH, CHUNK, ENTRY, ENTRY_LOW, RECORD, RedisBackend, bucket_keys

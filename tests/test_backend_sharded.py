@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from redis_server import RedisCluster, RedisServer
 
+from devsites.redis_server import RedisCluster, RedisServer
 from simhash_filter.index.backends import Candidate, MetadataMismatchError, open_backend
 from simhash_filter.index.backends.memory import MemoryBackend
 from simhash_filter.index.backends.redis import RedisBackend

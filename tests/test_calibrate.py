@@ -1,5 +1,5 @@
 """Tests of ``simhash-filter calibrate`` (simhash_filter.report.calibrate and simhash_filter.cli.calibrate), on
-labelled pairs made here with known answers: the fixture pages of ``tests/pages.py`` (an article in two templates,
+labelled pairs made here with known answers: the fixture pages of ``devsites/pages.py`` (an article in two templates,
 with ads, counters and one-word edits: duplicates; different articles: distinct), measured with the model itself
 to derive the expected scores, and pairs whose answer is known by construction."""
 
@@ -14,7 +14,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from pages import (
+
+from devsites.pages import (
     BACKUPS,
     LIBRARY,
     LIGHTHOUSE,
@@ -26,7 +27,6 @@ from pages import (
     near_duplicate_pairs,
     portal,
 )
-
 from simhash_filter import DEFAULTS, FilterConfig, fingerprint, hamming
 from simhash_filter.cli.main import main
 from simhash_filter.index.nearduplicate import PROSE_SIMILARITY, spots_of

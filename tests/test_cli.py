@@ -220,7 +220,7 @@ def test_compare_missing_file(tmp_path, capsys):
 def test_compare_fetches_urls_with_the_charset_their_header_names(pages, page_files, capsys):
     """An http(s) URL on either side is fetched (one GET) and its bytes fingerprinted in the charset of its
     Content-Type: a GB18030 page whose <meta> wrongly says UTF-8 is the same page as its UTF-8 file."""
-    from crawler.localsite import LocalSite, Page
+    from devsites.localsite import LocalSite, Page
 
     zh = pages["zh_article"]
     site = {"/zh": Page(zh.encode("gb18030"), "text/html; charset=gb18030"), "/en": Page(pages["en_article"].encode())}
@@ -236,7 +236,7 @@ def test_compare_fetches_urls_with_the_charset_their_header_names(pages, page_fi
 
 def test_compare_says_in_one_line_why_a_url_could_not_be_fetched(page_files, capsys):
     """A 404 or a refused connection: one line naming the URL and why, exit status 2 (trouble), no decision."""
-    from crawler.localsite import LocalSite
+    from devsites.localsite import LocalSite
 
     with LocalSite({}, hosts=("127.0.0.1",)) as server:
         port = server.port

@@ -15,8 +15,8 @@ import xxhash
 from fuzz.fuzz_core import reference_core  # every compiled_* function of the model set aside in this process
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pages import determinism_pages, distinct_pairs, near_duplicate_pairs
 
+from devsites.pages import determinism_pages, distinct_pairs, near_duplicate_pairs
 from simhash_filter import DEFAULTS
 from simhash_filter.model import core
 from simhash_filter.model import extract as extract_mod

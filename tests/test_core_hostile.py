@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from fuzz.fuzz_core import Checker, reference_core
 from lxml import etree
-from pages import EN_ARTICLES, ZH_ARTICLES
 from test_core import CFG, _extract_both, needs_core
 
+from devsites.pages import EN_ARTICLES, ZH_ARTICLES
 from simhash_filter.model import extract as extract_mod
 
 pytestmark = needs_core

@@ -1,5 +1,5 @@
 """Real crawls: ``python -m scrapy.cmdline crawl site`` in a subprocess against the local test site
-(``tests/site_server.py``: near-duplicates across 127.0.0.1 and 127.0.0.2, one port, and bad inputs),
+(``devsites/site_server.py``: near-duplicates across 127.0.0.1 and 127.0.0.2, one port, and bad inputs),
 in both actions; and the site spider's arguments."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import pytest
 from crawl_helpers import Crawl, flag_crawl_into_default_feed, scrapy_crawl, start_urls
 from scrapy.http import HtmlResponse
 from scrapy.settings import Settings
-from site_server import GROUPS, OTHERS, SKIPPED
 
 from crawler.spiders.site import SiteSpider
+from devsites.site_server import GROUPS, OTHERS, SKIPPED
 from simhash_filter.config import DEFAULTS
 
 FLAKY = {"SIMHASH_BACKEND": "flaky://", "SIMHASH_BACKENDS": json.dumps({"flaky": "crawl_helpers.FlakyBackend"})}

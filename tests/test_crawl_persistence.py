@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 from crawl_helpers import scrapy_crawl, start_urls
-from site_server import GROUPS
+
+from devsites.site_server import GROUPS
 
 pytestmark = pytest.mark.slow
 

@@ -14,14 +14,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import pages as p
 import pytest
-from redis_server import RedisServer
 from scrapy import Request, Spider
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse
 from scrapy.utils.test import get_crawler
 
+from devsites import pages as p
+from devsites.redis_server import RedisServer
 from simhash_filter import SimhashDownloaderMiddleware
 from simhash_filter.crawl import guard
 from simhash_filter.crawl.middlewares import NearDuplicateResponse

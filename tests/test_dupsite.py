@@ -1,4 +1,4 @@
-"""The generated sites of ``crawler/dupsite.py`` (the test sites of "save downloads"): deterministic, every
+"""The generated sites of ``devsites/dupsite.py`` (the test sites of "save downloads"): deterministic, every
 link served, their ground truth (``content_id``) agreeing with what they serve, and one small crawl of
 ``benchmarks/speed/bench_avoid.py``."""
 
@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from crawler.dupsite import (
+from devsites.dupsite import (
     MAIN,
     MIRROR,
     DupHeavySite,
@@ -24,7 +24,7 @@ from crawler.dupsite import (
     links_of,
     params_matter_site,
 )
-from crawler.localsite import LocalSite, Page
+from devsites.localsite import LocalSite, Page
 
 
 @pytest.fixture(scope="module")

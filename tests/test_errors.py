@@ -24,9 +24,9 @@ import pytest
 import redis
 from conftest_redis import REDIS_PASSWORD
 from crawl_helpers import CRAWL_TIMEOUT, ROOT, env, start_urls
-from redis_server import RedisServer
 from test_cli import run_cli
 
+from devsites.redis_server import RedisServer
 from simhash_filter.cli import index as cli_index
 from simhash_filter.cli.main import main
 from simhash_filter.index.backends.file import FileBackend

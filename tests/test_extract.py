@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lxml import etree
-from pages import RAINWATER, gazette
 
+from devsites.pages import RAINWATER, gazette
 from simhash_filter.config import DEFAULTS, FingerprintConfig
 from simhash_filter.index.tables import hamming
 from simhash_filter.model.extract import PageText, _extract_walk, extract

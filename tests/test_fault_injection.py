@@ -30,7 +30,6 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import pages as p
 import pytest
 import redis
 from crawl_helpers import env, scrapy_crawl
@@ -45,8 +44,9 @@ from fault_helpers import (
     small_filesystem,
     tmpfs_problem,
 )
-from redis_server import RedisServer
 
+from devsites import pages as p
+from devsites.redis_server import RedisServer
 from simhash_filter import open_index
 from simhash_filter.cli.main import main
 from simhash_filter.config import DEFAULTS

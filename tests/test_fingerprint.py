@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pages import (
+
+from devsites.pages import (
     BACKUPS,
     LIBRARY,
     RAINWATER,
@@ -28,7 +29,6 @@ from pages import (
     near_duplicate_pairs,
     portal,
 )
-
 from simhash_filter.config import FingerprintConfig
 from simhash_filter.index.tables import hamming
 from simhash_filter.model.features import Features, char_grams, gram_size
@@ -269,9 +269,8 @@ def test_fingerprints_are_pinned() -> None:
 # ---------------------------------------------------------------- determinism
 
 SCRIPT = """
-import json, sys
-sys.path.insert(0, sys.argv[1])
-from pages import determinism_pages
+import json
+from devsites.pages import determinism_pages
 from simhash_filter.model.fingerprint import Fingerprinter
 fp = Fingerprinter()
 print(json.dumps([fp.fingerprint(p).hex for p in determinism_pages()]))
@@ -291,7 +290,7 @@ def test_same_fingerprints_under_any_hash_seed() -> None:
         env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(ROOT)}
         procs.append(
             subprocess.Popen(
-                [sys.executable, "-c", SCRIPT, str(ROOT / "tests")],
+                [sys.executable, "-c", SCRIPT],
                 cwd=ROOT,
                 env=env,
                 stdout=subprocess.PIPE,

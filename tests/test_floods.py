@@ -1,4 +1,4 @@
-"""Duplicate floods (issue 24): the flood generators of benchmarks/data/floods.py, dedup over floods in bounded work,
+"""Duplicate floods (issue 24): the flood generators of devsites/floods.py, dedup over floods in bounded work,
 the crawler trap in flag and drop mode, and a smoke run of benchmarks/speed/bench_flood.py."""
 
 from __future__ import annotations

@@ -6,12 +6,12 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-import pages as p
 import pytest
 from crawl_helpers import Crawl, scrapy_crawl, start_urls
 from scrapy.settings import Settings
-from site_server import GROUPS
 
+from devsites import pages as p
+from devsites.site_server import GROUPS
 from simhash_filter import DEFAULTS, fingerprint, open_index
 from simhash_filter.crawl.indexpath import default_index_path, project_name
 from simhash_filter.crawl.options import backend_uri

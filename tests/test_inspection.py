@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 from crawl_helpers import CRAWL_TIMEOUT, env, scrapy_crawl, start_urls, url_key
-from site_server import GROUPS, MIRROR
 
+from devsites.site_server import GROUPS, MIRROR
 from simhash_filter.crawl.inspection import INSPECTION_COMMANDS, inspection, readonly_uri, running_command
 
 pytestmark = pytest.mark.slow
@@ -256,8 +256,7 @@ def _respond(mw: Any, url: str, body: bytes) -> Any:
 def test_read_mode_flags_a_copy_and_writes_nothing_under_a_writers_lock(tmp_path: Path) -> None:
     """``SIMHASH_INSPECT = "read"`` against an on-disk index that another process holds open for writing: the copy
     of a stored page is flagged (not dropped), nothing is stored, and the index's files are left as they were."""
-    import pages as p
-
+    from devsites import pages as p
     from simhash_filter import open_index
     from simhash_filter.config import DEFAULTS
     from simhash_filter.model.fingerprint import fingerprint

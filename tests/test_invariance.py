@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-import pages as p
 import pytest
 
 from benchmarks.accuracy import invariance
+from devsites import pages as p
 from simhash_filter import fingerprint
 
 PAGES = {

@@ -10,8 +10,8 @@ from itertools import islice
 from pathlib import Path
 
 import pytest
-from pages import determinism_pages, distinct_pairs, near_duplicate_pairs
 
+from devsites.pages import determinism_pages, distinct_pairs, near_duplicate_pairs
 from simhash_filter.model import core
 from simhash_filter.model.extract import BOILERPLATE_TAGS, _boilerplate_words, _class_words
 from simhash_filter.model.html import NotHtml, page_bytes

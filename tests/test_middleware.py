@@ -13,7 +13,6 @@ import threading
 import time
 from typing import Any, ClassVar
 
-import pages as p
 import pytest
 import worker_helpers
 from scrapy import Request, Spider, signals
@@ -21,6 +20,7 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import HtmlResponse, Response, TextResponse
 from scrapy.utils.test import get_crawler
 
+from devsites import pages as p
 from simhash_filter import SimhashDownloaderMiddleware
 from simhash_filter.config import FilterConfig, FingerprintConfig
 from simhash_filter.crawl import guard, options, workers

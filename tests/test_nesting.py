@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pages import determinism_pages
 
+from devsites.pages import determinism_pages
 from simhash_filter.model import core
 from simhash_filter.model.nesting import MAX_DEPTH, guard
 

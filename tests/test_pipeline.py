@@ -9,7 +9,6 @@ import logging
 from typing import Any
 
 import attr
-import pages as p
 import pytest
 import scrapy
 from itemadapter import ItemAdapter
@@ -18,6 +17,7 @@ from scrapy.exceptions import DropItem
 from scrapy.http import HtmlResponse, TextResponse
 from scrapy.utils.test import get_crawler
 
+from devsites import pages as p
 from simhash_filter import NearDuplicateItem, SimhashDownloaderMiddleware, SimhashPipeline, SimhashSpiderMiddleware
 from simhash_filter.crawl.middlewares import NearDuplicateResponse
 

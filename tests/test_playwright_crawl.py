@@ -16,12 +16,12 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import pages as p
 import pytest
 from browser import CHROMIUM
 from crawl_helpers import TESTS, env
 
-from crawler.localsite import LocalSite, Page
+from devsites import pages as p
+from devsites.localsite import LocalSite, Page
 
 pytest.importorskip("scrapy_playwright")
 

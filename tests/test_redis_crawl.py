@@ -1,6 +1,6 @@
 """Two ``scrapy crawl site`` processes share one crawl through Redis: scrapy-redis's scheduler and
 dupefilter (one frontier, each request taken once) and ``SIMHASH_BACKEND=redis://`` (one near-duplicate
-index), over the local test site with its mirror (``tests/site_server.py``)."""
+index), over the local test site with its mirror (``devsites/site_server.py``)."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from conftest_redis import REDIS_PASSWORD
 from crawl_helpers import Crawl, local_site, scrapy_crawl, url_key
-from redis_server import RedisServer
-from site_server import GROUPS, INDEX_ERROR_PATH, MIRROR, OTHERS
 
+from devsites.redis_server import RedisServer
+from devsites.site_server import GROUPS, INDEX_ERROR_PATH, MIRROR, OTHERS
 from simhash_filter.config import DEFAULTS
 from simhash_filter.index.backends import open_backend
 from simhash_filter.index.tables import resolve_design
@@ -159,7 +159,7 @@ def test_filter_lets_pages_through_while_redis_is_down(own_redis_server: RedisSe
 
 def _full_redis_crawl(tmp_path: Path, on_index_error: str) -> Crawl:
     """A crawl of the test site whose index is in a Redis at its ``maxmemory`` (``noeviction``)."""
-    from redis_server import temporary_server
+    from devsites.redis_server import temporary_server
 
     args = ["--maxmemory-policy", "noeviction"]
     with temporary_server(tmp_path / "redis", args=args) as server, local_site() as port:

@@ -8,12 +8,12 @@ import asyncio
 import logging
 from typing import Any
 
-import pages as p
 import pytest
 from scrapy import Request, Spider
 from scrapy.http import HtmlResponse
 from scrapy.utils.test import get_crawler
 
+from devsites import pages as p
 from simhash_filter import SimhashDownloaderMiddleware
 from simhash_filter.crawl.middlewares import NearDuplicateResponse
 from simhash_filter.crawl.release import HeldPages

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from browser import BrowserPage
 from crawl_helpers import Crawl, flag_crawl_into_default_feed
-from site_server import GROUPS
 
+from devsites.site_server import GROUPS
 from simhash_filter.cli.main import main
 
 pytestmark = pytest.mark.slow

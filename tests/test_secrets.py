@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 import redis
 from conftest_redis import REDIS_PASSWORD
-from redis_server import RedisServer
 from scrapy import Spider
 from scrapy.utils.test import get_crawler
 from test_cli import run_cli
 
+from devsites.redis_server import RedisServer
 from simhash_filter import SimhashDownloaderMiddleware
 from simhash_filter.index.backends import open_backend, redact_text, redact_uri
 from simhash_filter.index.tables import TableDesign

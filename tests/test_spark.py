@@ -147,7 +147,7 @@ def _flood_lines(kind: str, n: int) -> list[str]:
     on every page; ``words``, 300 words drawn from 19 (every page a near-duplicate of every other)."""
     import random
 
-    from pages import RAINWATER, Counter, gazette
+    from devsites.pages import RAINWATER, Counter, gazette
 
     rng = random.Random(7)
     lines = []

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 from crawl_helpers import ROOT, env, local_site, scrapy_crawl
-from site_server import GROUPS, SKIPPED
+
+from devsites.site_server import GROUPS, SKIPPED
 
 DOCS = ROOT / "README.md"
 

@@ -1,5 +1,5 @@
 """WARC output of a crawl (``SIMHASH_WARC``): the downloader middleware fed responses directly, then real crawls
-of the local test site (``tests/site_server.py``) in both actions, read back with warcio."""
+of the local test site (``devsites/site_server.py``) in both actions, read back with warcio."""
 
 from __future__ import annotations
 
@@ -23,17 +23,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pages as p
 import pytest
 from crawl_helpers import ROOT, Crawl, env, scrapy_crawl, start_urls, url_key
 from scrapy import Request, Spider
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse, Response, TextResponse
 from scrapy.utils.test import get_crawler
-from site_server import GROUPS, INDEX_ERROR_PATH, SKIPPED, site
 from warcio.archiveiterator import ArchiveIterator
 
-from crawler.localsite import Page
+from devsites import pages as p
+from devsites.localsite import Page
+from devsites.site_server import GROUPS, INDEX_ERROR_PATH, SKIPPED, site
 from simhash_filter import SimhashDownloaderMiddleware, __version__
 from simhash_filter.crawl import warc as warc_module
 from simhash_filter.crawl.middlewares import NearDuplicateResponse
@@ -298,7 +298,7 @@ def test_no_warc_by_default(tmp_path: Path):
 # --- real crawls ------------------------------------------------------------------------------------------
 
 SITE = site()
-NOT_FOUND = b"<html><body><h1>Not found</h1></body></html>"  # crawler/localsite.py's 404 page
+NOT_FOUND = b"<html><body><h1>Not found</h1></body></html>"  # devsites/localsite.py's 404 page
 MODES = {
     "drop": {"DOWNLOAD_FAIL_ON_DATALOSS": "False"},  # the truncated page too
     "flag": {"SIMHASH_ACTION": "flag"},
@@ -306,7 +306,7 @@ MODES = {
 
 
 def served_page(url: str) -> Page | None:
-    """The page the test site serves at ``url`` (None: its 404 page), as crawler/localsite.py finds it."""
+    """The page the test site serves at ``url`` (None: its 404 page), as devsites/localsite.py finds it."""
     key = url_key(url)
     return SITE.get(key) or SITE.get("/" + key.partition("/")[2])
 

@@ -17,9 +17,10 @@ from pathlib import Path
 
 import pytest
 from crawl_helpers import ROOT, local_site, url_key
-from pages import near_duplicate_pairs
-from site_server import GROUPS, SKIPPED
 from test_startproject import SPIDER, documented_lines
+
+from devsites.pages import near_duplicate_pairs
+from devsites.site_server import GROUPS, SKIPPED
 
 pytestmark = pytest.mark.slow
 
@@ -69,7 +70,7 @@ def venv(dist: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_the_wheel_holds_the_package_only(dist: Path):
     """The wheel installs ``simhash_filter`` (with py.typed and the compiled core) and its metadata: no ``crawler``,
-    no tests."""
+    no ``devsites``, no tests."""
     (wheel,) = dist.glob("*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     tops = {name.split("/", 1)[0] for name in names}

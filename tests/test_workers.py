@@ -10,9 +10,9 @@ import re
 import subprocess
 import sys
 
-import pages as p
 import pytest
 
+from devsites import pages as p
 from simhash_filter.config import FingerprintConfig
 from simhash_filter.crawl.workers import (
     FingerprintJob,

@@ -3,7 +3,7 @@
 - :mod:`benchlib.data`: the public near-duplicate set (``../shared/datasets/neardup-public``: its pages and
   labels), JSON Lines files (gzip or not), pages by language, random fingerprints and URL keys;
 - :mod:`benchlib.text`: visible text, shingles and Jaccard (the public set's ground-truth rule);
-- :mod:`benchlib.site`: pages to serve on loopback with ``crawler.localsite`` (padding, links, a sitemap);
+- :mod:`benchlib.site`: pages to serve on loopback with ``devsites.localsite`` (padding, links, a sitemap);
 - :mod:`benchlib.crawl`: ``scrapy crawl site`` in a subprocess, timed, with its stats and items
   (:mod:`benchlib.scrapy_stats` is the Scrapy extension it loads there);
 - :mod:`benchlib.measure`: a command's elapsed and CPU time, resident memory, medians and percentiles;
@@ -11,7 +11,7 @@
 - :mod:`benchlib.mirrors`: the mirror twins of ``bench_crawl.py``.
 
 The benchmarks run as modules from the repository root (``python -m benchmarks.speed.bench_crawl``), so that they
-import this checkout's ``simhash_filter``, ``crawler`` and ``tests`` without editing ``sys.path``.
+import this checkout's ``simhash_filter``, ``crawler`` and ``devsites`` without editing ``sys.path``.
 """
 
 from __future__ import annotations

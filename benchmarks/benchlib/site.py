@@ -1,4 +1,4 @@
-"""Pages to serve on loopback with :class:`crawler.localsite.LocalSite`: the demo site padded to a real page
+"""Pages to serve on loopback with :class:`devsites.localsite.LocalSite`: the demo site padded to a real page
 size, links to pages that are not served pointed elsewhere, a start page that links every page."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import random
 import re
 from urllib.parse import unquote, urljoin, urlsplit
 
-from crawler.demo import build_site
-from crawler.localsite import HOSTS, Page
+from devsites.demosite import build_site
+from devsites.localsite import HOSTS, Page
 
 MAIN, MIRROR = HOSTS
 #: A page's ``<base href>``.

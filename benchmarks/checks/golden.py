@@ -6,8 +6,8 @@ features and of ``extract_page``'s output; ``check OUT`` recomputes them with th
 what differs (exit status 1 if anything does).  A refactoring for speed must pass ``check``; a change
 of the model fails it by design (then bump ``MODEL_VERSION`` and build anew).
 
-Pages: the public set (when ``../shared`` is there), generated sample pages (``make_sample.py``), the
-test fixtures (``tests/pages.py``), ~100 KB pages built from the public set, and hostile or odd inputs
+Pages: the public set (when ``../shared`` is there), generated sample pages (``devsites/sample.py``), the
+test fixtures (``devsites/pages.py``), ~100 KB pages built from the public set, and hostile or odd inputs
 (deep nesting, entities, binary bytes, legacy encodings, huge text, random markup).
 
     python -m benchmarks.checks.golden build out/golden.json.gz
@@ -110,12 +110,12 @@ def pages() -> Iterator[tuple[str, bytes | str]]:
             for n, line in enumerate(f, 1):
                 if line.strip():
                     yield f"public:{n}", json.loads(line)["html"]
-    from benchmarks.data import make_sample
+    from devsites import sample
 
     for seed in (7, 8):
-        for n, row in enumerate(make_sample.sample(150, seed)):
+        for n, row in enumerate(sample.sample(150, seed)):
             yield f"sample{seed}:{n}", row["html"]
-    from tests import pages as fixtures
+    from devsites import pages as fixtures
 
     for i, page in enumerate(fixtures.determinism_pages()):
         yield f"fixture:{i}", page

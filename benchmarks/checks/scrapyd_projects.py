@@ -12,8 +12,8 @@ installs nothing itself::
     .venv/bin/python -m benchmarks.checks.scrapyd_projects          # --keep: leave the temporary directory
     .venv/bin/python -m benchmarks.checks.scrapyd_projects --old-path   # both at .scrapy/simhash/static: must FAIL
 
-It serves two generated sites with different articles (``crawler.localsite``, articles written by
-``benchmarks/data/make_sample.py``; each site 12 articles, a start page and 4 near-duplicate copies), writes two
+It serves two generated sites with different articles (``devsites.localsite``, articles written by
+``devsites/sample.py``; each site 12 articles, a start page and 4 near-duplicate copies), writes two
 Scrapy projects in a temporary directory (Scrapyd projects ``alpha`` and ``beta``; one code base: the same
 package and ``BOT_NAME``, so that only Scrapyd's project name tells them apart; a spider ``static`` each;
 ``ADDONS`` enabling the add-on as the README shows), starts ``scrapyd`` on a free port in a working directory
@@ -50,8 +50,8 @@ from textwrap import dedent
 from typing import Any
 
 from benchmarks.benchlib import ROOT
-from crawler.demo import load_make_sample
-from crawler.localsite import LocalSite, Page
+from devsites import sample
+from devsites.localsite import LocalSite, Page
 
 PROJECTS = {"alpha": 101, "beta": 202}  # Scrapyd project name: the seed of its site's articles
 PACKAGE = BOT_NAME = "sitecrawl"  # the same in both projects: only SCRAPY_PROJECT tells them apart
@@ -79,9 +79,8 @@ def _html(title: str, paragraphs: list[str], links: str = "", note: str = "") ->
 
 def make_site(seed: int) -> dict[str, Page]:
     """A start page (an article of its own and links), ``ARTICLES`` articles and ``COPIES`` near-duplicates."""
-    make_sample = load_make_sample()
     rng = random.Random(seed)
-    articles = [make_sample.make_article(rng, "en") for _ in range(ARTICLES + 1)]
+    articles = [sample.make_article(rng, "en") for _ in range(ARTICLES + 1)]
     hrefs = [f"/a/{i}" for i in range(ARTICLES)] + [f"/copy/{i}" for i in range(COPIES)]
     links = "<nav><ul>" + "".join(f'<li><a href="{h}">{h}</a></li>' for h in hrefs) + "</ul></nav>"
     site = {"/": Page(_html(articles[-1].title, articles[-1].text(), links))}

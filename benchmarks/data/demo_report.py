@@ -1,4 +1,4 @@
-"""Summarise a ``simhash-filter dedup`` run over a sample written by ``make_sample.py``.
+"""Summarise a ``simhash-filter dedup`` run over a sample written by ``devsites/sample.py``.
 
 The sample knows which pages belong together (``group``), so each page's outcome can be judged:
 the first page of a group to arrive should be kept, every later one flagged as a near-duplicate of a
@@ -18,7 +18,7 @@ from benchmarks.benchlib.report import make_parser
 
 def main(argv: list[str] | None = None) -> int:
     parser = make_parser(__doc__)
-    parser.add_argument("sample", help="JSON Lines written by make_sample.py")
+    parser.add_argument("sample", help="JSON Lines written by devsites/sample.py")
     parser.add_argument("result", help="JSON Lines written by simhash-filter dedup on that sample")
     parser.add_argument("--examples", type=int, default=3, help="examples of each kind of mistake (default: 3)")
     args = parser.parse_args(argv)

@@ -1,5 +1,5 @@
 """Write a labelled set for ``simhash-filter calibrate``: pages (JSON Lines) and labelled pairs (JSON Lines), made
-from ``benchmarks/data/make_sample.py``'s generated sample, which knows which pages are variants of which.
+from ``devsites/sample.py``'s generated sample, which knows which pages are variants of which.
 
 - duplicates: every two pages of one article (the original and its mirror, copy, ads and edit variants, and the
   variants between themselves);
@@ -24,7 +24,7 @@ from collections import defaultdict
 from itertools import combinations
 from urllib.parse import urlsplit
 
-from benchmarks.data import make_sample
+from devsites import sample
 
 
 def _write(path: str, rows: list[dict[str, object]]) -> None:
@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=7, help="random seed (default: 7)")
     parser.add_argument("--negatives", type=float, default=1.0, help="distinct pairs per duplicate pair (default: 1.0)")
     args = parser.parse_args(argv)
-    pages = unique_urls(make_sample.sample(args.articles, args.seed))
+    pages = unique_urls(sample.sample(args.articles, args.seed))
     labels = labelled_pairs(pages, args.negatives, args.seed)
     _write(args.pages, [{"url": p["url"], "html": p["html"]} for p in pages])
     _write(args.labels, labels)

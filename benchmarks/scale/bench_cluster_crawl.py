@@ -48,13 +48,13 @@ from benchmarks.benchlib.mirrors import MIRROR_PAGES, TWIN_SEED, TwinMaker
 from benchmarks.benchlib.report import make_parser, write_json
 from benchmarks.benchlib.site import relink, sitemap, title_of
 from benchmarks.speed.bench_crawl import CRAWL_SETTINGS, build
-from crawler.demo import key_of
-from crawler.localsite import HOSTS, LocalSite, Page
+from devsites.demosite import key_of
+from devsites.localsite import HOSTS, LocalSite, Page
+from devsites.redis_server import RedisCluster, RedisServer
 from simhash_filter.config import DEFAULTS
 from simhash_filter.index.backends import open_backend
 from simhash_filter.index.tables import TableDesign, tables_for
 from simhash_filter.model.sketch import similarity
-from tests.redis_server import RedisCluster, RedisServer
 
 THIRD = "127.0.0.3"
 SITES = (*HOSTS, THIRD)

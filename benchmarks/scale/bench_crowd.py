@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.benchlib.report import make_parser, write_json
-from benchmarks.data import crowd
 from benchmarks.speed import bench_flood
+from devsites import crowd
 
 PARTS = ("memory", "file", "redis")
 

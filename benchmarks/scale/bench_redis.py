@@ -2,7 +2,7 @@
 stored fingerprints, its CPU cost beside the in-memory backend's, and the crawl rate of two crawler
 processes sharing one Redis beside one process's.
 
-A ``redis-server`` (Debian's package; ``tests/redis_server.py`` starts it on a free port of 127.0.0.1,
+A ``redis-server`` (Debian's package; ``devsites/redis_server.py`` starts it on a free port of 127.0.0.1,
 persistence off) is filled with ``--size`` random fingerprints with URL-like keys (``add_many``).
 
 1. **Memory.**  ``used_memory`` of ``INFO memory`` after the fill minus before, per fingerprint, with the
@@ -13,11 +13,11 @@ persistence off) is filled with ``--size`` random fingerprints with URL-like key
    server's time per call (``INFO commandstats``, evalsha ``usec_per_call``); the client's CPU time per
    call (``time.process_time``) beside the in-memory backend's for the same calls on the same million,
    and the same with the fingerprinting of a page added (the filter's CPU time per page: a generated
-   article page of ``benchmarks/data/make_sample.py``, fingerprinted in this process).
+   article page of ``devsites/sample.py``, fingerprinted in this process).
 3. **Two processes.**  Two processes doing the same at the same time against the same index: p50, p99,
    and the calls/s of both together.  Then one process sending batches (``check_and_add_many``,
    pipelined) for reference.
-4. **Crawl rate.**  The demo site (``crawler.demo.build_site``: ``--articles`` generated articles with their
+4. **Crawl rate.**  The demo site (``devsites.demosite.build_site``: ``--articles`` generated articles with their
    copies, on 127.0.0.1 and 127.0.0.2) crawled with ``scrapy crawl site`` and the Redis backend, by one
    process, then by two processes sharing scrapy-redis's scheduler and dupefilter (the second started
    once the first has queued work).  Pages/s = responses received by all processes / (last
@@ -64,7 +64,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -72,13 +72,14 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from benchmarks.benchlib import ROOT
+from benchmarks.benchlib.crawl import crawl_site
 from benchmarks.benchlib.data import BATCH, random_fingerprints
 from benchmarks.benchlib.measure import median_of, percentile
 from benchmarks.benchlib.report import make_parser, write_json
+from devsites.redis_server import RedisServer
 from simhash_filter.index.backends import open_backend
 from simhash_filter.index.backends.memory import MemoryBackend
 from simhash_filter.index.tables import TableDesign, resolve_design, tables_for
-from tests.redis_server import RedisServer
 
 K = 3
 DESIGN: TableDesign = resolve_design("auto", K, 1_000_000)  # the crawl's design (4x16/k3)
@@ -254,10 +255,10 @@ def fill(server: RedisServer, size: int, bucket_bits: int | None) -> dict[str, A
 
 def page_fingerprint_cpu() -> float:
     """CPU seconds to fingerprint one generated article page (median over 60 pages)."""
-    from crawler.demo import load_make_sample
+    from devsites.sample import sample
     from simhash_filter.model.fingerprint import Fingerprinter
 
-    pages = [row["html"] for row in load_make_sample().sample(60, 5)]
+    pages = [row["html"] for row in sample(60, 5)]
     fingerprinter = Fingerprinter()
     fingerprinter.fingerprint(pages[0])
     times = []
@@ -459,9 +460,8 @@ def two_processes(server: RedisServer, checks: int, run: int, size: int) -> dict
 
 def crawl_rate(server: RedisServer, articles: int, processes: int, workdir: Path) -> dict[str, float]:
     """Pages/s of *processes* ``scrapy crawl site`` sharing scrapy-redis's frontier and the Redis index."""
-    from crawler.demo import build_site
-    from crawler.localsite import LocalSite
-    from tests.crawl_helpers import scrapy_crawl
+    from devsites.demosite import build_site
+    from devsites.localsite import LocalSite
 
     run = f"crawl-{uuid.uuid4().hex[:8]}"
     queue = f"{run}:%(spider)s:requests"
@@ -477,18 +477,17 @@ def crawl_rate(server: RedisServer, articles: int, processes: int, workdir: Path
     }
     site, _ = build_site(articles, 7)
     with LocalSite(site) as local, ThreadPoolExecutor(processes) as pool, server.client() as client:
-        args = {"start_urls": f"{local.url('/')},{local.url('/', host='127.0.0.2')}"}
-        futures = [pool.submit(scrapy_crawl, "site", workdir / f"{run}-0", args=args, settings=settings)]
-        (workdir / f"{run}-0").mkdir(parents=True)
-        for i in range(1, processes):
-            while not client.zcard(queue % {"spider": "site"}) and not futures[0].done():
-                time.sleep(0.02)
+        starts = [local.url("/"), local.url("/", host="127.0.0.2")]
+        crawls: list[Future[dict[str, Any]]] = []
+        for i in range(processes):
+            while crawls and not client.zcard(queue % {"spider": "site"}) and not crawls[0].done():
+                time.sleep(0.02)  # the next crawl joins once the first has filled the shared frontier
             (workdir / f"{run}-{i}").mkdir(parents=True)
-            futures.append(pool.submit(scrapy_crawl, "site", workdir / f"{run}-{i}", args=args, settings=settings))
-        crawls = [f.result() for f in futures]
-    start = min(datetime.fromisoformat(c.stats["start_time"]) for c in crawls)
-    finish = max(datetime.fromisoformat(c.stats["finish_time"]) for c in crawls)
-    pages = sum(c.stats.get("response_received_count", 0) for c in crawls)
+            crawls.append(pool.submit(crawl_site, workdir / f"{run}-{i}", starts, settings))
+        stats = [f.result() for f in crawls]
+    start = min(datetime.fromisoformat(s["start_time"]) for s in stats)
+    finish = max(datetime.fromisoformat(s["finish_time"]) for s in stats)
+    pages = sum(s.get("response_received_count", 0) for s in stats)
     return {
         "pages": pages,
         "seconds": (finish - start).total_seconds(),

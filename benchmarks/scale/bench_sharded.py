@@ -31,11 +31,11 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.benchlib.report import make_parser, write_json
+from devsites.redis_server import RedisCluster, RedisServer
 from simhash_filter.config import DEFAULTS, FilterConfig
 from simhash_filter.index.backends import open_backend
 from simhash_filter.index.bound import CheckBound
 from simhash_filter.index.tables import TableDesign, tables_for
-from tests.redis_server import RedisCluster, RedisServer
 
 K = DEFAULTS.max_distance
 META = DEFAULTS.index_metadata()

@@ -8,7 +8,7 @@ seconds (the Spark session's start included) and pages/s; the outputs must be id
 
 ``flood``: ``--pages`` pages of each kind through ``spark-dedup`` on ``--master``, the kinds alternated
 ``--repeat`` times (with ``--baseline TREE``, also another checkout's job, e.g. the self-join of an earlier
-version, alternated with them): ``counter``, one fixture article of tests/pages.py whose view counter, date and
+version, alternated with them): ``counter``, one fixture article of devsites/pages.py whose view counter, date and
 session id change on every page; ``words``, 300 words drawn from 19 (every page a near-duplicate of every other);
 ``distinct``, the same template with a different random 40-word text (wordfreq's 5,000 most frequent English words).
 Each output is compared with ``simhash-filter dedup``'s of the same corpus (not timed, once).
@@ -96,7 +96,7 @@ def _flood_corpus(path: Path, kind: str, n: int) -> None:
     """*n* pages of one kind (see the module) as JSON Lines."""
     import random
 
-    from tests.pages import RAINWATER, Article, Counter, gazette
+    from devsites.pages import RAINWATER, Article, Counter, gazette
 
     rng = random.Random(7)
     vocabulary: list[str] = []

@@ -1,7 +1,7 @@
 """The avoidance benchmark ("save downloads"): the downloads a crawl saves when the filter learns which URLs
 show a page it already has, and the distinct pages it loses by avoiding them.
 
-Two generated sites of ``crawler/dupsite.py`` are served on loopback (``--sites``):
+Two generated sites of ``devsites/dupsite.py`` are served on loopback (``--sites``):
 
 - ``dup-heavy``: a news site of ``--articles`` articles (default 150; a fifth in Chinese) with paginated
   section listings, linked under many URLs (session ids, tracking and sort parameters, print views,
@@ -50,7 +50,7 @@ from typing import Any
 from benchmarks.benchlib import ROOT
 from benchmarks.benchlib.measure import median_of, timed_run
 from benchmarks.benchlib.report import add_settings_option, apply_settings, make_parser, write_json
-from crawler.dupsite import SITES, GeneratedSite
+from devsites.dupsite import SITES, GeneratedSite
 
 CRAWL_SETTINGS = {
     "CONCURRENT_REQUESTS": "16",

@@ -3,7 +3,7 @@
 A local site of ``--pages`` real-size pages is served on loopback: the first N *original* pages of the
 public near-duplicate set (``../shared/datasets/neardup-public``, stream order, each page's own HTML
 at ``/<host><path>`` of its URL, so that its relative links keep working) when that directory is there,
-else the generated demo articles (``benchmarks/data/make_sample.py``, as in ``crawler.demo``) padded to a real
+else the generated demo articles (``devsites/sample.py``, as in ``crawler.demo``) padded to a real
 size like ``bench_crawl_threads.py`` does.  The start page ``/`` links every page (one sitemap: paginated
 index pages are near-duplicates of each other to the filter, which then drops them in a crawl and loses
 the pages only they link); links to pages of the same site that are not in the set point at the page
@@ -69,8 +69,9 @@ from benchmarks.benchlib.mirrors import EDIT_KINDS, MIRROR_PAGES, MIRRORS, Twin,
 from benchmarks.benchlib.report import add_settings_option, apply_settings, make_parser, pct, write_json
 from benchmarks.benchlib.site import MAIN, MIRROR, pad, relink, sitemap, title_of
 from benchmarks.benchlib.text import DISTINCT, NEAR_IDENTICAL, jaccard, language, shingles, visible_text
-from crawler.demo import key_of, load_make_sample
-from crawler.localsite import HOSTS, LocalSite, Page
+from devsites.demosite import key_of
+from devsites.localsite import HOSTS, LocalSite, Page
+from devsites.sample import sample
 
 TARGET_RATIO, TARGET_FLAGGED, TARGET_WRONG = 0.90, 0.97, 0.005
 CRAWL_SETTINGS = {
@@ -87,12 +88,12 @@ CRAWL_SETTINGS = {
 
 def load_demo(n: int, page_kb: int = 6) -> Corpus:
     """``n`` generated articles (the demo site's generator), padded with ``page_kb`` KiB like real pages."""
-    rows = [r for r in load_make_sample().sample(n, seed=7) if r["variant"] == "original"]
+    rows = [r for r in sample(n, seed=7) if r["variant"] == "original"]
     rng = random.Random(1)
     sources = [
         Source(row["url"], pad(row["html"], rng, page_kb), row["lang"], f"demo-{i}") for i, row in enumerate(rows[:n])
     ]
-    return Corpus(f"generated demo articles (benchmarks/data/make_sample.py), padded by {page_kb} KiB", sources)
+    return Corpus(f"generated demo articles (devsites/sample.py), padded by {page_kb} KiB", sources)
 
 
 class Truth:

@@ -1,6 +1,6 @@
 """Duplicate floods (issue 24): does a check stay cheap when the same page comes again and again?
 
-The flood streams of ``benchmarks/data/floods.py`` (``changing``: one documentation page with a line that changes per
+The flood streams of ``devsites/floods.py`` (``changing``: one documentation page with a line that changes per
 page; ``bag``: 300 words drawn from 19; ``template``: one shop template with a different 40-word product text,
 not near-duplicates) and its ``distinct`` pages (generated articles) are written as JSON Lines, then:
 
@@ -10,7 +10,7 @@ not near-duplicates) and its ``distinct`` pages (generated articles) are written
    child (user + sys, ``os.wait4``) and its ratio to the public stream's (target >= 0.8), peak RSS of the child
    (``ru_maxrss``) and its ratio to the run over as many distinct pages (target <= 1.2).
 2. **dedup, on disk.**  The same with ``--index file://DIR`` (a new index directory per run).
-3. **Redis.**  A real ``redis-server`` (``tests/redis_server.py``), ``--redis-pages`` pages of each kind through
+3. **Redis.**  A real ``redis-server`` (``devsites/redis_server.py``), ``--redis-pages`` pages of each kind through
    ``dedup --index redis://...`` (one prefix per run), every command logged (``slowlog-log-slower-than 0``,
    ``slowlog-max-len`` 100 entries per page): the server's time per ``EVALSHA`` (one check) p50, p99 and max
    (targets p99 <= 1 ms, max <= 5 ms; of the calls still in the log, as the commands a script calls are logged
@@ -61,7 +61,7 @@ from benchmarks.benchlib.measure import percentile
 from benchmarks.benchlib.report import make_parser, write_json
 
 # benchmarks/ (benchlib, floods) also when this file is loaded by its path, as tests/test_floods.py does
-from benchmarks.data import floods
+from devsites import floods
 
 TARGET_RATE, TARGET_RSS, TARGET_P99_US, TARGET_MAX_US, TARGET_SPARK, TARGET_CRAWL = 0.8, 1.2, 1000, 5000, 2.0, 0.8
 PARTS = ("dedup", "file", "redis", "spark")
@@ -239,7 +239,7 @@ def redis_part(
 ) -> dict[str, Any]:
     """Each kind through ``dedup --index redis://`` against one real server; the server's time per call.  A kind
     of *sources* is read from its file (bench_crowd.py's crowd), the others made by floods.py."""
-    from tests.redis_server import RedisServer, redis_server_binary
+    from devsites.redis_server import RedisServer, redis_server_binary
 
     if redis_server_binary() is None:
         return {"error": "redis-server is not installed (apt-get install redis-server)"}
@@ -359,7 +359,7 @@ def crawl_part(pages: int, workdir: Path, window: int = WINDOW, backend: str | N
     """The calendar trap crawled in flag mode (the rate over the first ``window`` responses against the last
     ``window``'s) and in drop mode, with the crawl's index (``SIMHASH_BACKEND``: *backend*, else its default)."""
     from benchmarks.benchlib.crawl import crawl_site, html_pages
-    from crawler.localsite import LocalSite
+    from devsites.localsite import LocalSite
 
     out: dict[str, Any] = {}
     for action in ("flag", "drop"):

@@ -1,6 +1,6 @@
 """Size and build time of ``simhash-filter report`` at 10k and 100k pages, and how soon Chromium shows it.
 
-For each size, a generated sample (``benchmarks/data/make_sample.py``: originals, copies in another template,
+For each size, a generated sample (``devsites/sample.py``: originals, copies in another template,
 ad/counter variants, one-sentence edits, mirrors; about 2.5 pages per article) goes through ``simhash-filter
 dedup`` once (untimed, cached in ``--work``); then ``simhash-filter report OUTPUT --pages SAMPLE`` is timed
 (wall, and CPU seconds of its process tree), ``--repeat`` times, with ``--workers`` processes and the default
@@ -25,7 +25,7 @@ from benchmarks.benchlib.measure import timed_run
 from benchmarks.benchlib.report import make_parser, write_json
 from benchmarks.speed.bench_dedup import our_command
 
-ARTICLES_PER_1000_PAGES = 404  # make_sample.py's mix of variants: about 2.5 pages an article
+ARTICLES_PER_1000_PAGES = 404  # devsites/sample.py's mix of variants: about 2.5 pages an article
 
 
 def prepare(pages: int, work: Path) -> tuple[Path, Path]:
@@ -33,7 +33,7 @@ def prepare(pages: int, work: Path) -> tuple[Path, Path]:
     sample, output = work / f"sample-{pages}.jsonl.gz", work / f"sample-{pages}.dedup.jsonl"
     if not output.exists():
         articles = max(1, pages * ARTICLES_PER_1000_PAGES // 1000)
-        subprocess.run([sys.executable, "-m", "benchmarks.data.make_sample", "--articles", str(articles),
+        subprocess.run([sys.executable, "-m", "devsites.sample", "--articles", str(articles),
                         str(sample)], check=True)  # fmt: skip
         subprocess.run([*our_command(), "dedup", str(sample), "--output", str(output), "--no-progress"], check=True)
     return sample, output

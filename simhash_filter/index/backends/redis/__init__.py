@@ -62,7 +62,7 @@ alternating with it, 342 and 376 us, 0.7 and 1.6 ms (and the two scripts alterna
 Layout 2 took 123 bytes and 2.1 to 3.9 ms: nearly every entry passed its 16-bit fold at k = 10 and had its record
 read.
 
-Measured on a ``tests/redis_server.py`` server (Redis 7.0.15; memory: ``used_memory`` after minus before, less
+Measured on a ``devsites/redis_server.py`` server (Redis 7.0.15; memory: ``used_memory`` after minus before, less
 the URLs; server time: ``SLOWLOG`` with every command logged: Redis 7 logs the commands a script runs too, and
 that logging is part of the times) on a 2-core machine shared with other jobs (load 6 to 9), which makes the
 p99 and max figures noisy; the random pages with a million stored, URL-like keys::

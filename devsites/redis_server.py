@@ -3,7 +3,7 @@
 
 Debian's ``redis-server`` package provides the binaries (``make test`` installs it).
 
-    python tests/redis_server.py    # starts one server, prints its URL, serves until stdin is closed
+    python -m devsites.redis_server    # starts one server, prints its URL, serves until stdin is closed
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Realistic fixture pages for the fingerprint tests, built from articles written for this test suite.
+"""Realistic fixture pages for the fingerprint tests (and the test site, :mod:`devsites.site_server`), built from
+articles written for this test suite.
 
 Each article is rendered in one of two English or two Chinese site templates (header, navigation,
 sidebar, footer), optionally with the changes that make near-duplicates on the web: an ad block, a

@@ -13,7 +13,7 @@ Each line is ``{"url", "html", "group", "variant", "lang"}``: pages of one ``gro
 of each other; different groups are distinct articles (many in the same template: hard negatives).
 The same seed always gives the same bytes.
 
-    python -m benchmarks.data.make_sample out/sample.jsonl [--articles 120] [--seed 7]
+    python -m devsites.sample out/sample.jsonl [--articles 120] [--seed 7]
 """
 
 from __future__ import annotations
@@ -164,7 +164,7 @@ class Article:
         return replace(self, paragraphs=tuple(tuple(p) for p in paras))
 
 
-def _fill(rng: random.Random, lang: str, v: Vocabulary) -> str:
+def sentence(rng: random.Random, lang: str, v: Vocabulary) -> str:
     """One sentence in the article's words."""
     noun, noun2 = rng.sample(v.nouns, 2)
     if lang == "en":
@@ -200,7 +200,9 @@ def make_article(rng: random.Random, lang: str) -> Article:
     topics = EN_TOPICS if lang == "en" else ZH_TOPICS
     topic = rng.choice(sorted(topics))
     v = Vocabulary.draw(rng, lang, topic)
-    paragraphs = tuple(tuple(_fill(rng, lang, v) for _ in range(rng.randint(3, 5))) for _ in range(rng.randint(5, 8)))
+    paragraphs = tuple(
+        tuple(sentence(rng, lang, v) for _ in range(rng.randint(3, 5))) for _ in range(rng.randint(5, 8))
+    )
     if lang == "en":
         title = f"{v.places[0]} {v.nouns[0]} {v.verbs[0]} {v.times[0]}"
         author = f"{rng.choice('ABCDEFGHJKLMNPRST')}. {rng.choice(EN_PLACES)}"
@@ -362,7 +364,7 @@ def _group(rng: random.Random, g: int) -> list[dict[str, str]]:
         else:
             i = rng.randrange(len(article.paragraphs))
             j = rng.randrange(len(article.paragraphs[i]))
-            edited = article.rewritten(i, j, _fill(rng, lang, article.words))
+            edited = article.rewritten(i, j, sentence(rng, lang, article.words))
             pages.append((site, edited, variant, "?rev=2", False))
     slug = f"{article.topic}-{g:04d}".replace(" ", "-")
     return [

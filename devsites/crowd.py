@@ -9,7 +9,7 @@ has the template's structure, its number of words node by node and its words' fr
 a sentence: their fingerprints fall within a few bits of each other (half the pairs within 10), their sketches do
 not verify.
 
-    python -m benchmarks.data.crowd --pages 20000 --out crowd.jsonl [--near 5]
+    python -m devsites.crowd --pages 20000 --out crowd.jsonl [--near 5]
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ rewrites do not change a page, and which host mirrors which): ``benchmarks/speed
 
 Every page carries chrome (navigation, footer, inline scripts) and volatile bits (a reader counter and a
 timestamp that depend on the URL), so that the URLs of one page serve near-duplicates, not exact copies.  The
-articles are written by ``benchmarks/data/make_sample.py`` from its own vocabularies; the chrome's words are
+articles are written by :mod:`devsites.sample` from its own vocabularies; the chrome's words are
 written here.  A site is deterministic: the same arguments give the same bytes at every URL.  Links to the
 other host carry the server's port, 8000 until :meth:`GeneratedSite.serve` binds one.  ``link_order`` shuffles the
 links of the start page by a seed (the rest of the site as it is): the same site met by a crawl in another order,
@@ -46,8 +46,8 @@ from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 from urllib.parse import parse_qsl, unquote, urlencode, urljoin, urlsplit
 
-from crawler.demo import load_make_sample
-from crawler.localsite import HOSTS, LocalSite, Page
+from devsites import sample
+from devsites.localsite import HOSTS, LocalSite, Page
 
 MAIN, MIRROR = HOSTS
 #: The port in links to the other host until :meth:`GeneratedSite.serve` binds the real one.
@@ -69,7 +69,7 @@ class View:
 
 @dataclass(frozen=True)
 class Story:
-    """An article of a generated site: its number, text (a ``make_sample.Article``), section and path."""
+    """An article of a generated site: its number, text (a :class:`devsites.sample.Article`), section and path."""
 
     n: int
     article: Any
@@ -122,13 +122,13 @@ def _words(article: Any) -> int:
     return len(text) if article.lang == "zh" else len(text.split())
 
 
-def long_article(make_sample: Any, rng: random.Random, lang: str, min_words: int) -> Any:
-    """A ``make_sample`` article of at least ``min_words`` words (characters in Chinese): paragraphs of four
+def long_article(rng: random.Random, lang: str, min_words: int) -> sample.Article:
+    """A :mod:`devsites.sample` article of at least ``min_words`` words (characters in Chinese): paragraphs of four
     more sentences in its own words are added while it is shorter (pages of real length: chrome is a small
     part of them)."""
-    article = make_sample.make_article(rng, lang)
+    article = sample.make_article(rng, lang)
     while _words(article) < min_words:
-        extra = tuple(make_sample._fill(rng, lang, article.words) for _ in range(4))
+        extra = tuple(sample.sentence(rng, lang, article.words) for _ in range(4))
         article = replace(article, paragraphs=(*article.paragraphs, extra))
     return article
 
@@ -363,14 +363,13 @@ class DupHeavySite(GeneratedSite):
         super().__init__(seed, link_order)
         if articles < 6:
             raise ValueError(f"the duplicate-heavy site needs at least 6 articles, got {articles}")
-        make_sample = load_make_sample()
         rng = random.Random(f"dup-heavy/{seed}")
         self.articles = articles
         self.stories: list[Story] = []
         en = 0
         for n in range(articles):
             lang = "zh" if n % 5 == 4 else "en"
-            article = long_article(make_sample, rng, lang, min_words if lang == "en" else 5 * min_words // 2)
+            article = long_article(rng, lang, min_words if lang == "en" else 5 * min_words // 2)
             if lang == "en":
                 section, slug = SECTIONS_EN[en % len(SECTIONS_EN)], f"{article.topic}-{n:04d}"
                 en += 1
@@ -392,7 +391,7 @@ class DupHeavySite(GeneratedSite):
         }
         self.latest = [s.n for s in reversed(self.stories) if s.lang == "en"][:12]
         self.latest_zh = [s.n for s in reversed(self.stories) if s.lang == "zh"][:4]
-        self.about = long_article(make_sample, random.Random(f"dup-heavy/{seed}/about"), "en", min_words)
+        self.about = long_article(random.Random(f"dup-heavy/{seed}/about"), "en", min_words)
         self.distinct = {"home": "/", "about": "/about/"}
         for section, pages in self.listings.items():
             for i in range(len(pages)):
@@ -647,12 +646,11 @@ class ParamsMatterSite(GeneratedSite):
         super().__init__(seed, link_order)
         if articles < 2 * per_page:
             raise ValueError(f"the params-matter site needs at least {2 * per_page} articles, got {articles}")
-        make_sample = load_make_sample()
         rng = random.Random(f"params-matter/{seed}")
         self.articles = articles
-        self.en = {n: long_article(make_sample, rng, "en", min_words) for n in range(1, articles + 1)}
-        self.zh = {n: long_article(make_sample, rng, "zh", 2 * min_words) for n in range(1, articles + 1)}
-        self.intro = long_article(make_sample, rng, "en", min_words // 2)
+        self.en = {n: long_article(rng, "en", min_words) for n in range(1, articles + 1)}
+        self.zh = {n: long_article(rng, "zh", 2 * min_words) for n in range(1, articles + 1)}
+        self.intro = long_article(rng, "en", min_words // 2)
         self.lists = [list(range(i, min(i + per_page, articles + 1))) for i in range(1, articles + 1, per_page)]
         self.aliases = list(range(1, articles + 1, max(1, articles // max(1, aliases))))[:aliases]
         self.distinct = {"home": "/"}

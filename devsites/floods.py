@@ -9,15 +9,15 @@ seed.  A page is ``{"url", "html"}``, one JSON object per line.
 - ``bag``: 300 words drawn from 19 (``BAG_WORDS``) per page: every page a near-duplicate of every other;
 - ``template``: one shop template with a different 40-word product text on each page (drawn from
   ``PRODUCT_WORDS``): a flood of one template, but no two pages near-duplicates;
-- ``distinct``: the baseline of different pages: generated articles of ``benchmarks/data/make_sample.py`` (a new
+- ``distinct``: the baseline of different pages: generated articles of :mod:`devsites.sample` (a new
   article each page, in its site templates).
 
 The trap (:func:`calendar_trap`): an infinite calendar, ``/calendar/YYYY-MM-DD``, every day the same
 documentation page with its date and a visit counter, linking to the next day (and the day before, a week
 and a month on, and ``/about``); ``/`` links to the first day.  Serve it with
-``crawler.localsite.LocalSite({}, resolve=calendar_trap())``.
+``devsites.localsite.LocalSite({}, resolve=calendar_trap())``.
 
-    python -m benchmarks.data.floods changing 100000 out/changing.jsonl [--seed 24]
+    python -m devsites.floods changing 100000 out/changing.jsonl [--seed 24]
 """
 
 from __future__ import annotations
@@ -32,8 +32,10 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
+
+from devsites import sample
+from devsites.localsite import Page
 
 KINDS = ("changing", "bag", "template")
 #: The flood kinds and the baseline of distinct pages.
@@ -169,20 +171,12 @@ def _template(rng: random.Random, i: int) -> dict[str, str]:
     return {"url": f"https://shop.fieldhouse.example/p/{i}", "html": shop_page(product, text, i + 1)}
 
 
-def make_sample() -> ModuleType:
-    """``benchmarks/data/make_sample.py`` (its article generator)."""
-    from benchmarks.data import make_sample as module
-
-    return module
-
-
 def _distinct(rng: random.Random, i: int) -> dict[str, str]:
-    ms = make_sample()
     lang = "en" if i % 2 == 0 else "zh"
-    article = ms.make_article(rng, lang)
-    site = rng.choice([s for s in ms.SITES if s.lang == lang])
+    article = sample.make_article(rng, lang)
+    site = rng.choice([s for s in sample.SITES if s.lang == lang])
     return {"url": f"https://{site.domain}/{article.date[:7]}/{article.topic}-{i}.html".replace(" ", "-"),
-            "html": ms.render(site, article)}  # fmt: skip
+            "html": sample.render(site, article)}  # fmt: skip
 
 
 _MAKERS: dict[str, Callable[[random.Random, int], dict[str, str]]] = {
@@ -232,8 +226,6 @@ class CalendarTrap:
         self.days_served = 0
 
     def __call__(self, host: str, path: str) -> Any:
-        from crawler.localsite import Page  # imported here: this module is also used without the crawler
-
         path, _, _query = path.partition("?")
         if path == "/robots.txt":
             return Page(b"User-agent: *\nAllow: /\n", "text/plain")

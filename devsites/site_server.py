@@ -1,4 +1,4 @@
-"""A local website for the crawl tests, built from the fixture articles of ``tests/pages.py``.
+"""A local website for the crawl tests, built from the fixture articles of :mod:`devsites.pages`.
 
 It is served on 127.0.0.1 and 127.0.0.2 (one port): the second host is a mirror.  Every article
 appears in several near-duplicate forms (a mirror, a copy in another template, an ad/counter variant,
@@ -8,7 +8,7 @@ truncated download, a 404, a page that makes the index fail, a path that robots.
 
 ``GROUPS`` names the near-duplicate groups: a crawl should keep exactly one page of each.
 
-    python tests/site_server.py    # prints the port, serves until stdin is closed
+    python -m devsites.site_server    # prints the port, serves until stdin is closed
 """
 
 from __future__ import annotations
@@ -17,9 +17,8 @@ import html
 import json
 import sys
 
-import pages as p  # tests/ is this script's directory (and on pytest's path)
-
-from crawler.localsite import LocalSite, Page
+from devsites import pages as p
+from devsites.localsite import LocalSite, Page
 
 MIRROR = "127.0.0.2"
 #: Paths whose URL key contains this make the test index backend fail (tests/crawl_helpers.py).
