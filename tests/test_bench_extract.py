@@ -55,9 +55,10 @@ def test_weighted_score_counts_each_token_with_its_weight(bench: ModuleType) -> 
     assert s.r == pytest.approx(2.5 / 3)
 
 
-def test_html_text_breaks_words_at_blocks_only(bench: ModuleType) -> None:
+def test_block_text_breaks_words_at_blocks_only(bench: ModuleType) -> None:
+    """The reference text (benchlib.text.block_text) breaks words at block elements and <br>, not inside a word."""
     html = "<div><h1>Title</h1><p>One <b>bo</b>ld line<br>two</p><script>x()</script><p>three</p></div>"
-    assert bench.html_text(html) == "Title One bold line two three"
+    assert bench.block_text(html) == "Title One bold line two three"
 
 
 SOURCE = """<html><head><title>Tea</title></head><body>

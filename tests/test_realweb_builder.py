@@ -14,6 +14,8 @@ from types import ModuleType
 import pytest
 from conftest import benchmark_module
 
+from benchmarks.benchlib.text import hash_jaccard, label_text, parse_page, shingle_hashes
+
 pytest.importorskip("datasketch")
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -112,9 +114,9 @@ def test_labels(built: tuple[Path, dict], realweb: ModuleType) -> None:
     # exact Jaccard on the visible text: every pair at 0.9 or more is true, 0.5..0.9 at least ambiguous
     with gzip.open(out / "pages.jsonl.gz", "rt", encoding="utf-8") as f:
         html = {p["id"]: json.loads(x)["html"] for p, x in zip(truth["pages"], f, strict=True)}
-    sh = {i: realweb.shingles(realweb.visible_text(h), False) for i, h in html.items()}
+    sh = {i: shingle_hashes(label_text(h), False) for i, h in html.items()}
     for a, b in combinations(sorted(pages), 2):
-        j = realweb.jaccard(sh[a], sh[b])
+        j = hash_jaccard(sh[a], sh[b])
         key = frozenset((a, b))
         if j >= 0.9:
             assert key in true
@@ -163,15 +165,15 @@ def _host(comments: int = 12) -> str:
 
 
 def test_locate_main_skips_comments_and_uses_known_text(realweb: ModuleType) -> None:
-    root = realweb._parse(_host())
+    root = parse_page(_host())
     el = realweb.locate_main(root)
     assert el is not None and el.get("class") == "body"
     known = " ".join(_prose('own', 4))
-    el = realweb.locate_main(realweb._parse(_host()), known)
+    el = realweb.locate_main(parse_page(_host()), known)
     assert el is not None and el.get("class") == "body"
     # a block a reader does not see is never the main block
     hidden = _host().replace("<div class='body'>", "<div class='body' style='display: none'>")
-    el = realweb.locate_main(realweb._parse(hidden), known)
+    el = realweb.locate_main(parse_page(hidden), known)
     assert el is None or "body" not in (el.get("class") or "")
 
 
@@ -202,8 +204,8 @@ def test_syndication_replaces_the_main_article(realweb: ModuleType) -> None:
                          article_title="The syndicated headline")
     html, title = realweb.make_syndication(random.Random(1), art, host, credit=True)
     assert title == "The syndicated headline"
-    assert realweb.check_insert(html, realweb.visible_text(art.content), host.main_text) is None
-    text = realweb.visible_text(html)
+    assert realweb.check_insert(html, label_text(art.content), host.main_text) is None
+    text = label_text(html)
     assert "17 discussion to this post" in text and "the syndicated headline" in text and "host headline" not in text
 
 

@@ -53,7 +53,6 @@ import statistics
 import subprocess
 import sys
 import time
-import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -65,7 +64,7 @@ import lxml.html
 from lxml import etree
 
 from benchmarks.benchlib.report import make_parser, write_json
-from benchmarks.benchlib.text import visible_text
+from benchmarks.benchlib.text import CJK_CHAR, EXTRACT_INVISIBLE, block_text, tokens, visible_text
 from simhash_filter.model import extract as extract_module
 from simhash_filter.model.fingerprint import Fingerprinter
 
@@ -83,22 +82,8 @@ CJK_MIN_CHARS = 300
 #: A weight this low is boilerplate's (the model gives boilerplate about 0.01, capped lower on boilerplate-heavy pages).
 BOILERPLATE_LIKE = 0.02
 
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"  # kana and ideographs: one token a character
-TOKEN = re.compile(rf"[{_CJK}]|[^\W_{_CJK}]+")
-CJK_CHAR = re.compile(rf"[{_CJK}]")
-BLOCK_TAGS = frozenset(
-    "address article aside blockquote body br dd details div dl dt figcaption figure footer form h1 h2 h3 h4 h5 h6 "
-    "header hr li main nav ol p pre section summary table tbody td tfoot th thead tr ul caption".split()
-)
-INVISIBLE = frozenset(("script", "style", "noscript", "template"))
-
 
 # ---------------------------------------------------------------- metric
-
-
-def tokens(text: str) -> list[str]:
-    """Word tokens of ``text``: NFKC, lower-case; a CJK ideograph or kana alone, else a run of letters and digits."""
-    return TOKEN.findall(unicodedata.normalize("NFKC", text).lower())
 
 
 def bag(text: str) -> Counter[str]:
@@ -134,37 +119,6 @@ def score(predicted: dict[str, float] | Counter[str], reference: Counter[str]) -
     tp = sum(min(float(n), float(reference.get(t, 0))) for t, n in predicted.items())
     p, r = tp / pred_total, tp / true_total
     return Score(p, r, 2 * p * r / (p + r) if p + r else 0.0)
-
-
-def html_text(html: str | bytes) -> str:
-    """The text of an HTML document or fragment, block elements and ``<br>`` as word breaks, scripts dropped."""
-    data = html.encode("utf-8") if isinstance(html, str) else html
-    if not data.strip():
-        return ""
-    try:
-        root = lxml.html.document_fromstring(data, parser=lxml.html.HTMLParser(encoding="utf-8"))
-    except (etree.ParserError, ValueError):
-        return ""
-    out: list[str] = []
-    skip = 0
-    for event, el in etree.iterwalk(root, events=("start", "end")):
-        tag = el.tag if isinstance(el.tag, str) else ""
-        if event == "start":
-            if tag in INVISIBLE:
-                skip += 1
-            elif not skip:
-                if tag in BLOCK_TAGS:
-                    out.append(" ")
-                if tag and el.text:
-                    out.append(el.text)
-        else:
-            if tag in INVISIBLE:
-                skip -= 1
-            elif not skip and tag in BLOCK_TAGS:
-                out.append(" ")
-            if not skip and el.tail:
-                out.append(el.tail)
-    return " ".join("".join(out).split())
 
 
 def visible_size(html: bytes) -> tuple[int, int]:
@@ -215,7 +169,7 @@ def readability_pages(directory: Path) -> list[Page]:
         if meta.is_file():
             url = json.loads(meta.read_text(encoding="utf-8")).get("url") or url
         pages.append(Page("readability", d.name, (d / "source.html").read_bytes(),
-                          html_text((d / "expected.html").read_bytes()), url))  # fmt: skip
+                          block_text((d / "expected.html").read_bytes()), url))  # fmt: skip
     return pages
 
 
@@ -319,7 +273,7 @@ def _boilerplate_tops(html: str) -> tuple[int, list[tuple[Counter[str], str]]]:
         doc = lxml.html.document_fromstring(html.encode("utf-8"), parser=lxml.html.HTMLParser(encoding="utf-8"))
     except (etree.ParserError, ValueError):
         return 0, []
-    for el in list(doc.iter(*INVISIBLE, etree.Comment, etree.ProcessingInstruction)):
+    for el in list(doc.iter(*EXTRACT_INVISIBLE, etree.Comment, etree.ProcessingInstruction)):
         if el.getparent() is not None:
             el.drop_tree()
     body = doc.find("body")
@@ -439,7 +393,7 @@ def run_node_readability(pages: list[Page], node_dir: Path) -> tuple[float, int,
     for page in pages:
         r = results.get(page.key) or {"content": "", "error": "no output"}
         errors += bool(r.get("error"))
-        page.scores["readability"] = score(bag(html_text(r["content"])), bag(page.reference))
+        page.scores["readability"] = score(bag(block_text(r["content"])), bag(page.reference))
     return seconds, errors, versions
 
 
@@ -456,7 +410,7 @@ def run_peers(names: list[str], pages: list[Page], node_dir: Path) -> dict[str, 
                     print(f"readability (node): {str(e).splitlines()[0]}; using readability-lxml", file=sys.stderr)
                     mod = ensure_python_peer("readability", "readability-lxml")
                     seconds, errors = run_python_peer(
-                        "readability-lxml", lambda h, mod=mod: html_text(mod.Document(h).summary()), pages
+                        "readability-lxml", lambda h, mod=mod: block_text(mod.Document(h).summary()), pages
                     )
                     notes["readability-lxml"] = (
                         f"readability-lxml {_version('readability-lxml')}, {seconds:.0f} s, {errors} errors"

@@ -33,6 +33,7 @@ from collections import Counter, defaultdict
 import xxhash
 
 from benchmarks.accuracy import realweb as rw
+from benchmarks.benchlib.text import label_text, parse_page
 
 _RUST = os.path.expanduser("~/.rustup/toolchains/stable-x86_64-unknown-linux-gnu/share/doc/rust/html")
 SITES = {
@@ -67,7 +68,7 @@ def read_site(name: str, d: str, rng: random.Random, limit: int) -> list[rw.Sour
         if len(out) >= limit:
             break
         html = rw._decode(rw._read(path))
-        root = rw._parse(html)
+        root = parse_page(html)
         if root is None:
             continue
         rel = os.path.relpath(path, d)
@@ -166,11 +167,11 @@ def build(args) -> dict:
     by_site = defaultdict(list)
     for name, d in chosen.items():
         for src in read_site(name, d, rng, args.per_site):
-            text = rw.visible_text(src.html)
+            text = label_text(src.html)
             if len(re.findall(r"\w+", text)) < rw.MIN_WORDS:
                 skipped[name] += 1
                 continue
-            o = dict(src=src, lang="en", cjk=False, title=rw._title(rw._parse(src.html)), topic=src.site)
+            o = dict(src=src, lang="en", cjk=False, title=rw._title(parse_page(src.html)), topic=src.site)
             o["page"] = add(
                 src.html,
                 src.url,
@@ -208,7 +209,7 @@ def build(args) -> dict:
                 break
             host = rng.choice(os_)["src"]
             note_src = rng.choice(parts)
-            note_root = rw._parse(note_src[0]["src"].html)
+            note_root = parse_page(note_src[0]["src"].html)
             note_sents = [
                 s for p in note_root.iter("p") for s in rw._sentences(" ".join(p.text_content().split()), False)
             ]

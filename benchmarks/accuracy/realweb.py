@@ -56,6 +56,17 @@ import xxhash
 from lxml import etree
 from w3lib.encoding import html_to_unicode
 
+from benchmarks.benchlib.text import (
+    LABEL_DROP,
+    LANGS,
+    hash_jaccard,
+    is_cjk,
+    label_text,
+    language_by_stopwords,
+    parse_page,
+    shingle_hashes,
+)
+
 FORMAT = 1
 DEFAULTS = {
     "readability": "/work/sources/readability/test/test-pages",
@@ -63,86 +74,10 @@ DEFAULTS = {
     "gne": "/work/sources/gne/tests",
     "trafilatura": "/work/sources/trafilatura/tests/cache",
 }
-DROP = ("script", "style", "noscript", "template", "iframe", "head")
-LANGS = ("en", "zh", "de", "fr", "other")
 CAUSES = ("original", "syndication", "proxy", "ads", "counter", "edit")
 MIN_WORDS, MIN_CJK = 80, 200  # an original needs this much visible text
 MIN_ARTICLE_CHARS = 400  # main content of an article that can be syndicated
 TRUE_J, DISTINCT_J = 0.9, 0.5
-
-
-# ------------------------------------------------------------------ visible text and shingles (the labels' rules)
-def _parse(html: str):
-    try:
-        return lxml.html.document_fromstring(html)
-    except (etree.ParserError, ValueError):
-        return None
-
-
-def visible_text(html: str) -> str:
-    root = _parse(html)
-    if root is None:
-        return ""
-    root = copy.deepcopy(root)
-    for el in list(root.iter(*DROP)):
-        if el.getparent() is not None:
-            el.drop_tree()
-    for el in root.iter(etree.Comment, etree.ProcessingInstruction):
-        el.text = ""
-    parts = [t for t in root.itertext() if isinstance(t, str)]
-    return unicodedata.normalize("NFKC", " ".join(parts)).lower()
-
-
-def _is_cjk(ch: str) -> bool:
-    o = ord(ch)
-    return 0x4E00 <= o <= 0x9FFF or 0x3400 <= o <= 0x4DBF or 0xF900 <= o <= 0xFAFF or 0x3040 <= o <= 0x30FF
-
-
-def shingles(text: str, cjk: bool = False) -> np.ndarray:
-    """The sorted unique 64-bit hashes of the text's shingles: character 4-grams of its CJK characters (whitespace
-    and punctuation removed) and word 3-shingles of the rest.  One rule for every page, so that two pages of
-    different languages (a Chinese article in an English site's chrome) are compared on the same shingles; a
-    Chinese page gets character 4-grams, an English one word 3-shingles.  ``cjk`` is kept for callers (unused)."""
-    chars = "".join(ch for ch in text if _is_cjk(ch))
-    grams = ["\x00" + chars[i:i + 4] for i in range(max(0, len(chars) - 3))] or (["\x00" + chars] if chars else [])
-    words = re.findall(r"\w+", "".join(" " if _is_cjk(ch) else ch for ch in text))
-    wgrams = [" ".join(words[i:i + 3]) for i in range(max(0, len(words) - 2))]
-    grams += wgrams or ([" ".join(words)] if words else [])
-    hashes = (xxhash.xxh64_intdigest(g.encode("utf-8", "surrogatepass")) for g in grams)
-    return np.unique(np.fromiter(hashes, dtype=np.uint64, count=len(grams)))
-
-
-def jaccard(a: np.ndarray, b: np.ndarray) -> float:
-    if not len(a) and not len(b):
-        return 1.0
-    inter = len(np.intersect1d(a, b, assume_unique=True))
-    return inter / (len(a) + len(b) - inter)
-
-
-# ------------------------------------------------------------------ language
-STOP = {
-    "en": "the and of to is in that for with was on are as it this by be from have not".split(),
-    "de": "der die und das ist nicht mit den von zu sich auf ein eine dem des auch für wird".split(),
-    "fr": "le la les et des est une dans pour que du qui pas sur au avec par ce il".split(),
-    "es": "el los las y del por una con para que es se lo como más pero sus".split(),
-}
-
-
-def detect_lang(text: str) -> tuple[str, bool]:
-    """(lang, cjk shingling): en/zh/de/fr by script and stopwords, else other."""
-    han = sum(1 for ch in text if 0x4E00 <= ord(ch) <= 0x9FFF)
-    kana = sum(1 for ch in text if 0x3040 <= ord(ch) <= 0x30FF)
-    letters = sum(1 for ch in text if ch.isalpha())
-    # a CJK character is about a word: Chinese beside its pinyin, or in an English menu, is still Chinese
-    latin_words = len(re.findall(r"[a-zA-Z\u00c0-\u024f]+", text))
-    if letters and ((han + kana) >= 0.25 * letters or (han + kana >= 50 and han + kana >= 0.5 * latin_words)):
-        return ("other" if kana >= 0.1 * (han + kana) else "zh"), True
-    words = Counter(re.findall(r"[^\W\d_]+", text))
-    scores = {lg: sum(words[w] for w in ws) for lg, ws in STOP.items()}
-    best = max(scores, key=lambda k: scores[k])
-    if scores[best] < 5:
-        return "other", False
-    return (best if best in LANGS else "other"), False
 
 
 # ------------------------------------------------------------------ reading the sources
@@ -178,8 +113,8 @@ def title_key(title: str) -> str:
 
 
 # ------------------------------------------------------------------ the main block of a page, found robustly
-# what a browser does not show: the label's DROP tags, and these, and elements hidden by attribute or style
-HIDDEN_TAGS = (*DROP, "svg", "select", "textarea", "button", "object", "canvas", "math")
+# what a browser does not show: the labels' LABEL_DROP tags, and these, and elements hidden by attribute or style
+HIDDEN_TAGS = (*LABEL_DROP, "svg", "select", "textarea", "button", "object", "canvas", "math")
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
 CONTAINERS = ("div", "article", "section", "main", "td", "span", "center", "font", "form", "dd", "li")
 # class or id words of comment areas, sidebars and widgets: their paragraphs are not the main text
@@ -202,7 +137,7 @@ def _shown(el) -> bool:
 
 def rendered_text(html: str) -> str:
     """visible_text, and what a browser would not show either (svg, form controls, ``hidden``, display:none)."""
-    root = _parse(html)
+    root = parse_page(html)
     if root is None:
         return ""
     root = copy.deepcopy(root)
@@ -226,7 +161,7 @@ def _norm(s: str) -> str:
 def _node_stats(root, known: str | None):
     """Per shown element: (characters of shown text, of them matching ``known``, of them paragraph prose)."""
     kstr = _norm(known) if known else ""
-    ksh = set(shingles(kstr).tolist()) if kstr else set()
+    ksh = set(shingle_hashes(kstr).tolist()) if kstr else set()
     stats: dict = {}
     body = root.find("body")
     if body is None:
@@ -242,10 +177,10 @@ def _node_stats(root, known: str | None):
             if len(t) >= 12 and t in kstr:
                 m = n
             elif len(t) >= 40:
-                sh = shingles(t)
+                sh = shingle_hashes(t)
                 if len(sh) and sum(1 for x in sh.tolist() if x in ksh) >= 0.5 * len(sh):
                     m = n
-        prose = n if not in_a and not side and (in_p or n >= 80 or sum(map(_is_cjk, t)) >= 30) else 0
+        prose = n if not in_a and not side and (in_p or n >= 80 or sum(map(is_cjk, t)) >= 30) else 0
         return n, m, prose
 
     order = []
@@ -322,12 +257,12 @@ ARTICLE_PRESENT, HOST_PRESENT = 0.9, 0.1
 def check_insert(html: str, inserted: str, host_main: str) -> str | None:
     """None when the page is what the insert means: ``inserted`` (text) at least 90 % present in the page's visible
     text (the labels' function, and what a browser shows), the host's own main text under 10 %; else why not."""
-    ins = shingles(_norm(inserted))
-    page = shingles(_norm(visible_text(html)))
-    for name, sh in (("visible", page), ("rendered", shingles(_norm(rendered_text(html))))):
+    ins = shingle_hashes(_norm(inserted))
+    page = shingle_hashes(_norm(label_text(html)))
+    for name, sh in (("visible", page), ("rendered", shingle_hashes(_norm(rendered_text(html))))):
         if present(ins, sh) < ARTICLE_PRESENT:
             return f"article_not_{name}"
-    if host_main and present(shingles(_norm(host_main)), page) >= HOST_PRESENT:
+    if host_main and present(shingle_hashes(_norm(host_main)), page) >= HOST_PRESENT:
         return "host_text_kept"
     return None
 
@@ -339,7 +274,7 @@ class Source:
     def __init__(self, collection, key, site, url, html, content=None, article_title=None, main_text=None):
         self.collection, self.key, self.site, self.url, self.html = collection, key, site, url, html
         self.content, self.article_title = content, article_title
-        self.main_text = main_text if main_text is not None else (visible_text(content) if content else None)
+        self.main_text = main_text if main_text is not None else (label_text(content) if content else None)
 
 
 def _site_of_url(url: str) -> str:
@@ -363,7 +298,7 @@ def read_readability(d: str) -> list[Source]:
         if SYNTHETIC_TESTS.match(name):
             continue
         html = _decode(_read(path))
-        root = _parse(html)
+        root = parse_page(html)
         if root is None:
             continue
         url = _meta_url(root) or f"https://{name}.readability-test.example/"
@@ -405,7 +340,7 @@ def extract_main_text(html: str) -> str | None:
 def _located_source(collection, key, site, url, html) -> Source:
     """A page without a known main content: trafilatura's text, located in the page; its block is the content."""
     known = extract_main_text(html)
-    root = _parse(html)
+    root = parse_page(html)
     el = locate_main(root, known)
     content = None
     if el is not None:
@@ -417,7 +352,7 @@ def _located_source(collection, key, site, url, html) -> Source:
         el.tag, el.tail = "div", None
         el.attrib.clear()
         content = lxml.html.tostring(el, encoding="unicode", with_tail=False)
-    return Source(collection, key, site, url, html, content, main_text=known or (visible_text(content)
+    return Source(collection, key, site, url, html, content, main_text=known or (label_text(content)
                                                                                   if content else None))
 
 
@@ -427,7 +362,7 @@ def read_gne(d: str) -> list[Source]:
         site = os.path.basename(os.path.dirname(path))
         n = os.path.splitext(os.path.basename(path))[0]
         html = _decode(_read(path))
-        root = _parse(html)
+        root = parse_page(html)
         if root is None:
             continue
         url = _meta_url(root) or f"https://news.{site}.gne-test.example/article/{n}.html"
@@ -440,7 +375,7 @@ def read_trafilatura(d: str) -> list[Source]:
     for path in sorted(glob.glob(os.path.join(d, "*.html"))):
         name = os.path.basename(path)[:-5]
         html = _decode(_read(path))
-        root = _parse(html)
+        root = parse_page(html)
         if root is None:
             continue
         parts = name.split(".")
@@ -490,7 +425,7 @@ def _body(root):
 def _blocks(body):
     """Block elements inside body where something can be inserted before or after."""
     return [el for el in body.iter("div", "p", "section", "article", "ul", "table", "h2", "h3")
-            if el.getparent() is not None and not any(a.tag in DROP for a in el.iterancestors())]
+            if el.getparent() is not None and not any(a.tag in LABEL_DROP for a in el.iterancestors())]
 
 
 def _serialize(root) -> str:
@@ -504,7 +439,7 @@ _MAIN_CACHE: dict[str, tuple[str | None, str]] = {}
 def host_main(host: Source):
     """(parsed host page, its main block or None, the host's own main text): the block located by the host's
     known main text (else by paragraph prose); the text is the known one, else the block's."""
-    root = _parse(host.html)
+    root = parse_page(host.html)
     if host.key not in _MAIN_CACHE:
         el = locate_main(root, host.main_text) if root is not None else None
         path = root.getroottree().getpath(el) if el is not None else None
@@ -538,7 +473,7 @@ def make_syndication(rng, article: Source, host: Source, credit: bool):
     root, main, host_text = host_main(host)
     if main is None:
         return None
-    title = article.article_title or _title(_parse(article.html))
+    title = article.article_title or _title(parse_page(article.html))
     _empty_main(root, main, host_text, title)
     frag = lxml.html.fragment_fromstring(article.content, create_parent="div")
     # readability's expected.html wraps the article in one div: unwrap it
@@ -570,7 +505,7 @@ PROXY_STYLES = ("archive", "cache", "translate")
 
 
 def make_proxy(rng, src: Source, style: str):
-    root = _parse(src.html)
+    root = parse_page(src.html)
     body = _body(root)
     y, mo, d, h, mi, s = _date(rng)
     stamp = f"{y}{mo:02d}{d:02d}{h:02d}{mi:02d}{s:02d}"
@@ -616,7 +551,7 @@ def make_proxy(rng, src: Source, style: str):
 
 
 def make_ads(rng, src: Source, cjk: bool):
-    root = _parse(src.html)
+    root = parse_page(src.html)
     body = _body(root)
     blocks = _blocks(body) or [body]
     kinds = []
@@ -647,7 +582,7 @@ def make_ads(rng, src: Source, cjk: bool):
 
 
 def make_counter(rng, src: Source, cjk: bool):
-    root = _parse(src.html)
+    root = parse_page(src.html)
     body = _body(root)
     kinds = rng.sample(["counter", "timestamp", "generated", "session"], rng.randint(1, 3))
     y, mo, d, h, mi, s = _date(rng)
@@ -694,16 +629,16 @@ def _text_slots(body):
     for el in body.iter():
         if not isinstance(el.tag, str):
             continue
-        hidden = el.tag in DROP or any(a.tag in DROP for a in el.iterancestors())
+        hidden = el.tag in LABEL_DROP or any(a.tag in LABEL_DROP for a in el.iterancestors())
         if not hidden and (el.text or "").strip():
             slots.append((el, "text"))
-        if el is not body and (el.tail or "").strip() and not any(a.tag in DROP for a in el.iterancestors()):
+        if el is not body and (el.tail or "").strip() and not any(a.tag in LABEL_DROP for a in el.iterancestors()):
             slots.append((el, "tail"))
     return slots
 
 
 def make_edit(rng, src: Source, cjk: bool):
-    root = _parse(src.html)
+    root = parse_page(src.html)
     body = _body(root)
     slots = _text_slots(body)
     level = rng.choice(EDIT_LEVELS)
@@ -831,10 +766,10 @@ def page_lang(text: str, main_text: str | None) -> tuple[str, bool]:
     article in an English menu), else of all its visible text."""
     if main_text:
         t = _norm(main_text)
-        lang, cjk = detect_lang(t)
-        if sum(map(_is_cjk, t)) >= MIN_CJK or len(re.findall(r"\w+", t)) >= MIN_WORDS:
+        lang, cjk = language_by_stopwords(t)
+        if sum(map(is_cjk, t)) >= MIN_CJK or len(re.findall(r"\w+", t)) >= MIN_WORDS:
             return lang, cjk
-    return detect_lang(text)
+    return language_by_stopwords(text)
 
 
 def load_sources(args) -> list[Source]:
@@ -873,18 +808,18 @@ def build(args) -> dict:
     originals: list[dict] = []
     skipped = Counter()
     for src in sources:
-        text = visible_text(src.html)
+        text = label_text(src.html)
         lang, cjk = page_lang(text, src.main_text)
-        n_words = len(re.findall(r"\w+", text)) if not cjk else sum(1 for ch in text if _is_cjk(ch))
+        n_words = len(re.findall(r"\w+", text)) if not cjk else sum(1 for ch in text if is_cjk(ch))
         if n_words < (MIN_CJK if cjk else MIN_WORDS):
             skipped[src.collection] += 1
             continue
         while src.url in seen_urls:
             src.url += ("&" if "?" in src.url else "?") + "dup=1"
         seen_urls.add(src.url)
-        art_text = visible_text(src.content) if src.content else ""
+        art_text = label_text(src.content) if src.content else ""
         originals.append(dict(src=src, lang=lang, cjk=cjk, article_ok=len(art_text.strip()) >= MIN_ARTICLE_CHARS
-                              * (0.4 if cjk else 1), title=_title(_parse(src.html))))
+                              * (0.4 if cjk else 1), title=_title(parse_page(src.html))))
     # hosts: pages whose main block holds a good share of the text and which have some chrome around it, and
     # where emptying that block takes the host's own main text away (a probe paragraph in its place)
     hosts = []
@@ -894,7 +829,7 @@ def build(args) -> dict:
         if mb is None:
             rejects["host_no_main_block"] += 1
             continue
-        whole = len(visible_text(o["src"].html))
+        whole = len(label_text(o["src"].html))
         inner = len(unicodedata.normalize("NFKC", " ".join(mb.itertext())))
         if not (whole and 0.25 <= inner / whole <= 0.9 and whole - inner >= 150):
             rejects["host_main_share"] += 1
@@ -949,7 +884,7 @@ def build(args) -> dict:
                 if made is None:
                     continue
                 html, title = made
-                why = check_insert(html, visible_text(o["src"].content), host_main(h["src"])[2])
+                why = check_insert(html, label_text(o["src"].content), host_main(h["src"])[2])
                 if why:
                     rejects[f"syndication_{why}"] += 1
                     continue
@@ -979,7 +914,7 @@ def build(args) -> dict:
     sent_pool = defaultdict(list)
     for o in originals:
         if o["src"].content:
-            sent_pool[o["lang"]] += [(o, x) for x in _sentences(visible_text(o["src"].content), o["cjk"])]
+            sent_pool[o["lang"]] += [(o, x) for x in _sentences(label_text(o["src"].content), o["cjk"])]
     thin_groups = 0
     for gi, h in enumerate(sorted(host_pool, key=lambda x: x["src"].key)[:args.thin_groups]):
         lang = h["lang"] if len(sent_pool[h["lang"]]) >= 60 else "en"
@@ -992,7 +927,7 @@ def build(args) -> dict:
         shared_title = f"Notes and updates | {h['src'].site.split(':')[-1]}" if gi % 2 else None
         hurl = urlsplit(h["src"].url)
         for d in donors:
-            sents = _sentences(visible_text(d["src"].content or d["src"].html), d["cjk"])
+            sents = _sentences(label_text(d["src"].content or d["src"].html), d["cjk"])
             if not sents:
                 continue
             t = d["title"] or sents[0][:60]
@@ -1028,7 +963,7 @@ def order_and_label(b: dict, args) -> dict:
         p["id"] = f"rw-{i:05d}"
     sh = []
     for p in pages:
-        sh.append(shingles(visible_text(p["html"]), p["cjk"]))
+        sh.append(shingle_hashes(label_text(p["html"]), p["cjk"]))
     n = len(pages)
     # candidates: MinHashLSH at 0.5 over the shingle hashes
     MinHash, MinHashLSH = b["MinHash"], b["MinHashLSH"]
@@ -1049,7 +984,7 @@ def order_and_label(b: dict, args) -> dict:
     def J(i, j):
         k = (min(i, j), max(i, j))
         if k not in jcache:
-            jcache[k] = round(jaccard(sh[k[0]], sh[k[1]]), 4)
+            jcache[k] = round(hash_jaccard(sh[k[0]], sh[k[1]]), 4)
         return jcache[k]
 
     idx_of = {id(p): i for i, p in enumerate(pages)}

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from . import ROOT
-from .text import CJK
+from .text import html_language
 
 SHARED = ROOT.parent / "shared"
 #: The public near-duplicate set: ``pages.jsonl.gz`` (``url``, ``html``) and ``truth.json.gz`` (its labels).
@@ -94,14 +94,7 @@ def load_public(n: int, directory: Path = PUBLIC_SET) -> Corpus:
 
 # --- pages by language -------------------------------------------------------------------------------------
 
-_TAG = re.compile(r"<script.*?</script>|<style.*?</style>|<[^>]*>", re.S | re.I)
 _BODY = re.compile(r"<body[^>]*>(.*?)(?:</body>|\Z)", re.S | re.I)
-
-
-def html_language(html: str) -> str:
-    """``zh`` when CJK ideographs are at least 10% of the visible non-space characters, else ``en``."""
-    text = "".join(_TAG.sub(" ", html).split())
-    return "zh" if text and len(CJK.findall(text)) >= 0.1 * len(text) else "en"
 
 
 def pages_by_language(path: Path) -> dict[str, list[str]]:

@@ -24,7 +24,7 @@ from pathlib import Path
 import lxml.html
 
 from benchmarks.benchlib.data import PUBLIC_PAGES, read_jsonl
-from benchmarks.benchlib.text import CJK
+from benchmarks.benchlib.text import has_ideograph
 from simhash_filter import DEFAULTS
 from simhash_filter.model import core
 from simhash_filter.model.extract import extract
@@ -38,7 +38,7 @@ def kinds(pages: int, docs: list[str]) -> dict[str, list[str | bytes]]:
     chinese: list[str | bytes] = []
     for row in read_jsonl(PUBLIC_PAGES):
         page = row["html"]
-        (chinese if CJK.search(page) else latin).append(page)
+        (chinese if has_ideograph(page) else latin).append(page)
         if len(latin) >= pages and len(chinese) >= pages:
             break
     out = {"public": latin[:pages], "public-chinese": chinese[:pages]}
