@@ -1,5 +1,5 @@
-"""benchmarks/accuracy/realweb.py: a tiny set built from a few synthetic pages (our own text)
-in the layout of each source collection, and the invariants of its labels."""
+"""benchmarks/accuracy/realweb.py (with benchlib.webpages and benchlib.webvariants): a tiny set built from a few
+synthetic pages (our own text) in the layout of each source collection, and the invariants of its labels."""
 
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ import pytest
 from conftest import benchmark_module
 
 from benchmarks.benchlib.text import hash_jaccard, label_text, parse_page, shingle_hashes
+from benchmarks.benchlib.webpages import Source, check_insert, locate_main
+from benchmarks.benchlib.webvariants import make_syndication
 
 pytest.importorskip("datasketch")
 
@@ -88,7 +90,7 @@ def test_set_files_and_fields(built: tuple[Path, dict]) -> None:
     assert (out / "README.md").read_text().count("| syndication |") == 2
 
 
-def test_labels(built: tuple[Path, dict], realweb: ModuleType) -> None:
+def test_labels(built: tuple[Path, dict]) -> None:
     out, truth = built
     pages = {p["id"]: p for p in truth["pages"]}
     true = {frozenset(x[:2]): x for x in truth["true_pairs"]}
@@ -164,47 +166,47 @@ def _host(comments: int = 12) -> str:
             "<footer>Copyright host.example</footer></body></html>")
 
 
-def test_locate_main_skips_comments_and_uses_known_text(realweb: ModuleType) -> None:
+def test_locate_main_skips_comments_and_uses_known_text() -> None:
     root = parse_page(_host())
-    el = realweb.locate_main(root)
+    el = locate_main(root)
     assert el is not None and el.get("class") == "body"
     known = " ".join(_prose('own', 4))
-    el = realweb.locate_main(parse_page(_host()), known)
+    el = locate_main(parse_page(_host()), known)
     assert el is not None and el.get("class") == "body"
     # a block a reader does not see is never the main block
     hidden = _host().replace("<div class='body'>", "<div class='body' style='display: none'>")
-    el = realweb.locate_main(parse_page(hidden), known)
+    el = locate_main(parse_page(hidden), known)
     assert el is None or "body" not in (el.get("class") or "")
 
 
-def test_check_insert(realweb: ModuleType) -> None:
+def test_check_insert() -> None:
     own = " ".join(_prose('own', 4))
     art = "".join(f"<p>{p}</p>" for p in _prose('art', 4))
     art_text = " ".join(_prose('art', 4))
     page = _host()
     good = page.replace(page[page.index("<div class='body'>"):page.index("<section id='comments'>")],
                         f"<div class='body'>{art}</div>")
-    assert realweb.check_insert(good, art_text, own) is None
+    assert check_insert(good, art_text, own) is None
     # the article where the truth's visible text does not see it, or where a browser does not show it
     for wrap, why in (("<noscript>{}</noscript>", "article_not_visible"),
                       ("<div hidden>{}</div>", "article_not_rendered"),
                       ("<svg><foreignObject>{}</foreignObject></svg>", "article_not_rendered")):
         bad = good.replace(f"<div class='body'>{art}</div>", "<div class='body'>" + wrap.format(art) + "</div>")
-        assert realweb.check_insert(bad, art_text, own) == why
+        assert check_insert(bad, art_text, own) == why
     # the article in the comment area, the host's own article still in its column
     kept = page.replace("<ol>", f"<ol>{art}")
-    assert realweb.check_insert(kept, art_text, own) == "host_text_kept"
+    assert check_insert(kept, art_text, own) == "host_text_kept"
 
 
-def test_syndication_replaces_the_main_article(realweb: ModuleType) -> None:
-    host = realweb.Source("aeb", "aeb/host", "aeb:host.example", "https://host.example/a", _host(),
+def test_syndication_replaces_the_main_article() -> None:
+    host = Source("aeb", "aeb/host", "aeb:host.example", "https://host.example/a", _host(),
                           main_text=" ".join(_prose('own', 4)))
-    art = realweb.Source("aeb", "aeb/art", "aeb:art.example", "https://art.example/b", _page("art", "Art", []),
+    art = Source("aeb", "aeb/art", "aeb:art.example", "https://art.example/b", _page("art", "Art", []),
                          content="<div>" + "".join(f"<p>{p}</p>" for p in _prose('art', 4)) + "</div>",
                          article_title="The syndicated headline")
-    html, title = realweb.make_syndication(random.Random(1), art, host, credit=True)
+    html, title = make_syndication(random.Random(1), art, host, credit=True)
     assert title == "The syndicated headline"
-    assert realweb.check_insert(html, label_text(art.content), host.main_text) is None
+    assert check_insert(html, label_text(art.content), host.main_text) is None
     text = label_text(html)
     assert "17 discussion to this post" in text and "the syndicated headline" in text and "host headline" not in text
 

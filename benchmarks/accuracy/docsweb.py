@@ -34,6 +34,19 @@ import xxhash
 
 from benchmarks.accuracy import realweb as rw
 from benchmarks.benchlib.text import label_text, parse_page
+from benchmarks.benchlib.webpages import Source, check_insert, decode_html, esc, read_file, title_of
+from benchmarks.benchlib.webvariants import (
+    PROXY_STYLES,
+    edited_url,
+    empty_main,
+    host_main,
+    make_ads,
+    make_counter,
+    make_edit,
+    make_proxy,
+    parse_fragment,
+    serialize,
+)
 
 _RUST = os.path.expanduser("~/.rustup/toolchains/stable-x86_64-unknown-linux-gnu/share/doc/rust/html")
 SITES = {
@@ -60,28 +73,28 @@ SKIP = re.compile(r"(^|/)(print|index|toc|404|searchindex|all|search|SUMMARY)\.h
 LIST_ITEMS = 12
 
 
-def read_site(name: str, d: str, rng: random.Random, limit: int) -> list[rw.Source]:
+def read_site(name: str, d: str, rng: random.Random, limit: int) -> list[Source]:
     paths = sorted(p for p in glob.glob(os.path.join(d, "**", "*.html"), recursive=True) if not SKIP.search(p))
     rng.shuffle(paths)
     out = []
     for path in paths:
         if len(out) >= limit:
             break
-        html = rw._decode(rw._read(path))
+        html = decode_html(read_file(path))
         root = parse_page(html)
         if root is None:
             continue
         rel = os.path.relpath(path, d)
         url = f"https://docs.{name}.example/{rel}"
-        src = rw.Source("docs", f"docs/{name}/{rel}", f"docs:{name}", url, html)
+        src = Source("docs", f"docs/{name}/{rel}", f"docs:{name}", url, html)
         src.main_text = None
         out.append(src)
     return out
 
 
-def _parts(src: rw.Source):
+def _parts(src: Source):
     """(heading, first sentence, option list items) of a real page, from its main block."""
-    root, main, _text = rw.host_main(src)
+    root, main, _text = host_main(src)
     scope = main if main is not None else root
     if scope is None:
         return None
@@ -89,7 +102,7 @@ def _parts(src: rw.Source):
         (" ".join(h.text_content().split()) for h in scope.iter("h1", "h2") if h.text_content().strip()), None
     )
     paras = [" ".join(p.text_content().split()) for p in scope.iter("p")]
-    sentences = [s for p in paras for s in rw._sentences(p, False)]
+    sentences = [s for p in paras for s in rw.sentences_of(p, False)]
     items = []
     for lst in scope.iter("ul", "ol", "dl"):
         items = [" ".join(li.text_content().split()) for li in lst if li.tag in ("li", "dt", "dd")]
@@ -102,30 +115,30 @@ def _parts(src: rw.Source):
 
 
 def make_doc_thin(
-    host: rw.Source, heading: str, sentence: str | None, items: list[str], note: list[str], links: bool
+    host: Source, heading: str, sentence: str | None, items: list[str], note: list[str], links: bool
 ) -> str | None:
     """A thin sibling in *host*'s chrome: the heading, the sentence (if any), the items (as a menu of links when
     *links*), then the shared note."""
-    root, main, host_text = rw.host_main(host)
+    root, main, host_text = host_main(host)
     if main is None:
         return None
-    rw._empty_main(root, main, host_text, heading)
-    main.append(rw._el(f"<h1>{rw._esc(heading)}</h1>"))
+    empty_main(root, main, host_text, heading)
+    main.append(parse_fragment(f"<h1>{esc(heading)}</h1>"))
     if sentence:
-        main.append(rw._el(f"<p>{rw._esc(sentence)}</p>"))
+        main.append(parse_fragment(f"<p>{esc(sentence)}</p>"))
     if items:
         li = (
-            f'<li><a href="#{i}">{rw._esc(x[:60])}</a></li>' if links else f"<li>{rw._esc(x)}</li>"
+            f'<li><a href="#{i}">{esc(x[:60])}</a></li>' if links else f"<li>{esc(x)}</li>"
             for i, x in enumerate(items)
         )
-        main.append(rw._el("<ul>" + "".join(li) + "</ul>"))
-    main.append(rw._el('<div class="note">' + "".join(f"<p>{rw._esc(s)}</p>" for s in note) + "</div>"))
+        main.append(parse_fragment("<ul>" + "".join(li) + "</ul>"))
+    main.append(parse_fragment('<div class="note">' + "".join(f"<p>{esc(s)}</p>" for s in note) + "</div>"))
     t = root.find(".//title")
     if t is not None:
         for c in list(t):
             t.remove(c)
         t.text = heading
-    return rw._serialize(root)
+    return serialize(root)
 
 
 def build(args) -> dict:
@@ -171,7 +184,7 @@ def build(args) -> dict:
             if len(re.findall(r"\w+", text)) < rw.MIN_WORDS:
                 skipped[name] += 1
                 continue
-            o = dict(src=src, lang="en", cjk=False, title=rw._title(parse_page(src.html)), topic=src.site)
+            o = dict(src=src, lang="en", cjk=False, title=title_of(parse_page(src.html)), topic=src.site)
             o["page"] = add(
                 src.html,
                 src.url,
@@ -189,18 +202,18 @@ def build(args) -> dict:
     for o in originals:
         s = o["src"]
         if rng.random() < args.proxy:
-            html, url, info = rw.make_proxy(rng, s, rng.choice(rw.PROXY_STYLES))
+            html, url, info = make_proxy(rng, s, rng.choice(PROXY_STYLES))
             add(html, url, o, "proxy", info, s.site, o["title"], o["topic"], "docs")
         if rng.random() < args.ads:
-            html, info = rw.make_ads(rng, s, False)
+            html, info = make_ads(rng, s, False)
             add(html, s.url + f"?ref=ad{rng.randint(1, 99)}", o, "ads", info, s.site, o["title"], o["topic"], "docs")
         if rng.random() < args.counter:
-            html, url, info = rw.make_counter(rng, s, False)
+            html, url, info = make_counter(rng, s, False)
             add(html, url, o, "counter", info, s.site, o["title"], o["topic"], "docs")
         if rng.random() < args.edit:
-            made = rw.make_edit(rng, s, False)
+            made = make_edit(rng, s, False)
             if made:
-                add(made[0], rw._edit_url(rng, s.url), o, "edit", made[1], s.site, o["title"], o["topic"], "docs")
+                add(made[0], edited_url(rng, s.url), o, "edit", made[1], s.site, o["title"], o["topic"], "docs")
     groups = 0
     for name, os_ in sorted(by_site.items()):
         parts = [(o, p) for o in os_ if (p := _parts(o["src"]))]
@@ -211,7 +224,7 @@ def build(args) -> dict:
             note_src = rng.choice(parts)
             note_root = parse_page(note_src[0]["src"].html)
             note_sents = [
-                s for p in note_root.iter("p") for s in rw._sentences(" ".join(p.text_content().split()), False)
+                s for p in note_root.iter("p") for s in rw.sentences_of(" ".join(p.text_content().split()), False)
             ]
             note = note_sents[: [3, 6, 10, 16][g % 4]]
             if len(note) < 3:
@@ -225,13 +238,13 @@ def build(args) -> dict:
                 if html is None:
                     continue
                 shown = [heading, sentence if style == 0 else "", *(items if style == 0 else []), *note]
-                why = rw.check_insert(html, " ".join(shown), rw.host_main(host)[2])
+                why = check_insert(html, " ".join(shown), host_main(host)[2])
                 if why:
                     rejects[f"thin_{why}"] += 1
                     continue
                 add(
                     html,
-                    f"https://docs.{name}.example/notes/{g}/{rw._slug(heading, rng)}",
+                    f"https://docs.{name}.example/notes/{g}/{rw.slugify(heading, rng)}",
                     None,
                     "original",
                     {

@@ -2,7 +2,10 @@
 
 - :mod:`benchlib.data`: the public near-duplicate set (``../shared/datasets/neardup-public``: its pages and
   labels), JSON Lines files (gzip or not), pages by language, random fingerprints and URL keys;
-- :mod:`benchlib.text`: visible text, shingles and Jaccard (the public set's ground-truth rule);
+- :mod:`benchlib.text`: visible text, shingles and Jaccard (the public set's ground-truth rule), its language, and
+  the named variants other benchmarks measure with (the real-web labels', extraction's, the fixture pages');
+- :mod:`benchlib.webpages`: real pages of public collections read from disk, their main block located;
+- :mod:`benchlib.webvariants`: near-duplicate variants of a real page (the real-web and documentation sets);
 - :mod:`benchlib.site`: pages to serve on loopback with ``devsites.localsite`` (padding, links, a sitemap);
 - :mod:`benchlib.crawl`: ``scrapy crawl site`` in a subprocess, timed, with its stats and items
   (:mod:`benchlib.scrapy_stats` is the Scrapy extension it loads there);
