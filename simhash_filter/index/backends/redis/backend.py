@@ -405,7 +405,10 @@ class RedisBackend(Backend):
             call_keys: list[Any] = [self._meta_key]
             args = []
             for i in range(lo, min(lo + BATCH, len(fingerprints))):
-                call_keys.extend(table[i] for table in buckets)
+                if masks is None:
+                    call_keys.extend(table[i] for table in buckets)
+                else:  # the tables the mask names only
+                    call_keys.extend(table[i] for table, on in zip(buckets, masks[i][:-1], strict=True) if on == 49)
                 args.append(packed[8 * i : 8 * i + 8])
                 if keys is not None:
                     args.append(encode_key(keys[i]))
@@ -552,7 +555,8 @@ class RedisBackend(Backend):
     ) -> None:
         """Store many pages, each in the tables its mask names (a byte ``1`` or ``0`` per table) and counted in the
         meta hash's ``pages`` when the mask's last byte is ``1``: a sharded index's bulk load, one script call per
-        :data:`BATCH` pages, pipelined (on one server; one call after the other in a cluster)."""
+        :data:`BATCH` pages with the bucket keys of those tables only, pipelined (on one server; one call after the
+        other in a cluster)."""
         checked = self._checked_sketches(sketches, len(fingerprints))
         if self._sketch_in_key and checked is not None:
             home = [mask[-1:] == b"1" for mask in masks]

@@ -27,7 +27,8 @@ _FEW = 48
 SCRIPT = (
     r"""
 -- simhash-filter: probe, verify and add in one atomic step (see simhash_filter/index/backends/redis/).
--- KEYS[1]: the meta hash; KEYS[2..]: T bucket keys per item, item after item.
+-- KEYS[1]: the meta hash; KEYS[2..]: T bucket keys per item, item after item (op "m": those of the tables its
+-- mask names only).
 -- ARGV: op, k, key prefix ("{p}:"), T, retry ("1": an earlier attempt of this call may have run), max_age
 -- (seconds, 0: none), R (bytes per record: @RECORD@ + the sketch's), the tables' lead masks (8 bytes each,
 -- big-endian; "d" and "p" only, else empty), the bound of a two-stage check ("d" and "p"; else "0"): the
@@ -129,6 +130,13 @@ local function distances(g)
   @DISTANCES@
 end
 
+-- The name of the item's bucket of table t: KEYS[base + t], or (op "m") the one its mask gave (nil: none given).
+local slots = nil
+local function bucket(base, t)
+  if slots then return slots[t] end
+  return KEYS[base + t]
+end
+
 -- Every stored fingerprint within kq of q in the item's buckets KEYS[base + 1 .. base + T], once each, as
 -- {distance, id, fingerprint}.  buckets[t] receives the content of bucket t (false: none).  An entry whose
 -- fold is more than kq from q's is passed over (most: 2.5 % of random entries pass at kq = 10, 0.0001 % at 3);
@@ -141,7 +149,8 @@ local function probe(q, base, kq, buckets)
   local d3, d4 = distances(bxor(q3, q7)), distances(bxor(q4, q8))
   local hits, seen = {}, {}
   for t = 1, T do
-    local s = call("GET", KEYS[base + t])
+    local name = bucket(base, t)
+    local s = name and call("GET", name)
     buckets[t] = s
     if s then
       for i = 1, #s, E do
@@ -460,9 +469,9 @@ local function add(q, key, sketch, base, buckets, id, takes)
   if LOW then entry = entry .. sub(q, 5, 8) end
   for t = 1, T do
     if takes == nil or takes[t] then
-      local s = buckets[t]
-      if s == nil then s = call("GET", KEYS[base + t]) end
-      call("SET", KEYS[base + t], (s or "") .. entry)
+      local s, name = buckets[t], bucket(base, t)
+      if s == nil then s = call("GET", name) end
+      call("SET", name, (s or "") .. entry)
     end
   end
 end
@@ -535,6 +544,7 @@ local n = n0
 if n + m > LIMIT then
   return redis.error_reply("SIMHASH_FULL " .. n)
 end
+local given = 1 -- op "m": the bucket keys given so far
 for item = 0, m - 1 do
   local at = H + 1 + stride * item
   local q, key = ARGV[at], ARGV[at + 1]
@@ -542,6 +552,15 @@ for item = 0, m - 1 do
   if stride >= 3 then sketch = ARGV[at + 2] end
   local base = 1 + item * T
   local buckets = {}
+  if op == "m" then
+    slots = {}
+    for t = 1, T do
+      if byte(ARGV[at + 3], t) == 49 then
+        given = given + 1
+        slots[t] = KEYS[given]
+      end
+    end
+  end
   if op == "d" then -- the candidates, then the page stored in the tables that take it (none: not stored)
     local chosen, takes, found, waits = bounded(q, key, sketch, base, buckets)
     if takes ~= nil then
