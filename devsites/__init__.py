@@ -8,6 +8,7 @@ the repository (like ``crawler/``, ``tests/`` and ``benchmarks/``) and is not pa
 - :mod:`devsites.sample`: a JSON Lines sample of generated article pages with known near-duplicates.
 - :mod:`devsites.demosite`: the demo's website (the sample as a site with its mirror) and the truth about it.
 - :mod:`devsites.dupsite`: sites whose pages are reached under many URLs (the tests of saving downloads).
+  Their parts: :mod:`devsites.generated` (the base class), :mod:`devsites.newssite`, :mod:`devsites.catalogue`.
 - :mod:`devsites.floods`: duplicate-flood page streams and an infinite calendar (a crawler trap).
 - :mod:`devsites.crowd`: a crowd of look-alike pages of one real template.
 - :mod:`devsites.pages`: the tests' fixture articles in four site templates.
