@@ -1,7 +1,7 @@
 """What the generated sites of :mod:`devsites.dupsite` share: the base class :class:`GeneratedSite` (fixed pages,
 the page of any other URL, the ground truth of what each URL shows, a local server, a walk of every reachable URL),
-what one URL shows (:class:`View`), an article of a site (:class:`Story`), and the page parts every site writes (a
-page's volatile reader counter and timestamp, a script configuration a reader does not see, long articles)."""
+what one URL shows (:class:`View`), and the page parts every site writes (a page's volatile reader counter and
+timestamp, a script configuration a reader does not see, long articles)."""
 
 from __future__ import annotations
 
@@ -34,28 +34,6 @@ class View:
     kind: str
     host: str
     key: Any = None
-
-
-@dataclass(frozen=True)
-class Story:
-    """An article of a generated site: its number, text (a :class:`devsites.sample.Article`), section and path."""
-
-    n: int
-    article: Any
-    section: str
-    path: str
-
-    @property
-    def lang(self) -> str:
-        return str(self.article.lang)
-
-    @property
-    def title(self) -> str:
-        return str(self.article.title)
-
-    def teaser(self, sentences: int = 3) -> str:
-        sep = " " if self.lang == "en" else ""
-        return sep.join(self.article.paragraphs[0][:sentences])
 
 
 def links_of(page: str, url: str) -> list[str]:

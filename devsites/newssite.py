@@ -8,14 +8,13 @@ import html
 import json
 import random
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 from urllib.parse import parse_qsl, urlencode
 
 from devsites.generated import (
     MAIN,
     MIRROR,
     GeneratedSite,
-    Story,
     View,
     long_article,
     paragraphs_html,
@@ -26,6 +25,28 @@ from devsites.generated import (
 )
 
 # --- the duplicate-heavy news site ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Story:
+    """An article of a generated site: its number, text (a :class:`devsites.sample.Article`), section and path."""
+
+    n: int
+    article: Any
+    section: str
+    path: str
+
+    @property
+    def lang(self) -> str:
+        return str(self.article.lang)
+
+    @property
+    def title(self) -> str:
+        return str(self.article.title)
+
+    def teaser(self, sentences: int = 3) -> str:
+        sep = " " if self.lang == "en" else ""
+        return sep.join(self.article.paragraphs[0][:sentences])
 
 
 @dataclass(frozen=True)

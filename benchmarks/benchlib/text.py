@@ -118,7 +118,9 @@ def label_text(html: str) -> str:
 
 
 def is_cjk(ch: str) -> bool:
-    """The real-web labels' CJK character: an ideograph or kana (the public set's :data:`CJK` has no kana)."""
+    """The real-web labels' CJK character: an ideograph or kana (the public set's :data:`CJK` has no kana).
+
+    The characters of :data:`CJK_CHAR`, compared by code point: it runs on every character of a page."""
     o = ord(ch)
     return 0x4E00 <= o <= 0x9FFF or 0x3400 <= o <= 0x4DBF or 0xF900 <= o <= 0xFAFF or 0x3040 <= o <= 0x30FF
 
