@@ -3,6 +3,7 @@ tiny size, as a module of the ``benchmarks`` package."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -33,3 +34,15 @@ def test_every_benchmark_is_a_package_module_without_path_edits() -> None:
         assert "sys.path.insert" not in text and "sys.path[:0]" not in text, path
         if path.parent.name != "benchlib":
             assert f"`{path.relative_to(ROOT / 'benchmarks').as_posix()}`" in readme, f"{path} not in the README"
+
+
+def test_every_docs_page_the_benchmarks_readme_names_quotes_its_script() -> None:
+    """A page in the "quoted in" column of benchmarks/README.md names the script of its row (a moved or renamed
+    script, or a figure that left the page, shows up here)."""
+    readme = (ROOT / "benchmarks" / "README.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| `([^`]+\.py)` \|.*\| ([^|]*) \|$", readme, re.MULTILINE)
+    assert len(rows) > 30
+    for script, pages in rows:
+        for page in filter(None, (p.strip() for p in pages.split(","))):
+            text = (ROOT / page).read_text(encoding="utf-8")
+            assert Path(script).stem in text, f"{page} does not name {script}"
