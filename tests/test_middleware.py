@@ -91,6 +91,18 @@ def test_drop_or_flag_is_decided_once_and_said_in_meta(action):
     assert Decision.from_meta(copy.url, copy.meta["simhash"]).dropped is (action == "drop")
 
 
+@pytest.mark.parametrize(("action", "what"), [("drop", "dropped"), ("flag", "flagged")])
+def test_a_near_duplicate_is_logged_once_with_its_decision(action, what, caplog):
+    """The near-duplicate's log line says what its decision says (dropped or flagged), once: it is written where the
+    decision is made, not again by the middleware."""
+    mw = middleware(SIMHASH_ACTION=action, SIMHASH_DEBUG=True)
+    with caplog.at_level(logging.DEBUG, logger="simhash_filter"):
+        respond(mw, "http://a.test/rain", ARTICLE)
+        respond(mw, "http://b.test/copy", COPY)
+    lines = [r.getMessage() for r in caplog.records if "near-duplicate of" in r.getMessage()]
+    assert len(lines) == 1 and lines[0].startswith(f"simhash: {what} http://b.test/copy: near-duplicate of "), lines
+
+
 def test_different_pages_both_kept():
     """Two different articles in the same template are both kept."""
     mw = middleware()

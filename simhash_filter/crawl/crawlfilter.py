@@ -424,10 +424,6 @@ class CrawlFilter:
         """The decision of the response that produced ``item``, else of a recent page at its ``url``."""
         return self.items.decision_for(item)
 
-    def log_near_duplicate(self, decision: Decision, what: str) -> None:
-        """Log a near-duplicate: every one with ``SIMHASH_DEBUG``, else the first one only."""
-        self.report.log_near_duplicate(decision, what)
-
     @property
     def index_where(self) -> str:
         """Where the index is, fit to show: its URI with secrets masked, or its directory."""

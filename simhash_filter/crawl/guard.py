@@ -186,9 +186,9 @@ class IndexGuard:
             decision = Decision(url, Status.OK.value, value)
         else:
             decision = Decision(url, Status.OK.value, value, match.key, match.distance, match.similarity, self.drop)
-        self.report.count.candidates(self.index.candidates_max)
         stored = not (match is not None and match.key == url and match.fingerprint == value)  # not its own entry
-        return self.report.decided(decision, stored=stored, added_late=added_late, rows=self.rows())
+        return self.report.decided(decision, stored=stored, added_late=added_late, rows=self.rows(),
+                                   candidates=self.index.candidates_max)  # fmt: skip
 
     def _check_and_add(self, value: int, url: str, sketch: bytes | None) -> tuple[Match | None, int]:
         """Check-and-add one page; then add the pages let through unchecked while the index failed (so

@@ -125,16 +125,12 @@ class SimhashDownloaderMiddleware:
         if self.filter.avoider is not None:
             await self.filter.avoider.observed(decision, request)
         request.meta[META_KEY] = decision.to_meta()
-        if decision.near_duplicate:
-            if decision.unchanged:  # kept in an earlier crawl: follow its links, its items are not stored again
-                self.filter.log_near_duplicate(decision, "let through (unchanged since it was kept)")
-            elif decision.dropped:
-                self.filter.log_near_duplicate(decision, "dropped")
-                self._received(request, response)
-                await self.held_pages.release(request.meta)
-                raise NearDuplicateResponse(decision)
-            else:
-                self.filter.log_near_duplicate(decision, "flagged")
+        # A page unchanged since an earlier crawl reaches the spider (its links are followed; its items are not
+        # stored again); another near-duplicate is dropped here, or flagged: as its decision says (logged with it).
+        if decision.dropped and not decision.unchanged:
+            self._received(request, response)
+            await self.held_pages.release(request.meta)
+            raise NearDuplicateResponse(decision)
         return response
 
 

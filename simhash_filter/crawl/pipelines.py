@@ -65,8 +65,6 @@ class SimhashPipeline:
             checked = await crawl_filter.check_item(item)
             if checked is not None:
                 decision = checked
-                if decision.near_duplicate:
-                    crawl_filter.log_near_duplicate(decision, "dropped" if decision.dropped else "flagged")
         if decision is None:
             crawl_filter.stats.inc_value("simhash/items/unchecked")
             return item

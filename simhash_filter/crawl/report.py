@@ -78,16 +78,26 @@ class Report:
             logger.debug("simhash: skipped %s: %s", url, reason)
         return decision
 
-    def decided(self, decision: Decision, *, stored: bool, added_late: int = 0, rows: int | None = None) -> Decision:
-        """A checked page's *decision* (made by the index call, :mod:`.guard`), counted (:meth:`FilterStats.checked`)
-        and, with ``SIMHASH_DEBUG``, a kept page logged."""
-        self.count.checked(decision, stored=stored, added_late=added_late, rows=rows)
-        if self.debug and not decision.near_duplicate:
+    def decided(
+        self, decision: Decision, *, stored: bool, added_late: int = 0, rows: int | None = None, candidates: int = 0
+    ) -> Decision:
+        """A checked page's *decision* (made by the index call, :mod:`.guard`), counted (:meth:`FilterStats.checked`,
+        with the most *candidates* a check has verified so far) and logged: a near-duplicate as
+        :meth:`log_near_duplicate` says, a kept page with ``SIMHASH_DEBUG``."""
+        self.count.checked(decision, stored=stored, added_late=added_late, rows=rows, candidates=candidates)
+        if decision.near_duplicate:
+            self.log_near_duplicate(decision)
+        elif self.debug:
             logger.debug("simhash: kept %s (fingerprint %s)", decision.url, decision.hex)
         return decision
 
-    def log_near_duplicate(self, decision: Decision, what: str) -> None:
-        """Log a near-duplicate: every one with ``SIMHASH_DEBUG``, else the first one only."""
+    def log_near_duplicate(self, decision: Decision) -> None:
+        """Log a near-duplicate, with what becomes of it (unchanged since an earlier crawl: let through to the
+        spider; else dropped or flagged): every one with ``SIMHASH_DEBUG``, else the first one only."""
+        if decision.unchanged:
+            what = "let through (unchanged since it was kept)"
+        else:
+            what = "dropped" if decision.dropped else "flagged"
         if self.debug or "near_duplicate" not in self._logged:
             hint = "" if self.debug else " - no more near-duplicates will be shown (see SIMHASH_DEBUG to show all)"
             self._logged.add("near_duplicate")

@@ -107,9 +107,14 @@ class FilterStats:
         self.stats.inc_value(f"simhash/skipped/{reason}")
         self.skipped[reason] += 1
 
-    def checked(self, decision: Decision, *, stored: bool, added_late: int = 0, rows: int | None = None) -> None:
+    def checked(
+        self, decision: Decision, *, stored: bool, added_late: int = 0, rows: int | None = None, candidates: int = 0
+    ) -> None:
         """A page checked in the index (*stored*: it added an entry, not its own one found again); the late adds
-        that went with it; ``simhash/index_size`` follows the index's *rows* (a local index), else the adds."""
+        that went with it; ``simhash/index_size`` follows the index's *rows* (a local index), else the adds;
+        ``simhash/candidates/max``, the most *candidates* one check has verified so far (the bound on a check's
+        work, at most five times ``SIMHASH_CANDIDATES_PER_TABLE``)."""
+        self.stats.max_value("simhash/candidates/max", candidates)
         if added_late:
             self.stats.inc_value("simhash/index_added_late", added_late)
         self.stats.inc_value("simhash/checked")
@@ -142,11 +147,6 @@ class FilterStats:
         """Seconds of an index check in the reactor thread."""
         self.stats.inc_value("simhash/reactor_seconds", seconds)
         self.stats.inc_value("simhash/index_seconds", seconds)
-
-    def candidates(self, most: int) -> None:
-        """The most candidates one check has verified so far (``simhash/candidates/max``: the bound on a check's
-        work, at most five times ``SIMHASH_CANDIDATES_PER_TABLE``)."""
-        self.stats.max_value("simhash/candidates/max", most)
 
     def own_entry_found(self) -> None:
         """A retried index check found the page's own entry (its timed-out write landed)."""
