@@ -13,5 +13,6 @@ the repository (like ``crawler/``, ``tests/`` and ``benchmarks/``) and is not pa
 - :mod:`devsites.crowd`: a crowd of look-alike pages of one real template.
 - :mod:`devsites.pages`: the tests' fixture articles in four site templates.
 - :mod:`devsites.site_server`: the crawl tests' website, built from those fixtures (a subprocess).
+- :mod:`devsites.hostile`: a site of hostile pages (a gzip bomb, deep nesting, ...) for the fault-injection tests.
 - :mod:`devsites.redis_server`: real ``redis-server`` processes and a 3-node Redis Cluster.
 """

@@ -33,19 +33,10 @@ from pathlib import Path
 import pytest
 import redis
 from crawl_helpers import env, scrapy_crawl
-from fault_helpers import (
-    ORDINARY,
-    children,
-    cmdline,
-    fill,
-    hostile_site,
-    page_lines,
-    serve,
-    small_filesystem,
-    tmpfs_problem,
-)
+from fault_helpers import children, cmdline, fill, page_lines, small_filesystem, tmpfs_problem
 
 from devsites import pages as p
+from devsites.hostile import ORDINARY, hostile_site, serve
 from devsites.redis_server import RedisServer
 from simhash_filter import open_index
 from simhash_filter.cli.main import main
