@@ -103,6 +103,20 @@ def test_a_near_duplicate_is_logged_once_with_its_decision(action, what, caplog)
     assert len(lines) == 1 and lines[0].startswith(f"simhash: {what} http://b.test/copy: near-duplicate of "), lines
 
 
+def test_a_page_unchanged_since_it_was_kept_is_logged_as_not_indexed_again(caplog):
+    """A page fetched again unchanged goes on to the spider, and its log line says only what is true of it there: it
+    is not indexed again (its own entry is in the index), not that it was dropped or let through."""
+    mw = middleware(SIMHASH_DEBUG=True)
+    respond(mw, "http://a.test/rain", ARTICLE)
+    with caplog.at_level(logging.DEBUG, logger="simhash_filter"):
+        _, response = respond(mw, "http://a.test/rain", ARTICLE)
+    assert isinstance(response, HtmlResponse)
+    lines = [r.getMessage() for r in caplog.records if "near-duplicate of" in r.getMessage()]
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("simhash: not indexed again (unchanged since it was kept) http://a.test/rain: "
+                               "near-duplicate of http://a.test/rain (distance 0"), lines  # fmt: skip
+
+
 def test_different_pages_both_kept():
     """Two different articles in the same template are both kept."""
     mw = middleware()

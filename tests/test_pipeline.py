@@ -177,6 +177,24 @@ def test_item_fields_fingerprinted_without_response():
     assert c.stat("simhash/dropped") == 1 and c.stat("simhash/kept") == 2
 
 
+def test_an_item_unchanged_since_it_was_kept_is_dropped_and_logged_as_not_indexed_again(tmp_path, caplog):
+    """An item checked by its own fields, unchanged since an earlier crawl kept it, is dropped in drop mode; its log
+    line says it is not indexed again, not that it was let through."""
+    settings = {"SIMHASH_ITEM_FIELDS": ["title", "body"], "SIMHASH_DEBUG": True, "SIMHASH_BACKEND": str(tmp_path)}
+    first = Components(**settings)
+    first.process({"url": "api:1", "title": "Rain", "body": ARTICLE})
+    first.pipeline.filter.spider_closed(None, "finished")
+    c = Components(**settings)
+    with caplog.at_level(logging.DEBUG, logger="simhash_filter"):
+        again = c.process({"url": "api:1", "title": "Rain", "body": ARTICLE})
+    assert isinstance(again, NearDuplicateItem) and again.duplicate_of == "api:1"
+    lines = [r.getMessage() for r in caplog.records if "near-duplicate of" in r.getMessage()]
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("simhash: not indexed again (unchanged since it was kept) api:1: near-duplicate of "
+                               "api:1 (distance 0"), lines  # fmt: skip
+    assert "let through" not in lines[0]
+
+
 def test_plain_text_item_fields():
     """Plain-text item fields are fingerprinted as paragraphs: the same text twice is a near-duplicate."""
     c = Components(SIMHASH_ITEM_FIELDS=["text"], SIMHASH_ACTION="flag")

@@ -92,10 +92,11 @@ class Report:
         return decision
 
     def log_near_duplicate(self, decision: Decision) -> None:
-        """Log a near-duplicate, with what becomes of it (unchanged since an earlier crawl: let through to the
-        spider; else dropped or flagged): every one with ``SIMHASH_DEBUG``, else the first one only."""
+        """Log a near-duplicate, with what becomes of it (unchanged since it was kept: not indexed again, whether it
+        is a response, let through to the spider, or an item checked by its own fields, dropped or flagged as any
+        near-duplicate; else dropped or flagged): every one with ``SIMHASH_DEBUG``, else the first one only."""
         if decision.unchanged:
-            what = "let through (unchanged since it was kept)"
+            what = "not indexed again (unchanged since it was kept)"
         else:
             what = "dropped" if decision.dropped else "flagged"
         if self.debug or "near_duplicate" not in self._logged:
