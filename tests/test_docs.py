@@ -4,10 +4,14 @@ the Python example, the links between them, and the public facade."""
 from __future__ import annotations
 
 import ast
+import contextlib
+import io
 import re
 import unicodedata
 from dataclasses import fields
 from pathlib import Path
+
+import pytest
 
 import simhash_filter
 from simhash_filter.config import FilterConfig, FingerprintConfig
@@ -197,6 +201,13 @@ def test_readme_links_to_every_docs_page():
     assert pages - linked == set()
 
 
+def test_the_overview_lists_every_other_page():
+    """docs/index.md's list of the site's pages links to each other page of docs/."""
+    listing = _section((DOCS / "index.md").read_text(encoding="utf-8"), "## The pages of this site")
+    linked = {t.partition("#")[0] for t in LINK.findall(listing)}
+    assert {p.name for p in DOCS.glob("*.md")} - linked == {"index.md"}
+
+
 def test_every_docs_page_is_in_the_nav():
     """mkdocs.yml's nav lists every page of docs/ (the strict build also refuses a page left out)."""
     config = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
@@ -261,3 +272,57 @@ def test_every_benchmark_the_docs_name_exists():
                 if name not in REMOVED_BENCHMARKS and not (ROOT / "benchmarks" / name).exists()
             ]
     assert not missing, missing
+
+
+#: A ``SIMHASH_...`` name: a Scrapy setting, or an environment variable the build or the core reads.
+SIMHASH_NAME = re.compile(r"\bSIMHASH_[A-Z0-9_]*[A-Z0-9]\b")
+
+
+def test_every_simhash_name_the_docs_give_is_a_setting_or_an_environment_variable():
+    """Each ``SIMHASH_*`` name in the README and docs/ is a setting of simhash_filter/crawl/settings.py, or a
+    variable named in the package's or setup.py's code (no setting that was renamed or never existed)."""
+    settings = {name for name in vars(simhash_settings) if name.startswith("SIMHASH_")}
+    code = "\n".join(p.read_text(encoding="utf-8") for p in [ROOT / "setup.py", *PACKAGE.rglob("*.py")])
+    unknown = {
+        f"{path.name}: {name}"
+        for path in [README, *DOCS.glob("*.md")]
+        for name in SIMHASH_NAME.findall(path.read_text(encoding="utf-8"))
+        if name not in settings and f'"{name}"' not in code
+    }
+    assert not unknown, sorted(unknown)
+
+
+#: A ``simhash-filter`` command line in a shell block or in inline code, up to a comment or the code's end.
+CLI_LINE = re.compile(r"(?:^|`)simhash-filter ([a-z][^`#\n]*)", re.MULTILINE)
+#: A command in a ``--help`` listing (four spaces, its name) and an option string anywhere in a help text.
+HELP_COMMAND = re.compile(r"^ {4}([a-z]+)\b", re.MULTILINE)
+HELP_OPTION = re.compile(r"(?<![\w-])(--?[a-z][\w-]*)")
+
+
+def _help(*command: str) -> str:
+    """What ``simhash-filter COMMAND --help`` prints."""
+    from simhash_filter.cli.main import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
+        main([*command, "--help"])
+    return out.getvalue()
+
+
+def test_every_command_line_option_the_docs_give_exists():
+    """Each ``simhash-filter COMMAND ... --option`` in the README and docs/ names options that the command's
+    ``--help`` lists (a renamed or removed option shows here, not in a newcomer's terminal)."""
+    commands = set(HELP_COMMAND.findall(_help()))
+    commands |= {f"index {name}" for name in HELP_COMMAND.findall(_help("index"))}
+    options = {command: set(HELP_OPTION.findall(_help(*command.split()))) for command in commands}
+    wrong = []
+    for path in [README, *DOCS.glob("*.md")]:
+        for match in CLI_LINE.finditer(path.read_text(encoding="utf-8")):
+            words = match.group(1).split()
+            command = " ".join(words[:2]) if " ".join(words[:2]) in options else words[0]
+            given = {w.split("=")[0] for w in words if re.fullmatch(r"--?[a-z][\w-]*(=.*)?", w)}
+            if command in options:
+                wrong += [f"{path.name}: {command} {o}" for o in sorted(given - options[command])]
+            elif given:
+                wrong.append(f"{path.name}: no command {command!r}")
+    assert not wrong, wrong
