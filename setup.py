@@ -1,6 +1,6 @@
-"""The compiled core: a Cython extension over lxml's C API and Lexbor (the model's HTML parser), built when Cython,
-lxml's headers and a C compiler are at hand (``pyproject.toml`` asks for the first two at build time).  Where the
-compiler is missing the build goes on without it (``optional=True``) and the package runs its pure-Python core.
+"""The compiled core: a Cython extension over Lexbor (the model's HTML parser), built when Cython and a C compiler
+are at hand (``pyproject.toml`` asks for the first at build time).  Where the compiler is missing the build goes on
+without it (``optional=True``) and the package runs its pure-Python core.
 
 Lexbor's C sources are not in this repository: they come from the sdist of selectolax on the package index, pinned
 by version and sha256 (the same Lexbor that the pure-Python core reads through selectolax's wheel), fetched once with
@@ -90,7 +90,6 @@ def lexbor_notices(source: Path) -> None:
 
 def extensions() -> list[Extension]:
     try:
-        import lxml
         from Cython.Build import cythonize
     except ImportError:  # a build without the build requirements (pip always installs them)
         return []
@@ -105,7 +104,7 @@ def extensions() -> list[Extension]:
         "simhash_filter.model._core",
         ["simhash_filter/model/_core.pyx", *lexbor_c],
         depends=sorted(glob.glob("simhash_filter/model/_core_*.pxi")),  # its parts by stage (Cython includes)
-        include_dirs=[*lxml.get_include(), str(source)],
+        include_dirs=[str(source)],
         define_macros=[("LEXBOR_STATIC", None)],
         extra_compile_args=["-fvisibility=hidden", "-Wno-unused-function", "-Wno-unused-variable"],
         optional=True,
