@@ -37,8 +37,8 @@ class ListRows:
     def key(self, row: int) -> str:
         return self.keys[row]
 
-    def sketch(self, row: int) -> bytes:
-        return self.sketches[row]
+    def sketch_rows(self, rows: np.ndarray) -> np.ndarray:
+        return np.array([np.frombuffer(self.sketches[r], dtype=np.uint8) for r in rows.tolist()], dtype=np.uint8)
 
     def hides_rows(self) -> bool:
         return bool(self.gone)

@@ -37,6 +37,7 @@ took it (docs/scaling.md measures it on a crowd).
 
 from __future__ import annotations
 
+import functools
 import heapq
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -105,6 +106,7 @@ _NAMES = {"per_table": "candidates_per_table", "duplicates": "block_duplicates",
 DEFAULT_BOUND = CheckBound()
 
 
+@functools.cache
 def most_differing_bits(min_similarity: float, sketch_bytes: int) -> int:
     """The most bits in which two sketches of *sketch_bytes* may differ and still verify at *min_similarity*
     (-1: none verify), by the same floating-point operations as :func:`simhash_filter.model.sketch.similarity`,

@@ -82,6 +82,17 @@ class Columns(abc.ABC):
         """The sketch of a row at or past the sketch base."""
         return self.sketches[row - self.sketch_base].tobytes()
 
+    def sketch_rows(self, rows: np.ndarray) -> np.ndarray:
+        """The sketches of *rows* (an ``(len(rows), sketch_bytes)`` array): of rows past the sketch base from
+        memory, of the others through :meth:`sketch`."""
+        base = self.sketch_base
+        if not len(rows) or int(rows.min()) >= base:
+            return self.sketches[rows - base]
+        out = np.empty((len(rows), self.sketch_bytes), dtype=np.uint8)
+        for i, row in enumerate(rows.tolist()):
+            out[i] = np.frombuffer(self.sketch(row), dtype=np.uint8)
+        return out
+
     def append_one(self, fingerprint: int, key: str, sketch: np.ndarray | None, refused: int) -> None:
         """Store one row (*sketch*: a row of ``sketch_bytes``, None in an index without sketches)."""
         n = self.stored

@@ -25,7 +25,6 @@ from simhash_filter.index.backends.base import Candidate
 from simhash_filter.index.backends.memory.runs import Run, build_run
 from simhash_filter.index.bound import CheckBound, take
 from simhash_filter.index.tables import Match, TableDesign, filters_on_folds, fold16, fold16_array
-from simhash_filter.model.sketch import similarity
 
 __all__ = ["BoundedTables", "Part", "RowSource"]
 
@@ -73,8 +72,9 @@ class RowSource(Protocol):
         """A row's key."""
         ...
 
-    def sketch(self, row: int) -> bytes:
-        """A row's sketch (a two-stage index)."""
+    def sketch_rows(self, rows: np.ndarray) -> np.ndarray:
+        """The sketches of *rows* (a two-stage index): an ``(len(rows), sketch_bytes)`` ``uint8`` array, in the
+        order of *rows*."""
         ...
 
     def hides_rows(self) -> bool:
@@ -414,29 +414,32 @@ class BoundedTables:
     ) -> tuple[list[Candidate], int]:
         """The bounded check (:func:`~simhash_filter.index.bound.take`): the candidates, and the tables that
         refuse the page (*key* None: a query that stores nothing, and so refuses nothing); a candidate verifies
-        when the first *verify_bytes* of the sketches are at least ``bound.min_similarity`` alike."""
-        source = self.source
-        verdicts: dict[int, bool] = {}
-        fps, t, part = source.fingerprints, bound.min_similarity, verify_bytes
-        read: dict[int, bytes] = {}
+        when the first *verify_bytes* of the sketches are at least ``bound.min_similarity`` alike.
 
-        def sketch_of(row: int) -> bytes:
-            if row not in read:
-                read[row] = source.sketch(row)
-            return read[row]
+        The sketches of every row the tables show are read in one call (:meth:`RowSource.sketch_rows`) and
+        verified in one numpy pass: a crowd of look-alikes shows a page some forty of them."""
+        source = self.source
+        fps = source.fingerprints
+        limit = bound.block_pages if key is not None else 0  # a query refuses nothing
+        hits, full = self.block_hits(fingerprint, k, bound.per_table, limit)
+        if not any(hits):
+            return [], full
+        rows = np.unique(np.fromiter((r for table in hits for _, r in table), dtype=np.int64))
+        at = {r: i for i, r in enumerate(rows.tolist())}
+        sketches = source.sketch_rows(rows)
+        differ = np.bitwise_count(sketches[:, :verify_bytes] ^ np.frombuffer(sketch, np.uint8, verify_bytes))
+        # the same decision as similarity(...) >= min_similarity (bound.most_differing_bits)
+        most = bound.differing_bits(verify_bytes) if verify_bytes else (0 if bound.min_similarity <= 0 else -1)
+        ok = (differ.sum(axis=1) <= most).tolist()
 
         def verified(row: int) -> bool:
-            if row not in verdicts:
-                verdicts[row] = similarity(sketch[:part], sketch_of(row)[:part]) >= t
-            return verdicts[row]
+            return ok[at[row]]
 
         def own(row: int) -> bool:
             return key is not None and int(fps[row]) == fingerprint and source.key(row) == key
 
-        limit = bound.block_pages if key is not None else 0  # a query refuses nothing
-        hits, full = self.block_hits(fingerprint, k, bound.per_table, limit)
         chosen, refused = take(hits, bound, verified, own, full)
-        found = [Candidate(source.key(r), d, int(fps[r]), sketch_of(r)) for d, r in chosen]
+        found = [Candidate(source.key(r), d, int(fps[r]), sketches[at[r]].tobytes()) for d, r in chosen]
         return found, refused
 
     # -- batches ---------------------------------------------------------------------------------
