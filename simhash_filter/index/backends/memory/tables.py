@@ -37,6 +37,10 @@ _PY_VERIFY_MAX = 24
 _BLOCK_FILTER_MIN = 64
 #: A bounded check with at most this many hits within k sorts them into their tables in Python (cheaper than numpy).
 _PY_HITS_MAX = 32
+#: A bounded check sorts its hits within k by one int64 key: table, then distance, then row (rows below 2**33).
+_TABLE_SHIFT = 40
+_DISTANCE_SHIFT = 33
+_ROW_MASK = (1 << _DISTANCE_SHIFT) - 1
 #: Queries per step of :meth:`BoundedTables.matches_many` (bounds its temporary memory).
 _BATCH = 2048
 
@@ -119,6 +123,7 @@ class BoundedTables:
         #: (shift, mask) of each table's lead, when every lead is one span of adjacent blocks (else None)
         self._spans = [(s, m) for ((s, m, _),) in moves] if all(len(mv) == 1 for mv in moves) else None
         self._lead_masks = np.array(design.lead_masks, dtype=np.uint64)
+        self._table_bits = np.uint64(1) << np.arange(len(design.lead_masks), dtype=np.uint64)  # bit t: table t
         self.runs: list[Run] = []
         #: Rows below this are in runs (or the source's lower buckets), the rest is the buffer.
         self.sealed = 0
@@ -279,10 +284,22 @@ class BoundedTables:
 
     # -- the bounded check -----------------------------------------------------------------------
 
-    def _full_blocks(self, parts: list[Part], x: np.ndarray, limit: int) -> int:
-        """The tables whose block of the page holds *limit* entries or more (bit *t*: table *t*; the bound's rule
-        3), hidden rows counted: *parts* are the page's buckets, *x* their values then the buffer's XOR the page's
-        fingerprint.  A table whose buckets and buffer hold fewer entries in all is not counted (the usual case)."""
+    def _part_tables(self, parts: list[Part], lengths: list[int]) -> np.ndarray:
+        """Each entry's table, the *parts* (of *lengths* entries) side by side."""
+        if all(isinstance(t, int) for _, _, t in parts):
+            return np.repeat(np.array([t for _, _, t in parts], dtype=np.int64), lengths)
+        return np.concatenate([np.full(len(r), t) if isinstance(t, int) else np.asarray(t) for _, r, t in parts])
+
+    def _buffer_blocks(self, xb: np.ndarray) -> np.ndarray:
+        """For each buffer row (*xb*: their fingerprints XOR the page's) and each table: whether the table took the
+        row and it shares the page's lead there (a ``(len(xb), tables)`` boolean array)."""
+        refused = self.source.refusals[self.sealed : self.sealed + len(xb)]
+        bits = self._table_bits.astype(refused.dtype, copy=False)
+        return ((refused[:, None] & bits) == 0) & ((xb[:, None] & self._lead_masks) == 0)
+
+    def _may_fill(self, parts: list[Part], buffer: int, limit: int) -> bool:
+        """Whether a table's buckets and the buffer hold *limit* entries or more in all (else no block is full:
+        the usual case)."""
         n_tables = len(self._lead_masks)
         upper = np.zeros(n_tables, dtype=np.int64)
         for values, _, t in parts:
@@ -290,30 +307,7 @@ class BoundedTables:
                 upper[t] += len(values)
             else:
                 upper += np.bincount(t, minlength=n_tables)
-        n = self.source.stored
-        buffer = n - self.sealed
-        if not (upper + buffer >= limit).any():
-            return 0
-        counts = np.zeros(n_tables, dtype=np.int64)
-        at = 0
-        for values, _, t in parts:
-            part = x[at : at + len(values)]
-            at += len(values)
-            if isinstance(t, int):
-                counts[t] += int(np.count_nonzero((part & self._lead_masks[t]) == 0))
-            else:
-                same = (part & self._lead_masks[t]) == 0
-                counts += np.bincount(np.asarray(t)[same], minlength=n_tables)
-        if buffer:
-            xb = x[at:]
-            refused = self.source.refusals[self.sealed : n]
-            for t in np.flatnonzero(upper + buffer >= limit).tolist():
-                taken = ((refused >> refused.dtype.type(t)) & 1) == 0
-                counts[t] += int(np.count_nonzero(((xb & self._lead_masks[t]) == 0) & taken))
-        full = 0
-        for t in np.flatnonzero(counts >= limit).tolist():
-            full |= 1 << t
-        return full
+        return bool((upper + buffer >= limit).any())
 
     def block_hits(
         self, fingerprint: int, k: int, per_table: int, limit: int = 0
@@ -322,56 +316,55 @@ class BoundedTables:
         page's block (the same lead) within *k*, and of every such row at distance 0 (hidden rows left out): the
         blocks and the buffer verified in one numpy pass, the nearest chosen in numpy too, so that a block crowded
         with pages near this one (that do not verify) costs a numpy pass, not a Python loop; and the tables whose
-        block holds *limit* entries (:meth:`_full_blocks`; 0: not asked)."""
+        block holds *limit* entries, hidden rows counted (bit *t*: table *t*; the bound's rule 3; 0: not asked)."""
         source = self.source
-        masks = self.design.lead_masks
         parts = self.buckets(fingerprint, blocks=True)
         sealed, n = self.sealed, source.stored
         values = [v for v, _, _ in parts]
         if n > sealed:  # the buffer, scanned whole
             values.append(source.fingerprints[sealed:n])
-        hits: list[list[tuple[int, int]]] = [[] for _ in masks]
+        hits: list[list[tuple[int, int]]] = [[] for _ in self._lead_masks]
         if not values:
             return hits, 0
         x = _xor(values, fingerprint)
-        full = self._full_blocks(parts, x, limit) if limit else 0
         dist = np.bitwise_count(x)
         sel = np.flatnonzero(dist <= k)
-        if not len(sel):
-            return hits, full
         lengths = [len(v) for v, _, _ in parts]
         total = sum(lengths)
-        if len(sel) <= _PY_HITS_MAX:  # the usual case: a few hits, sorted into their tables in Python
-            return self._few_hits(parts, lengths, total, sel, dist, x, hits), full
+        crowded = bool(limit) and self._may_fill(parts, n - sealed, limit)
+        if not crowded and len(sel) <= _PY_HITS_MAX:  # the usual case: a few hits, sorted into their tables in Python
+            return (self._few_hits(parts, lengths, total, sel, dist, x, hits) if len(sel) else hits), 0
+        # every entry's table and whether it is in the page's block (a bucket may be wider), in one pass
+        table = self._part_tables(parts, lengths) if total else np.empty(0, dtype=np.int64)
+        in_block = (x[:total] & self._lead_masks[table]) == 0
+        buffer = self._buffer_blocks(x[total:]) if n > sealed else np.zeros((0, len(hits)), dtype=bool)
+        full = 0
+        if crowded:  # the entries of each table's block (rule 3)
+            counts = np.bincount(table[in_block], minlength=len(hits)) + buffer.sum(axis=0)
+            for t in np.flatnonzero(counts >= limit).tolist():
+                full |= 1 << t
+        if len(sel) <= _PY_HITS_MAX:
+            return (self._few_hits(parts, lengths, total, sel, dist, x, hits) if len(sel) else hits), full
         in_runs = sel[sel < total]
-        tables, rows, dists = [], [], []
-        if len(in_runs):
-            table = np.concatenate([np.full(len(r), t) if isinstance(t, int) else t for _, r, t in parts])[in_runs]
-            same = (x[in_runs] & self._lead_masks[table]) == 0  # in the page's block (a bucket may be wider)
-            tables.append(table[same])
-            rows.append(np.concatenate([r for _, r, _ in parts])[in_runs[same]].astype(np.int64))
-            dists.append(dist[in_runs[same]])
-        in_buffer = sel[sel >= total]
-        if len(in_buffer):  # in the tables that took the row and whose whole lead it shares
-            xb = x[in_buffer]
-            refused = source.refusals[in_buffer - total + sealed]
-            for t, mask in enumerate(masks):
-                ok = in_buffer[((xb & np.uint64(mask)) == 0) & ((refused >> t) & 1 == 0)]
-                tables.append(np.full(len(ok), t))
-                rows.append((ok - total + sealed).astype(np.int64))
-                dists.append(dist[ok])
-        table, row, d = (np.concatenate(a) for a in (tables, rows, dists))
+        in_runs = in_runs[in_block[in_runs]]
+        row_ids = np.concatenate([r for _, r, _ in parts])[in_runs].astype(np.int64) if total else in_runs
+        at, t_buffer = np.nonzero(buffer[sel[sel >= total] - total])  # in the tables that took it, in the block
+        pos_buffer = sel[sel >= total][at]
+        tables = np.concatenate((table[in_runs], t_buffer)).astype(np.int64)
+        rows = np.concatenate((row_ids, pos_buffer - total + sealed))
+        d = dist[np.concatenate((in_runs, pos_buffer))].astype(np.int64)
         if source.hides_rows():
-            shown = np.fromiter((not source.hidden(r) for r in row.tolist()), dtype=bool, count=len(row))
-            table, row, d = table[shown], row[shown], d[shown]
-        if len(row) > per_table:  # each table's nearest, then earliest, and those at distance 0
-            order = np.lexsort((row, d, table))
-            table, row, d = table[order], row[order], d[order]
-            first = np.searchsorted(table, table, side="left")
-            keep = (np.arange(len(table)) - first < per_table) | (d == 0)
-            table, row, d = table[keep], row[keep], d[keep]
-        for t, r, dd in zip(table.tolist(), row.tolist(), d.tolist(), strict=True):
-            hits[t].append((dd, r))
+            shown = np.fromiter((not source.hidden(r) for r in rows.tolist()), dtype=bool, count=len(rows))
+            tables, rows, d = tables[shown], rows[shown], d[shown]
+        # each table's nearest, then earliest, and those at distance 0 (the first of its table): one sort key
+        keys = np.sort((tables << _TABLE_SHIFT) | (d << _DISTANCE_SHIFT) | rows)
+        bounds = np.arange(len(hits) + 1, dtype=np.int64) << _TABLE_SHIFT
+        starts = np.searchsorted(keys, bounds).tolist()  # each table's first key, then the end
+        exact = np.searchsorted(keys, bounds[:-1] | (1 << _DISTANCE_SHIFT)).tolist()  # past its distance-0 keys
+        for t, table_hits in enumerate(hits):
+            lo = starts[t]
+            for key in keys[lo : min(starts[t + 1], max(lo + per_table, exact[t]))].tolist():
+                table_hits.append(((key >> _DISTANCE_SHIFT) & 127, key & _ROW_MASK))
         return hits, full
 
     def _few_hits(
