@@ -2,7 +2,7 @@
 distinct pages of the same template, with the fingerprinting left out.
 
 ``bench_crowd`` times whole ``dedup`` runs (parsing and fingerprinting included); this script fingerprints the
-crowd and the distinct pages once (``benchmarks/data/crowd.py``: ``--pages`` look-alikes of one real template, then
+crowd and the distinct pages once (``devsites/crowd.py``: ``--pages`` look-alikes of one real template, then
 as many distinct pages of it; cached in ``--cache``), then times ``check_and_add`` of every page into a fresh
 index (``memory://``, ``file://`` in a temporary directory), ``--rounds`` times each, and reports the median CPU
 microseconds per check (process time), the crowd ÷ distinct ratio of pages per CPU s, and the pages kept (every
@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.benchlib.report import make_parser, write_json
-from benchmarks.data import crowd
+from devsites import crowd
 from simhash_filter import DEFAULTS, fingerprint, open_index
 
 
