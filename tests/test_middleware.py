@@ -667,6 +667,24 @@ def test_index_size_is_current_while_the_crawl_runs():
     assert stats(mw)["simhash/index_size"] == len(mw.filter.index) == 3
     respond(mw, "http://a.test/rain", ARTICLE)  # its own entry: not stored twice
     assert stats(mw)["simhash/index_size"] == len(mw.filter.index) == 3
+    assert mw.filter.index.rows_written == 3  # noted by the check itself: the guard does not ask the index again
+
+
+def test_what_a_page_s_check_measured_is_counted_with_its_decision_or_its_skip():
+    """A page's measures go along with it and are counted with its decision: checked in the reactor thread, its
+    fingerprinting and its index check both count in the reactor's seconds; a page fingerprinted and then let
+    through (too few features) counts its fingerprinting with its skip."""
+    mw = middleware(SIMHASH_PROCESSES=0)
+    respond(mw, "http://a.test/rain", ARTICLE)
+    s = stats(mw)
+    assert s["simhash/checked"] == 1 and mw.filter.report.count.fingerprinted_pages == 1
+    assert s["simhash/fingerprint_seconds"] > 0 and s["simhash/index_seconds"] > 0
+    assert s["simhash/fingerprint_seconds"] + s["simhash/index_seconds"] <= s["simhash/reactor_seconds"]
+    respond(mw, "http://a.test/image", b'<html><body><img src="/a.png"></body></html>')
+    s2 = stats(mw)
+    assert s2["simhash/skipped/too_few_features"] == 1 and mw.filter.report.count.fingerprinted_pages == 2
+    assert s2["simhash/fingerprint_seconds"] > s["simhash/fingerprint_seconds"]
+    assert s2["simhash/index_seconds"] == s["simhash/index_seconds"]  # the index was not called
 
 
 def test_index_size_of_a_remote_index_counts_the_pages_stored():

@@ -364,24 +364,23 @@ class CrawlFilter:
         ticket = self._order.ticket()
         try:
             try:
-                fp, seconds, charset_error = await self.executor.fingerprint(body, encoding)
+                fp, work, charset_error = await self.executor.fingerprint(body, encoding)
             except WorkerDied as exc:
                 return self._skip(url, WORKER_DIED, exc_info=exc)
             except Exception:
                 return self._skip(url, ERROR, exc_info=True)
-            self.report.count.fingerprinted(seconds)
             if charset_error:
                 message = f"bytes invalid in the page's charset ({fp.encoding}); fingerprinted as decoded"
                 self.report.count_once("simhash/charset_errors", url, message)
             if not fp.ok or fp.value is None:
-                return self._skip(url, str(fp.status))
+                return self._skip(url, str(fp.status), work=work)
             if fp.truncated:
                 message = "a huge page; fingerprinted its beginning only (work caps)"
                 self.report.count_once("simhash/truncated", url, message)
             await self._order.wait(ticket)
             # Started here (a local index decides at once; a remote one's call is queued in order), awaited
             # below: the next page's turn comes when this one is in the index's queue, not when it has an answer.
-            decision = self.guard.check(url, fp.value, fp.sketch)
+            decision = self.guard.check(url, fp.value, fp.sketch, work)
         finally:
             self._order.done(ticket)
         return self._index_checked(await decision)

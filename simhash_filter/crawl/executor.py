@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from simhash_filter.config import FingerprintConfig
 from simhash_filter.crawl.report import Report, logger
+from simhash_filter.crawl.stats import PageWork
 from simhash_filter.crawl.waiting import in_executor
 from simhash_filter.crawl.workers import (
     WARM_UP,
@@ -22,9 +23,13 @@ from simhash_filter.crawl.workers import (
     WorkerProcess,
     from_worker,
 )
-from simhash_filter.model.fingerprint import Fingerprinter
+from simhash_filter.model.fingerprint import Fingerprint, Fingerprinter
 
-__all__ = ["FingerprintExecutor", "WorkerDied"]
+__all__ = ["FingerprintExecutor", "Fingerprinted", "WorkerDied"]
+
+#: A page fingerprinted: its fingerprint, what fingerprinting it measured (counted with the page's decision) and
+#: whether its bytes were invalid in its charset.
+Fingerprinted = tuple[Fingerprint, PageWork, bool]
 
 #: After this many replacements of dead worker processes, pages are fingerprinted in the reactor thread.
 MAX_WORKER_RESTARTS = 10
@@ -57,26 +62,32 @@ class FingerprintExecutor:
         self._workers_started = False
         self.closed = False
 
-    async def fingerprint(self, body: bytes | str, encoding: str | None) -> JobResult:
+    async def fingerprint(self, body: bytes | str, encoding: str | None) -> Fingerprinted:
         """Fingerprint one page where pages are fingerprinted now; raises :class:`WorkerDied`."""
         if self._executor is not None:
-            return await in_executor(self._executor, self._job, body, encoding)
+            return _measured(await in_executor(self._executor, self._job, body, encoding))
         pool = self._pool
         if pool is not None:
             # a pool started in another event loop cannot hear its workers here (a filter used outside a crawl)
             if pool.usable and self._is_ready(pool):
                 return await self._in_processes(body, encoding)
-            self.report.count.in_reactor()  # while the workers start
-        elif self._processes_failed:
-            self.report.count.in_reactor()  # after the workers were given up
-        return self._in_reactor(body, encoding)
+            return self._in_reactor(body, encoding, instead_of_workers=True)  # while the workers start
+        # after the workers were given up, or none asked for
+        return self._in_reactor(body, encoding, instead_of_workers=self._processes_failed)
 
-    def _in_reactor(self, body: bytes | str, encoding: str | None) -> JobResult:
+    def _in_reactor(self, body: bytes | str, encoding: str | None, *, instead_of_workers: bool) -> Fingerprinted:
+        """Fingerprint a page in the reactor thread (*instead_of_workers*: worker processes were asked for); its
+        reactor time goes with it, counted with its decision, unless fingerprinting fails: counted here then."""
         start = time.perf_counter()
         try:
-            return self._job(body, encoding)
-        finally:
+            fingerprint, seconds, charset_error = self._job(body, encoding)
+        except BaseException:
+            if instead_of_workers:
+                self.report.count.in_reactor()
             self.report.count.reactor_time(time.perf_counter() - start)
+            raise
+        work = PageWork(seconds, instead_of_workers, time.perf_counter() - start)
+        return fingerprint, work, charset_error
 
     def where(self, planned: bool = False) -> str:
         """Where pages are fingerprinted (``planned``: before the spider opens)."""
@@ -120,17 +131,16 @@ class FingerprintExecutor:
             self._give_up_processes(f"the worker processes were not ready within {WORKER_START_SECONDS:g} s")
         return False
 
-    async def _in_processes(self, body: bytes | str, encoding: str | None) -> JobResult:
+    async def _in_processes(self, body: bytes | str, encoding: str | None) -> Fingerprinted:
         """Fingerprint a page in the least busy worker process; if it dies, once more in another (or its
         replacement, waiting for it to start): the page may have killed it, a second death skips it."""
         body = self._job.for_worker(body)
         for attempt in range(2):
             worker = self._pool.pick(ready_only=attempt == 0) if self._pool is not None else None
             if worker is None:  # the workers are gone for good: the reactor thread
-                self.report.count.in_reactor()
-                return self._in_reactor(body, encoding)
+                return self._in_reactor(body, encoding, instead_of_workers=True)
             try:
-                return from_worker(await worker.fingerprint(body, encoding))
+                return _measured(from_worker(await worker.fingerprint(body, encoding)))
             except WorkerLost:
                 continue
             except WorkerError as exc:  # the fingerprinter raised in the worker: reported like in this thread
@@ -173,3 +183,9 @@ class FingerprintExecutor:
         pool, self._pool = self._pool, None
         if pool is not None:
             pool.close()
+
+
+def _measured(result: JobResult) -> Fingerprinted:
+    """A page fingerprinted off the reactor thread, with the seconds it took."""
+    fingerprint, seconds, charset_error = result
+    return fingerprint, PageWork(seconds), charset_error

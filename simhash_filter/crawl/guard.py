@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from simhash_filter.crawl.decision import AFTER_STOP, INDEX_ERROR, Decision
 from simhash_filter.crawl.report import Report, logger
+from simhash_filter.crawl.stats import PageWork
 from simhash_filter.crawl.waiting import in_executor, sleep
 from simhash_filter.index.backends import IndexFullError
 from simhash_filter.index.nearduplicate import NearDuplicateIndex
@@ -86,10 +87,10 @@ class IndexGuard:
         spider closes; the one check under way, if any, ends as it ends."""
         self._stopped = True
 
-    def _after_stop(self, url: str, value: int) -> Decision:
+    def _after_stop(self, url: str, value: int, work: PageWork | None) -> Decision:
         """A page let through after the stop, counted; not remembered for a late add (the crawl is ending and the
         index is not called again)."""
-        return self.report.skip(url, AFTER_STOP, fingerprint=value)
+        return self.report.skip(url, AFTER_STOP, fingerprint=value, work=work)
 
     def _check_and_add_unless_stopped(self, value: int, url: str, sketch: bytes | None) -> tuple[Match | None, int]:
         """:meth:`_check_and_add`, in the index's thread, unless the crawl stopped while the call waited its turn
@@ -98,20 +99,22 @@ class IndexGuard:
             raise _Stopped
         return self._check_and_add(value, url, sketch)
 
-    def decide(self, url: str, value: int, sketch: bytes | None = None) -> Decision:
-        """Check-and-add one fingerprint in the index, once, in this thread; an error lets the page through."""
+    def decide(self, url: str, value: int, sketch: bytes | None = None, work: PageWork | None = None) -> Decision:
+        """Check-and-add one fingerprint in the index, once, in this thread; an error lets the page through.  The
+        check's seconds join the page's *work* (what fingerprinting it measured), counted with its decision."""
         if self._stopped:
-            return self._after_stop(url, value)
+            return self._after_stop(url, value, work)
+        work = PageWork() if work is None else work
         start = time.perf_counter()
         try:
             match, added_late = self._check_and_add(value, url, sketch)
         except Exception as exc:
-            self.report.count.index_time(time.perf_counter() - start)
-            return self._unchecked(url, value, sketch, exc)
-        self.report.count.index_time(time.perf_counter() - start)
-        return self._decided(url, value, match, added_late)
+            work.index_seconds = time.perf_counter() - start
+            return self._unchecked(url, value, sketch, exc, work)
+        work.index_seconds = time.perf_counter() - start
+        return self._decided(url, value, match, added_late, work)
 
-    async def check(self, url: str, value: int, sketch: bytes | None = None) -> Decision:
+    async def check(self, url: str, value: int, sketch: bytes | None = None, work: PageWork | None = None) -> Decision:
         """:meth:`decide` for the crawl: off the reactor thread for a remote index, and with a breaker.
 
         After an index error the index is left alone for ``INDEX_BREAK_SECONDS`` (pages do not each wait
@@ -124,13 +127,13 @@ class IndexGuard:
         of itself.  (A page kept by an earlier crawl, unchanged, that is found by a retry is counted so too.)
         """
         if self._index_executor is None and not self.retry_seconds and not self._index_down_until:
-            return self.decide(url, value, sketch)  # the common case: a local index that works
+            return self.decide(url, value, sketch, work)  # the common case: a local index that works
         deadline = time.monotonic() + self.retry_seconds
         delay = RETRY_FIRST_DELAY
         error: BaseException | None = None
         while True:
             if self._stopped:
-                return self._after_stop(url, value)
+                return self._after_stop(url, value, work)
             if time.monotonic() >= self._index_down_until:
                 try:
                     if self._index_executor is None:
@@ -140,7 +143,7 @@ class IndexGuard:
                             self._index_executor, self._check_and_add_unless_stopped, value, url, sketch
                         )
                 except _Stopped:
-                    return self._after_stop(url, value)
+                    return self._after_stop(url, value, work)
                 except Exception as exc:
                     error = self._last_error = exc
                     self._index_down_until = time.monotonic() + INDEX_BREAK_SECONDS
@@ -152,12 +155,12 @@ class IndexGuard:
                     if error is not None and _own_entry(match, value, url):
                         self.report.count.own_entry_found()
                         match = None  # this page's timed-out write landed: kept
-                    return self._decided(url, value, match, added_late)
+                    return self._decided(url, value, match, added_late, work)
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 if error is None and self._last_error is not None and is_full(self._last_error):
-                    return self._unchecked(url, value, sketch, self._last_error)  # still full, as far as is known
-                return self._unchecked(url, value, sketch, error or False)
+                    return self._unchecked(url, value, sketch, self._last_error, work)  # still full, as far as known
+                return self._unchecked(url, value, sketch, error or False, work)
             self.report.count_once(
                 "simhash/index_retries",
                 url,
@@ -169,9 +172,13 @@ class IndexGuard:
             delay = min(delay * 2, RETRY_MAX_DELAY)
 
     def rows(self) -> int | None:
-        """The rows a local index holds, read without a call (the size kept current in the stats follows them); None
-        for a remote index, whose size the decisions tell."""
-        return None if self._remote else self.index.backend.rows
+        """The rows a local index holds (the size kept current in the stats follows them): as the index noted them at
+        its last write, else read (when the crawl opens it; a read-only check writes nothing); None for a remote
+        index, whose size the decisions tell."""
+        if self._remote:
+            return None
+        written = self.index.rows_written
+        return self.index.backend.rows if written is None else written
 
     def _check_only(self, value: int, sketch: bytes | None) -> Match | None:
         """What :meth:`NearDuplicateIndex.check_and_add` answers, without storing the page (read-only)."""
@@ -179,15 +186,16 @@ class IndexGuard:
             return self.index.best(self.index.backend.candidates(value, self.index.k, self.index.bound), sketch)
         return self.index.nearest(value)
 
-    def _decided(self, url: str, value: int, match: Match | None, added_late: int) -> Decision:
+    def _decided(self, url: str, value: int, match: Match | None, added_late: int, work: PageWork | None) -> Decision:
         """The decision on a checked page, made here from the index's answer (*match*: the page it duplicates,
-        or None: kept) and the action (a near-duplicate dropped or flagged), then counted."""
+        or None: kept) and the action (a near-duplicate dropped or flagged), then counted with the page's *work*,
+        the index's rows as its check noted them and the most candidates a check verified (no call to the index)."""
         if match is None:
             decision = Decision(url, Status.OK.value, value)
         else:
             decision = Decision(url, Status.OK.value, value, match.key, match.distance, match.similarity, self.drop)
         stored = not (match is not None and match.key == url and match.fingerprint == value)  # not its own entry
-        return self.report.decided(decision, stored=stored, added_late=added_late, rows=self.rows(),
+        return self.report.decided(decision, work, stored=stored, added_late=added_late, rows=self.rows(),
                                    candidates=self.index.candidates_max)  # fmt: skip
 
     def _check_and_add(self, value: int, url: str, sketch: bytes | None) -> tuple[Match | None, int]:
@@ -224,14 +232,17 @@ class IndexGuard:
             self.index.add_many([v for v, _ in missing], [u for _, u in missing])
         return len(missing)
 
-    def _unchecked(self, url: str, value: int, sketch: bytes | None, exc_info: bool | BaseException) -> Decision:
-        """A page whose index check failed: let through, and remembered to be added when the index answers."""
+    def _unchecked(
+        self, url: str, value: int, sketch: bytes | None, exc_info: bool | BaseException, work: PageWork | None
+    ) -> Decision:
+        """A page whose index check failed: let through (counted with its *work*), and remembered to be added when
+        the index answers."""
         if len(self._unindexed) < UNINDEXED_LIMIT and not self.readonly:
             self._unindexed.append((value, url, sketch))
         if isinstance(exc_info, BaseException) and is_full(exc_info):
             self.report.index_full(url, exc_info)  # one plain line, no traceback
-            return self.report.skip(url, INDEX_ERROR, fingerprint=value, logged=True)
-        return self.report.skip(url, INDEX_ERROR, exc_info=exc_info, fingerprint=value)
+            return self.report.skip(url, INDEX_ERROR, fingerprint=value, logged=True, work=work)
+        return self.report.skip(url, INDEX_ERROR, exc_info=exc_info, fingerprint=value, work=work)
 
     def close(self) -> None:
         """Wait for the index check under way (the others are cancelled), then close the index."""

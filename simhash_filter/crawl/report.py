@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
 from simhash_filter.crawl.decision import AFTER_STOP, DONT_META_KEY, ERROR, INDEX_ERROR, Decision
-from simhash_filter.crawl.stats import FilterStats
+from simhash_filter.crawl.stats import FilterStats, PageWork
 from simhash_filter.index.backends import IndexFullError, error_message
 from simhash_filter.report import report_path
 
@@ -48,10 +48,11 @@ class Report:
         exc_info: bool | BaseException = False,
         fingerprint: int | None = None,
         logged: bool = False,
+        work: PageWork | None = None,
     ) -> Decision:
-        """The decision for a page let through unchecked, counted in ``simhash/skipped/<reason>``; the first
-        page of each reason is logged (unless ``logged``: the caller said why)."""
-        self.count.skip(reason)
+        """The decision for a page let through unchecked, counted in ``simhash/skipped/<reason>`` with the *work*
+        done on it; the first page of each reason is logged (unless ``logged``: the caller said why)."""
+        self.count.skip(reason, work)
         decision = Decision(url, reason, fingerprint)
         if reason == DONT_META_KEY:
             return decision
@@ -79,12 +80,19 @@ class Report:
         return decision
 
     def decided(
-        self, decision: Decision, *, stored: bool, added_late: int = 0, rows: int | None = None, candidates: int = 0
+        self,
+        decision: Decision,
+        work: PageWork | None = None,
+        *,
+        stored: bool,
+        added_late: int = 0,
+        rows: int | None = None,
+        candidates: int = 0,
     ) -> Decision:
-        """A checked page's *decision* (made by the index call, :mod:`.guard`), counted (:meth:`FilterStats.checked`,
-        with the most *candidates* a check has verified so far) and logged: a near-duplicate as
-        :meth:`log_near_duplicate` says, a kept page with ``SIMHASH_DEBUG``."""
-        self.count.checked(decision, stored=stored, added_late=added_late, rows=rows, candidates=candidates)
+        """A checked page's *decision* (made by the index call, :mod:`.guard`), counted with the *work* its check
+        measured (:meth:`FilterStats.checked`, with the most *candidates* a check has verified so far) and logged:
+        a near-duplicate as :meth:`log_near_duplicate` says, a kept page with ``SIMHASH_DEBUG``."""
+        self.count.checked(decision, work, stored=stored, added_late=added_late, rows=rows, candidates=candidates)
         if decision.near_duplicate:
             self.log_near_duplicate(decision)
         elif self.debug:

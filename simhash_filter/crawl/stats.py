@@ -5,6 +5,7 @@ calls (:mod:`.guard`) and the skips (:mod:`.crawlfilter`)."""
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -16,7 +17,7 @@ from simhash_filter.model.fingerprint import Status
 if TYPE_CHECKING:
     from scrapy.statscollectors import StatsCollector
 
-__all__ = ["AVOID_REASONS", "SECONDS_KEYS", "SKIP_REASONS", "FilterStats", "stats_keys"]
+__all__ = ["AVOID_REASONS", "SECONDS_KEYS", "SKIP_REASONS", "FilterStats", "PageWork", "stats_keys"]
 
 
 #: Every reason a page is let through unchecked (``simhash/skipped/<reason>``).
@@ -50,6 +51,23 @@ def stats_keys(*, avoid: bool = False, warc: bool = False) -> list[str]:
     if warc:
         keys += ["simhash/warc/responses", "simhash/warc/revisits", "simhash/warc/errors"]
     return keys
+
+
+@dataclass(slots=True)
+class PageWork:
+    """What one page's check measured, filled in as the page goes (where it is fingerprinted, then by the index
+    call) and counted with its decision or its skip, in one call (:meth:`FilterStats.checked`,
+    :meth:`FilterStats.skip`).  None: not measured (a page given with its fingerprint, a check off the reactor)."""
+
+    #: The fingerprinter's seconds on the page (wherever it ran).
+    fingerprint_seconds: float | None = None
+    #: Fingerprinted in the reactor thread although worker processes were asked for
+    #: (``simhash/fingerprinted_in_reactor``).
+    in_reactor: bool = False
+    #: Seconds the reactor thread spent fingerprinting the page (it ran there).
+    reactor_seconds: float | None = None
+    #: Seconds of the index check in the reactor thread.
+    index_seconds: float | None = None
 
 
 class SeenUrls:
@@ -102,18 +120,29 @@ class FilterStats:
         """An event counted in *key*."""
         self.stats.inc_value(key, n)
 
-    def skip(self, reason: str) -> None:
-        """A page let through unchecked (``simhash/skipped/<reason>``)."""
+    def skip(self, reason: str, work: PageWork | None = None) -> None:
+        """A page let through unchecked (``simhash/skipped/<reason>``), with the *work* done on it."""
         self.stats.inc_value(f"simhash/skipped/{reason}")
         self.skipped[reason] += 1
+        if work is not None:
+            self._worked(work)
 
     def checked(
-        self, decision: Decision, *, stored: bool, added_late: int = 0, rows: int | None = None, candidates: int = 0
+        self,
+        decision: Decision,
+        work: PageWork | None = None,
+        *,
+        stored: bool,
+        added_late: int = 0,
+        rows: int | None = None,
+        candidates: int = 0,
     ) -> None:
-        """A page checked in the index (*stored*: it added an entry, not its own one found again); the late adds
-        that went with it; ``simhash/index_size`` follows the index's *rows* (a local index), else the adds;
-        ``simhash/candidates/max``, the most *candidates* one check has verified so far (the bound on a check's
-        work, at most five times ``SIMHASH_CANDIDATES_PER_TABLE``)."""
+        """A page checked in the index (*stored*: it added an entry, not its own one found again), with the *work*
+        its check measured; the late adds that went with it; ``simhash/index_size`` follows the index's *rows* (a
+        local index), else the adds; ``simhash/candidates/max``, the most *candidates* one check has verified so
+        far (the bound on a check's work, at most five times ``SIMHASH_CANDIDATES_PER_TABLE``)."""
+        if work is not None:
+            self._worked(work)
         self.stats.max_value("simhash/candidates/max", candidates)
         if added_late:
             self.stats.inc_value("simhash/index_added_late", added_late)
@@ -129,22 +158,32 @@ class FilterStats:
         self.stats.inc_value(f"simhash/distance/{decision.distance}")
         self.stats.inc_value("simhash/dropped" if decision.dropped else "simhash/flagged")
 
-    def fingerprinted(self, seconds: float) -> None:
-        """A page was fingerprinted in ``seconds`` (wherever it was)."""
-        self.fingerprinted_pages += 1
-        self.stats.inc_value("simhash/fingerprint_seconds", seconds)
-        self.stats.max_value("simhash/fingerprint_max_seconds", seconds)
+    def _worked(self, work: PageWork) -> None:
+        """What a page's check measured: its fingerprinting (wherever it was) and the reactor's and the index's
+        seconds."""
+        if work.fingerprint_seconds is not None:
+            self.fingerprinted_pages += 1
+            self.stats.inc_value("simhash/fingerprint_seconds", work.fingerprint_seconds)
+            self.stats.max_value("simhash/fingerprint_max_seconds", work.fingerprint_seconds)
+        if work.in_reactor:
+            self.in_reactor()
+        if work.reactor_seconds is not None:
+            self.reactor_time(work.reactor_seconds)
+        if work.index_seconds is not None:
+            self.index_time(work.index_seconds)
 
     def in_reactor(self) -> None:
-        """A page is fingerprinted in the reactor thread although worker processes were asked for."""
+        """A page is fingerprinted in the reactor thread although worker processes were asked for (counted here
+        for a page whose fingerprinting failed; else with its :class:`PageWork`)."""
         self.stats.inc_value("simhash/fingerprinted_in_reactor")
 
     def reactor_time(self, seconds: float) -> None:
-        """Seconds the reactor thread spent on the filter's work."""
+        """Seconds the reactor thread spent on the filter's work (counted here for a page whose fingerprinting
+        failed; else with its :class:`PageWork`)."""
         self.stats.inc_value("simhash/reactor_seconds", seconds)
 
     def index_time(self, seconds: float) -> None:
-        """Seconds of an index check in the reactor thread."""
+        """Seconds of an index check in the reactor thread (counted with its page's :class:`PageWork`)."""
         self.stats.inc_value("simhash/reactor_seconds", seconds)
         self.stats.inc_value("simhash/index_seconds", seconds)
 

@@ -158,6 +158,10 @@ class NearDuplicateIndex:
         self._rule = Rule(self._k, self._min_similarity)
         #: The most candidates one check of this index verified so far (``simhash/candidates/max``).
         self.candidates_max = 0
+        #: The rows a local store held after the last write through this index (None before one, and for a remote
+        #: store, where reading them is a round trip): a crawl's ``simhash/index_size`` follows them without
+        #: another call into the index after its check.
+        self.rows_written: int | None = None
         candidates = bool((backend.metadata if isinstance(backend, Backend) else metadata or {}).get("sketch_bytes"))
         if isinstance(backend, Backend):
             if not (isinstance(design, str) and design == "auto"):
@@ -265,11 +269,17 @@ class NearDuplicateIndex:
         if self._limit and (rows := self._backend.rows) + pages > self._limit:
             raise IndexFullError(full_message(rows, self.design))
 
+    def _written(self) -> None:
+        """Note the rows a local store holds after a write (:attr:`rows_written`)."""
+        if not self._backend.remote:
+            self.rows_written = self._backend.rows
+
     def add(self, fingerprint: int, key: str, sketch: bytes | None = None) -> None:
         """Store *fingerprint* with *key* (and *sketch*, in a two-stage index), even if a near-duplicate is
         already stored."""
         self._room(1)
         self._backend.add(check_fingerprint(fingerprint), _check_key(key), self._check_sketch(sketch))
+        self._written()
 
     def add_many(
         self, fingerprints: Iterable[int] | np.ndarray, keys: Sequence[str], sketches: Sequence[bytes] | None = None
@@ -291,8 +301,9 @@ class NearDuplicateIndex:
                 self._check_sketch(sketch)
             self._room(len(arr))
             self._backend.add_many(arr, keys, sketches)
-            return
-        self._backend.add_many(arr, keys)
+        else:
+            self._backend.add_many(arr, keys)
+        self._written()
 
     def query(self, fingerprint: int, k: int | None = None) -> list[Match]:
         """Every stored fingerprint within *k* (default: the index's k), nearest first.
@@ -314,7 +325,9 @@ class NearDuplicateIndex:
         fingerprint, key = check_fingerprint(fingerprint), _check_key(key)
         checked = self._check_sketch(sketch)
         if checked is None:
-            return self._backend.check_and_add(fingerprint, key, self._k)
+            match = self._backend.check_and_add(fingerprint, key, self._k)
+            self._written()
+            return match
         return self.best(self.add_and_candidates(fingerprint, key, checked), checked)
 
     def add_and_candidates(self, fingerprint: int, key: str, sketch: bytes) -> list[Candidate]:
@@ -324,6 +337,7 @@ class NearDuplicateIndex:
         found = self._backend.add_and_candidates(fingerprint, key, sketch, self._k, self._bound)
         if len(found) > self.candidates_max:
             self.candidates_max = len(found)
+        self._written()
         return found
 
     def check_and_add_many(self, fingerprints: Iterable[int] | np.ndarray, keys: Sequence[str]) -> list[Match | None]:
@@ -333,7 +347,9 @@ class NearDuplicateIndex:
             raise ValueError(f"got {len(arr)} fingerprints but {len(keys)} keys")
         for key in keys:
             _check_key(key)
-        return self._backend.check_and_add_many(arr, keys, self._k)
+        found = self._backend.check_and_add_many(arr, keys, self._k)
+        self._written()
+        return found
 
     def query_many(self, fingerprints: Iterable[int] | np.ndarray, k: int | None = None) -> list[list[Match]]:
         """:meth:`query` for a batch of fingerprints (vectorised: much faster per query)."""
