@@ -317,3 +317,36 @@ def test_an_inspection_that_checks_nothing_says_so_once(
     lines = [r.getMessage() for r in caplog.records if "responses are not checked" in r.getMessage()]
     expected = "simhash: SIMHASH_INSPECT={mode!r}: the index is neither read nor written; responses are not checked"
     assert lines == [expected.format(mode=settings["SIMHASH_INSPECT"]) + why]
+
+
+def test_a_read_only_check_of_a_redis_index_leaves_its_size_as_it_was(redis_server, redis_prefix: str) -> None:
+    """A read-only filter (an inspection's) over a Redis index, whose size the stats follow by the pages each check
+    stores: a kept page and a near-duplicate checked, nothing stored, ``simhash/index_size`` as the index was."""
+    import asyncio
+
+    from scrapy import Request, Spider
+    from scrapy.http import HtmlResponse
+    from scrapy.utils.test import get_crawler
+
+    from devsites import pages as p
+    from simhash_filter.crawl.crawlfilter import CrawlFilter
+
+    uri = f"{redis_server.url}?prefix={redis_prefix}"
+    crawler = get_crawler(Spider, settings_dict={"SIMHASH_BACKEND": uri, "SIMHASH_PROCESSES": 0})
+    writer = CrawlFilter.from_settings(crawler.settings, crawler.stats)
+    reader = CrawlFilter.from_settings(crawler.settings, crawler.stats, readonly=True)
+
+    def check(crawl_filter: CrawlFilter, url: str, html: str) -> Any:
+        response = HtmlResponse(url, body=html.encode(), headers={"Content-Type": "text/html; charset=utf-8"})
+        return asyncio.run(crawl_filter.check_response(Request(url), response))
+
+    try:
+        assert not check(writer, "http://a.example/rain", p.gazette(p.RAINWATER)).near_duplicate
+        crawler.stats.set_value("simhash/index_size", len(writer.index))
+        kept = check(reader, "http://b.example/lighthouse", p.gazette(p.LIGHTHOUSE))
+        copy = check(reader, "http://b.example/rain", p.ledger(p.RAINWATER))
+        assert not kept.near_duplicate and copy.duplicate_of == "http://a.example/rain"
+        assert crawler.stats.get_value("simhash/index_size") == len(reader.index) == 1
+    finally:
+        writer.spider_closed(None, "finished")
+        reader.spider_closed(None, "finished")

@@ -194,7 +194,8 @@ class IndexGuard:
             decision = Decision(url, Status.OK.value, value)
         else:
             decision = Decision(url, Status.OK.value, value, match.key, match.distance, match.similarity, self.drop)
-        stored = not (match is not None and match.key == url and match.fingerprint == value)  # not its own entry
+        # an entry added: not by a read-only check, nor the page's own entry found again
+        stored = not self.readonly and not (match is not None and match.key == url and match.fingerprint == value)
         return self.report.decided(decision, work, stored=stored, added_late=added_late, rows=self.rows(),
                                    candidates=self.index.candidates_max)  # fmt: skip
 
