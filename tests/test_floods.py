@@ -127,6 +127,17 @@ def test_crawl_of_the_calendar_trap(bench: ModuleType, tmp_path: Path) -> None:
     assert drop["days_served"] <= 6 and drop["pages"] <= 10, drop
 
 
+@pytest.mark.slow
+def test_the_trap_crawls_each_have_their_own_on_disk_index(bench: ModuleType, tmp_path: Path) -> None:
+    """Without --crawl-backend the drop-mode crawl starts from an empty on-disk index of its own, not the flag
+    crawl's (which would make the trap's first day a page unchanged since then): it closes the trap by itself."""
+    result = bench.crawl_part(60, tmp_path, window=15)
+    assert (tmp_path / "crawl-flag" / "index").is_dir() and (tmp_path / "crawl-drop" / "index").is_dir()
+    drop = result["drop"]
+    assert drop["finish_reason"] == "finished"
+    assert 2 <= drop["days_served"] <= 6 and drop["pages"] <= 10, drop
+
+
 @pytest.mark.flood
 @pytest.mark.slow
 def test_smoke_run_writes_the_numbers(tmp_path: Path) -> None:
