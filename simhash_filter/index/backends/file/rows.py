@@ -42,6 +42,9 @@ if TYPE_CHECKING:
 
 __all__ = ["FileRows"]
 
+#: The most keys :attr:`FileRows.keys_read` keeps (about a megabyte).
+_KEYS_KEPT = 8192
+
 
 class FileRows(Columns):
     """The rows of the generation open in *directory* (its files' descriptors in :attr:`fds`, its header's fields
@@ -87,6 +90,10 @@ class FileRows(Columns):
     def clear(self) -> None:
         super().clear()
         self.dead: set[int] = set()
+        #: Keys read (checked) of this generation's rows, by row: a row's key never changes within a generation,
+        #: and a crowd of look-alikes shows page after page the same few thousand candidates (at most
+        #: :data:`_KEYS_KEPT`, then forgotten at once).
+        self.keys_read: dict[int, str] = {}
 
     def file_name(self) -> Path:
         """The records file of the open generation."""
@@ -159,6 +166,15 @@ class FileRows(Columns):
     # -- the row source --------------------------------------------------------------------------
 
     def key(self, row: int) -> str:
+        """A row's key, read from the keys file through its record, checked (once: :attr:`keys_read`)."""
+        key = self.keys_read.get(row)
+        if key is None:
+            if len(self.keys_read) >= _KEYS_KEPT:
+                self.keys_read.clear()
+            key = self.keys_read[row] = self.read_key(row)
+        return key
+
+    def read_key(self, row: int) -> str:
         """A row's key, read from the keys file through its record, checked."""
         record = pread(self.fds["records"], RECORD.itemsize, HEADER_SIZE + row * self.record.itemsize)
         _, offset, _, packed, crc, _ = RECORD_STRUCT.unpack(record)

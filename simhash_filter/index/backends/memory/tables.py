@@ -417,8 +417,9 @@ class BoundedTables:
         hits, full = self.block_hits(fingerprint, k, bound.per_table, limit)
         if not any(hits):
             return [], full
-        rows = np.unique(np.fromiter((r for table in hits for _, r in table), dtype=np.int64))
-        at = {r: i for i, r in enumerate(rows.tolist())}
+        shown = sorted({r for table in hits for _, r in table})
+        at = {r: i for i, r in enumerate(shown)}
+        rows = np.array(shown, dtype=np.int64)
         sketches = source.sketch_rows(rows)
         differ = np.bitwise_count(sketches[:, :verify_bytes] ^ np.frombuffer(sketch, np.uint8, verify_bytes))
         # the same decision as similarity(...) >= min_similarity (bound.most_differing_bits)
@@ -432,7 +433,12 @@ class BoundedTables:
             return key is not None and int(fps[row]) == fingerprint and source.key(row) == key
 
         chosen, refused = take(hits, bound, verified, own, full)
-        found = [Candidate(source.key(r), d, int(fps[r]), sketches[at[r]].tobytes()) for d, r in chosen]
+        values, size = fps[rows].tolist(), sketches.shape[1]
+        raw = sketches.tobytes()
+        found = []
+        for d, r in chosen:
+            i = at[r]
+            found.append(Candidate(source.key(r), d, values[i], raw[i * size : (i + 1) * size]))
         return found, refused
 
     # -- batches ---------------------------------------------------------------------------------
