@@ -340,7 +340,7 @@ class BoundedTables:
         buffer = self._buffer_blocks(x[total:]) if n > sealed else np.zeros((0, len(hits)), dtype=bool)
         full = 0
         if crowded:  # the entries of each table's block (rule 3)
-            counts = np.bincount(table[in_block], minlength=len(hits)) + buffer.sum(axis=0)
+            counts = np.bincount(table[in_block], minlength=len(hits)) + np.count_nonzero(buffer, axis=0)
             for t in np.flatnonzero(counts >= limit).tolist():
                 full |= 1 << t
         if len(sel) <= _PY_HITS_MAX:
@@ -409,8 +409,8 @@ class BoundedTables:
         refuse the page (*key* None: a query that stores nothing, and so refuses nothing); a candidate verifies
         when the first *verify_bytes* of the sketches are at least ``bound.min_similarity`` alike.
 
-        The sketches of every row the tables show are read in one call (:meth:`RowSource.sketch_rows`) and
-        verified in one numpy pass: a crowd of look-alikes shows a page some forty of them."""
+        The sketches of every row the tables show are read in one call (:meth:`RowSource.sketch_rows`), each
+        verified once by a bit count: a crowd of look-alikes shows a page some forty of them."""
         source = self.source
         fps = source.fingerprints
         limit = bound.block_pages if key is not None else 0  # a query refuses nothing
@@ -421,10 +421,18 @@ class BoundedTables:
         at = {r: i for i, r in enumerate(shown)}
         rows = np.array(shown, dtype=np.int64)
         sketches = source.sketch_rows(rows)
-        differ = np.bitwise_count(sketches[:, :verify_bytes] ^ np.frombuffer(sketch, np.uint8, verify_bytes))
+        size, raw = sketches.shape[1], sketches.tobytes()
         # the same decision as similarity(...) >= min_similarity (bound.most_differing_bits)
         most = bound.differing_bits(verify_bytes) if verify_bytes else (0 if bound.min_similarity <= 0 else -1)
-        ok = (differ.sum(axis=1) <= most).tolist()
+        page = int.from_bytes(sketch[:verify_bytes], "little")
+        ok = (
+            [
+                (int.from_bytes(raw[start : start + verify_bytes], "little") ^ page).bit_count() <= most
+                for start in range(0, len(raw), size)
+            ]
+            if size
+            else [most >= 0] * len(shown)
+        )
 
         def verified(row: int) -> bool:
             return ok[at[row]]
@@ -433,8 +441,7 @@ class BoundedTables:
             return key is not None and int(fps[row]) == fingerprint and source.key(row) == key
 
         chosen, refused = take(hits, bound, verified, own, full)
-        values, size = fps[rows].tolist(), sketches.shape[1]
-        raw = sketches.tobytes()
+        values = fps[rows].tolist()
         found = []
         for d, r in chosen:
             i = at[r]
