@@ -291,11 +291,11 @@ class BoundedTables:
         return np.concatenate([np.full(len(r), t) if isinstance(t, int) else np.asarray(t) for _, r, t in parts])
 
     def _buffer_blocks(self, xb: np.ndarray) -> np.ndarray:
-        """For each buffer row (*xb*: their fingerprints XOR the page's) and each table: whether the table took the
-        row and it shares the page's lead there (a ``(len(xb), tables)`` boolean array)."""
+        """For each table and each buffer row (*xb*: their fingerprints XOR the page's): whether the table took the
+        row and it shares the page's lead there (a ``(tables, len(xb))`` boolean array, rows innermost)."""
         refused = self.source.refusals[self.sealed : self.sealed + len(xb)]
         bits = self._table_bits.astype(refused.dtype, copy=False)
-        return ((refused[:, None] & bits) == 0) & ((xb[:, None] & self._lead_masks) == 0)
+        return ((bits[:, None] & refused) == 0) & ((self._lead_masks[:, None] & xb) == 0)
 
     def _may_fill(self, parts: list[Part], buffer: int, limit: int) -> bool:
         """Whether a table's buckets and the buffer hold *limit* entries or more in all (else no block is full:
@@ -337,10 +337,10 @@ class BoundedTables:
         # every entry's table and whether it is in the page's block (a bucket may be wider), in one pass
         table = self._part_tables(parts, lengths) if total else np.empty(0, dtype=np.int64)
         in_block = (x[:total] & self._lead_masks[table]) == 0
-        buffer = self._buffer_blocks(x[total:]) if n > sealed else np.zeros((0, len(hits)), dtype=bool)
+        buffer = self._buffer_blocks(x[total:]) if n > sealed else np.zeros((len(hits), 0), dtype=bool)
         full = 0
         if crowded:  # the entries of each table's block (rule 3)
-            counts = np.bincount(table[in_block], minlength=len(hits)) + np.count_nonzero(buffer, axis=0)
+            counts = np.bincount(table[in_block], minlength=len(hits)) + np.count_nonzero(buffer, axis=1)
             for t in np.flatnonzero(counts >= limit).tolist():
                 full |= 1 << t
         if len(sel) <= _PY_HITS_MAX:
@@ -348,7 +348,7 @@ class BoundedTables:
         in_runs = sel[sel < total]
         in_runs = in_runs[in_block[in_runs]]
         row_ids = np.concatenate([r for _, r, _ in parts])[in_runs].astype(np.int64) if total else in_runs
-        at, t_buffer = np.nonzero(buffer[sel[sel >= total] - total])  # in the tables that took it, in the block
+        t_buffer, at = np.nonzero(buffer[:, sel[sel >= total] - total])  # in the tables that took it, in the block
         pos_buffer = sel[sel >= total][at]
         tables = np.concatenate((table[in_runs], t_buffer)).astype(np.int64)
         rows = np.concatenate((row_ids, pos_buffer - total + sealed))
