@@ -200,30 +200,22 @@ def test_a_page_s_sketch_is_kept_once_and_a_shard_waits_for_those_on_other_homes
     assert all(hashed == no_sketch for hashed, no_sketch in kept) and any(hashed for hashed, _ in kept)
 
 
-def test_a_sharded_index_of_an_earlier_version_keeps_its_layout(
+def test_a_sharded_index_of_an_earlier_version_is_refused_with_how_to_refill_it(
     tmp_path_factory: pytest.TempPathFactory, redis_prefix: str
 ) -> None:
-    """Indexes whose shard list says they keep the URL on every storing shard (a plain list) or the URL once and
-    the sketch on every storing shard (``"keys": "home"``) are read and written as they were: the candidates and
-    entries of one in-memory index, every shard's records with sketches."""
+    """A shard list written by an earlier version (a plain list, or the URL once and the sketch on every storing
+    shard: ``"keys": "home"``) is refused with one line that says how to delete the index and refill it."""
     with RedisServer(tmp_path_factory.mktemp("a")) as a, RedisServer(tmp_path_factory.mktemp("b")) as b:
         for n in range(2):
             prefix = f"{redis_prefix}{n}"
             names = [f"{prefix}.s.0", f"{prefix}.s.1"]
             with a.client() as client:
                 client.set(f"{{{prefix}}}:shards", json.dumps({"shards": names, "keys": "home"} if n else names))
-            uri = f"{a.url}?prefix={prefix}&servers=127.0.0.1:{b.port}"
-            memory = MemoryBackend(k=K, design=DESIGN, metadata=META)
-            with open_sharded(uri) as sharded:
-                for fp, key, sk in pages(300, 8):
-                    got = sharded.add_and_candidates(fp, key, sk, K, CheckBound(4, 2, 0.75))
-                    assert sorted(got) == sorted(memory.add_and_candidates(fp, key, sk, K, CheckBound(4, 2, 0.75)))
-                assert len(sharded) == len(memory)
-                entries = sorted((e.key, e.fingerprint, e.sketch) for e in sharded.entries())
-                assert entries == sorted((e.key, e.fingerprint, e.sketch) for e in memory.entries())
-            for server, name in zip((a, b), names, strict=True):
-                with open_backend(f"{server.url}?prefix={name}", k=K, design=DESIGN) as one:
-                    assert all(entry.sketch for entry in one.entries())
+            with pytest.raises(MetadataMismatchError) as refused:
+                open_sharded(f"{a.url}?prefix={prefix}&servers=127.0.0.1:{b.port}")
+            message = str(refused.value)
+            assert "\n" not in message and "earlier version" in message and "refill" in message
+            assert all(f"'{{{name}}}:*'" in message for name in [prefix, *names])
 
 
 def _race(uri: str, worker: int, groups: int, start: float, out: multiprocessing.Queue, duplicates: int) -> None:

@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 
     from simhash_filter.index.tables import Match, TableDesign
 
-__all__ = ["Backend", "Candidate", "Entry", "IndexFullError", "MetadataMismatchError", "check_metadata", "full_message"]
+__all__ = ["Backend", "Candidate", "Entry", "IndexFullError", "MetadataMismatchError", "check_metadata", "earlier_version",
+           "full_message"]
 
 
 class Entry(NamedTuple):
@@ -64,6 +65,15 @@ def full_message(stored: int, design: TableDesign) -> str:
         f"the index holds {stored:,} pages, twice the {capacity(design):,} its tables ({design.name}) are built for: "
         "rebuild it for more with `simhash-filter index rebuild INDEX --expected-pages N`, or start a new one with "
         "SIMHASH_EXPECTED_PAGES (dedup: --expected-pages)"
+    )
+
+
+def earlier_version(what: str, delete: str) -> str:
+    """What an index written by an earlier version of simhash-filter is refused with (one line): *what* it is,
+    and how to *delete* it; a crawl or ``dedup`` then fills it again."""
+    return (
+        f"{what} was written by an earlier version of simhash-filter, which this one does not read: "
+        f"delete it ({delete}) and crawl again (or run dedup) to refill it"
     )
 
 

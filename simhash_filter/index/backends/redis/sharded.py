@@ -3,8 +3,7 @@ Redis servers (``?servers=host2:port,host3:port``): memory and script time divid
 
 **Where a page goes.** Each table's bucket (the table and the top ``bucket_bits`` of its lead) belongs to one shard,
 by a hash of the two; a shard is an ordinary layout-3 index under its own prefix (``PREFIX.i``; in a cluster
-``i`` is chosen when the index is created so that the shards' hash tags fall on different masters; earlier
-versions named them ``PREFIX.s.i``, and the list
+``i`` is chosen when the index is created so that the shards' hash tags fall on different masters; the list
 is kept in ``{PREFIX}:shards``, so that every process agrees on it whatever the cluster does later).  A check of a
 page runs the script of :mod:`.script` once on each shard that owns one of its buckets, with those tables only: it
 reads the page's blocks there, takes the candidates, and stores the page in the tables that take it (a shard that
@@ -18,11 +17,9 @@ call tried again, as the URL does: a page always goes to the same shards in the 
 with a hashed key gets its URL from its home (its records at distance 0 there), asked at the same time for every
 such candidate of a check: a second round trip, for checks that have candidates only. When the home's tables all
 refused a page that another shard stored (full blocks there: rules 2 and 3 of the bound), the home keeps its URL in
-a hash (``{home}:x``) after the calls. An index created by an earlier version (its shard list a plain list) keeps
-the URL on every shard, as it did.
+a hash (``{home}:x``) after the calls.
 
-**So is its sketch** (an index created by this version: ``"sketches": "home"`` in its shard list): its home keeps
-it at the start of the page's key there (sketch, then URL; and in ``{home}:x``), the other shards' records keep
+**So is its sketch**: its home keeps it at the start of the page's key there (sketch, then URL; and in ``{home}:x``), the other shards' records keep
 none.  A shard's script verifies a block's candidates (rule 2 of the bound) with the sketches it has: its own
 pages' and those the client brings.  When a verdict needs the sketch of a page stored there for another home, the
 script stores nothing and says so; the client gets that sketch from the page's home (the same lookup that finds its
@@ -51,9 +48,11 @@ three shards, 2.6 on average.
 when it stores it, in the same atomic step, so that a call tried again after a timeout whose first attempt ran
 counts nothing twice (the script finds the page stored, stores and counts nothing).  When the home's tables all
 refused the page and another shard stored it (a full block there: rule 2 or 3 of the bound), the home counts it
-when it keeps its URL after the calls, once (``HSETNX``) however often that is tried again.  (In an index of an
-earlier version the first shard in shard order counts, and the first that stored the page when that one refused
-it, with a token.)  ``len`` adds the shards' counts (and ``{PREFIX}:pages``, where earlier versions counted).
+when it keeps its URL after the calls, once (``HSETNX``) however often that is tried again.  ``len`` adds the
+shards' counts.
+
+An index whose shard list was written by an earlier version (a plain list, or without ``"sketches": "home"``) is
+refused: it is deleted and filled again.
 
 **Every call is tried again** after a connection error or a timeout, as a shard's own calls are (the index's
 ``retries`` and ``retry_backoff``: :class:`~.connection.Retries`): a paused node delays a check, it does not fail
@@ -65,21 +64,20 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import uuid
 import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, NamedTuple
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 import redis
 
-from simhash_filter.index.backends.base import Backend, Candidate, Entry, MetadataMismatchError
-from simhash_filter.index.backends.redis.backend import NOTES_TOKEN_SECONDS, RedisBackend
+from simhash_filter.index.backends.base import Backend, Candidate, Entry, MetadataMismatchError, earlier_version
+from simhash_filter.index.backends.redis.backend import RedisBackend
 from simhash_filter.index.backends.redis.connection import DEFAULT_BACKOFF, DEFAULT_RETRIES, Retries
 from simhash_filter.index.backends.redis.layout import decode_key, encode_key, pack_fingerprint, tag, text
-from simhash_filter.index.backends.redis.script import KEEP_KEY_SCRIPT, NOTES_SCRIPT
+from simhash_filter.index.backends.redis.script import KEEP_KEY_SCRIPT
 from simhash_filter.index.bound import DEFAULT_BOUND, CheckBound
 from simhash_filter.index.tables import Match, TableDesign
 
@@ -94,22 +92,13 @@ _ROUNDS = 50
 _EVERY = CheckBound(per_table=1 << 30, duplicates=1 << 30)
 
 
-class Layout(NamedTuple):
-    """Where a sharded index keeps a page's record (``{prefix}:shards``)."""
-
-    names: list[str]
-    #: A page's URL once, on its home shard (the others: :func:`hashed_key`); else on every shard storing it.
-    keys_once: bool
-    #: Its sketch once too, at the start of its key on its home (the others' records keep none).
-    sketch_once: bool
-
-
-def shard_prefixes(client: Any, prefix: str, shards: int, cluster: bool, retries: Retries | None = None) -> Layout:
-    """The prefixes of the index *prefix*'s shards: those kept in ``{prefix}:shards``, else new ones stored there
-    (in a cluster, each on the next master in turn), and where a page's URL and sketch are kept: once, on its home
-    shard (an index created by this version: ``{"shards": [...], "keys": "home", "sketches": "home"}``), the URL
-    only (``"keys": "home"``: an index of the version before), or on every shard that stores the page (a plain
-    list: earlier ones).  A different number of shards stored is an error.  Each call is tried again as *retries*
+def shard_prefixes(
+    client: Any, prefix: str, shards: int, cluster: bool, retries: Retries | None = None
+) -> list[str]:
+    """The prefixes of the index *prefix*'s shards: those kept in ``{prefix}:shards``
+    (``{"shards": [...], "keys": "home", "sketches": "home"}``: a page's URL and sketch are kept once, on its home
+    shard), else new ones stored there (in a cluster, each on the next master in turn).  A different number of
+    shards stored, or a list written by an earlier version, is an error.  Each call is tried again as *retries*
     says (they are idempotent: a ``SET NX`` and reads)."""
     retries = retries or Retries()
     key = tag(prefix) + "shards"
@@ -131,15 +120,17 @@ def shard_prefixes(client: Any, prefix: str, shards: int, cluster: bool, retries
         retries.call(client.set, key, json.dumps(layout), nx=True)
         stored = retries.call(client.get, key)
     kept = json.loads(text(stored))
-    if not isinstance(kept, dict):
-        kept = {"shards": kept}
+    if not isinstance(kept, dict) or kept.get("keys") != "home" or kept.get("sketches") != "home":
+        names = [prefix, *(kept["shards"] if isinstance(kept, dict) else kept)]
+        unlink = "; ".join(f"redis-cli --scan --pattern '{{{name}}}:*' | xargs redis-cli unlink" for name in names)
+        raise MetadataMismatchError(earlier_version(f"the sharded Redis index {prefix!r}", unlink))
     names = kept["shards"]
     if len(names) != shards:
         raise MetadataMismatchError(
             f"the sharded Redis index {prefix!r} has {len(names)} shards, not {shards}: "
             f"open it with shards={len(names)}"
         )
-    return Layout(list(names), kept.get("keys") == "home", kept.get("sketches") == "home")
+    return list(names)
 
 
 #: The start of a page's key on the shards that are not its home (:func:`hashed_key`); a URL never starts so.
@@ -161,29 +152,19 @@ def keep_key(home: RedisBackend, fingerprint: int, key: str, hashed: str, sketch
     home.retries.call(home.client.eval, KEEP_KEY_SCRIPT, 2, x_key, home.meta_key, field, sketch + encode_key(key))
 
 
-def kept_key(home: RedisBackend, fingerprint: int, hashed: str, sketch_bytes: int = 0) -> tuple[str, bytes] | None:
-    """The URL and sketch (b"" unless *sketch_bytes*: its size) :func:`keep_key` kept on *home* for a page, or
-    None."""
+def kept_key(home: RedisBackend, fingerprint: int, hashed: str, sketch_bytes: int) -> tuple[str, bytes] | None:
+    """The URL and sketch (*sketch_bytes* long) :func:`keep_key` kept on *home* for a page, or None."""
     field = pack_fingerprint(fingerprint) + hashed.encode("ascii")
     value = home.retries.call(home.client.hget, tag(home.prefix) + "x", field)
     return None if value is None else (decode_key(value[sketch_bytes:]), value[:sketch_bytes])
 
 
-def kept_keys(home: RedisBackend, sketch_bytes: int = 0) -> Iterator[tuple[int, str, str, bytes]]:
+def kept_keys(home: RedisBackend, sketch_bytes: int) -> Iterator[tuple[int, str, str, bytes]]:
     """``(fingerprint, hashed key, URL, sketch)`` of every page :func:`keep_key` kept on *home* (the sketch as in
     :func:`kept_key`)."""
     for field, value in home.client.hscan_iter(tag(home.prefix) + "x", count=1000):
         fp, hashed = int.from_bytes(field[:8], "big"), field[8:].decode("ascii")
         yield fp, hashed, decode_key(value[sketch_bytes:]), value[:sketch_bytes]
-
-
-def count_page(shard: RedisBackend) -> None:
-    """Count one page in *shard*'s meta hash (an index of an earlier version: a page stored by shards that did not
-    count it in their own step), once however often the call is tried again (a token kept an hour)."""
-    token = f"{tag(shard.prefix)}counted:{uuid.uuid4().hex}"
-    shard.retries.call(
-        shard.client.eval, NOTES_SCRIPT, 2, shard.meta_key, token, str(NOTES_TOKEN_SECONDS), "pages", "1"
-    )
 
 
 class ShardedRedisBackend(Backend):
@@ -199,8 +180,6 @@ class ShardedRedisBackend(Backend):
         design: TableDesign,
         prefix: str,
         location: str,
-        keys_once: bool = True,
-        sketch_once: bool = True,
     ) -> None:
         first = shards[0]
         super().__init__(k=k, design=design, metadata=first.metadata)
@@ -209,17 +188,11 @@ class ShardedRedisBackend(Backend):
         if len({shard.bucket_bits for shard in shards}) != 1:
             raise MetadataMismatchError(f"the shards of the Redis index {prefix!r} differ in bucket_bits")
         self._shards = list(shards)
-        #: Whether a page's URL is kept once, by its home shard (the others keep :func:`hashed_key`).
-        self._keys_once = keys_once
-        #: Whether a page's sketch is kept once too (its home's key starts with it; the others' records keep none).
-        self._sketch_once = keys_once and sketch_once
-        if self._sketch_once and first.sketch_bytes <= len(hashed_key("")):
+        if first.sketch_bytes <= len(hashed_key("")):
             raise ValueError(f"a sharded index keeps sketches longer than {len(hashed_key(''))} bytes")
         self._sketch_bytes = first.sketch_bytes
         self._prefix = prefix
         self._location = location
-        #: Where earlier versions counted the pages (read by ``len``, deleted by ``drop``).
-        self._pages_key = tag(prefix) + "pages"
         self._retries = dataclasses.replace(first.retries, where=f"sharded Redis index {prefix!r} at {location}")
         #: The clients the shards use (closed with the index).
         self._clients: list[Any] = []
@@ -256,7 +229,7 @@ class ShardedRedisBackend(Backend):
             groups.setdefault(shard, []).append(t)
             if t == fingerprint % len(leads):
                 home = shard
-        order = [home] + [s for s in sorted(groups) if s != home] if self._keys_once else sorted(groups)
+        order = [home] + [s for s in sorted(groups) if s != home]
         return [(self._shards[s], groups[s]) for s in order]
 
     @staticmethod
@@ -277,7 +250,7 @@ class ShardedRedisBackend(Backend):
         counts the page and keeps its URL, the others a hash of it; when the home's tables all refused the page and
         another shard stored it, the home keeps its URL and counts it after the calls (see the module)."""
         groups = self._groups(fingerprint)
-        hashed = hashed_key(key) if self._keys_once else key
+        hashed = hashed_key(key)
         found: list[list[Candidate]] = [[] for _ in groups]
         stored: list[bool | None] = [None] * len(groups)
         homes: dict[tuple[int, str], tuple[str, bytes] | None] = {}
@@ -302,10 +275,7 @@ class ShardedRedisBackend(Backend):
         else:
             raise RuntimeError(f"{self._retries.where}: a check kept finding new candidates ({_ROUNDS} rounds)")
         if any(stored) and not stored[0]:
-            if self._keys_once:
-                keep_key(groups[0][0], fingerprint, key, hashed, sketch if self._sketch_once else b"")
-            else:
-                count_page(groups[stored.index(True)][0])
+            keep_key(groups[0][0], fingerprint, key, hashed, sketch)
         return self._resolved([c for candidates in found for c in candidates], homes)
 
     def candidates(self, fingerprint: int, k: int, bound: CheckBound = DEFAULT_BOUND) -> list[Candidate]:
@@ -334,8 +304,6 @@ class ShardedRedisBackend(Backend):
     def _supplied(self, homes: Mapping[tuple[int, str], tuple[str, bytes] | None]) -> bytes:
         """The sketches of *homes* as a shard's script takes them (``ARGV[18]`` of :mod:`.script`): fingerprint,
         hashed key, ``1`` and the verified part, or ``0`` and as many zero bytes when its home has none."""
-        if not self._sketch_once:
-            return b""
         size = self._verify_bytes
         return b"".join(
             pack_fingerprint(fp) + hashed.encode("ascii") + (b"1" + found[1][:size] if found else b"0" + bytes(size))
@@ -347,16 +315,14 @@ class ShardedRedisBackend(Backend):
     ) -> list[Candidate]:
         """Candidates of several shards with their URLs and sketches from *homes* where a shard gave a hashed key,
         each page once, nearest first (stable: in shard order).  A page whose home has no record of it (a check cut
-        short between its calls, or its home about to keep it) keeps its hashed key, or, in an index that keeps
-        its sketch on its home only, is left out (nothing to verify it with)."""
+        short between its calls, or its home about to keep it) is left out (nothing to verify it with)."""
         out = []
         for c in found:
             if c.key.startswith(HASHED):
                 home = homes.get((c.fingerprint, c.key))
-                if home is None and self._sketch_once:
+                if home is None:
                     continue
-                if home is not None:
-                    c = c._replace(key=home[0], sketch=home[1] or c.sketch)
+                c = c._replace(key=home[0], sketch=home[1])
             out.append(c)
         return self._merged(out)
 
@@ -368,7 +334,7 @@ class ShardedRedisBackend(Backend):
         for c in home.candidates_in(tables, fingerprint, 0, _EVERY):
             if hashed_key(c.key) == hashed:
                 return c.key, c.sketch
-        return kept_key(home, fingerprint, hashed, self._sketch_bytes if self._sketch_once else 0)
+        return kept_key(home, fingerprint, hashed, self._sketch_bytes)
 
     def _together(self, calls: list[tuple[Any, tuple[Any, ...], dict[str, Any]]]) -> list[Any]:
         """Run the calls at the same time (the first in this thread), their results in order; the first error is
@@ -403,7 +369,7 @@ class ShardedRedisBackend(Backend):
         parts: dict[int, tuple[list[int], list[str], list[bytes], list[bytes]]] = {}
         index = {id(shard): s for s, shard in enumerate(self._shards)}
         for fp, key, sketch in zip(fingerprints.tolist(), keys, sketches, strict=True):
-            hashed = hashed_key(key) if self._keys_once else key
+            hashed = hashed_key(key)
             for i, (shard, tables) in enumerate(self._groups(fp)):
                 mask = bytearray(b"0" * n_tables + (b"1" if i == 0 else b"0"))
                 for t in tables:
@@ -431,9 +397,8 @@ class ShardedRedisBackend(Backend):
         raise NotImplementedError("a sharded Redis index is two-stage only: use add_and_candidates")
 
     def __len__(self) -> int:
-        """The pages stored: those the shards counted, and those earlier versions counted."""
-        earlier = int(self._retries.call(self._shards[0].client.get, self._pages_key) or 0)
-        return earlier + sum(shard.counted_pages() for shard in self._shards)
+        """The pages stored: those the shards counted."""
+        return sum(shard.counted_pages() for shard in self._shards)
 
     # -- maintenance -------------------------------------------------------------------------------
 
@@ -445,12 +410,11 @@ class ShardedRedisBackend(Backend):
         for shard in self._shards:
             for entry in shard.entries():
                 (hashed if entry.key.startswith(HASHED) else seen).setdefault((entry.key, entry.fingerprint), entry)
-        size = self._sketch_bytes if self._sketch_once else 0
         for shard in self._shards:
-            for fp, key_hash, url, sketch in kept_keys(shard, size):
+            for fp, key_hash, url, sketch in kept_keys(shard, self._sketch_bytes):
                 other = hashed.get((key_hash, fp))
                 if other is not None:
-                    seen.setdefault((url, fp), other._replace(key=url, sketch=sketch if size else other.sketch))
+                    seen.setdefault((url, fp), other._replace(key=url, sketch=sketch))
         yield from sorted(seen.values(), key=lambda e: e.added or 0.0)
 
     def notes(self) -> dict[str, int]:
@@ -472,7 +436,7 @@ class ShardedRedisBackend(Backend):
     def drop(self) -> int:
         """Delete every shard and the shard list; close."""
         client = self._shards[0].client
-        deleted = int(self._retries.call(client.delete, self._pages_key, tag(self._prefix) + "shards"))
+        deleted = int(self._retries.call(client.delete, tag(self._prefix) + "shards"))
         for shard in self._shards:
             deleted += shard.drop()
         return deleted
@@ -522,7 +486,7 @@ def open_sharded(
         if count < 2:
             raise ValueError(f"a sharded index needs at least 2 shards, got {count}")
         retries = Retries(own.get("retries", DEFAULT_RETRIES), own.get("retry_backoff", DEFAULT_BACKOFF), location)
-        names, keys_once, sketch_once = shard_prefixes(client, prefix, count, cluster, retries)
+        names = shard_prefixes(client, prefix, count, cluster, retries)
         backends = []
         for s, name in enumerate(names):
             shard_client = clients[s] if addresses else client
@@ -535,13 +499,11 @@ def open_sharded(
                     prefix=name,
                     owns_client=False,
                     location=location,
-                    sketch_in_key=keys_once and sketch_once,
+                    sketch_in_key=True,
                     **own,
                 )
             )
-        sharded = ShardedRedisBackend(
-            backends, k=k, design=design, prefix=prefix, location=location, keys_once=keys_once, sketch_once=sketch_once
-        )
+        sharded = ShardedRedisBackend(backends, k=k, design=design, prefix=prefix, location=location)
     except BaseException:
         for c in clients:
             c.close()
