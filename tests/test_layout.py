@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 import simhash_filter
-from simhash_filter._moved import MOVED
 
 PACKAGE = Path(simhash_filter.__file__).parent
 NAME = "simhash_filter"
@@ -72,9 +71,8 @@ def test_the_package_has_the_four_parts():
     for part in ("model", "index", "index.backends", "crawl", "cli"):
         assert f"{NAME}.{part}" in MODULES, part
     flat = {name for name in MODULES if name.count(".") == 1}
-    flat_modules = ("__main__", "config", "batch", "report", "cli", "crawl", "index", "model", "_moved")
-    parts = {f"{NAME}.{p}" for p in flat_modules}
-    assert flat == parts | set(MOVED), "a new module at the package root (moved modules' old paths: _moved.py)"
+    flat_modules = ("__main__", "config", "batch", "report", "cli", "crawl", "index", "model")
+    assert flat == {f"{NAME}.{p}" for p in flat_modules}, "a new module at the package root"
 
 
 def test_no_import_circles():

@@ -1,5 +1,0 @@
-"""Moved to :mod:`simhash_filter.index.backends`: this old path warns and is removed in 0.3.0 (see ``_moved.py``)."""
-
-from simhash_filter._moved import follow
-
-follow("simhash_filter.backends")
