@@ -1,7 +1,7 @@
 """The Redis backend (``simhash_filter.index.backends.redis``) against real ``redis-server`` processes: the URI,
 the stored metadata, the data layout, batches, atomicity between processes, a server that stops, hangs
 or restarts, expiry, a 3-node cluster, and two-stage detection (sketches in the records, atomic
-add-and-candidates, the old layouts refused).  (The query contract is in ``test_backends.py``.)"""
+add-and-candidates, an earlier layout refused).  (The query contract is in ``test_backends.py``.)"""
 
 from __future__ import annotations
 
@@ -503,52 +503,26 @@ def test_two_stage_records_carry_the_sketch(redis_server: RedisServer, redis_pre
         assert adopted.candidates(int(fps[7]), K2) == [Candidate(keys[7], 0, int(fps[7]), sketches[7])]
 
 
-#: What an index of each earlier layout held: its metadata, a record chunk, a bucket, and how it is described.
-_OLD_LAYOUTS = {
-    1: (META, (5).to_bytes(8, "big") + (1).to_bytes(4, "big") + bytes(4), 6, "records without sketches"),
-    2: (TWO_STAGE_META, (5).to_bytes(8, "big") + (1).to_bytes(4, "big") + bytes(4) + bytes(SKETCH), 6,
-        "bucket entries with 16-bit folds"),
-}  # fmt: skip
-
-
-@pytest.mark.parametrize("layout", sorted(_OLD_LAYOUTS))
-def test_old_layout_is_refused_with_the_way_out(redis_server: RedisServer, redis_prefix: str, layout: int) -> None:
-    """An index stored with layout 1 (records without sketches) or 2 (16-bit folds in the buckets) is refused,
-    whatever is asked, with the way out, and left as it is."""
-    metadata, records, entry, what = _OLD_LAYOUTS[layout]
-    meta, bucket = f"{{{redis_prefix}}}:meta", f"{{{redis_prefix}}}:0:0"
-    design = DESIGN if layout == 1 else TWO_STAGE
+def test_an_index_of_an_earlier_layout_is_refused_with_how_to_refill_it(
+    redis_server: RedisServer, redis_prefix: str
+) -> None:
+    """An index whose meta names an earlier layout is refused, whatever is asked, with one line that says how to
+    delete it and refill it, and left as it is."""
+    meta = f"{{{redis_prefix}}}:meta"
     with redis_server.client() as client:
-        client.hset(
-            meta,
-            mapping={
-                "format": f"simhash-filter redis {layout}",
-                "design": design.name,
-                "bucket_bits": "14",
-                "metadata": json.dumps(metadata),
-                "created": "0",
-                "n": "1",
-            },
-        )
-        client.set(f"{{{redis_prefix}}}:f0", records)
+        client.hset(meta, mapping={"format": "simhash-filter redis 2", "design": TWO_STAGE.name, "bucket_bits": "14",
+                                   "metadata": json.dumps(TWO_STAGE_META), "created": "0", "n": "1"})  # fmt: skip
         client.set(f"{{{redis_prefix}}}:u0", b"a")
-        client.set(bucket, bytes(entry))
         for opening in (
-            lambda: open_redis(redis_server.url, redis_prefix),
             lambda: open_two_stage(redis_server.url, redis_prefix),
-            lambda: open_backend(f"{redis_server.url}?prefix={redis_prefix}", k=3, design=DESIGN),
             lambda: open_backend(f"{redis_server.url}?prefix={redis_prefix}", k=4, design=TWO_STAGE),
         ):
-            with pytest.raises(
-                MetadataMismatchError, match=rf"has the old layout \('simhash-filter redis {layout}': {what}"
-            ) as info:
+            with pytest.raises(MetadataMismatchError, match="written by an earlier version") as info:
                 opening()
             message = str(info.value)
-            assert "reads only 'simhash-filter redis 3'" in message
-            assert "another prefix" in message and f"redis-cli --scan --pattern '{{{redis_prefix}}}:*'" in message
-        assert client.hget(meta, "format") == f"simhash-filter redis {layout}".encode()
-        assert client.get(f"{{{redis_prefix}}}:u0") == b"a" and client.get(bucket) == bytes(entry)
-        assert client.get(f"{{{redis_prefix}}}:f0") == records
+            assert "\n" not in message and "refill" in message
+            assert f"redis-cli --scan --pattern '{{{redis_prefix}}}:*'" in message
+        assert client.hget(meta, "format") == b"simhash-filter redis 2" and client.get(f"{{{redis_prefix}}}:u0") == b"a"
 
 
 _HAMMER_TWO_STAGE = """

@@ -22,9 +22,7 @@ Layout of the index *prefix* (layout 3: :data:`FORMAT` in the meta; every key ca
 * ``{prefix}:u<c>``: the keys (URLs) of the same ids, back to back (UTF-8; on a sharded index's shards, the
   sketch and the URL, or a 17-byte hash of the URL: :mod:`.sharded`).
 
-Layouts 1 (records without sketches, format ``simhash-filter redis 1``) and 2 (6-byte bucket entries with
-a 16-bit fold, ``simhash-filter redis 2``) are refused on open, with the way out: a new index under
-another prefix, or deleting the old one.
+An index of an earlier layout is refused on open, with the line that deletes it (a crawl refills it).
 
 A probe reads one bucket per table and passes over every entry whose fold is more than k from the query's
 (the fold distance never exceeds the true distance): about one random entry in a million passes at k = 3,
@@ -103,7 +101,6 @@ from simhash_filter.index.backends.redis.layout import (
     ENTRY_LOW,
     FORMAT,
     MAX_SIZE,
-    OLD_FORMATS,
     RECORD,
     bucket_keys,
 )
@@ -116,7 +113,6 @@ __all__ = [
     "ENTRY_LOW",
     "FORMAT",
     "MAX_SIZE",
-    "OLD_FORMATS",
     "RECORD",
     "RedisBackend",
     "bucket_keys",

@@ -22,6 +22,7 @@ from simhash_filter.index.backends.base import (
     IndexFullError,
     MetadataMismatchError,
     check_metadata,
+    earlier_version,
     full_message,
     verified_part,
 )
@@ -39,7 +40,6 @@ from simhash_filter.index.backends.redis.layout import (
     CHUNK,
     FORMAT,
     MAX_SIZE,
-    OLD_FORMATS,
     RECORD,
     bucket_keys,
     decode_candidates,
@@ -186,10 +186,13 @@ class RedisBackend(Backend):
             client.close()
             raise
 
+    def _unlink(self) -> str:
+        return f"redis-cli --scan --pattern '{{{self._prefix}}}:*' | xargs redis-cli unlink"
+
     def _way_out(self) -> str:
         return (
             f"open it with the same settings, use another prefix (?prefix=...), or delete it "
-            f"(RedisBackend.drop(), or redis-cli --scan --pattern '{{{self._prefix}}}:*' | xargs redis-cli unlink)"
+            f"(RedisBackend.drop(), or {self._unlink()})"
         )
 
     def _meta_fields(self, bucket_bits: int) -> dict[str, str]:
@@ -219,14 +222,8 @@ class RedisBackend(Backend):
             raise
         stored = {text(raw[i]): text(raw[i + 1]) for i in range(0, len(raw), 2)}
         where = f"the Redis index {self._prefix!r} ({self._location})"
-        if stored.get("format") in OLD_FORMATS:
-            what, why = OLD_FORMATS[stored["format"]]
-            raise MetadataMismatchError(
-                f"{where} has the old layout ({stored['format']!r}: {what}); this version reads only {FORMAT!r}, "
-                f"and {why}: build a new one under another prefix (?prefix=...), or delete it (redis-cli --scan "
-                f"--pattern '{{{self._prefix}}}:*' | xargs redis-cli unlink); its URLs can be listed first with "
-                f"the earlier version (simhash-filter index export)"
-            )
+        if str(stored.get("format")).startswith("simhash-filter redis ") and stored["format"] != FORMAT:
+            raise MetadataMismatchError(earlier_version(where, self._unlink()))
         if stored.get("format") != FORMAT:
             raise MetadataMismatchError(
                 f"{where} is not a simhash-filter index of this version (format {stored.get('format')!r}): "

@@ -19,7 +19,6 @@ __all__ = [
     "ENTRY_LOW",
     "FORMAT",
     "MAX_SIZE",
-    "OLD_FORMATS",
     "RECORD",
     "bucket_keys",
     "decode_candidates",
@@ -40,17 +39,6 @@ __all__ = [
 #: detection; since layout 2).  A bounded two-stage check leaves a page out of the buckets of the tables that
 #: refuse it (and writes no record when every table does): the same layout, read the same way.
 FORMAT = "simhash-filter redis 3"
-#: Earlier layouts, refused with the way out: what they were, and why this version cannot use them.
-OLD_FORMATS = {
-    "simhash-filter redis 1": (
-        "records without sketches, written by simhash-filter before two-stage detection",
-        "the old index cannot be converted (it has no sketches)",
-    ),
-    "simhash-filter redis 2": (
-        "bucket entries with 16-bit folds, written by simhash-filter before the 32-bit bucket filter",
-        "the old index is not converted",
-    ),
-}
 #: Default number of leading bits of each table's lead value that name its bucket (at most the lead bits), for a
 #: design whose leads are this short or shorter (:func:`default_bucket_bits`).
 DEFAULT_BUCKET_BITS = 14
