@@ -390,3 +390,25 @@ def test_an_outcome_carries_its_pages_fields_last():
     assert outcome.record() == {"url": "u", "fingerprint": "00000000000000ab", "duplicate_of": None,
                                 "distance": None, "warc_date": "d", "warc_record_id": "<urn:uuid:x>"}  # fmt: skip
     assert re.fullmatch(r"[0-9a-f]{16}", outcome.record()["fingerprint"])
+
+
+def test_the_private_warcio_methods_batch_warc_overrides_are_those_of_the_pinned_warcio():
+    """batch/warc.py overrides private methods of warcio 1.8.1 (pyproject pins it): each is still there with the
+    parameters it was written for, so that a warcio that renames or changes one fails here, not in a user's dedup."""
+    import inspect
+    from importlib.metadata import version
+
+    from warcio.archiveiterator import WARCIterator
+    from warcio.bufferedreaders import BufferedReader
+
+    assert version("warcio") == "1.8.1"
+    overridden = {
+        (WARCIterator, "_raise_invalid_gzip_err"): ["self"],
+        (WARCIterator, "_consume_blanklines"): ["self"],
+        (WARCIterator, "_next_record"): ["self", "next_line"],
+        (BufferedReader, "_init_decomp"): ["self", "decomp_type"],
+        (BufferedReader, "_decompress"): ["self", "data"],
+        (BufferedReader, "_fillbuff"): ["self", "block_size"],
+    }
+    for (cls, name), parameters in overridden.items():
+        assert list(inspect.signature(getattr(cls, name)).parameters) == parameters, (cls.__name__, name)
