@@ -9,7 +9,7 @@ from crawl_helpers import Crawl, scrapy_crawl, start_urls
 from scrapy.settings import Settings
 
 from devsites.site_server import GROUPS
-from simhash_filter.crawl.indexpath import default_index_path, project_name
+from simhash_filter.crawl.indexpath import project_name
 from simhash_filter.crawl.options import backend_uri
 
 ROOT = Path(".scrapy", "simhash")  # tests run in their own directory, outside any project (conftest.py)

@@ -71,7 +71,8 @@ def processes_setting(settings: BaseSettings) -> int | None:
 
 def backend_uri(settings: BaseSettings, spider_name: str | None = None) -> str:
     """The index backend URI of a crawl: ``SIMHASH_BACKEND``, else the on-disk default (``JOBDIR/simhash``,
-    or ``.scrapy/simhash/<project>/<spider name>`` in the project's data directory: :mod:`.indexpath`), with ``SIMHASH_MAX_AGE`` added as the URI's ``max_age`` option."""
+    or ``.scrapy/simhash/<project>/<spider name>`` in the project's data directory: :mod:`.indexpath`), with
+    ``SIMHASH_MAX_AGE`` added as the URI's ``max_age`` option."""
     uri = settings.get("SIMHASH_BACKEND", defaults.SIMHASH_BACKEND) or ""
     if not uri:
         uri = str(default_index_path(settings, spider_name))

@@ -24,8 +24,16 @@ if TYPE_CHECKING:
 
     from simhash_filter.index.tables import Match, TableDesign
 
-__all__ = ["Backend", "Candidate", "Entry", "IndexFullError", "MetadataMismatchError", "check_metadata", "earlier_version",
-           "full_message"]
+__all__ = [
+    "Backend",
+    "Candidate",
+    "Entry",
+    "IndexFullError",
+    "MetadataMismatchError",
+    "check_metadata",
+    "earlier_version",
+    "full_message",
+]
 
 
 class Entry(NamedTuple):

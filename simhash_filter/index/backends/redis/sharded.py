@@ -19,14 +19,14 @@ such candidate of a check: a second round trip, for checks that have candidates 
 refused a page that another shard stored (full blocks there: rules 2 and 3 of the bound), the home keeps its URL in
 a hash (``{home}:x``) after the calls.
 
-**So is its sketch**: its home keeps it at the start of the page's key there (sketch, then URL; and in ``{home}:x``), the other shards' records keep
-none.  A shard's script verifies a block's candidates (rule 2 of the bound) with the sketches it has: its own
-pages' and those the client brings.  When a verdict needs the sketch of a page stored there for another home, the
-script stores nothing and says so; the client gets that sketch from the page's home (the same lookup that finds its
-URL, which the check needs anyway) and calls that shard again with it, until the shard decides (new pages in the
-block since may need theirs: another round).  A page whose home has no record of it yet (its home's tables
-refused it and the home keeps it after the calls, or a check cut short between its calls) does not verify, and is
-not among the check's candidates.
+**So is its sketch**: its home keeps it at the start of the page's key there (sketch, then URL; and in ``{home}:x``),
+the other shards' records keep none.  A shard's script verifies a block's candidates (rule 2 of the bound) with the
+sketches it has: its own pages' and those the client brings.  When a verdict needs the sketch of a page stored there for
+another home, the script stores nothing and says so; the client gets that sketch from the page's home (the same lookup
+that finds its URL, which the check needs anyway) and calls that shard again with it, until the shard decides (new pages
+in the block since may need theirs: another round).  A page whose home has no record of it yet (its home's tables
+refused it and the home keeps it after the calls, or a check cut short between its calls) does not verify, and is not
+among the check's candidates.
 
 **Race-free without a cross-slot transaction.** Two near-duplicates are candidates of each other only through a
 table whose block they share, and that block is in one shard, where the script runs atomically: of two pages
