@@ -63,7 +63,7 @@ EXTERNAL = {name: {m.split(".")[0] for m in _imports(path)} for name, path in MO
 
 def _part(module: str) -> str:
     parts = module.split(".")
-    return parts[1] if len(parts) > 1 and parts[1] in {"model", "index", "crawl", "cli"} else "top"
+    return parts[1] if len(parts) > 1 and parts[1] in {"model", "index", "crawl", "cli", "serve"} else "top"
 
 
 def test_the_package_has_the_four_parts():
@@ -71,7 +71,7 @@ def test_the_package_has_the_four_parts():
     for part in ("model", "index", "index.backends", "crawl", "cli"):
         assert f"{NAME}.{part}" in MODULES, part
     flat = {name for name in MODULES if name.count(".") == 1}
-    flat_modules = ("__main__", "config", "batch", "report", "cli", "crawl", "index", "model")
+    flat_modules = ("__main__", "config", "batch", "report", "cli", "crawl", "index", "model", "serve")
     assert flat == {f"{NAME}.{p}" for p in flat_modules}, "a new module at the package root"
 
 
@@ -103,7 +103,9 @@ ALLOWED = {
     "index": {"index", "model.sketch"},
     "top": {"model", "index", "top"},
     "crawl": {"model", "index", "top", "crawl"},
-    "cli": {"model", "index", "top", "cli"},
+    "cli": {"model", "index", "top", "cli", "serve.command"},  # the command line registers serve's command
+    # the HTTP service: the crawl's counters, log line and worker processes, the command line's options
+    "serve": {"model", "index", "top", "crawl", "cli", "serve"},
 }
 
 

@@ -380,6 +380,20 @@ def add_dedup_parser(sub: Any, threshold: argparse.ArgumentParser, model: argpar
         "files of 16 MB or more, else 1)",
     )
     p.add_argument("--index", default="memory://", metavar="URI", help="index backend (default: memory://)")
+    add_index_options(p)
+    p.add_argument(
+        "--no-progress",
+        dest="progress",
+        action="store_false",
+        help="no progress bar (it is shown only when stderr is a terminal: of an input file, bytes read of its size "
+        "with an ETA; of standard input, pages done)",
+    )
+    p.set_defaults(func=cmd_dedup, parser=p)
+
+
+def add_index_options(p: argparse.ArgumentParser) -> None:
+    """The options of the index's bound and size, shared by the commands that open an index for pages (``dedup``,
+    ``serve``): an index keeps them, so that every process that shares it opens it alike."""
     p.add_argument(
         "--candidates-per-table",
         type=int,
@@ -405,11 +419,3 @@ def add_dedup_parser(sub: Any, threshold: argparse.ArgumentParser, model: argpar
         f"at most twice what its tables are built for (default: {DEFAULTS.expected_pages:,}: five tables, "
         "up to 8,388,608 pages)",
     )
-    p.add_argument(
-        "--no-progress",
-        dest="progress",
-        action="store_false",
-        help="no progress bar (it is shown only when stderr is a terminal: of an input file, bytes read of its size "
-        "with an ETA; of standard input, pages done)",
-    )
-    p.set_defaults(func=cmd_dedup, parser=p)

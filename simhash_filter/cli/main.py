@@ -30,6 +30,7 @@ from simhash_filter.cli.index import add_index_parser
 from simhash_filter.cli.report import add_report_parser
 from simhash_filter.config import DEFAULTS
 from simhash_filter.model import core
+from simhash_filter.serve.command import add_serve_parser
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -80,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_index_parser(sub, threshold, model, page_model)
     add_report_parser(sub, threshold, model)
     add_calibrate_parser(sub, threshold, model)
+    add_serve_parser(sub, threshold, model)
     return parser
 
 
