@@ -65,6 +65,7 @@ STEPS: list[tuple[str, str, str]] = [
     ("quick", "benchmarks.profiling.callgrind_fingerprint", "warm --pages 10"),
     ("quick", "benchmarks.checks.golden", "build {tmp}/golden.json.gz --limit 20"),
     ("quick", "benchmarks.checks.golden", "check {tmp}/golden.json.gz --limit 20"),
+    ("quick", "benchmarks.checks.sharded_race_model", "--processes 2"),
     ("all", "benchmarks.scale.bench_scale", "designs --sizes 10000 --json {tmp}/scale.json"),
     ("all", "benchmarks.scale.bench_sharded", "--size 2000 --checks 100 --json {tmp}/sharded.json"),
     ("all", "benchmarks.scale.bench_crowd", "--pages 300 --near 0,299 --json {tmp}/crowd.json"),

@@ -339,3 +339,58 @@ def test_a_check_tried_again_after_its_first_attempt_ran_counts_its_page_once(
             index.add_and_candidates(*later, K, BOUND)
             assert len(index) == len(batch) + 2
             assert sorted(e.key for e in index.entries() if "only-b" in e.key) == sorted([page[1], later[1]])
+
+
+def shared_away_from_home(index: ShardedRedisBackend, seed: int) -> list[tuple[int, str, bytes]]:
+    """Two near-duplicates A and B (the same sketch, a few bits apart) whose only shared blocks are on shards other
+    than A's home: B meets A there only with A's hashed key, and finds its URL and sketch on A's home."""
+    rng = random.Random(seed)
+    sketch = rng.randbytes(64)
+    while True:
+        a = rng.getrandbits(64)
+        b = a ^ sum(1 << bit for bit in rng.sample(range(64), 4))
+        a_home = index._groups(a)[0][0]
+        leads = zip(DESIGN.lead_values(a), DESIGN.lead_values(b), strict=True)
+        shared = [t for t, (x, y) in enumerate(leads) if x == y]
+        owners = {id(shard) for shard, tables in index._groups(a) for t in tables if t in shared}
+        if shared and id(a_home) not in owners and id(index._groups(b)[0][0]) != id(a_home):
+            return [(a, "https://a.example/page", sketch), (b, "https://b.example/page", sketch)]
+
+
+def test_a_page_met_before_its_home_stored_it_still_meets_the_page_that_met_it(
+    redis_cluster: RedisCluster, redis_prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The interleaving that kept two near-duplicates (found by benchmarks/checks/sharded_race_model.py): A's call
+    to a shard that is not its home stores A there (with its hashed key); B's check meets A there and asks A's home
+    for A's URL and sketch before A's call to its home has run; then A's home stores A.  B cannot verify A (its
+    sketch is nowhere yet), so its home keeps B's claim and A's home call answers it: A meets B, and the two are
+    not both kept.  Hooks between the calls force the order."""
+    uri = f"{redis_cluster.url}?cluster=1&shards=3&prefix={redis_prefix}"
+    a_elsewhere, b_done = threading.Event(), threading.Event()
+    shard_call = RedisBackend.add_and_candidates_in
+
+    def hooked(shard: RedisBackend, *args: Any, **kwargs: Any) -> tuple[list[Candidate], bool | None]:
+        key = args[2]
+        if key == page_a[1] and kwargs.get("count"):  # A's home: after B's whole check
+            assert b_done.wait(30)
+        reply = shard_call(shard, *args, **kwargs)
+        if key == sharded_module.hashed_key(page_a[1]):
+            a_elsewhere.set()  # A stored away from its home
+        return reply
+
+    with open_sharded(uri) as a_index, open_sharded(uri) as b_index:
+        page_a, page_b = shared_away_from_home(a_index, 3)
+        monkeypatch.setattr(RedisBackend, "add_and_candidates_in", hooked)
+        found: dict[str, list[Candidate]] = {}
+
+        def check_a() -> None:
+            found["a"] = a_index.add_and_candidates(*page_a, K, BOUND)
+
+        thread = threading.Thread(target=check_a)
+        thread.start()
+        assert a_elsewhere.wait(30)
+        found["b"] = b_index.add_and_candidates(*page_b, K, BOUND)
+        b_done.set()
+        thread.join(30)
+    kept = [name for name in ("a", "b") if not found[name]]
+    assert len(kept) == 1, f"kept: {kept}, candidates: {found}"

@@ -573,6 +573,14 @@ class RedisBackend(Backend):
         (reply,) = self._call("p", k, [fingerprint], None, None, bound, tables)
         return decode_candidates(reply[0], self._sketch_in_key)
 
+    def home_record(self, tables: Sequence[int], fingerprint: int, hashed: str, claim: bytes) -> bytes | None:
+        """The key (sketch, then URL) of the page *fingerprint* that other shards keep as *hashed*, on this shard, its
+        home (of the design's *tables*: its home's): from its records, else from the ``x`` hash; None when it has
+        neither, and then, in the same atomic step, *claim* (unless b""; fingerprint, 4-byte length and key of the
+        page asking) is kept for the page's own call here to answer (:mod:`.sharded`)."""
+        (reply,) = self._call("r", 0, [fingerprint], [hashed], [claim], DEFAULT_BOUND, tables)  # every page at 0
+        return None if reply is None else bytes(reply)
+
     def candidates(self, fingerprint: int, k: int, bound: CheckBound = DEFAULT_BOUND) -> list[Candidate]:
         """The candidates within *k* under *bound*, nearest first, then oldest, with their sketches; nothing
         stored."""

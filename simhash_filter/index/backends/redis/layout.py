@@ -21,7 +21,9 @@ __all__ = [
     "MAX_SIZE",
     "RECORD",
     "bucket_keys",
+    "claim_record",
     "decode_candidates",
+    "decode_claims",
     "decode_key",
     "decode_match",
     "decode_matches",
@@ -150,4 +152,22 @@ def decode_candidates(item: list[Any], sketch_in_key: int = 0) -> list[Candidate
             kept, key = split_key(key, sketch_in_key)
             sketch = kept or b""
         out.append(Candidate(decode_key(key), int(item[i]), _FP.unpack(item[i + 1])[0], sketch))
+    return out
+
+
+def claim_record(fingerprint: int, home_key: bytes) -> bytes:
+    """A page's claim on the home of a page it met and could not verify (the script's op ``"r"``): its fingerprint,
+    the length of its key on its own home (*home_key*: sketch, then URL) in 4 bytes, and that key."""
+    return _FP.pack(fingerprint) + len(home_key).to_bytes(4, "big") + home_key
+
+
+def decode_claims(fingerprint: int, claims: bytes, sketch_bytes: int) -> list[Candidate]:
+    """The pages whose :func:`claim_record` *claims* holds, as candidates of the page *fingerprint* claimed."""
+    out = []
+    at = 0
+    while at < len(claims):
+        fp, size = _FP.unpack_from(claims, at)[0], int.from_bytes(claims[at + 8 : at + 12], "big")
+        key = claims[at + 12 : at + 12 + size]
+        out.append(Candidate(decode_key(key[sketch_bytes:]), (fp ^ fingerprint).bit_count(), fp, key[:sketch_bytes]))
+        at += 12 + size
     return out

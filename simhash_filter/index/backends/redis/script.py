@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from simhash_filter.index.backends.redis.layout import CHUNK, ENTRY, ENTRY_LOW, RECORD
 
-__all__ = ["FULL", "INIT_SCRIPT", "KEEP_KEY_SCRIPT", "NOINDEX", "NOTES_SCRIPT", "SCRIPT"]
+__all__ = ["CLAIM_SECONDS", "FULL", "INIT_SCRIPT", "KEEP_KEY_SCRIPT", "NOINDEX", "NOTES_SCRIPT", "SCRIPT"]
 
 #: The error the script answers when the index is gone (its meta hash deleted).
 NOINDEX = "SIMHASH_NOINDEX"
 #: The script's error when a page would take the index past its limit: this, a space, the pages it holds.
 FULL = "SIMHASH_FULL"
+#: Seconds a claim on a page's home is kept (op "r": far beyond the calls of the check that is storing the page).
+CLAIM_SECONDS = 3600
 # Popcount of every byte, as a Lua string literal of decimal escapes: byte(POP, x + 1) = popcount(x).
 _POP = "".join(f"\\{bin(i).count('1')}" for i in range(256))
 # Popcount of x XOR g for nibbles g and x, likewise: byte(NIB, 16 * g + x + 1) = popcount(x ^ g).
@@ -50,9 +52,12 @@ SCRIPT = (
 -- client found them on their homes, one after the other: fingerprint (8 bytes), hashed key (17), "1" and the
 -- verified part (V bytes), or "0" and V bytes when its home has none (it does not verify).  A "d" check that must
 -- verify a page whose sketch is neither here nor in ARGV[18] stores nothing and its reply ends with 2 (the client
--- calls again with the sketches).
+-- calls again with the sketches).  The home's "d" check (SK, "2") answers, after its candidates, the pages that
+-- claimed it (op "r"): fingerprint, their key on their home (sketch and URL), "" each.
 -- Ops: "c" check-and-add, "a" add, "m" add to some tables (a sharded index's bulk load), "q" query, "d"
--- add-and-candidates, "p" candidates, "n" count.
+-- add-and-candidates, "p" candidates, "n" count, "r" a page's record on its home (SK; one item: fingerprint, hashed
+-- key, and a claim, fingerprint, 4-byte length and key of the page asking, or "": its key there, else what the x
+-- hash keeps of it, else nil, and the claim kept: see simhash_filter/index/backends/redis/sharded.py).
 local op, k, P, T = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
 local retry, max_age = ARGV[5] == "1", tonumber(ARGV[6])
 local R, MASKS = tonumber(ARGV[7]), ARGV[8]
@@ -188,6 +193,21 @@ local function probe(q, base, kq, buckets)
     end
   end
   return hits
+end
+
+-- The bits in which two fingerprints (8 bytes each) differ.
+local function hamming(a, b)
+  local a1, a2, a3, a4, a5, a6, a7, a8 = byte(a, 1, 8)
+  local b1, b2, b3, b4, b5, b6, b7, b8 = byte(b, 1, 8)
+  return byte(POP, bxor(a1, b1) + 1) + byte(POP, bxor(a2, b2) + 1) + byte(POP, bxor(a3, b3) + 1)
+    + byte(POP, bxor(a4, b4) + 1) + byte(POP, bxor(a5, b5) + 1) + byte(POP, bxor(a6, b6) + 1)
+    + byte(POP, bxor(a7, b7) + 1) + byte(POP, bxor(a8, b8) + 1)
+end
+
+-- The key other shards keep for a page whose key on its home is `key` (SK: sketch, then URL): a mark and 16 hex
+-- digits of the URL's SHA-1 (sharded.hashed_key).
+local function hashed_of(key)
+  return "\0" .. sub(redis.sha1hex(sub(key, SK + 1)), 1, 16)
 end
 
 local function nearest_first(x, y)
@@ -503,7 +523,7 @@ if op == "n" then -- stored fingerprints not older than max_age (ids are in orde
   return n - lo
 end
 
-if (op == "d" or op == "p") and not LOW then
+if (op == "d" or op == "p" or op == "r") and not LOW then
   return redis.error_reply("SIMHASH_SKETCH this index keeps no sketches")
 end
 
@@ -513,6 +533,23 @@ if op == "p" then -- read only
     results[#results + 1] = reply((bounded(ARGV[i], nil, nil, 1 + (i - H - 1) * T, {})))
   end
   return results
+end
+if op == "r" then -- a page's record on its home, else a claim on it there (the page asking will not verify it)
+  local q, hashed, claim = ARGV[H + 1], ARGV[H + 2], ARGV[H + 3]
+  local _, zeros = blocks(q, 1, 0, {}, true)
+  for t = 1, T do
+    for _, h in ipairs(zeros[t]) do
+      local key = stored_key(h[2])
+      if #key >= SK and hashed_of(key) == hashed then return key end
+    end
+  end
+  local kept = call("HGET", P .. "x", q .. hashed)
+  if kept then return kept end
+  if claim ~= "" then
+    call("APPEND", P .. "c:" .. q .. hashed, claim)
+    call("EXPIRE", P .. "c:" .. q .. hashed, @CLAIM_SECONDS@)
+  end
+  return false
 end
 if op == "q" then -- read only
   for i = H + 1, #ARGV do
@@ -573,6 +610,18 @@ for item = 0, m - 1 do
       if COUNT then call("HINCRBY", meta, "pages", 1) end
     end
     local out = reply(chosen)
+    if COUNT and SK > 0 then -- the pages that met this one before its home had it, and could not verify it
+      local claims = call("GET", P .. "c:" .. q .. hashed_of(key)) or ""
+      local i = 1
+      while i < #claims do
+        local fp, size = sub(claims, i, i + 7), u32(claims, i + 8)
+        out[#out + 1] = hamming(q, fp)
+        out[#out + 1] = fp
+        out[#out + 1] = sub(claims, i + 12, i + 11 + size)
+        out[#out + 1] = ""
+        i = i + 12 + size
+      end
+    end
     -- stored: by this call, or by its first attempt (which counted it if it was to)
     if waits then
       out[#out + 1] = 2 -- (SK: asked only with TELL_STORED)
@@ -621,6 +670,7 @@ return results
     .replace("@RECORD@", str(RECORD))
     .replace("@NOINDEX@", NOINDEX)
     .replace("@FEW@", str(_FEW))
+    .replace("@CLAIM_SECONDS@", str(CLAIM_SECONDS))
 )
 
 #: Creates the meta hash unless it exists; returns what is stored.  KEYS[1] meta, ARGV field/value pairs.
@@ -646,11 +696,12 @@ end
 return redis.call("HGETALL", KEYS[1])
 """
 
-#: Keeps a page's URL in a hash unless it is there, and counts the page in the meta hash then only.  KEYS[1] the
-#: hash, KEYS[2] the meta hash; ARGV[1] the field (fingerprint and hashed key), ARGV[2] the URL.
+#: Keeps a page's URL in a hash unless it is there, and counts the page in the meta hash then only; returns the
+#: claims on the page (op "r" of :data:`SCRIPT`), or "".  KEYS[1] the hash, KEYS[2] the meta hash, KEYS[3] the
+#: page's claims; ARGV[1] the field (fingerprint and hashed key), ARGV[2] the URL (after the sketch).
 KEEP_KEY_SCRIPT = """
 if redis.call("HSETNX", KEYS[1], ARGV[1], ARGV[2]) == 1 then
   redis.call("HINCRBY", KEYS[2], "pages", 1)
 end
-return 0
+return redis.call("GET", KEYS[3]) or ""
 """

@@ -30,13 +30,21 @@ among the check's candidates.
 
 **Race-free without a cross-slot transaction.** Two near-duplicates are candidates of each other only through a
 table whose block they share, and that block is in one shard, where the script runs atomically: of two pages
-checked at the same moment, the one whose script runs second on that shard sees the other (stored there, unless
+checked at the same moment, the one whose script runs second on that shard meets the other (stored there, unless
 its block held ``duplicates`` verified near-duplicates of it already: then the first page is itself a
 near-duplicate of those).  The sketches a client brings change nothing in this: a page's sketch never changes, and
 a script that lacks one stores nothing, so every page is stored by a script that saw its blocks as they were then
-and decided with every sketch it needed.  So two near-duplicates are never both kept.  What sharding gives up:
-two pages that race through two shared blocks on two shards, in opposite orders, each see the other, and neither
-is kept (one is, on one server); ``tests/test_backend_sharded.py`` races four processes and counts it.
+and decided with every sketch it needed.  One hole remains, closed by a *claim*: the page met, A, may be stored
+there for another home, and its home not have it yet (A's call to its home has not run, or its home's tables
+refused it and the home keeps it after the calls).  Then B, the page that met it, cannot verify it; its lookup on
+A's home, in the same atomic step, leaves there B's fingerprint, URL and sketch (``{home}:c:`` and A's fingerprint
+and hashed key, kept an hour), and A's own call to its home (or the ``x`` hash's ``keep_key`` after the calls)
+answers them among A's candidates: either A's home had A when B asked (B meets A), or B's claim was there when A's
+home stored A (A meets B).  So two near-duplicates are never both kept (benchmarks/checks/sharded_race_model.py
+checks the protocol over every interleaving of two and three processes; without the claim, B kept a page A also
+kept).  What sharding gives up: two pages that race through two shared blocks on two shards, in opposite orders,
+each meet the other, and neither is kept (one is, on one server; both stay in the index as candidates of later
+pages); ``tests/test_backend_sharded.py`` races four processes and counts it.
 
 **What it costs.** A check calls the shards it touches (at most the number of tables) at the same time, one
 thread each: about one round trip whatever their number, a second for a check whose candidates include pages of
@@ -76,7 +84,15 @@ import redis
 from simhash_filter.index.backends.base import Backend, Candidate, Entry, MetadataMismatchError, earlier_version
 from simhash_filter.index.backends.redis.backend import RedisBackend
 from simhash_filter.index.backends.redis.connection import DEFAULT_BACKOFF, DEFAULT_RETRIES, Retries
-from simhash_filter.index.backends.redis.layout import decode_key, encode_key, pack_fingerprint, tag, text
+from simhash_filter.index.backends.redis.layout import (
+    claim_record,
+    decode_claims,
+    decode_key,
+    encode_key,
+    pack_fingerprint,
+    tag,
+    text,
+)
 from simhash_filter.index.backends.redis.script import KEEP_KEY_SCRIPT
 from simhash_filter.index.bound import DEFAULT_BOUND, CheckBound
 from simhash_filter.index.tables import Match, TableDesign
@@ -88,7 +104,7 @@ _TRIES = 100_000
 #: Rounds of a check's shard calls before it gives up (each round after the first brings sketches that new pages
 #: in its blocks need: only pages checked at the same moment add such pages).
 _ROUNDS = 50
-#: A bound that takes every page of a block (a query, a home's records).
+#: A bound that takes every page of a block (a query).
 _EVERY = CheckBound(per_table=1 << 30, duplicates=1 << 30)
 
 
@@ -143,25 +159,21 @@ def hashed_key(key: str) -> str:
     return HASHED + hashlib.sha1(encode_key(key)).hexdigest()[:16]
 
 
-def keep_key(home: RedisBackend, fingerprint: int, key: str, hashed: str, sketch: bytes = b"") -> None:
+def keep_key(home: RedisBackend, fingerprint: int, key: str, hashed: str, sketch: bytes) -> list[Candidate]:
     """Keep on *home* the URL *key* of a page only other shards stored (its tables there all refused it), after
     its *sketch* in an index that keeps it on the home, in the hash ``{home}:x`` under its fingerprint and *hashed*
-    key, and count it there once, however often the call is tried again."""
+    key, and count it there once, however often the call is tried again; the pages that claimed it there (met it
+    before its home kept it: see the module), as its candidates."""
     field = pack_fingerprint(fingerprint) + hashed.encode("ascii")
-    x_key = tag(home.prefix) + "x"
-    home.retries.call(home.client.eval, KEEP_KEY_SCRIPT, 2, x_key, home.meta_key, field, sketch + encode_key(key))
-
-
-def kept_key(home: RedisBackend, fingerprint: int, hashed: str, sketch_bytes: int) -> tuple[str, bytes] | None:
-    """The URL and sketch (*sketch_bytes* long) :func:`keep_key` kept on *home* for a page, or None."""
-    field = pack_fingerprint(fingerprint) + hashed.encode("ascii")
-    value = home.retries.call(home.client.hget, tag(home.prefix) + "x", field)
-    return None if value is None else (decode_key(value[sketch_bytes:]), value[:sketch_bytes])
+    x_key, claims = tag(home.prefix) + "x", tag(home.prefix).encode("utf-8") + b"c:" + field
+    value = sketch + encode_key(key)
+    found = home.retries.call(home.client.eval, KEEP_KEY_SCRIPT, 3, x_key, home.meta_key, claims, field, value)
+    return decode_claims(fingerprint, bytes(found), len(sketch))
 
 
 def kept_keys(home: RedisBackend, sketch_bytes: int) -> Iterator[tuple[int, str, str, bytes]]:
-    """``(fingerprint, hashed key, URL, sketch)`` of every page :func:`keep_key` kept on *home* (the sketch as in
-    :func:`kept_key`)."""
+    """``(fingerprint, hashed key, URL, sketch)`` of every page :func:`keep_key` kept on *home* (its sketch
+    *sketch_bytes* long)."""
     for field, value in home.client.hscan_iter(tag(home.prefix) + "x", count=1000):
         fp, hashed = int.from_bytes(field[:8], "big"), field[8:].decode("ascii")
         yield fp, hashed, decode_key(value[sketch_bytes:]), value[:sketch_bytes]
@@ -251,6 +263,7 @@ class ShardedRedisBackend(Backend):
         another shard stored it, the home keeps its URL and counts it after the calls (see the module)."""
         groups = self._groups(fingerprint)
         hashed = hashed_key(key)
+        claim = claim_record(fingerprint, sketch + encode_key(key))
         found: list[list[Candidate]] = [[] for _ in groups]
         stored: list[bool | None] = [None] * len(groups)
         homes: dict[tuple[int, str], tuple[str, bytes] | None] = {}
@@ -269,13 +282,13 @@ class ShardedRedisBackend(Backend):
             )
             for i, (candidates, took) in zip(waiting, replies, strict=True):
                 found[i], stored[i] = candidates, took
-            homes.update(self._homes([c for candidates in found for c in candidates], homes))
+            homes.update(self._homes([c for candidates in found for c in candidates], homes, claim))
             if None not in stored:
                 break
         else:
             raise RuntimeError(f"{self._retries.where}: a check kept finding new candidates ({_ROUNDS} rounds)")
         if any(stored) and not stored[0]:
-            keep_key(groups[0][0], fingerprint, key, hashed, sketch)
+            found[0] += keep_key(groups[0][0], fingerprint, key, hashed, sketch)
         return self._resolved([c for candidates in found for c in candidates], homes)
 
     def candidates(self, fingerprint: int, k: int, bound: CheckBound = DEFAULT_BOUND) -> list[Candidate]:
@@ -287,18 +300,20 @@ class ShardedRedisBackend(Backend):
         return self._resolved(found, self._homes(found, {}))
 
     def _homes(
-        self, found: list[Candidate], known: Mapping[tuple[int, str], Any]
+        self, found: list[Candidate], known: Mapping[tuple[int, str], Any], claim: bytes = b""
     ) -> dict[tuple[int, str], tuple[str, bytes] | None]:
         """The URL and sketch of each candidate of *found* that a shard gave with a hashed key and that is not in
         *known*: from a candidate of *found* with its URL (its home's), else from its home shard (asked at the same
-        time), by ``(fingerprint, hashed key)``; None for a page whose home has neither (yet)."""
+        time), by ``(fingerprint, hashed key)``; None for a page whose home has neither (yet), where *claim* (the
+        checked page's :func:`~.layout.claim_record`) is then left for that page's own call (see the module)."""
         out: dict[tuple[int, str], tuple[str, bytes] | None] = {}
         for c in found:
             if not c.key.startswith(HASHED):
                 out[c.fingerprint, hashed_key(c.key)] = (c.key, c.sketch)
         wanted = list({(c.fingerprint, c.key) for c in found if c.key.startswith(HASHED)} - out.keys() - known.keys())
         if wanted:
-            out.update(zip(wanted, self._together([(self._home_record, pair, {}) for pair in wanted]), strict=True))
+            asks = [(self._home_record, (*pair, claim), {}) for pair in wanted]
+            out.update(zip(wanted, self._together(asks), strict=True))
         return out
 
     def _supplied(self, homes: Mapping[tuple[int, str], tuple[str, bytes] | None]) -> bytes:
@@ -326,15 +341,15 @@ class ShardedRedisBackend(Backend):
             out.append(c)
         return self._merged(out)
 
-    def _home_record(self, fingerprint: int, hashed: str) -> tuple[str, bytes] | None:
+    def _home_record(self, fingerprint: int, hashed: str, claim: bytes = b"") -> tuple[str, bytes] | None:
         """The URL and sketch of the stored page *fingerprint* whose other shards keep *hashed*: from its home
         shard's records (the pages at distance 0 in its tables there), else from those the home kept for pages its
-        tables refused; None when the home has neither."""
+        tables refused; None when the home has neither (and then *claim*, unless b"", is left there in the same
+        step: see the module)."""
         home, tables = self._groups(fingerprint)[0]
-        for c in home.candidates_in(tables, fingerprint, 0, _EVERY):
-            if hashed_key(c.key) == hashed:
-                return c.key, c.sketch
-        return kept_key(home, fingerprint, hashed, self._sketch_bytes)
+        stored = home.home_record(tables, fingerprint, hashed, claim)
+        size = self._sketch_bytes
+        return None if stored is None else (decode_key(stored[size:]), stored[:size])
 
     def _together(self, calls: list[tuple[Any, tuple[Any, ...], dict[str, Any]]]) -> list[Any]:
         """Run the calls at the same time (the first in this thread), their results in order; the first error is
