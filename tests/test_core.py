@@ -334,6 +334,46 @@ def test_compiled_page_fingerprint_is_the_references(texts, structure, caps):
     assert fingerprinter.fingerprint_page(page) == expected  # again, from the table's memo
 
 
+_PROSE_WORDS = [
+    "the", "of", "a", "and", "in", "der", "le", "的", "了", "我们", "council", "harbour", "river", "bridge", "opened",
+    "school", "market", "Colour", "naïve", "ﬁle", "Straße", "x7", "2024", "中文字符", "城市", "e\u0301", "\u00a0",
+    "\u3000", "\t", "\n",
+]  # fmt: skip
+_SENTENCE_ENDS = [" ", ". ", ".\n", ". \t\n\u3000 ", "\n", " \n ", "。\n", "”\n", "!", ":\n\n", "»"]
+_PROSE_TEXT = st.lists(
+    st.tuples(st.lists(st.sampled_from(_PROSE_WORDS), min_size=5, max_size=40).map(" ".join),
+              st.sampled_from(_SENTENCE_ENDS)).map("".join),
+    min_size=3,
+    max_size=40,
+).map("".join)  # fmt: skip
+
+
+@needs_core
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from([1.0, 0.5, 0.3, 0.2]), _PROSE_TEXT), min_size=1, max_size=4).map(
+        lambda texts: sorted(texts, key=lambda t: -t[0])
+    ),
+    st.sampled_from([200_000, 40]),
+)
+def test_compiled_prose_part_is_the_references(texts, max_tokens):
+    """The prose part computed in the compiled pass from the word table (lines cut at end marks and line breaks,
+    white space runs with line breaks made one space, words read with the text pass's tokenizer, spots hashed from
+    the table's UTF-8) is the reference's, on text of function words, CJK particles, typographic and combining
+    characters and odd white space, under the default token cap and a tiny one."""
+    from collections import Counter
+
+    from simhash_filter.model.extract import PageText
+    from simhash_filter.model.prose import PART_BYTES, prose_part
+
+    config = FingerprintConfig(max_tokens=max_tokens, min_features=1)
+    page = PageText(texts=tuple(texts), structure=Counter({"c|div>p|1": 1.0}))
+    fingerprinter = Fingerprinter(config)
+    got = fingerprinter.fingerprint_page(page)
+    assert got.sketch is not None and got.prose_bytes == PART_BYTES
+    assert got.sketch[-PART_BYTES:] == prose_part(page, max_tokens)
+
+
 _CLASS_PIECES = [
     "nav", "Nav", "menuBar", "sidebar", "side", "bar", "ads", "ad", "content", "Content", "post", "articleBody",
     "comment", "x", "Q", "7", "-", "_", ".", ":", " ", "\t", "\x1c", "é", "\u00a0", "\u212a",

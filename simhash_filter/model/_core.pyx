@@ -22,7 +22,7 @@ from cpython.unicode cimport (
 from libc.math cimport log, pow, rint, sqrt
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t, uintptr_t
 from libc.stdlib cimport qsort
-from libc.string cimport memchr, memcmp, memcpy, memset, strlen
+from libc.string cimport memchr, memcmp, memcpy, memmove, memset, strlen
 
 import sys
 from unicodedata import normalize as _normalize
@@ -40,3 +40,4 @@ include "_core_split.pxi"         # the split of the walk into segments (model.e
 include "_core_vote.pxi"          # the vote (model.fingerprint, the reference)
 include "_core_textfeatures.pxi"  # text features of single words (model.features)
 include "_core_onepass.pxi"       # one pass from a page's text segments to its fingerprint and sketch
+include "_core_prose.pxi"         # the prose part, from the same word table (model.prose, the reference)

@@ -19,6 +19,7 @@ cdef struct _Word:
     Py_ssize_t seen, slot  # the segment or page that last saw it, and its place there
     Py_ssize_t grouped, group  # the segment whose spellings last counted it, and its place there
     Py_ssize_t run_start, run_len  # for a run of CJK ideographs (keyed by 0x01 and its UTF-8): its words' entries
+    bint antecedent  # a function word that starts a spot of the prose part (WordTable.antecedents)
 
 
 cdef class WordTable:
@@ -41,6 +42,7 @@ cdef class WordTable:
     cdef double unknown_idf, digit_weight, idf_power
     cdef uint64_t table_seed
     cdef dict irregular
+    cdef tuple antecedent_words  # the prose part's function words, UTF-8 (marked again after each reset)
 
     def __cinit__(self, uint64_t seed, uint64_t sketch_seed, int char_ngram, int cjk_char_ngram, Py_ssize_t limit):
         self.seed = seed
@@ -80,7 +82,17 @@ cdef class WordTable:
             self.slots[i] = -1
         self.used = self.arena_used = self.rows_used = 0
         self.runs = _Ints()
+        if self.antecedent_words is not None:
+            for word in self.antecedent_words:
+                self.words[self.find(word, len(word))].antecedent = True
         return 0
+
+    def antecedents(self, words not None):
+        """The function words that start a spot of the prose part (``spotsig.ANTECEDENTS``), as words of the text
+        pass (NFKC, case-folded)."""
+        self.antecedent_words = tuple(sorted(word.encode("utf-8") for word in words))
+        for word in self.antecedent_words:
+            self.words[self.find(word, len(word))].antecedent = True
 
     cdef Py_ssize_t find(self, const char* data, Py_ssize_t n) except -1:
         """The entry of the word whose UTF-8 is *data* (added when new)."""
@@ -99,6 +111,7 @@ cdef class WordTable:
         w = &self.words[e]
         w.hash, w.offset, w.length = h, self.arena_used, n
         w.spelled, w.grams, w.row, w.size, w.seen, w.grouped, w.run_len = -1, 0, -2, 0, -1, -1, -1
+        w.antecedent = False
         self.arena_used += n
         self.used += 1
         self.slots[s] = e
@@ -429,8 +442,11 @@ cdef class _Buffer(_Ints):
 
 
 cdef int _count_word(WordTable table, Py_ssize_t e, Py_ssize_t segment, _Buffer seg) except -1:
-    """One occurrence of entry *e* in *segment*: a new distinct word of it, or one more of a known one."""
+    """One occurrence of entry *e* in *segment*: a new distinct word of it, or one more of a known one (for a
+    *segment* below 0, the occurrence is appended to *seg*'s items: the words in order, for the prose part)."""
     cdef _Word* w = &table.words[e]
+    if segment < 0:
+        return seg.push(e)
     if w.seen == segment:
         seg.values[w.slot] += 1.0
         return 0
@@ -610,13 +626,14 @@ cdef Py_ssize_t _count_run(WordTable table, _Key key, Py_ssize_t chars, Py_ssize
 def page_fingerprint(WordTable table not None, FeatureCounts structure_bits not None, tuple texts not None,
                      object structure, Py_ssize_t max_tokens, Py_ssize_t max_features, double structure_weight,
                      Py_ssize_t min_features, Py_ssize_t bins, double step, tuple segmenter not None,
-                     object word_values, object fsum):
+                     object word_values, object fsum, tuple prose=None):
     """``(features, value, sketch)`` of a page's text segments and structure features under single-word features:
     what the reference's ``page_features`` then ``Fingerprinter._decide`` give (value and sketch None when the page
     has fewer than *min_features* text features), bit for bit; None where this pass declines (a weight too large
     for exact integer sums) and the reference must compute it.  *segmenter* is ``(segment_run, segment_slices,
     MAX_CACHED_RUN)`` of :mod:`~simhash_filter.model.segment`, for runs of CJK ideographs; *word_values* is the
-    reference's, for words the table cannot value; *fsum* is ``math.fsum``."""
+    reference's, for words the table cannot value; *fsum* is ``math.fsum``.  With *prose* (the prose part's
+    parameters, ``Fingerprinter``'s), the sketch is followed by the page's prose part (``prose.prose_part``)."""
     cdef _Buffer seg = _Buffer(), segments = _Buffer(), tf = _Buffer(), grouped = _Buffer()
     cdef Py_ssize_t budget = max_tokens, taken, i, j, start, e, first, last, room, page, segment, group, s
     cdef Py_ssize_t nbytes = (bins + 7) // 8
@@ -753,7 +770,13 @@ def page_fingerprint(WordTable table not None, FeatureCounts structure_bits not 
             out[i] = _EMPTY
         for i in range(tf.n):
             _sketch_add(out, <uint64_t>bins, table.words[tf.items[i]].hash, tf.values[i], step)
-        return tf.n + len(scaled), value, _sketch_bytes(out, bins, packed, nbytes)
+        page_sketch = _sketch_bytes(out, bins, packed, nbytes)
     finally:
         PyMem_Free(out)
         PyMem_Free(packed)
+    if prose is not None:
+        part = _prose_part(table, texts, max_tokens, segmenter, prose)
+        if part is None:
+            return None
+        page_sketch += part
+    return tf.n + len(scaled), value, page_sketch

@@ -40,7 +40,7 @@ from simhash_filter.model.features import (
     word_values,
 )
 from simhash_filter.model.html import NotHtml, page_bytes
-from simhash_filter.model.prose import prose_part
+from simhash_filter.model.prose import ANTECEDENTS, CORE_PARAMS, PART_BYTES, prose_part
 from simhash_filter.model.segment import MAX_CACHED_RUN, segment_run, segment_slices
 from simhash_filter.model.sketch import SEED as SKETCH_SEED
 from simhash_filter.model.sketch import sketch
@@ -227,6 +227,8 @@ class Fingerprinter:
                                               MAX_TABLE_WORDS)  # fmt: skip
             self._words.values(english_table, chinese_table, UNKNOWN_IDF, DIGIT_WEIGHT, cfg.idf_power, TABLE_SEED,
                                irregular_spellings())  # fmt: skip
+            if cfg.prose:  # the prose part from the same table, in the same call
+                self._words.antecedents(ANTECEDENTS)
 
     def page_text(self, html: bytes | str, encoding: str | None = None) -> tuple[PageText | None, Status, str | None]:
         """The page's visible text by role and its structure features, or None with the reason."""
@@ -260,8 +262,9 @@ class Fingerprinter:
         return self.fingerprint_page(page, enc)
 
     def fingerprint_page(self, page: PageText, encoding: str | None = None) -> Fingerprint:
-        """The fingerprint of an extracted page: in one compiled pass from its text segments where the compiled
-        core is built (the same fingerprint as :meth:`analyze`, without the features)."""
+        """The fingerprint of an extracted page: in one compiled pass from its text segments to its fingerprint,
+        sketch and prose part where the compiled core is built (the same fingerprint as :meth:`analyze`, without the
+        features)."""
         cfg = self.config
         if self._words is not None:
             with self._bits_lock:
@@ -269,13 +272,14 @@ class Fingerprinter:
                     self._words, self._counts[1], page.texts, page.structure, cfg.max_tokens, cfg.max_features,
                     cfg.structure_weight, cfg.min_features, cfg.sketch_bins, cfg.sketch_step,
                     (segment_run, segment_slices, MAX_CACHED_RUN), self._word_values, math.fsum,
+                    CORE_PARAMS if cfg.prose else None,
                 )  # fmt: skip
             if done is not None:  # else declined (a weight beyond exact integer sums): the reference computes it
                 n, value, page_sketch = done
                 if value is None:
                     return Fingerprint(None, Status.TOO_FEW_FEATURES, n, page.truncated, encoding)
-                prose = self._prose(page)
-                return Fingerprint(value, Status.OK, n, page.truncated, encoding, page_sketch + prose, len(prose))
+                return Fingerprint(value, Status.OK, n, page.truncated, encoding, page_sketch,
+                                   PART_BYTES if cfg.prose else 0)  # fmt: skip
         return self._decide(page_features(page, cfg), Status.OK, encoding, page)
 
     def _prose(self, page: PageText) -> bytes:

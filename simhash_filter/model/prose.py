@@ -49,8 +49,15 @@ __all__ = ["ANTECEDENTS", "ARTICLE", "PART_BYTES", "PROSE_ID", "SPOT_SEED", "pro
 
 #: A line break after one of these ends a block; another is a space (the model makes a line of each inline element's
 #: text: a link or an emphasis inside a paragraph).
-_BLOCK_END = re.compile(r"(?<=[.!?:;。！？：；\"'”’)»])[ \t]*\n\s*")
+BLOCK_END_CHARS = ".!?:;。！？：；\"'”’)»"
+_BLOCK_END = re.compile(rf"(?<=[{re.escape(BLOCK_END_CHARS)}])[ \t]*\n\s*")
 _LINE_BREAKS = re.compile(r"\s*\n\s*")
+
+
+#: What the compiled core's prose part takes, in its order (``_core_prose.pxi``: the same part from the text pass's
+#: word table).
+CORE_PARAMS = (MIN_WEIGHT, MIN_SPOTS, SPOT_CHARS, CHARS_PER_WORD, MAX_WORDS, PROSE_LINE, MIN_PROSE_SHARE, CHAIN,
+               PROSE_BINS, SPOT_SEED, ARTICLE, PART_BYTES, BLOCK_END_CHARS)  # fmt: skip
 
 
 def _read_lines(page: PageText) -> list[str]:
