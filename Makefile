@@ -36,10 +36,12 @@ demo-dedup: $(VENV)/.installed
 	$(BIN)/python -m benchmarks.data.demo_report $(OUT)/sample.jsonl $(OUT)/sample.dedup.jsonl
 
 # The Redis tests start redis-server processes, the compiled core needs a C compiler, the Spark tests a Java
-# runtime and the report's tests a browser: Debian's packages (as root, or with sudo) when they are missing.
+# runtime, the report's tests a browser and the service's Crawlee client Node.js and npm (tests/test_serve_clients.py
+# installs its npm packages into pytest's cache): Debian's packages (as root, or with sudo) when they are missing.
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 SYSTEM_PACKAGES := $(if $(shell command -v redis-server),,redis-server) $(if $(shell command -v cc),,gcc libc6-dev) \
-	$(if $(shell command -v java),,default-jre-headless) $(if $(shell command -v chromium),,chromium fonts-wqy-zenhei)
+	$(if $(shell command -v java),,default-jre-headless) $(if $(shell command -v chromium),,chromium fonts-wqy-zenhei) \
+	$(if $(shell command -v node),,nodejs) $(if $(shell command -v npm),,npm)
 
 test: system
 	$(MAKE) --no-print-directory test-venv
