@@ -137,7 +137,7 @@ def create_app(service: Service, *, token: str | None = None) -> Starlette:
         except Exception as exc:  # the index's store is down: said, not raised
             pages = None
             logger.warning("simhash: the index's size is unknown: %s", exc)
-        counters = {k: v for k, v in sorted(service.stats.get_stats().items()) if k.startswith("simhash/")}
+        counters = dict(sorted(service.stats.get_stats().items()))
         return json_response({"pages": pages, **service.description(), "uptime_seconds": round(
             time.time() - service.started, 1), "requests_in_flight": service.requests_in_flight,
             "pages_in_flight": service.pages_in_flight, "counters": counters})  # fmt: skip

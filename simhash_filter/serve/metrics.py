@@ -22,8 +22,9 @@ __all__ = ["CONTENT_TYPE", "Metrics"]
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 #: Keys that are levels or maxima, not counts.
 _GAUGES = frozenset({"simhash/index_size", "simhash/candidates/max", "simhash/fingerprint_max_seconds"})
-#: Keys whose last part is a label: the key's prefix, the metric's name and the label's.
-_LABELLED = (("simhash/skipped/", "simhash_skipped", "reason"), ("simhash/distance/", "simhash_distance", "distance"))
+#: Keys whose last part is a label (``simhash/skipped/<reason>``, ``simhash/distance/<d>``): their middle part and
+#: the label's name.
+_LABELS = {"skipped": "reason", "distance": "distance"}
 
 
 def _name(key: str) -> str:
@@ -38,14 +39,14 @@ class _CrawlCounters:
 
     def collect(self) -> Iterator[Metric]:
         values: dict[str, Any] = self.service.stats.get_stats()
-        labelled = {prefix: CounterMetricFamily(name, f"pages by {label} ({prefix}<{label}>)", labels=[label])
-                    for prefix, name, label in _LABELLED}  # fmt: skip
+        labelled = {part: CounterMetricFamily(f"simhash_{part}", f"pages by {label}", labels=[label])
+                    for part, label in _LABELS.items()}  # fmt: skip
         for key, value in sorted(values.items()):
-            if not isinstance(value, int | float) or not key.startswith("simhash/"):
+            parts = key.split("/")
+            if not isinstance(value, int | float) or parts[0] != "simhash":
                 continue
-            prefix = next((p for p, _, _ in _LABELLED if key.startswith(p)), None)
-            if prefix is not None:
-                labelled[prefix].add_metric([key[len(prefix) :]], value)
+            if len(parts) == 3 and parts[1] in labelled:
+                labelled[parts[1]].add_metric([parts[2]], value)
             elif key in _GAUGES:
                 yield GaugeMetricFamily(_name(key), f"the crawl's {key}", value=value)
             else:
