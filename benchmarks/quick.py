@@ -59,7 +59,7 @@ STEPS: list[tuple[str, str, str]] = [
     ),
     ("quick", "benchmarks.scale.bench_disk", "build --size 20000 --dir {tmp}/disk"),
     ("quick", "benchmarks.scale.bench_disk", "check --dir {tmp}/disk --checks 200"),
-    ("quick", "benchmarks.scale.bench_redis", "--only classic --size 5000 --checks 100 --repeat 1 --articles 0"),
+    ("quick", "benchmarks.scale.bench_redis", "--only shared --size 5000 --checks 100 --repeat 1 --articles 0"),
     ("quick", "benchmarks.accuracy.invariance", "--limit 20"),
     ("quick", "benchmarks.accuracy.bench_extract", "--sets '' --json {tmp}/extract.json"),
     ("quick", "benchmarks.profiling.callgrind_fingerprint", "warm --pages 10"),

@@ -46,7 +46,7 @@ def _rules(notes: dict[str, int]) -> set[tuple[str, str, str]]:
 
 def _file_notes(index: Path) -> dict[str, int]:
     k = DEFAULTS.max_distance
-    design = resolve_design(DEFAULTS.tables, k, 10**6, candidates=True)
+    design = resolve_design(DEFAULTS.tables, 10**6)
     with open_backend(f"file://{index}?readonly=1", k=k, design=design) as b:
         return b.notes()
 
@@ -206,7 +206,7 @@ def test_two_crawl_processes_sharing_redis_learn_the_rules_of_one(
     the processes meet its pages in."""
     site = dup_heavy_site(articles=150)
     k = DEFAULTS.max_distance
-    design = resolve_design(DEFAULTS.tables, k, 10**6, candidates=True)
+    design = resolve_design(DEFAULTS.tables, 10**6)
 
     def redis_settings(run: str, **more: str) -> dict[str, str]:
         return {
@@ -302,7 +302,7 @@ def test_evidence_that_cannot_be_written_is_kept_for_the_next_write() -> None:
     from simhash_filter.index.backends.memory import MemoryBackend
 
     k = DEFAULTS.max_distance
-    backend = MemoryBackend(k=k, design=resolve_design(DEFAULTS.tables, k, 1000, candidates=True))
+    backend = MemoryBackend(k=k, design=resolve_design(DEFAULTS.tables, 1000))
     stats = MemoryStatsCollector(get_crawler())
     avoider = Avoider(backend, stats)
     avoider.book.observe("http://a.test/p", 1, None)
@@ -347,7 +347,7 @@ def test_a_recrawl_does_not_download_what_the_last_crawl_dropped(bench: ModuleTy
     assert not dropped & fetched, sorted(dropped & fetched)[:5]
     assert stats.get("simhash/avoided/known") == len(dropped)
     k = DEFAULTS.max_distance
-    with open_backend(f"file://{index}?readonly=1", k=k, design=resolve_design(DEFAULTS.tables, k, 10**6, True)) as b:
+    with open_backend(f"file://{index}?readonly=1", k=k, design=resolve_design(DEFAULTS.tables, 10**6)) as b:
         held = {site.content_id(entry.key) for entry in b.entries()}
     assert set(site.distinct) <= held
     assert "Traceback" not in log2

@@ -9,11 +9,9 @@ import json
 import os
 import random
 import signal
-import struct
 import subprocess
 import sys
 import time
-import zlib
 from pathlib import Path
 
 import numpy as np
@@ -39,7 +37,10 @@ from simhash_filter.index.nearduplicate import NearDuplicateIndex
 from simhash_filter.index.tables import Match, TableDesign
 
 DESIGN = TableDesign.parse("4x16/k3")
-META = {"model": "m1"}
+#: An index of DESIGN with a small sketch beside each fingerprint: records of 40 bytes.
+META = {"model": "m1", "sketch_bytes": 8}
+S = bytes(8)
+RECORD_BYTES = record_dtype(8).itemsize
 
 
 def open_index(path: Path, **options: object) -> FileBackend:
@@ -64,9 +65,9 @@ def test_reopen_keeps_fingerprints_keys_and_order(tmp_path: Path) -> None:
     """Everything added (one by one and in bulk) is there after a reopen, keys read back from disk."""
     fps = random_fps(5000)
     with open_index(tmp_path / "idx", buffer_size=64) as index:
-        assert index.check_and_add(0xABCDEF, "https://a.example/first", 3) is None
-        index.add_many(fps, [f"https://b.example/{i}" for i in range(len(fps))])
-        index.add(0xABCDEF ^ 0b101, "https://a.example/twin")
+        assert index.add_and_candidates(0xABCDEF, "https://a.example/first", S, 3) == []
+        index.add_many(fps, [f"https://b.example/{i}" for i in range(len(fps))], [S] * len(fps))
+        index.add(0xABCDEF ^ 0b101, "https://a.example/twin", S)
     with open_index(tmp_path / "idx") as index:
         assert len(index) == 5002
         assert index.query(0xABCDEF, 3) == [
@@ -74,15 +75,15 @@ def test_reopen_keeps_fingerprints_keys_and_order(tmp_path: Path) -> None:
             Match("https://a.example/twin", 2, 0xABCDEF ^ 0b101),
         ]
         assert index.query(int(fps[4321]), 0) == [Match("https://b.example/4321", 0, int(fps[4321]))]
-        found = index.check_and_add(int(fps[17]) ^ 1, "https://c.example/", 3)
-        assert found == Match("https://b.example/17", 1, int(fps[17]))
+        found = index.add_and_candidates(int(fps[17]) ^ 1, "https://c.example/", S, 3)
+        assert found == [Candidate("https://b.example/17", 1, int(fps[17]), S)]
 
 
 def test_keys_are_any_unicode_and_stay_on_disk(tmp_path: Path) -> None:
     """Keys round-trip whatever their characters (even lone surrogates); memory holds no key strings."""
     keys = ["https://例子.测试/路径?q=中文", "item:1", "x\udcff", ""]
     with open_index(tmp_path / "idx") as index:
-        index.add_many(np.arange(len(keys), dtype=np.uint64) << np.uint64(40), keys)
+        index.add_many(np.arange(len(keys), dtype=np.uint64) << np.uint64(40), keys, [S] * len(keys))
         assert not hasattr(index._store, "keys")  # the rows read each key from disk
     with open_index(tmp_path / "idx") as index:
         assert [e.key for e in index.entries()] == keys
@@ -106,15 +107,15 @@ def test_record_check_scalar_matches_vectorised() -> None:
 def test_torn_tail_is_cut_on_open(tmp_path: Path, cut: int, caplog: pytest.LogCaptureFixture) -> None:
     """A record cut short at the end (the writer died mid-write) is dropped with a warning; the rest stays."""
     with open_index(tmp_path / "idx") as index:
-        index.add_many(random_fps(100), [f"u{i}" for i in range(100)])
+        index.add_many(random_fps(100), [f"u{i}" for i in range(100)], [S] * 100)
     records = tmp_path / "idx" / "records.1"
     size = records.stat().st_size
     os.truncate(records, size - cut)
     with open_index(tmp_path / "idx") as index:
-        kept = 100 - (cut + 31) // 32
+        kept = 100 - (cut + RECORD_BYTES - 1) // RECORD_BYTES
         assert len(index) == kept
         assert "cut short" in caplog.text
-        assert index.check_and_add(123, "new", 0) is None  # appends after the cut, keys still line up
+        assert index.add_and_candidates(123, "new", S, 0) == []  # appends after the cut, keys still line up
     with open_index(tmp_path / "idx") as index:
         assert len(index) == kept + 1
         assert [e.key for e in index.entries()][-2:] == [f"u{kept - 1}", "new"]
@@ -123,25 +124,25 @@ def test_torn_tail_is_cut_on_open(tmp_path: Path, cut: int, caplog: pytest.LogCa
 def test_keys_without_their_record_are_cut(tmp_path: Path) -> None:
     """Key bytes written after the last record (the writer died between the two writes) are removed."""
     with open_index(tmp_path / "idx") as index:
-        index.add(1, "one")
+        index.add(1, "one", S)
     with open(tmp_path / "idx" / "urls.1", "ab") as f:
         f.write(b"half-written-url")
     with open_index(tmp_path / "idx") as index:
-        index.add(2, "two")
+        index.add(2, "two", S)
         assert [e.key for e in index.entries()] == ["one", "two"]
 
 
 def test_garbage_tail_is_torn_but_damage_in_the_middle_is_an_error(tmp_path: Path) -> None:
     """Zeros appended at the end are a torn tail; a flipped byte before intact records is corruption."""
     with open_index(tmp_path / "idx") as index:
-        index.add_many(random_fps(50), [f"u{i}" for i in range(50)])
+        index.add_many(random_fps(50), [f"u{i}" for i in range(50)], [S] * 50)
     records = tmp_path / "idx" / "records.1"
     with open(records, "ab") as f:
-        f.write(bytes(96))
+        f.write(bytes(3 * RECORD_BYTES))
     with open_index(tmp_path / "idx") as index:
         assert len(index) == 50
     data = bytearray(records.read_bytes())
-    data[HEADER_SIZE + 10 * RECORD.itemsize + 3] ^= 0xFF  # record 10's fingerprint
+    data[HEADER_SIZE + 10 * RECORD_BYTES + 3] ^= 0xFF  # record 10's fingerprint
     records.write_bytes(bytes(data))
     with pytest.raises(CorruptIndexError, match="record 10 is damaged but later records are intact"):
         open_index(tmp_path / "idx")
@@ -150,9 +151,9 @@ def test_garbage_tail_is_torn_but_damage_in_the_middle_is_an_error(tmp_path: Pat
 def test_foreign_and_damaged_files_are_clear_errors(tmp_path: Path) -> None:
     """A directory that is not an index, a file from another index, a bad CURRENT: clear errors."""
     with open_index(tmp_path / "a") as index:
-        index.add(1, "a")
+        index.add(1, "a", S)
     with open_index(tmp_path / "b") as index:
-        index.add(2, "b")
+        index.add(2, "b", S)
     (tmp_path / "b" / "urls.1").write_bytes((tmp_path / "a" / "urls.1").read_bytes())
     with pytest.raises(CorruptIndexError, match="does not belong"):
         open_index(tmp_path / "b")
@@ -173,7 +174,7 @@ def test_another_model_is_refused_with_the_way_out(tmp_path: Path) -> None:
     """An index built with another fingerprint model cannot be opened with this one."""
     open_index(tmp_path / "idx").close()
     with pytest.raises(MetadataMismatchError, match=r"model: stored 'm1' != requested 'm2'.*new index location"):
-        FileBackend(tmp_path / "idx", k=3, design=DESIGN, metadata={"model": "m2"})
+        FileBackend(tmp_path / "idx", k=3, design=DESIGN, metadata={**META, "model": "m2"})
     with FileBackend(tmp_path / "idx", k=3, design=DESIGN, readonly=True) as index:  # None accepts any
         assert index.metadata == META
 
@@ -181,13 +182,13 @@ def test_another_model_is_refused_with_the_way_out(tmp_path: Path) -> None:
 def test_one_writer_at_a_time_readers_take_snapshots(tmp_path: Path) -> None:
     """A second writer is refused while the first is open; a read-only open sees what was written."""
     writer = open_index(tmp_path / "idx")
-    writer.add(5, "five")
+    writer.add(5, "five", S)
     with pytest.raises(IndexLockedError, match=f"another process \\(pid {os.getpid()}\\)"):
         open_index(tmp_path / "idx")
     with open_index(tmp_path / "idx", readonly=True) as reader:
         assert reader.query(5, 0) == [Match("five", 0, 5)]
         with pytest.raises(PermissionError, match="read-only"):
-            reader.add(6, "six")
+            reader.add(6, "six", S)
     writer.close()
     open_index(tmp_path / "idx").close()  # the lock is released on close
     with pytest.raises(FileNotFoundError):
@@ -198,14 +199,14 @@ def test_expired_fingerprints_are_ignored_then_compacted_away(tmp_path: Path) ->
     """With max_age, a fingerprint older than it is no longer found: its page is kept again."""
     clock = Clock()
     with open_index(tmp_path / "idx", max_age="1d", clock=clock) as index:
-        index.add(0xF0F0, "old")
+        index.add(0xF0F0, "old", S)
         clock.now += 86400 - 10
-        index.add(0x0F0F, "recent")
+        index.add(0x0F0F, "recent", S)
         assert index.query(0xF0F0, 0) == [Match("old", 0, 0xF0F0)]
         clock.now += 20
         assert index.query(0xF0F0, 0) == []
         assert len(index) == 1
-        assert index.check_and_add(0xF0F0, "old-again", 3) is None
+        assert index.add_and_candidates(0xF0F0, "old-again", S, 3) == []
         assert index.info()["expired"] == 1
         index.compact()
         assert index.info()["stored"] == 2
@@ -218,7 +219,7 @@ def test_delete_is_durable_and_compaction_reclaims_space(tmp_path: Path) -> None
     """Deleted keys stay deleted after a reopen; compaction rewrites the files without them."""
     fps = random_fps(3000)
     with open_index(tmp_path / "idx") as index:
-        index.add_many(fps, [f"u{i % 1000}" for i in range(3000)])
+        index.add_many(fps, [f"u{i % 1000}" for i in range(3000)], [S] * 3000)
         assert index.delete(["u1", "u2", "nope"]) == 6
     with open_index(tmp_path / "idx") as index:
         assert len(index) == 2994
@@ -242,7 +243,7 @@ def test_delete_is_durable_and_compaction_reclaims_space(tmp_path: Path) -> None
 def test_leftovers_of_a_dead_compaction_are_removed(tmp_path: Path) -> None:
     """Files of a generation that never became current (the compaction died) are removed on open."""
     with open_index(tmp_path / "idx") as index:
-        index.add(1, "one")
+        index.add(1, "one", S)
     (tmp_path / "idx" / "records.2").write_bytes(b"partial")
     with open_index(tmp_path / "idx") as index:
         assert len(index) == 1
@@ -251,10 +252,10 @@ def test_leftovers_of_a_dead_compaction_are_removed(tmp_path: Path) -> None:
 
 def test_uri_options(tmp_path: Path) -> None:
     """file:// URIs and plain paths open the same index; bad options are clear errors."""
-    backend = open_backend(f"file://{tmp_path}/idx?sync=always&max_age=12h", k=3, design=DESIGN)
+    backend = open_backend(f"file://{tmp_path}/idx?sync=always&max_age=12h", k=3, design=DESIGN, metadata=META)
     assert isinstance(backend, FileBackend) and backend.path == tmp_path / "idx"
     assert backend.info()["max_age_seconds"] == 43200
-    backend.add(9, "nine")
+    backend.add(9, "nine", S)
     backend.close()
     with open_backend(str(tmp_path / "idx"), k=3, design=DESIGN) as again:
         assert again.query(9, 0) == [Match("nine", 0, 9)]
@@ -282,11 +283,11 @@ def test_parse_age() -> None:
 def test_a_failed_write_leaves_nothing_half_added(tmp_path: Path) -> None:
     """If writing fails (disk full, say), the add raises and neither file keeps a partial entry."""
     index = open_index(tmp_path / "idx")
-    index.add(1, "one")
+    index.add(1, "one", S)
     os.close(index._store.fds["records"])
     index._store.fds["records"] = os.open(os.devnull, os.O_RDONLY)  # writes now fail with EBADF
     with pytest.raises(OSError):
-        index.add(2, "two")
+        index.add(2, "two", S)
     assert len(index) == 1
     index.close()
     assert (tmp_path / "idx" / "urls.1").stat().st_size == HEADER_SIZE + 3
@@ -298,16 +299,17 @@ WRITER = """
 import sys
 from simhash_filter.index.backends.file import FileBackend
 from simhash_filter.index.tables import TableDesign
-index = FileBackend(sys.argv[1], k=3, design=TableDesign.parse("4x16/k3"), metadata={"model": "m1"})
+index = FileBackend(sys.argv[1], k=3, design=TableDesign.parse("4x16/k3"), metadata={"model": "m1", "sketch_bytes": 8})
+S = bytes(8)
 x = 0x9E3779B97F4A7C15
 i = 0
 while True:
     i += 1
     x = (x * 6364136223846793005 + 1442695040888963407) % 2**64
     if i % 50 == 0:
-        index.add_many([x, x ^ 0xFFFF0000], [f"bulk-{i}-a", f"bulk-{i}-b"])
+        index.add_many([x, x ^ 0xFFFF0000], [f"bulk-{i}-a", f"bulk-{i}-b"], [S, S])
         sys.stdout.write(f"{x:x} bulk-{i}-a\\n{x ^ 0xFFFF0000:x} bulk-{i}-b\\n")
-    elif index.check_and_add(x, f"page-{i}", 3) is None:
+    elif not index.add_and_candidates(x, f"page-{i}", S, 3):
         sys.stdout.write(f"{x:x} page-{i}\\n")
     sys.stdout.flush()
 """
@@ -352,12 +354,11 @@ def sketch_of(key: str) -> bytes:
 
 
 def set_header_format(path: Path, fmt: int) -> None:
-    """Rewrite the ``format`` in the header of an index file (drops ``record_bytes``, as format 1 had none)."""
+    """Rewrite the ``format`` in the header of an index file."""
     data = path.read_bytes()
     magic_end = data.index(b"\n") + 1
     fields = json.loads(data[magic_end:HEADER_SIZE])
     fields["format"] = fmt
-    fields.pop("record_bytes", None)
     head = (data[:magic_end] + json.dumps(fields, sort_keys=True).encode() + b"\n").ljust(HEADER_SIZE, b" ")
     path.write_bytes(head + data[HEADER_SIZE:])
 
@@ -413,8 +414,8 @@ def test_sketches_survive_reopen_and_compaction(tmp_path: Path) -> None:
                                                                      ("third", sketch_of("third"))]  # fmt: skip
         assert index.candidates(0xABCDEF, 0) == []
         assert index.candidates(0xABCDEF ^ 1, 0) == [Candidate("third", 0, 0xABCDEF ^ 1, sketch_of("third"))]
-    with pytest.raises(MetadataMismatchError, match="sketch_bytes: stored 64 != requested '<missing>'"):
-        open_index(tmp_path / "idx")  # an index with sketches is not opened as one without
+    with pytest.raises(MetadataMismatchError, match="sketch_bytes: stored 64 != requested 8"):
+        open_index(tmp_path / "idx")  # an index with sketches of another size is refused
 
 
 @pytest.mark.parametrize("damage", ["cut", "zeroed"])
@@ -454,18 +455,17 @@ def test_a_changed_sketch_byte_in_the_middle_is_an_error(tmp_path: Path) -> None
 
 
 def test_an_index_of_another_format_is_refused_with_the_way_out(tmp_path: Path) -> None:
-    """An index in format 1 (before sketches) or a newer one is refused with the way out, and left unchanged."""
+    """An index in an earlier format is refused with one line that says how to refill it, a newer one with the
+    way out, and both are left unchanged."""
     with open_index(tmp_path / "old") as index:
-        index.add(1, "one")
+        index.add(1, "one", S)
     for kind in ("records", "urls", "deleted"):
-        set_header_format(tmp_path / "old" / f"{kind}.1", 1)
+        set_header_format(tmp_path / "old" / f"{kind}.1", 3)
     before = {p.name: p.read_bytes() for p in (tmp_path / "old").iterdir() if p.name != "LOCK"}
     for readonly in (False, True):
-        with pytest.raises(
-            MetadataMismatchError,
-            match=r"index format 1, written by an older version.*reads formats 3 to 5 only.*new index",
-        ):
+        with pytest.raises(MetadataMismatchError, match=r"written by an earlier version.*rm -r .*refill") as info:
             open_index(tmp_path / "old", readonly=readonly)
+        assert "\n" not in str(info.value)
     assert {p.name: p.read_bytes() for p in (tmp_path / "old").iterdir() if p.name != "LOCK"} == before
     with open_sketch_index(tmp_path / "new") as index:
         index.add(1, "one", sketch_of("one"))
@@ -626,64 +626,6 @@ def test_a_changed_refusal_byte_is_an_error(tmp_path: Path) -> None:
     for readonly in (False, True):
         with pytest.raises(CorruptIndexError, match="record 10 is damaged but later records are intact"):
             open_two_stage(tmp_path / "idx", readonly=readonly)
-
-
-def write_format_3(path: Path, pages: list[tuple[int, str, bytes]], design: TableDesign = TWO_STAGE) -> None:
-    """An index as format 3 wrote it: records ``fp | offset | added | length | key check | check`` and sketch,
-    with no refusals, the same checks."""
-    path.mkdir()
-    salt = 0x3C0FFEE
-    fields = {"format": 3, "salt": salt, "created": 1_700_000_000.0, "record_bytes": 32 + 64,
-              "metadata": SKETCH_META, "k": 10, "design": design.name}  # fmt: skip
-
-    def head(magic: bytes, values: dict[str, object]) -> bytes:
-        return (magic + json.dumps(values, sort_keys=True).encode() + b"\n").ljust(HEADER_SIZE, b" ")
-
-    records = [head(b"simhash-filter index\n", fields)]
-    urls = [head(b"simhash-filter urls\n", {"format": 3, "salt": salt})]
-    offset = HEADER_SIZE
-    for fp, key, sketch in pages:
-        data = key.encode()
-        crc = zlib.crc32(data)
-        check = record_check(fp, offset, 1_700_000_000, len(data), salt, sketch, crc)
-        records.append(struct.pack("<QQIIII", fp, offset, 1_700_000_000, len(data), crc, check) + sketch)
-        urls.append(data)
-        offset += len(data)
-    (path / "records.1").write_bytes(b"".join(records))
-    (path / "urls.1").write_bytes(b"".join(urls))
-    (path / "deleted.1").write_bytes(head(b"simhash-filter deleted\n", {"format": 3, "salt": salt}))
-    (path / "CURRENT").write_text("1\n")
-
-
-def formats(path: Path) -> list[int]:
-    """The format of each header of generation 1."""
-    return [json.loads((path / f"{kind}.1").read_bytes()[: HEADER_SIZE].split(b"\n", 1)[1])["format"]
-            for kind in ("records", "urls", "deleted")]  # fmt: skip
-
-
-def test_a_format_3_index_opens_answers_and_becomes_format_4_when_a_table_refuses(tmp_path: Path) -> None:
-    """A format-3 index (every table holds every row) opens and answers as the reference with those rows in
-    every table; it stays format 3 until a table refuses a page, then its headers say format 4 and it reopens."""
-    reference = BoundedReference(TWO_STAGE, 10, BOUND)
-    old = [(fp, f"old{i}", sketch) for i, (fp, _, sketch) in enumerate(flood(4, 40))]
-    for fp, key, sketch in old:
-        reference.stored.append((fp, key, sketch, frozenset(range(TWO_STAGE.n_tables))))
-    write_format_3(tmp_path / "idx", old)
-    with open_two_stage(tmp_path / "idx") as index:
-        assert [(e.fingerprint, e.key, e.sketch) for e in index.entries()] == old
-        assert [index.candidates(q, 10, BOUND) for q in queries(4)] == [reference.candidates(q) for q in queries(4)]
-    with open_two_stage(tmp_path / "idx") as index:
-        fp, key, sketch = flood(5, 30)[3]  # unrelated: every table takes it
-        assert index.add_and_candidates(fp, key, sketch, 10, BOUND) == reference.add(fp, key, sketch)
-    assert formats(tmp_path / "idx") == [3, 3, 3]  # nothing it cannot say was stored
-    with open_two_stage(tmp_path / "idx") as index:
-        for fp, key, sketch in flood(4, 200)[40:]:
-            assert index.add_and_candidates(fp, key, sketch, 10, BOUND) == reference.add(fp, key, sketch)
-        assert index._store.refusals[: index._store.stored].any()
-    assert formats(tmp_path / "idx") == [4, 4, 4]
-    with open_two_stage(tmp_path / "idx", readonly=True) as index:
-        assert len(index) == len(reference)
-        assert [index.candidates(q, 10, BOUND) for q in queries(4)] == [reference.candidates(q) for q in queries(4)]
 
 
 def test_refusals_belong_to_the_design_they_were_made_with(tmp_path: Path) -> None:

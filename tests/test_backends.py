@@ -44,7 +44,7 @@ BACKENDS: dict[str, str | Callable[[Path], str]] = {
     "memory-small-runs": "memory://?buffer_size=3&merge_factor=2",
     "file": lambda tmp: f"file://{tmp}/index",
     "file-small-runs": lambda tmp: f"file://{tmp}/index?buffer_size=3&merge_factor=2&sync=always",
-    # tables on disk (a two-stage index's: the classic tests skip it), written every 7 rows and merged often
+    # tables on disk, written every 7 rows and merged often
     "file-disk-tables": lambda tmp: f"file://{tmp}/index?tables=disk&spill_rows=7&buffer_size=3&merge_factor=2",
 }
 
@@ -57,11 +57,15 @@ REDIS_BACKENDS: dict[str, tuple[str, str]] = {
 }
 
 DESIGN = TableDesign.parse("4x16/k3")
+#: The metadata of the backends the factory opens: a sketch of 8 bytes beside each fingerprint.
+SMALL = {"sketch_bytes": 8}
+#: A sketch of that size.
+S = bytes(8)
 
 
 @pytest.fixture(scope="module", params=sorted([*BACKENDS, *REDIS_BACKENDS]))
 def make_backend(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Factory]:
-    """A factory ``make_backend(k=3, design=DESIGN, metadata=None)`` for one backend; closes them all."""
+    """A factory ``make_backend(k=3, design=DESIGN, metadata=SMALL)`` for one backend; closes them all."""
     opened: list[Backend] = []
 
     def factory(k: int = 3, design: TableDesign = DESIGN, metadata: dict[str, Any] | None = None) -> Backend:
@@ -71,11 +75,9 @@ def make_backend(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPa
             uri: str | Callable[[Path], str] = f"{server.url}?prefix=contract-{uuid.uuid4().hex[:12]}{options}"
         else:
             uri = BACKENDS[request.param]
-            if request.param.endswith("disk-tables") and not (metadata or {}).get("sketch_bytes"):
-                pytest.skip("tables on disk are a two-stage index's")
         if callable(uri):
             uri = uri(tmp_path_factory.mktemp(request.param))
-        backend = open_backend(uri, k=k, design=design, metadata=metadata)
+        backend = open_backend(uri, k=k, design=design, metadata=SMALL if metadata is None else metadata)
         opened.append(backend)
         return backend
 
@@ -92,20 +94,25 @@ def brute_force(stored: Sequence[tuple[int, str]], query: int, k: int) -> list[M
 
 def test_backend_properties(make_backend: Factory) -> None:
     """A backend reports its k, design and a copy of its metadata, and starts empty."""
-    backend = make_backend(k=2, metadata={"model": "v1", "f": 64})
+    backend = make_backend(k=2, metadata={"model": "v1", "sketch_bytes": 8})
     assert isinstance(backend, Backend)
-    assert backend.k == 2 and backend.design == DESIGN and len(backend) == 0
+    assert backend.k == 2 and backend.design == DESIGN and len(backend) == 0 and backend.sketch_bytes == 8
     meta = backend.metadata
-    assert meta == {"model": "v1", "f": 64}
+    assert meta == {"model": "v1", "sketch_bytes": 8}
     meta["model"] = "changed"
     assert backend.metadata["model"] == "v1"
-    assert make_backend().metadata == {}
+
+
+def test_an_index_without_sketches_is_refused() -> None:
+    """Every index keeps a sketch beside each fingerprint: metadata without one is refused."""
+    with pytest.raises(ValueError, match="sketch_bytes > 0"):
+        open_backend("memory://", k=3, design=DESIGN, metadata={"model": "m"})
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
-def test_query_is_exact(make_backend: Factory, data: st.DataObject) -> None:
-    """query and query_many return exactly the stored pairs within k, nearest first, ties by insertion."""
+def test_query_within_the_design_s_k_is_exact(make_backend: Factory, data: st.DataObject) -> None:
+    """query returns exactly the stored pairs within k (up to the design's), nearest first, ties by insertion."""
     backend = make_backend()
     centre = data.draw(st.integers(0, 2**64 - 1))
     near = st.builds(lambda bits: sum(1 << b for b in bits) ^ centre, st.sets(st.integers(0, 63), max_size=4))
@@ -114,27 +121,12 @@ def test_query_is_exact(make_backend: Factory, data: st.DataObject) -> None:
     stored = [(fp, f"u{i}") for i, fp in enumerate(fps)]
     half = len(stored) // 2
     for fp, key in stored[:half]:
-        backend.add(fp, key)
-    backend.add_many(np.array(fps[half:], dtype=np.uint64), [key for _, key in stored[half:]])
+        backend.add(fp, key, S)
+    backend.add_many(np.array(fps[half:], dtype=np.uint64), [key for _, key in stored[half:]], [S] * (n - half))
     assert len(backend) == len(stored)
-    queries = [*data.draw(st.lists(near, min_size=1, max_size=10)), *fps[:5]]
-    batch = backend.query_many(np.array(queries, dtype=np.uint64), 3)
-    for q, got in zip(queries, batch, strict=True):
-        assert got == brute_force(stored, q, 3)
+    for q in [*data.draw(st.lists(near, min_size=1, max_size=10)), *fps[:5]]:
         for k in range(4):
             assert backend.query(q, k) == brute_force(stored, q, k)
-
-
-def test_check_and_add(make_backend: Factory) -> None:
-    """check_and_add returns the nearest match (earliest on ties) without storing, else stores."""
-    backend = make_backend()
-    assert backend.check_and_add(0, "a", 3) is None
-    assert backend.check_and_add(0b1111, "b", 3) is None
-    assert backend.check_and_add(0b0111, "c", 3) == Match("b", 1, 0b1111)
-    assert backend.check_and_add(0b0011, "d", 3) == Match("a", 2, 0)
-    assert backend.check_and_add(0b0011, "e", 1) is None  # k=1: nothing close enough, stored
-    assert len(backend) == 3
-    assert backend.query(0b0011, 0) == [Match("e", 0, 0b0011)]
 
 
 def test_notes_are_counters_added_atomically(make_backend: Factory) -> None:
@@ -152,73 +144,35 @@ def test_notes_are_counters_added_atomically(make_backend: Factory) -> None:
     assert backend.notes() == {"rule|a.test|param:sid|+": 22, "rule|a.test|case|-": 1}
 
 
-def test_check_and_add_many_is_sequential(make_backend: Factory) -> None:
-    """check_and_add_many equals check_and_add in order, within the batch too."""
-    backend = make_backend()
-    got = backend.check_and_add_many(np.array([5, 4, 5, 2**64 - 1], dtype=np.uint64), ["a", "b", "c", "d"], 3)
-    assert got == [None, Match("a", 1, 5), Match("a", 0, 5), None]
-    assert len(backend) == 2
-
-
 def test_duplicate_fingerprints_keep_every_key(make_backend: Factory) -> None:
     """The same fingerprint stored under several keys comes back once per key, in insertion order."""
     backend = make_backend()
-    backend.add_many(np.array([7, 7], dtype=np.uint64), ["x", "y"])
-    backend.add(7, "z")
+    backend.add_many(np.array([7, 7], dtype=np.uint64), ["x", "y"], [S, S])
+    backend.add(7, "z", S)
     assert [m.key for m in backend.query(7, 3)] == ["x", "y", "z"]
-    assert [[m.key for m in ms] for ms in backend.query_many(np.array([7, 6], dtype=np.uint64), 0)] == [
-        ["x", "y", "z"],
-        [],
-    ]
-
-
-def test_concurrent_check_and_add_keeps_one_per_cluster(make_backend: Factory) -> None:
-    """check_and_add from several threads never keeps two near-identical fingerprints."""
-    backend = make_backend()
-    rng = random.Random(5)
-    centres = [rng.getrandbits(64) for _ in range(40)]
-    kept = []
-    barrier = threading.Barrier(4)
-
-    def worker(t: int) -> None:
-        barrier.wait()
-        for i, c in enumerate(centres):
-            if backend.check_and_add(c ^ (1 << (t * 7)), f"{i}/{t}", 3) is None:
-                kept.append(i)  # list.append is atomic
-
-    threads = [threading.Thread(target=worker, args=(t,)) for t in range(4)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
-    assert sorted(kept) == list(range(len(centres)))
-    assert len(backend) == len(centres)
+    assert backend.query(6, 0) == []
 
 
 def test_empty_backend_answers_nothing(make_backend: Factory) -> None:
-    """An empty backend returns no matches, also for a batch, and an empty batch is fine."""
+    """An empty backend returns no matches, and an empty batch is fine."""
     backend = make_backend()
     assert backend.query(0, 3) == []
-    assert backend.query_many(np.array([0, 1], dtype=np.uint64), 3) == [[], []]
-    backend.add_many(np.empty(0, dtype=np.uint64), [])
-    assert backend.query_many(np.empty(0, dtype=np.uint64), 3) == []
+    backend.add_many(np.empty(0, dtype=np.uint64), [], [])
     assert len(backend) == 0
 
 
 def test_closed_backend_refuses_calls(make_backend: Factory) -> None:
     """After close (also by a with block) every call fails with ValueError; closing twice is fine."""
     with make_backend() as backend:
-        backend.add(1, "a")
+        backend.add(1, "a", S)
     backend.close()
-    for call in (lambda: backend.add(1, "b"), lambda: backend.query(1, 3), lambda: backend.check_and_add(1, "c", 3)):
+    for call in (
+        lambda: backend.add(1, "b", S),
+        lambda: backend.query(1, 3),
+        lambda: backend.add_and_candidates(1, "c", S, 3),
+    ):
         with pytest.raises(ValueError, match="closed"):
             call()
-
-
-def test_design_must_cover_k(make_backend: Factory) -> None:
-    """A backend of an index without sketches refuses a design built for a smaller k than it must answer."""
-    with pytest.raises(ValueError, match="up to 1"):
-        make_backend(k=3, design=TableDesign.parse("2x32/k1"), metadata={"model": "m"})
 
 
 # -- registry --------------------------------------------------------------------------------------
@@ -230,8 +184,8 @@ class ToyBackend(MemoryBackend):
 
 def test_open_backend_by_scheme() -> None:
     """open_backend picks the class by URI scheme, case-insensitively, and passes k, design, metadata."""
-    backend = open_backend("MEMORY://", k=2, design=DESIGN, metadata={"m": 1})
-    assert type(backend) is MemoryBackend and backend.k == 2 and backend.metadata == {"m": 1}
+    backend = open_backend("MEMORY://", k=2, design=DESIGN, metadata=SMALL)
+    assert type(backend) is MemoryBackend and backend.k == 2 and backend.metadata == SMALL
     assert BACKENDS_BASE["memory"] == "simhash_filter.index.backends.memory.MemoryBackend"
 
 
@@ -281,24 +235,16 @@ def test_check_metadata() -> None:
 
 def test_memory_uri_options() -> None:
     """memory:// takes buffer_size and merge_factor options and refuses anything else."""
-    backend = open_backend("memory://?buffer_size=4&merge_factor=2", k=3, design=DESIGN)
+    backend = open_backend("memory://?buffer_size=4&merge_factor=2", k=3, design=DESIGN, metadata=SMALL)
     assert isinstance(backend, MemoryBackend)
     for i in range(40):
-        backend.add(i << 20, str(i))
+        backend.add(i << 20, str(i), S)
     sizes = backend.run_sizes
     assert sum(sizes) == 40 and sizes[-1] < 4
     assert all(a > 2 * b for a, b in itertools.pairwise(sizes[:-1]))  # geometric runs
     for uri in ("memory://somewhere", "memory://?colour=red", "memory://?buffer_size=big", "memory://?buffer_size=0"):
         with pytest.raises(ValueError):
-            open_backend(uri, k=3, design=DESIGN)
-
-
-def test_memory_footprint_is_32_bytes_per_fingerprint_with_four_tables() -> None:
-    """With 4 tables the memory backend holds 8 + 4 * 6 bytes per fingerprint, plus at most 4 of offsets."""
-    backend = MemoryBackend(k=3, design=DESIGN)
-    n = 200_000
-    backend.add_many(np.random.default_rng(0).integers(0, 2**64, size=n, dtype=np.uint64), [""] * n)
-    assert 32 * n <= backend.nbytes <= 36 * n
+            open_backend(uri, k=3, design=DESIGN, metadata=SMALL)
 
 
 # --- two-stage detection: sketches beside the fingerprints, candidates beyond the design's k ---------------
@@ -428,7 +374,8 @@ def test_two_stage_racing_variants_are_all_stored_and_each_sees_the_ones_before(
 
 def test_two_stage_the_index_picks_the_most_similar_verified_candidate(make_backend: Factory) -> None:
     """Through NearDuplicateIndex: the page is a near-duplicate of its most similar candidate above the
-    threshold, not of the nearest or the first stored; none above it: not a near-duplicate (but stored)."""
+    threshold, not of the nearest or the first stored; none above it: not a near-duplicate (but stored).  The
+    read-only check answers the same and stores nothing."""
     backend = make_backend(k=K, design=TWO_STAGE, metadata=META)
     index = NearDuplicateIndex(K, backend=backend, min_similarity=0.75)
     page = a_sketch(9)
@@ -438,8 +385,11 @@ def test_two_stage_the_index_picks_the_most_similar_verified_candidate(make_back
     assert index.check_and_add(fp, "first", a_sketch(100)) is None  # distance 0, unrelated sketch
     assert index.check_and_add(fp ^ 0b11, "second", close) is None  # unlike the first
     assert index.check_and_add(fp ^ 0b111, "third", closer).key == "second"  # type: ignore[union-attr]
+    before = index.check(fp ^ 1, page)  # read only: what check_and_add answers, nothing stored
+    assert len(index) == 3
     match = index.check_and_add(fp ^ 1, "page", page)  # distance 1 to the first and second, 2 to the third
     assert match is not None and match.key == "third" and match.distance == 2 and match.similarity > 0.99
+    assert match == before
     assert index.check_and_add(fp ^ (1 << 63), "other", a_sketch(55)) is None
     assert len(index) == 5
 

@@ -81,7 +81,7 @@ def test_a_flood_stops_filling_the_index_and_its_checks_stay_small() -> None:
 
 
 SKETCH_BYTES = 8
-DESIGN = resolve_design(DEFAULTS.tables, DEFAULTS.max_distance, 1_000_000, candidates=True)
+DESIGN = resolve_design(DEFAULTS.tables, 1_000_000)
 
 
 def _flood(seed: int, n: int) -> list[tuple[int, int, str, bytes]]:

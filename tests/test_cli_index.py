@@ -191,7 +191,7 @@ def test_index_rules_prints_what_crawls_learned(tmp_path: Path, pages_file: Path
     assert main(["index", "rules", str(index)]) == 0
     assert "no URL rules active" in capsys.readouterr().out
     k = 10
-    with FileBackend(index, k=k, design=resolve_design("auto", k, 1000, candidates=True)) as backend:
+    with FileBackend(index, k=k, design=resolve_design("auto", 1000)) as backend:
         backend.add_notes({"rule|a.example|param:sid|+": 40, "rule|a.example|param:page|+": 9,
                            "rule|a.example|param:page|-": 1, "mirror|a.example|b.example|+": 3})  # fmt: skip
     assert main(["index", "rules", str(index)]) == 0
@@ -261,7 +261,7 @@ def test_index_rebuild_in_place_keeps_the_tables_on_disk(tmp_path: Path, capsys)
 
     index = tmp_path / "idx"
     k = DEFAULTS.max_distance
-    design = resolve_design("auto", k, 1000, candidates=True)
+    design = resolve_design("auto", 1000)
     rng = random.Random(4)
     with FileBackend(
         index, k=k, design=design, metadata=DEFAULTS.index_metadata(), tables="disk", spill_rows=8, buffer_size=4
@@ -319,8 +319,8 @@ def test_index_query_of_an_index_whose_run_file_is_damaged_answers_with_a_warnin
 
 @pytest.mark.parametrize("k", [0, 3, 6])
 def test_index_query_of_an_index_with_tables_on_disk_answers_at_every_k(tmp_path: Path, k: int) -> None:
-    """`index query -k K` of an index with its tables on disk finds a stored fingerprint at k = 0 and 3 too (there
-    the memory tables keep 16-bit folds; run files keep whole fingerprints' rows at every k)."""
+    """`index query -k K` of an index with its tables on disk finds a stored fingerprint at every k, through the
+    two-stage tables."""
     import numpy as np
 
     from simhash_filter.config import DEFAULTS

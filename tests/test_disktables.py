@@ -9,7 +9,6 @@ import os
 import random
 import shutil
 import threading
-import zlib
 from pathlib import Path
 from typing import Any
 
@@ -211,13 +210,11 @@ def test_records_cut_below_the_run_files_are_an_error(tmp_path: Path) -> None:
 
 
 def test_options_are_checked(tmp_path: Path) -> None:
-    """``tables`` is auto, memory or disk; ``spill_rows`` >= 1; tables on disk need a two-stage index."""
+    """``tables`` is auto, memory or disk; ``spill_rows`` >= 1."""
     with pytest.raises(ValueError, match="tables must be one of auto, memory, disk"):
         FileBackend.from_uri(f"file://{tmp_path}/a?tables=ssd", k=K, design=DESIGN, metadata=META)
     with pytest.raises(ValueError, match="spill_rows must be an int >= 1"):
         FileBackend.from_uri(f"file://{tmp_path}/b?tables=disk&spill_rows=0", k=K, design=DESIGN, metadata=META)
-    with pytest.raises(ValueError, match="two-stage index"):
-        FileBackend(tmp_path / "c", k=3, design=TableDesign.parse("4x16/k3"), metadata={}, tables="disk")
     backend = FileBackend.from_uri(
         f"file://{tmp_path}/d?tables=disk&spill_rows=5", k=K, design=DESIGN, metadata=META
     )
@@ -440,43 +437,27 @@ def test_damaged_entries_are_made_again_from_the_records_never_a_miss_nor_a_re_a
     assert not [m for m in caplog.messages if "failed its check" in m]
 
 
-def as_format_1(run: Path) -> None:
-    """Make *run* a run file of format 1, as the version before wrote it: no block checks named in its header (their
-    bytes stay, unread), its CRC over the columns and directories only."""
-    data = bytearray(run.read_bytes())
-    fields = json.loads(data[:HEADER_SIZE].split(b"\n", 1)[1])
-    tables = fields["tables"]
-    crc = zlib.crc32(data[HEADER_SIZE : tables[0][2]])  # the columns
-    for b, _, directory_at, _, _, _ in tables:
-        crc = zlib.crc32(data[directory_at : directory_at + 4 * ((1 << b) + 1)], crc)
-    del fields["run_format"], fields["block_entries"]
-    fields.update(crc=crc, tables=[table[:5] for table in tables])
-    data[:HEADER_SIZE] = header(b"simhash-filter tables\n", fields)
-    run.write_bytes(bytes(data))
-
-
-def test_a_run_file_of_format_1_is_read_then_written_again_with_checks(
+def test_a_run_file_of_an_earlier_run_file_format_is_left_out_and_its_rows_read_from_the_records(
     tmp_path: Path, damage_source: tuple[Path, np.ndarray, list[bytes]], caplog: pytest.LogCaptureFixture
 ) -> None:
-    """A run file of the format before block checks is read as it is (a warning saying so; a row number past its rows
-    dropped, never an IndexError); a writer writes it again with checks, from its columns, in the background."""
+    """A run file whose header names another run-file format is derived data of an earlier version: left out with a
+    warning, its rows read from the records (the answers unchanged), and replaced by a writer."""
     source, fps, sketches = damage_source
     shutil.copytree(source, tmp_path / "index")
     path = tmp_path / "index"
     run, fields = largest_run(path)
-    row = damage(run, fields, "high-byte")
-    as_format_1(run)
+    data = bytearray(run.read_bytes())
+    data[:HEADER_SIZE] = header(b"simhash-filter tables\n", {**fields, "run_format": 1})
+    run.write_bytes(bytes(data))
     with caplog.at_level(logging.WARNING):
         with open_disk(path, readonly=True) as reader:
-            assert "is of run-file format 1 (its entries have no checks): read as it is" in caplog.text
-            assert reader.query(int(fps[row]), 0) == [Match(f"u{row}", 0, int(fps[row]))]  # through other tables
+            assert "run-file format 1, which this version does not read" in caplog.text
             for r in range(0, DAMAGE_ROWS, 11):
                 assert Match(f"u{r}", 0, int(fps[r])) in reader.query(int(fps[r]), 0)
-        assert largest_run(path)[1].get("run_format") is None
         with open_disk(path) as writer:
-            writer.wait_for_merges()
-            assert largest_run(path)[1]["run_format"] == 2
-            for r in [row, *range(0, DAMAGE_ROWS, 11)]:
+            writer.wait_for_merges()  # the old file removed; the rows' tables written again in the current format
+            assert not run.exists() or json.loads(run.read_bytes()[:HEADER_SIZE].split(b"\n", 1)[1])["run_format"] == 2
+            for r in range(0, DAMAGE_ROWS, 11):
                 found = writer.add_and_candidates(int(fps[r]), f"u{r}", sketches[r], K, BOUND)
                 assert [(c.key, c.distance) for c in found] == [(f"u{r}", 0)], r
             assert len(writer) == DAMAGE_ROWS

@@ -23,7 +23,8 @@ from simhash_filter.index.backends.file.directory import IndexDirectory
 from simhash_filter.index.tables import Match, TableDesign
 
 DESIGN = TableDesign.parse("4x16/k3")
-META = {"model": "m1"}
+META = {"model": "m1", "sketch_bytes": 8}
+S = bytes(8)
 SKETCH_META = {"model": "m1", "sketch_bytes": 64}
 FPS = np.random.default_rng(11).integers(0, 2**64, size=50, dtype=np.uint64)
 KEYS = [f"https://site.example/page/{i}" for i in range(len(FPS))]
@@ -43,7 +44,7 @@ def sketch_of(key: str) -> bytes:
 
 def small_index(path: Path) -> Path:
     with open_index(path) as index:
-        index.add_many(FPS, KEYS)
+        index.add_many(FPS, KEYS, [S] * len(KEYS))
     return path
 
 
@@ -137,7 +138,7 @@ def test_a_reader_reads_its_generation_to_the_end_across_a_compaction(tmp_path: 
     fps = np.random.default_rng(3).integers(0, 2**64, size=150_000, dtype=np.uint64)
     keys = [f"https://site.example/{i}" for i in range(len(fps))]
     writer = open_index(tmp_path / "idx")
-    writer.add_many(fps, keys)
+    writer.add_many(fps, keys, [S] * len(keys))
     writer.delete(keys[:1000])
     reader = open_index(tmp_path / "idx", readonly=True)
     export = reader.entries()
@@ -149,7 +150,7 @@ def test_a_reader_reads_its_generation_to_the_end_across_a_compaction(tmp_path: 
     assert reader.query(int(fps[5]), 0) == []  # deleted in the generation it reads
     assert reader.query(int(fps[149_999]), 0) == [Match(keys[149_999], 0, int(fps[149_999]))]
     assert reader.info()["generation"] == 1
-    writer.add(7, "after")
+    writer.add(7, "after", S)
     reader.close()
     with open_index(tmp_path / "idx", readonly=True) as fresh:
         assert fresh.info()["generation"] == 2 and len(fresh) == 149_001
@@ -180,7 +181,7 @@ def test_an_open_while_current_moves_opens_the_new_generation(tmp_path: Path, mo
 
 def small_index_writer(path: Path) -> FileBackend:
     writer = open_index(path)
-    writer.add_many(FPS, KEYS)
+    writer.add_many(FPS, KEYS, [S] * len(KEYS))
     return writer
 
 
@@ -189,7 +190,7 @@ import sys, time
 import numpy as np
 from simhash_filter.index.backends.file import FileBackend
 from simhash_filter.index.tables import TableDesign
-index = FileBackend(sys.argv[1], k=3, design=TableDesign.parse("4x16/k3"), metadata={"model": "m1"})
+index = FileBackend(sys.argv[1], k=3, design=TableDesign.parse("4x16/k3"), metadata={"model": "m1", "sketch_bytes": 8})
 sys.stdout.write("ready\\n")
 sys.stdout.flush()
 deadline = time.monotonic() + float(sys.argv[2])
@@ -209,7 +210,7 @@ def test_readers_never_fail_while_another_process_compacts_in_a_loop(tmp_path: P
     fps = np.random.default_rng(5).integers(0, 2**64, size=20_000, dtype=np.uint64)
     keys = [f"https://site.example/{i}" for i in range(len(fps))]
     with open_index(tmp_path / "idx") as index:
-        index.add_many(fps, keys)
+        index.add_many(fps, keys, [S] * len(keys))
     proc = subprocess.Popen(
         [sys.executable, "-c", COMPACTOR, str(tmp_path / "idx"), "2.5"], stdout=subprocess.PIPE, text=True
     )
@@ -295,7 +296,7 @@ def test_a_compaction_on_a_full_disk_leaves_the_index_as_it_was(
     still full) with everything acknowledged; once there is space it compacts."""
     idx = tmp_path / "idx"
     index = open_index(idx)
-    index.add_many(FPS, KEYS)
+    index.add_many(FPS, KEYS, [S] * len(KEYS))
     assert index.delete(KEYS[:5]) == 5
     before = sorted(p.name for p in idx.iterdir())
     with monkeypatch.context() as patch:
@@ -333,7 +334,7 @@ def test_a_creation_on_a_full_disk_leaves_nothing_behind(
     with pytest.raises(FileNotFoundError, match="no index at"):
         open_index(idx, readonly=True)
     with open_index(idx) as index:
-        index.add(1, "one")
+        index.add(1, "one", S)
     with open_index(idx, readonly=True) as index:
         assert [e.key for e in index.entries()] == ["one"]
 

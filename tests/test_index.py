@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 import math
 import random
-import threading
 from collections.abc import Sequence
 
 import numpy as np
@@ -17,22 +16,26 @@ from simhash_filter.index.backends.memory import MemoryBackend
 from simhash_filter.index.nearduplicate import NearDuplicateIndex
 from simhash_filter.index.tables import (
     BUCKET_LIMIT,
-    DESIGNS,
     SIZED_TABLES,
     Match,
     TableDesign,
     capacity,
-    choose_design,
-    estimated_bytes_per_fingerprint,
-    fold16,
-    fold16_array,
     hamming,
     page_limit,
     tables_for,
 )
 
 FP = st.integers(0, 2**64 - 1)
-NAMED = sorted((d for d in DESIGNS.values() if isinstance(d, TableDesign) and d.k <= 4), key=lambda d: (d.k, d.name))
+#: Balanced designs of k = 0..4 with k+1..k+3 blocks.
+NAMED = [TableDesign.balanced(m, k) for k in range(5) for m in range(k + 1, k + 4)]
+#: The metadata of the indexes below: an 8-byte sketch beside each fingerprint (the queries read fingerprints only).
+META = {"sketch_bytes": 8}
+S = bytes(8)
+
+
+def index_of(k: int, **options: object) -> NearDuplicateIndex:
+    """An in-memory index of k (its metadata :data:`META`)."""
+    return NearDuplicateIndex(k, metadata=META, **options)  # type: ignore[arg-type]
 
 
 def brute_force(stored: Sequence[tuple[int, str]], query: int, k: int) -> list[Match]:
@@ -66,17 +69,14 @@ def scenarios(draw: st.DrawFn, k: int, max_size: int = 120) -> tuple[list[int], 
 
 
 def small_index(design: TableDesign, k: int, buffer_size: int, merge_factor: int) -> NearDuplicateIndex:
-    backend = MemoryBackend(k=k, design=design, buffer_size=buffer_size, merge_factor=merge_factor)
+    backend = MemoryBackend(k=k, design=design, metadata=META, buffer_size=buffer_size, merge_factor=merge_factor)
     return NearDuplicateIndex(k, backend=backend)
 
 
 def check_exact(index: NearDuplicateIndex, stored: list[tuple[int, str]], queries: list[int]) -> None:
-    batch = index.query_many(np.array(queries, dtype=np.uint64))
-    for q, from_batch in zip(queries, batch, strict=True):
+    for q in queries:
         for k in range(index.k + 1):
             assert index.query(q, k) == brute_force(stored, q, k)
-        assert from_batch == brute_force(stored, q, index.k)
-        assert index.nearest(q) == next(iter(brute_force(stored, q, index.k)), None)
 
 
 def fill(index: NearDuplicateIndex, fps: list[int], data: st.DataObject) -> list[tuple[int, str]]:
@@ -88,9 +88,9 @@ def fill(index: NearDuplicateIndex, fps: list[int], data: st.DataObject) -> list
         chunk = fps[i : i + step]
         keys = [f"k{i + j}" for j in range(len(chunk))]
         if len(chunk) == 1:
-            index.add(chunk[0], keys[0])
+            index.add(chunk[0], keys[0], S)
         else:
-            index.add_many(chunk, keys)
+            index.add_many(chunk, keys, [S] * len(chunk))
         stored.extend(zip(chunk, keys, strict=True))
         i += step
     return stored
@@ -139,7 +139,7 @@ def test_many_inserts_with_merges_stay_exact() -> None:
     stored = []
     for i in range(3000):
         fp = flip(rng.choice(centres), rng.sample(range(64), rng.randint(0, 4)))
-        index.add(fp, str(i))
+        index.add(fp, str(i), S)
         stored.append((fp, str(i)))
     runs = index.backend.run_sizes
     assert sum(runs) == 3000 and len(runs) <= 2 + math.log2(3000 / 16)
@@ -151,13 +151,13 @@ def test_many_inserts_with_merges_stay_exact() -> None:
 def test_crowded_buckets_stay_exact(design: str) -> None:
     """Hundreds of fingerprints in the same buckets (all filter and verify paths) answer exactly, twice."""
     rng = random.Random(11)
-    index = NearDuplicateIndex(TableDesign.parse(design).k, design=design)
+    index = index_of(TableDesign.parse(design).k, design=design)
     top = rng.getrandbits(64)
     fps = [top ^ rng.getrandbits(12) for _ in range(300)] + [top] * 60
     stored = list(zip(fps, map(str, range(len(fps))), strict=True))
-    index.add_many(fps[:200], [key for _, key in stored[:200]])
+    index.add_many(fps[:200], [key for _, key in stored[:200]], [S] * 200)
     for fp, key in stored[200:]:
-        index.add(fp, key)
+        index.add(fp, key, S)
     queries = [top, top ^ 1, top ^ (1 << 63), rng.getrandbits(64), *fps[:20]]
     check_exact(index, stored, queries)
     check_exact(index, stored, queries)
@@ -171,8 +171,8 @@ def test_add_many_equals_sequential_adds(fps: list[int], data: st.DataObject) ->
     one, bulk = small_index(design, 3, 4, 2), small_index(design, 3, 4, 2)
     keys = [str(i) for i in range(len(fps))]
     for fp, key in zip(fps, keys, strict=True):
-        one.add(fp, key)
-    bulk.add_many(np.array(fps, dtype=np.uint64), keys)
+        one.add(fp, key, S)
+    bulk.add_many(np.array(fps, dtype=np.uint64), keys, [S] * len(fps))
     for q in [*fps[:10], data.draw(FP)]:
         assert one.query(q) == bulk.query(q)
 
@@ -180,12 +180,12 @@ def test_add_many_equals_sequential_adds(fps: list[int], data: st.DataObject) ->
 def test_results_nearest_first_ties_in_insertion_order() -> None:
     """Matches come nearest first; equal distances come in insertion order."""
     base = 0xDEADBEEF12345678
-    index = NearDuplicateIndex(3, backend="memory://?buffer_size=2")
-    index.add(base ^ 0b111, "d3")
-    index.add(base ^ 0b1, "d1-first")
-    index.add(base, "d0")
-    index.add(base ^ 0b10, "d1-second")
-    index.add(base ^ 0b100, "d1-third")
+    index = index_of(3, backend="memory://?buffer_size=2")
+    index.add(base ^ 0b111, "d3", S)
+    index.add(base ^ 0b1, "d1-first", S)
+    index.add(base, "d0", S)
+    index.add(base ^ 0b10, "d1-second", S)
+    index.add(base ^ 0b100, "d1-third", S)
     got = [m.key for m in index.query(base)]
     assert got == ["d0", "d1-first", "d1-second", "d1-third", "d3"]
     assert [m.distance for m in index.query(base)] == [0, 1, 1, 1, 3]
@@ -193,18 +193,18 @@ def test_results_nearest_first_ties_in_insertion_order() -> None:
 
 def test_same_fingerprint_with_different_keys_is_returned_once_per_key() -> None:
     """A fingerprint stored under several keys is returned once for each, in insertion order."""
-    index = NearDuplicateIndex(3)
-    index.add_many([42, 42, 43], ["a", "b", "c"])
-    index.add(42, "d")
+    index = index_of(3)
+    index.add_many([42, 42, 43], ["a", "b", "c"], [S] * 3)
+    index.add(42, "d", S)
     assert index.query(42) == [Match("a", 0, 42), Match("b", 0, 42), Match("d", 0, 42), Match("c", 1, 43)]
     assert len(index) == 4
 
 
 def test_query_k_limits_distance() -> None:
     """A smaller query k returns only the closer matches; a larger one than the index's is refused."""
-    index = NearDuplicateIndex(3)
-    index.add(0, "zero")
-    index.add(0b11, "two")
+    index = index_of(3)
+    index.add(0, "zero", S)
+    index.add(0b11, "two", S)
     assert [m.key for m in index.query(0, k=1)] == ["zero"]
     assert [m.key for m in index.query(0, k=2)] == ["zero", "two"]
     with pytest.raises(ValueError, match="k must be in"):
@@ -215,72 +215,16 @@ def test_query_k_limits_distance() -> None:
         index.query(0, k=True)
 
 
-def test_check_and_add_semantics() -> None:
-    """A near-duplicate is reported (nearest, earliest on ties) and not stored; a new page is stored."""
-    index = NearDuplicateIndex(3)
-    assert index.check_and_add(0, "a") is None
-    assert index.check_and_add(0b1111, "b") is None  # 4 bits away: new
-    assert index.check_and_add(0b0111, "c") == Match("b", 1, 0b1111)  # 3 bits from a, 1 from b
-    assert index.check_and_add(0b0011, "d") == Match("a", 2, 0)  # 2 from a and from b: a is older
-    assert len(index) == 2
-
-
-def test_nearest_on_empty_and_missing() -> None:
-    """nearest returns None when nothing is within k."""
-    index = NearDuplicateIndex(3)
-    assert index.nearest(123) is None
-    index.add(0, "a")
-    assert index.nearest(0b1111) is None
-    assert index.nearest(0b111) == Match("a", 3, 0)
-
-
-def test_check_and_add_many_sees_earlier_pages_of_the_batch() -> None:
-    """check_and_add_many is check_and_add in order: later pages see pages kept earlier in the batch."""
-    index = NearDuplicateIndex(3)
-    old = 0xFFFF << 48
-    index.add(old, "old")
-    got = index.check_and_add_many([0, 1, old | 1, 0xFFFF], ["a", "b", "c", "d"])
-    assert got == [None, Match("a", 1, 0), Match("old", 1, old), None]
-    assert len(index) == 3
-
-
-def test_check_and_add_is_atomic_between_threads() -> None:
-    """Threads racing check_and_add on near-identical fingerprints keep exactly one per cluster."""
-    rng = random.Random(3)
-    centres = [rng.getrandbits(64) for _ in range(60)]
-    index = NearDuplicateIndex(3, backend="memory://?buffer_size=8&merge_factor=2")
-    kept: list[str] = []
-    lock = threading.Lock()
-    barrier = threading.Barrier(6)
-
-    def worker(t: int) -> None:
-        order = list(range(len(centres)))
-        random.Random(t).shuffle(order)
-        barrier.wait()
-        for i in order:
-            if index.check_and_add(centres[i] ^ (1 << t), f"{i}/{t}") is None:
-                with lock:
-                    kept.append(f"{i}/{t}")
-
-    threads = [threading.Thread(target=worker, args=(t,)) for t in range(6)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
-    assert sorted(int(key.split("/")[0]) for key in kept) == list(range(len(centres)))
-    assert len(index) == len(centres)
-
-
 @pytest.mark.parametrize(
     ("bad", "error"),
     [(-1, ValueError), (2**64, ValueError), (1.0, TypeError), ("ff", TypeError), (True, TypeError), (None, TypeError)],
 )
 def test_fingerprints_are_validated(bad: object, error: type[Exception]) -> None:
     """Fingerprints outside [0, 2**64) or not ints are refused with a clear error."""
-    index = NearDuplicateIndex(3)
+    index = index_of(3)
     for call in (index.add, index.check_and_add):
         with pytest.raises(error, match="fingerprint"):
-            call(bad, "key")  # type: ignore[arg-type]
+            call(bad, "key", S)  # type: ignore[arg-type]
     with pytest.raises(error, match="fingerprint"):
         index.query(bad)  # type: ignore[arg-type]
     with pytest.raises(error, match="fingerprint"):
@@ -289,8 +233,8 @@ def test_fingerprints_are_validated(bad: object, error: type[Exception]) -> None
 
 def test_numpy_integers_are_accepted() -> None:
     """numpy integer scalars are fingerprints like Python ints."""
-    index = NearDuplicateIndex(3)
-    index.add(np.uint64(2**64 - 1), "max")
+    index = index_of(3)
+    index.add(np.uint64(2**64 - 1), "max", S)
     assert index.query(np.int64(0)) == []
     assert index.query(2**64 - 1) == [Match("max", 0, 2**64 - 1)]
 
@@ -307,38 +251,36 @@ def test_numpy_integers_are_accepted() -> None:
     ],
 )
 def test_bulk_fingerprints_are_validated(fps: object, error: type[Exception]) -> None:
-    """add_many and query_many refuse negative, too large, non-integer or non-1-D fingerprints."""
-    index = NearDuplicateIndex(3)
+    """add_many refuses negative, too large, non-integer or non-1-D fingerprints."""
+    index = index_of(3)
     with pytest.raises(error):
-        index.add_many(fps, ["k"])  # type: ignore[arg-type]
-    with pytest.raises(error):
-        index.query_many(fps)  # type: ignore[arg-type]
+        index.add_many(fps, ["k"], [S])  # type: ignore[arg-type]
     assert len(index) == 0
 
 
 def test_bulk_accepts_lists_generators_and_int_arrays() -> None:
     """add_many takes lists (also of ints >= 2**63), generators and signed or unsigned int arrays."""
-    index = NearDuplicateIndex(3)
-    index.add_many([2**64 - 1, 1], ["a", "b"])
-    index.add_many((x for x in [2, 3]), ["c", "d"])
-    index.add_many(np.array([4], dtype=np.int32), ["e"])
-    index.add_many(np.array([], dtype=np.float64), [])
-    index.add_many([], [])
+    index = index_of(3)
+    index.add_many([2**64 - 1, 1], ["a", "b"], [S, S])
+    index.add_many((x for x in [2, 3]), ["c", "d"], [S, S])
+    index.add_many(np.array([4], dtype=np.int32), ["e"], [S])
+    index.add_many(np.array([], dtype=np.float64), [], [])
+    index.add_many([], [], [])
     assert len(index) == 5
     assert [m.key for m in index.query(2**64 - 1)] == ["a"]
 
 
 def test_keys_are_validated() -> None:
     """Keys must be str, one per fingerprint."""
-    index = NearDuplicateIndex(3)
+    index = index_of(3)
     with pytest.raises(TypeError, match="key"):
-        index.add(1, b"bytes")  # type: ignore[arg-type]
+        index.add(1, b"bytes", S)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="key"):
-        index.add_many([1, 2], ["a", 2])  # type: ignore[list-item]
+        index.add_many([1, 2], ["a", 2], [S, S])  # type: ignore[list-item]
     with pytest.raises(TypeError, match="keys"):
-        index.add_many([1, 2], "ab")
+        index.add_many([1, 2], "ab", [S, S])
     with pytest.raises(ValueError, match="2 fingerprints but 1 keys"):
-        index.add_many([1, 2], ["a"])
+        index.add_many([1, 2], ["a"], [S, S])
     assert len(index) == 0
 
 
@@ -347,13 +289,6 @@ def test_hamming() -> None:
     assert hamming(0, 0) == 0
     assert hamming(0, 2**64 - 1) == 64
     assert hamming(0b1010, 0b0110) == 2
-
-
-@given(FP, FP)
-def test_fold_distance_never_exceeds_hamming(a: int, b: int) -> None:
-    """The 16-bit fold filter is a lower bound of the Hamming distance, and the array form agrees."""
-    assert hamming(fold16(a), fold16(b)) <= hamming(a, b)
-    assert fold16_array(np.array([a, b], dtype=np.uint64)).tolist() == [fold16(a), fold16(b)]
 
 
 @given(random_designs(), st.lists(FP, min_size=1, max_size=20))
@@ -402,35 +337,20 @@ def test_invalid_designs_are_refused(blocks: tuple, k: int, error: type[Exceptio
 
 
 def test_design_names_and_lookup() -> None:
-    """Named designs, parsable names and 'auto' resolve; unknown names and too-small k are refused."""
-    assert callable(DESIGNS["auto"])
-    assert NearDuplicateIndex(3, design="4x16/k3").design.name == "4x16/k3"
-    assert NearDuplicateIndex(2, design="5/k3").design.n_tables == 10
-    assert NearDuplicateIndex(3, expected_size=10**9).design.n_tables == 10
+    """Parsable names and 'auto' (the tables built for the expected pages) resolve; unknown names are refused."""
+    assert index_of(3, design="4x16/k3").design.name == "4x16/k3"
+    assert index_of(2, design="5/k3").design.n_tables == 10
+    assert index_of(3).design.name == "13+13+13+13+12/k4"
+    assert index_of(3, expected_size=10**9).design.name == "11+11+11+11+10+10/k4"
     with pytest.raises(ValueError, match="cannot parse"):
-        NearDuplicateIndex(3, design="fast")
-    with pytest.raises(ValueError, match="up to 2"):
-        NearDuplicateIndex(3, design="3/k2")
-
-
-def test_choose_design_grows_tables_with_size() -> None:
-    """choose_design answers distances up to k and never picks fewer tables for a larger index."""
-    for k in range(7):
-        tables = [choose_design(k, 10**e).n_tables for e in range(3, 12)]
-        assert tables == sorted(tables)
-        assert all(choose_design(k, 10**e).k == k for e in range(3, 12))
-    assert choose_design(3, 10_000_000).name == "4x16/k3"
-    assert choose_design(3, 10**9).name == "13+13+13+13+12/k3"
-    assert estimated_bytes_per_fingerprint(choose_design(3, 10**7)) == 32
-    with pytest.raises(ValueError):
-        choose_design(64, 10)
+        index_of(3, design="fast")
 
 
 def test_backend_instance_must_agree() -> None:
     """An index over a given backend refuses a different design, a larger k or other metadata."""
-    backend = MemoryBackend(k=2, design=TableDesign.parse("4x16/k3"), metadata={"model": "m1"})
+    backend = MemoryBackend(k=2, design=TableDesign.parse("4x16/k3"), metadata={"model": "m1", **META})
     assert NearDuplicateIndex(2, backend=backend).design.name == "4x16/k3"
-    assert NearDuplicateIndex(1, backend=backend, design="4x16/k3", metadata={"model": "m1"}).k == 1
+    assert NearDuplicateIndex(1, backend=backend, design="4x16/k3", metadata={"model": "m1", **META}).k == 1
     with pytest.raises(ValueError, match="design"):
         NearDuplicateIndex(2, backend=backend, design="5/k3")
     with pytest.raises(ValueError, match="up to 2"):
@@ -443,37 +363,15 @@ def test_backend_instance_must_agree() -> None:
 
 def test_context_manager_closes() -> None:
     """Leaving the with block closes the index; later calls fail clearly."""
-    with NearDuplicateIndex(3, metadata={"model": "x"}) as index:
-        index.add(1, "a")
-        assert index.metadata == {"model": "x"}
+    with NearDuplicateIndex(3, metadata={"model": "x", **META}) as index:
+        index.add(1, "a", S)
+        assert index.metadata == {"model": "x", **META}
         assert "size=1" in repr(index)
     with pytest.raises(ValueError, match="closed"):
         index.query(1)
 
 
-# --- tables of whole fingerprints (k > 3: two-stage detection queries k = 10) ------------------------------
-
-
-def test_tables_hold_folds_up_to_k3_and_fingerprints_beyond() -> None:
-    """The memory layout follows k: folds and row ids (6 bytes per table) up to k = 3, whole fingerprints
-    (8 bytes per table, and a row id in the first table) beyond; the models say the same."""
-    from simhash_filter.index.tables import estimated_query_cost, filters_on_folds
-
-    assert [filters_on_folds(k) for k in range(6)] == [True] * 4 + [False] * 2
-    two_stage = TableDesign.parse("13+13+13+13+12/k4")
-    assert estimated_bytes_per_fingerprint(two_stage, 3) == 8 + 5 * 6
-    assert estimated_bytes_per_fingerprint(two_stage) == estimated_bytes_per_fingerprint(two_stage, 10)
-    assert estimated_bytes_per_fingerprint(two_stage, 10) == 8 + 5 * 12 + 1
-    # no fold filter to pass: the cost of a candidate does not grow with k
-    assert estimated_query_cost(two_stage, 10**7, 10) == estimated_query_cost(two_stage, 10**7, 5)
-    assert estimated_query_cost(two_stage, 10**7, 10) < estimated_query_cost(two_stage, 10**7, 3)
-    rng = np.random.default_rng(2)
-    n = 100_000
-    fps = rng.integers(0, 2**64, size=n, dtype=np.uint64)
-    for k, per_fp in ((3, 8 + 5 * 6 + 1), (4, 8 + 5 * 12 + 1)):  # and a byte of refusals
-        backend = MemoryBackend(k=k, design=two_stage)
-        backend.add_many(fps, [""] * n)
-        assert per_fp * n <= backend.nbytes <= (per_fp + 2) * n  # and the bucket offsets
+# --- k beyond 3 (two-stage detection queries k = 10) ------------------------------------------------------
 
 
 @st.composite
@@ -489,8 +387,8 @@ def wide_designs(draw: st.DrawFn) -> TableDesign:
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(design=wide_designs(), data=st.data())
 def test_fingerprint_tables_match_brute_force(design: TableDesign, data: st.DataObject) -> None:
-    """Tables of whole fingerprints (k >= 4), any block layout, through seals and merges: query, query_many
-    and nearest return exactly the brute-force matches for every k up to the backend's."""
+    """Any block layout with k >= 4, through seals and merges: query returns exactly the brute-force matches for
+    every k up to the backend's."""
     k = data.draw(st.integers(4, design.k))
     stored_fps, queries = data.draw(scenarios(k, max_size=80))
     index = small_index(design, k, data.draw(st.sampled_from([1, 2, 5, 32])), data.draw(st.sampled_from([1, 4])))
@@ -505,36 +403,35 @@ def test_crowded_buckets_of_fingerprints_stay_exact(design: str) -> None:
     value), through a bulk run, small runs and the buffer."""
     rng = random.Random(12)
     k = TableDesign.parse(design).k
-    backend = MemoryBackend(k=k, design=TableDesign.parse(design), buffer_size=16, merge_factor=2)
+    backend = MemoryBackend(k=k, design=TableDesign.parse(design), metadata=META, buffer_size=16, merge_factor=2)
     index = NearDuplicateIndex(k, backend=backend)
     top = rng.getrandbits(64)
     fps = [top ^ rng.getrandbits(12) for _ in range(300)] + [top] * 40 + [top ^ 0xFFF] * 20
     rng.shuffle(fps)
     stored = list(zip(fps, map(str, range(len(fps))), strict=True))
-    index.add_many(sorted(fps[:200], reverse=True), [key for _, key in sorted(stored[:200], reverse=True)])
+    index.add_many(sorted(fps[:200], reverse=True), [key for _, key in sorted(stored[:200], reverse=True)], [S] * 200)
     stored[:200] = sorted(stored[:200], reverse=True)
     for fp, key in stored[200:]:
-        index.add(fp, key)
+        index.add(fp, key, S)
     assert len(backend.run_sizes) > 2
     queries = [top, top ^ 1, top ^ 0xFFF, top ^ (1 << 63), rng.getrandbits(64), *fps[:20]]
     check_exact(index, stored, queries)
 
 
 def test_fingerprint_tables_hide_deleted_rows() -> None:
-    """Deleted rows stay in the tables of fingerprints but are never returned, by query or query_many."""
+    """Deleted rows stay in the tables but are never returned by query."""
     design = TableDesign.parse("6/k5")
-    backend = MemoryBackend(k=5, design=design, buffer_size=8)
+    backend = MemoryBackend(k=5, design=design, metadata=META, buffer_size=8)
     rng = random.Random(4)
     centre = rng.getrandbits(64)
     fps = [flip(centre, rng.sample(range(64), rng.randint(0, 5))) for _ in range(50)]
-    backend.add_many(np.array(fps[:30], dtype=np.uint64), [f"k{i}" for i in range(30)])
+    backend.add_many(np.array(fps[:30], dtype=np.uint64), [f"k{i}" for i in range(30)], [S] * 30)
     for i in range(30, 50):
-        backend.add(fps[i], f"k{i}")
+        backend.add(fps[i], f"k{i}", S)
     assert backend.delete([f"k{i}" for i in range(0, 50, 3)]) == 17
     stored = [(fp, f"k{i}") for i, fp in enumerate(fps) if i % 3]
     for q in [centre, *fps[:10]]:
         assert backend.query(q, 5) == brute_force(stored, q, 5)
-        assert backend.query_many(np.array([q], dtype=np.uint64), 5) == [brute_force(stored, q, 5)]
 
 
 # -- the design follows the pages an index is built for (bounded buckets at any size) --------------------------------
@@ -556,8 +453,7 @@ def test_the_tables_follow_the_expected_pages() -> None:
 
 
 def test_a_two_stage_index_refuses_pages_past_its_limit() -> None:
-    """A two-stage index takes pages up to twice its design's capacity, then refuses them with the ways out; an
-    index without sketches is not limited."""
+    """A two-stage index takes pages up to twice its design's capacity, then refuses them with the ways out."""
     from simhash_filter.index.backends import IndexFullError
 
     design = TableDesign.parse("60+1+1+1+1/k4")  # 1-bit leads: built for 2,048 pages, takes 4,096
@@ -577,9 +473,6 @@ def test_a_two_stage_index_refuses_pages_past_its_limit() -> None:
         assert "SIMHASH_EXPECTED_PAGES" in str(info.value) and len(index) == limit
         with pytest.raises(IndexFullError):
             index.add(int(fps[limit]), keys[limit], sketches[limit])
-    with NearDuplicateIndex(3, design="60+1+1+1+1/k4") as exact:
-        exact.add_many(fps, keys)
-        assert len(exact) == limit + 1
 
 
 def test_filter_config_designs_for_its_expected_pages() -> None:

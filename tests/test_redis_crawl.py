@@ -100,7 +100,7 @@ def test_two_processes_share_the_frontier_and_the_index(
     dropped = sum(crawl.stats.get("simhash/dropped", 0) for crawl in crawls)
     assert dropped == sum(len(k) - 1 for k in groups.values())
     k = DEFAULTS.max_distance
-    design = resolve_design(DEFAULTS.tables, k, 1_000_000, candidates=True)
+    design = resolve_design(DEFAULTS.tables, 1_000_000)
     with open_backend(index_uri, k=k, design=design) as stored_index:
         # every kept page is stored, a dropped one unless every table already held enough near-duplicates of it
         assert kept <= len(stored_index) <= kept + dropped
@@ -165,7 +165,7 @@ def _full_redis_crawl(tmp_path: Path, on_index_error: str) -> Crawl:
     with temporary_server(tmp_path / "redis", args=args) as server, local_site() as port:
         uri = f"{server.url}?prefix=full"
         k = DEFAULTS.max_distance
-        design = resolve_design(DEFAULTS.tables, k, 1_000_000, candidates=True)
+        design = resolve_design(DEFAULTS.tables, 1_000_000)
         open_backend(uri, k=k, design=design, metadata=DEFAULTS.index_metadata()).close()  # its metadata fits
         client = server.client()
         client.config_set("maxmemory", client.info("memory")["used_memory"] + 30_000)

@@ -7,16 +7,16 @@ persistence off) is filled with ``--size`` random fingerprints with URL-like key
 
 1. **Memory.**  ``used_memory`` of ``INFO memory`` after the fill minus before, per fingerprint, with the
    keys (URLs) and without them (their bytes subtracted).  Target: at most 100 bytes per fingerprint.
-2. **Latency.**  ``--checks`` check-and-adds of one fingerprint each (``time.perf_counter`` around each
-   call) from one process: 80 % new random fingerprints (added), 20 % near-duplicates (1-3 bits
-   flipped) of stored ones.  p50 and p99 (target p99 at most 2 ms on loopback at 1M), calls/s; the
-   server's time per call (``INFO commandstats``, evalsha ``usec_per_call``); the client's CPU time per
-   call (``time.process_time``) beside the in-memory backend's for the same calls on the same million,
-   and the same with the fingerprinting of a page added (the filter's CPU time per page: a generated
-   article page of ``devsites/sample.py``, fingerprinted in this process).
+2. **Latency.**  ``--checks`` add-and-candidates of one page each (k = 10, a sketch of zeros;
+   ``time.perf_counter`` around each call) from one process: 80 % new random fingerprints (added), 20 %
+   near-duplicates (1-3 bits flipped) of stored ones.  p50 and p99 (target p99 at most 2 ms on loopback at 1M),
+   calls/s; the server's time per call (``INFO commandstats``, evalsha ``usec_per_call``); the client's CPU time
+   per call (``time.process_time``) beside the in-memory backend's for the same calls on the same million, and
+   the same with the fingerprinting of a page added (the filter's CPU time per page: a generated article page of
+   ``devsites/sample.py``, fingerprinted in this process).
 3. **Two processes.**  Two processes doing the same at the same time against the same index: p50, p99,
-   and the calls/s of both together.  Then one process sending batches (``check_and_add_many``,
-   pipelined) for reference.
+   and the calls/s of both together.  Then one process sending batches (``add_many``, pipelined) for
+   reference.
 4. **Crawl rate.**  The demo site (``devsites.demosite.build_site``: ``--articles`` generated articles with their
    copies, on 127.0.0.1 and 127.0.0.2) crawled with ``scrapy crawl site`` and the Redis backend, by one
    process, then by two processes sharing scrapy-redis's scheduler and dupefilter (the second started
@@ -41,7 +41,7 @@ In parts 2, 5 and 6 the server's time per call comes from ``SLOWLOG`` (p50, p99,
 (mean).  Redis 7 logs the commands a script runs beside the script, so ``SLOWLOG`` is given room for
 :data:`SLOWLOG_PER_CALL` entries per call, and its logging is part of the time measured.  Every figure is the
 median of ``--repeat`` runs (the fill is done once).  Output: a table on stdout; ``--json PATH`` writes the
-numbers.  ``--only classic`` runs parts 1-4, ``--only two-stage`` part 5, ``--only flood`` part 6 (the
+numbers.  ``--only shared`` runs parts 1-4, ``--only two-stage`` part 5, ``--only flood`` part 6 (the
 others run parts 1-5).
 
     python -m benchmarks.scale.bench_redis [--size 1000000] [--checks 5000] [--repeat 3] [--articles 150] [--json PATH]
@@ -79,35 +79,34 @@ from benchmarks.benchlib.report import make_parser, write_json
 from devsites.redis_server import RedisServer
 from simhash_filter.index.backends import open_backend
 from simhash_filter.index.backends.memory import MemoryBackend
-from simhash_filter.index.tables import TableDesign, resolve_design, tables_for
+from simhash_filter.index.tables import TableDesign, tables_for
 
-K = 3
-DESIGN: TableDesign = resolve_design("auto", K, 1_000_000)  # the crawl's design (4x16/k3)
-META = {"model": "bench"}
-#: Two-stage detection (part 5): the crawl's design, candidate distance and sketch size.
-#: The two-stage index's design: the one built for ``--expected-pages`` (``SIMHASH_EXPECTED_PAGES``).
+#: The crawl's index: its design (the one built for ``--expected-pages``, ``SIMHASH_EXPECTED_PAGES``), candidate
+#: distance and sketch size.
 TWO_STAGE = TableDesign.parse(tables_for(1_000_000))
 K2 = 10
 SKETCH = 64
 META2 = {"model": "bench", "sketch_bytes": SKETCH}
+#: Parts 1-3 check pages with a sketch of zeros (the candidates and the bound's verdicts do not change the work).
+ZERO = bytes(SKETCH)
 
 # A worker process of part 3: opens the index, waits for "go" on stdin, checks-and-adds, prints JSON.
 WORKER = """
 import json, sys, time
 import numpy as np
-from benchmarks.scale.bench_redis import DESIGN, META, queries
+from benchmarks.scale.bench_redis import K2, META2, TWO_STAGE, ZERO, queries
 from simhash_filter.index.backends import open_backend
 uri, checks, seed, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-backend = open_backend(uri, k=3, design=DESIGN, metadata=META)
+backend = open_backend(uri, k=K2, design=TWO_STAGE, metadata=META2)
 fps = queries(checks, seed, size).tolist()
-backend.check_and_add(1, "warm-up", 3)
+backend.add_and_candidates(1, "warm-up", ZERO, K2)
 print("ready", flush=True)
 sys.stdin.readline()
 lat = []
 start = time.perf_counter()
 for i, fp in enumerate(fps):
     t = time.perf_counter()
-    backend.check_and_add(fp, f"https://w{seed}.example/{i}", 3)
+    backend.add_and_candidates(fp, f"https://w{seed}.example/{i}", ZERO, K2)
     lat.append(time.perf_counter() - t)
 print(json.dumps({"elapsed": time.perf_counter() - start, "latencies": lat}))
 """
@@ -239,7 +238,8 @@ def fill_index(
 
 def fill(server: RedisServer, size: int, bucket_bits: int | None) -> dict[str, Any]:
     """Fill the index; the memory it takes."""
-    bits, seconds, used, url_bytes = fill_index(server, "bench", size, bucket_bits, K, DESIGN, META)
+    sketches = [ZERO] * size
+    bits, seconds, used, url_bytes = fill_index(server, "bench", size, bucket_bits, K2, TWO_STAGE, META2, sketches)
     with server.client() as client:
         n_keys = client.dbsize()
     return {
@@ -272,8 +272,8 @@ def page_fingerprint_cpu() -> float:
 def one_process(server: RedisServer, memory: MemoryBackend, checks: int, run: int, size: int) -> dict[str, float]:
     fps = queries(checks, run, size).tolist()
     keys = [f"https://new.example/{run}/{i}" for i in range(checks)]
-    with open_backend(f"{server.url}?prefix=bench", k=K, design=DESIGN, metadata=META) as backend:
-        backend.check_and_add(1, "warm-up", K)
+    with open_backend(f"{server.url}?prefix=bench", k=K2, design=TWO_STAGE, metadata=META2) as backend:
+        backend.add_and_candidates(1, "warm-up", ZERO, K2)
         with server.client() as client:
             client.config_resetstat()
         cpu_server = server_cpu(server)
@@ -283,7 +283,7 @@ def one_process(server: RedisServer, memory: MemoryBackend, checks: int, run: in
             start = time.perf_counter()
             for fp, key in zip(fps, keys, strict=True):
                 t = time.perf_counter()
-                backend.check_and_add(fp, key, K)
+                backend.add_and_candidates(fp, key, ZERO, K2)
                 lat.append(time.perf_counter() - t)
             elapsed = time.perf_counter() - start
             cpu = time.process_time() - cpu
@@ -292,13 +292,13 @@ def one_process(server: RedisServer, memory: MemoryBackend, checks: int, run: in
         batch = queries(10 * checks, 100 + run, size)
         batch_keys = [f"https://batch.example/{run}/{i}" for i in range(len(batch))]
         start = time.perf_counter()
-        backend.check_and_add_many(batch, batch_keys, K)
+        backend.add_many(batch, batch_keys, [ZERO] * len(batch))
         batch_rate = len(batch) / (time.perf_counter() - start)
     mem_lat = []
     mem_cpu = time.process_time()
     for fp, key in zip(fps, keys, strict=True):
         t = time.perf_counter()
-        memory.check_and_add(fp, key, K)
+        memory.add_and_candidates(fp, key, ZERO, K2)
         mem_lat.append(time.perf_counter() - t)
     mem_cpu = time.process_time() - mem_cpu
     return {
@@ -499,7 +499,7 @@ def print_classic(report: dict[str, Any], args: argparse.Namespace) -> None:
     version, single, pair = report["redis_version"], report["one_process"], report["two_processes"]
     fp_cpu = report["fingerprint_cpu_ms_per_page"] / 1000
     m = report["memory"]
-    print(f"Redis {version}, design {DESIGN.name}, bucket_bits {m['bucket_bits']}, {m['size']:,} fingerprints stored")
+    print(f"Redis {version}, design {TWO_STAGE.name}, bucket_bits {m['bucket_bits']}, {m['size']:,} pages stored")
     print(f"  fill (add_many): {m['fill_seconds']:.1f} s, {m['redis_keys']:,} Redis keys")
     print(
         f"  memory: {m['bytes_per_fp']:.1f} B/fingerprint with the URLs ({m['url_bytes_per_fp']:.1f} B each), "
@@ -510,7 +510,7 @@ def print_classic(report: dict[str, Any], args: argparse.Namespace) -> None:
     print(f"  {'one process':<30}{single['p50_ms']:>9.3f}{single['p99_ms']:>9.3f}{single['calls_per_s']:>10.0f}")
     print(f"  {'two processes (together)':<30}{pair['p50_ms']:>9.3f}{pair['p99_ms']:>9.3f}{pair['calls_per_s']:>10.0f}")
     print(f"  {'in-memory backend':<30}{single['memory_p50_ms']:>9.3f}{single['memory_p99_ms']:>9.3f}")
-    print(f"  batches (check_and_add_many): {single['batch_calls_per_s']:.0f} calls/s")
+    print(f"  batches (add_many): {single['batch_calls_per_s']:.0f} pages/s")
     print(
         f"  server time per call: p50 {single['server_p50_us']:.0f} us, p99 {single['server_p99_us']:.0f} us, "
         f"mean {single['server_us_per_call']:.0f} us (Redis CPU {single['server_cpu_us_per_call']:.0f} us); "
@@ -579,7 +579,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bucket-bits", type=int, default=None, help="the backend's bucket_bits (default: its own)")
     parser.add_argument("--flood", type=int, default=100_000, help="near-identical pages of part 6")
     parser.add_argument(
-        "--only", choices=("classic", "two-stage", "flood"), help="run parts 1-4 only, part 5 only, or part 6 only"
+        "--only", choices=("shared", "two-stage", "flood"), help="run parts 1-4 only, part 5 only, or part 6 only"
     )
     parser.add_argument("--expected-pages", type=int, default=0,
                         help="the two-stage tables are built for this many pages (default: --size)")  # fmt: skip
@@ -587,7 +587,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     global TWO_STAGE
     TWO_STAGE = TableDesign.parse(tables_for(args.expected_pages or args.size))
-    classic, staged = args.only in (None, "classic"), args.only in (None, "two-stage")
+    classic, staged = args.only in (None, "shared"), args.only in (None, "two-stage")
     flooded = args.only == "flood"
 
     report: dict[str, Any] = {"runs": {}}
@@ -597,8 +597,8 @@ def main(argv: list[str] | None = None) -> int:
         report["redis_version"] = version
         if classic:
             report["memory"] = fill(server, args.size, args.bucket_bits)
-            memory = MemoryBackend(k=K, design=DESIGN)
-            memory.add_many(stored(args.size), stored_keys(args.size))
+            memory = MemoryBackend(k=K2, design=TWO_STAGE, metadata=META2)
+            memory.add_many(stored(args.size), stored_keys(args.size), [ZERO] * args.size)
             fp_cpu = page_fingerprint_cpu()
             singles, pairs, crawls1, crawls2 = [], [], [], []
             for run in range(args.repeat):
@@ -622,7 +622,7 @@ def main(argv: list[str] | None = None) -> int:
             fp_cpu + single["memory_cpu_us_per_call"] / 1e6
         )
         report.update(
-            design=DESIGN.name,
+            design=TWO_STAGE.name,
             one_process=single,
             two_processes=pair,
             fingerprint_cpu_ms_per_page=1000 * fp_cpu,

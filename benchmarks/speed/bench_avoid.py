@@ -245,7 +245,7 @@ def overhead(site: GeneratedSite, rounds: int = 5) -> dict[str, float]:
 
     fingerprinter, k = Fingerprinter(), DEFAULTS.max_distance
     pages = [(url, fingerprinter.fingerprint(page.body)) for url, page, _ in site.walk() if page.status == 200]
-    design = resolve_design(DEFAULTS.tables, k, 10**6, candidates=True)
+    design = resolve_design(DEFAULTS.tables, 10**6)
     times: dict[str, list[float]] = {"check": [], "observed": []}
     for _ in range(rounds):
         metadata = DEFAULTS.index_metadata()

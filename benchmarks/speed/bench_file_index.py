@@ -4,10 +4,10 @@ For each size N: a fresh index directory gets N random fingerprints with URL key
 ``add_many`` in batches of 100,000 (a bulk load, like ``dedup --index`` or a crawl's first hour); then
 a *new process* opens it (the cold start: read and verify the log, build the permuted tables) and
 reports its open time and the growth of its resident memory (RSS) over an interpreter that has
-imported the same modules; then it times ``check_and_add`` one call at a time for ``--queries``
-fingerprints, half of them planted within k of stored ones (found: no write) and half new (added:
-one write of the key and one of the record).  Disk bytes per fingerprint are given without the keys
-and with them.  ``--drop-caches`` empties the OS page cache before each open (root only), so the open
+imported the same modules; then it times ``add_and_candidates`` (k = 10, the crawl's two-stage check; sketches
+of zeros) one call at a time for ``--queries`` fingerprints, half of them planted within 3 bits of stored ones and
+half new (each added: one write of the key and one of the record).  Disk bytes per fingerprint are given without
+the keys and with them.  ``--drop-caches`` empties the OS page cache before each open (root only), so the open
 reads from the disk itself.
 
     python -m benchmarks.speed.bench_file_index [--sizes 1000000,10000000] [--queries 20000] [--repeat 3]
@@ -29,22 +29,25 @@ from benchmarks.benchlib.data import BATCH, random_fingerprints, url_keys
 from benchmarks.benchlib.measure import median_of
 from benchmarks.benchlib.report import make_parser, write_json
 from simhash_filter.index.backends.file import HEADER_SIZE, FileBackend
-from simhash_filter.index.tables import TableDesign, choose_design
+from simhash_filter.index.tables import TableDesign, tables_for
 
-K = 3
+K = 10
+META = {"model": "bench", "sketch_bytes": 64}
+ZERO = bytes(64)
 
 
 def design_for(n: int) -> TableDesign:
-    return choose_design(K, n)
+    return TableDesign.parse(tables_for(n))
 
 
 def build(path: Path, n: int) -> dict[str, float]:
     """Bulk-load n fingerprints; seconds and rate, disk bytes per fingerprint."""
     fps = random_fingerprints(n, seed=n)
-    index = FileBackend(path, k=K, design=design_for(n), metadata={"model": "bench"})
+    index = FileBackend(path, k=K, design=design_for(n), metadata=META)
     start = time.perf_counter()
     for lo in range(0, n, BATCH):
-        index.add_many(fps[lo : lo + BATCH], url_keys(lo, min(n, lo + BATCH)))
+        keys = url_keys(lo, min(n, lo + BATCH))
+        index.add_many(fps[lo : lo + BATCH], keys, [ZERO] * len(keys))
     index.close()  # fsync
     seconds = time.perf_counter() - start
     sizes = {p.name.split(".")[0]: p.stat().st_size for p in path.iterdir() if "." in p.name}
@@ -62,14 +65,13 @@ PROBE = r"""
 import json, sys, time
 import numpy as np
 from simhash_filter.index.backends.file import FileBackend
-from simhash_filter.index.tables import choose_design
 from benchmarks.benchlib.data import random_fingerprints
 from benchmarks.benchlib.measure import percentile, rss_bytes
+from benchmarks.speed.bench_file_index import K, META, ZERO, design_for
 path, n, queries = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-design = choose_design(3, n)
 base = rss_bytes()
 start = time.perf_counter()
-index = FileBackend(path, k=3, design=design, metadata={"model": "bench"})
+index = FileBackend(path, k=K, design=design_for(n), metadata=META)
 open_seconds = time.perf_counter() - start
 rss = rss_bytes() - base
 stored = random_fingerprints(n, seed=n)
@@ -85,9 +87,8 @@ times = []
 found = 0
 for i, fp in enumerate(mix.tolist()):
     t = time.perf_counter_ns()
-    match = index.check_and_add(fp, f"https://new.example/{i}", 3)
+    found += bool(index.add_and_candidates(fp, f"https://new.example/{i}", ZERO, K))
     times.append(time.perf_counter_ns() - t)
-    found += match is not None
 index.close()
 print(json.dumps({
     "open_seconds": open_seconds,

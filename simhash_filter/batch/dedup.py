@@ -376,10 +376,9 @@ def dedup(
 ) -> Iterator[Outcome]:
     """One :class:`Outcome` per input line or :class:`Page`, in input order.
 
-    Two-stage detection (the default index, :func:`open_index`): a page is a near-duplicate of the most
-    similar page before it (in this run or already in ``index``) among its candidates whose sketch is
-    similar enough (``config.min_similarity``); every page is stored.  With an index that keeps no
-    sketches: of the nearest page kept before it within the index's k.
+    A page is a near-duplicate of the most similar page before it (in this run or already in ``index``) among its
+    candidates whose sketch is similar enough (``config.min_similarity``); every page is stored (under the bound
+    of :mod:`simhash_filter.index.bound`).
 
     Without ``index`` a memory index for ``config`` is used and closed at the end; a given ``index`` is used
     with its own settings and left open.  Lines are read lazily, as the outcomes are consumed.
@@ -403,7 +402,6 @@ def _dedup(
     with ExitStack() as stack:
         if index is None:
             index = stack.enter_context(open_index(config))
-        verify = index.sketch_bytes > 0
         prepared = _prepared(noted(lines), config.fingerprint, workers)
         for n, (url, value, status, reason, sketch) in enumerate(prepared, 1):
             extra = fields.popleft()
@@ -411,7 +409,7 @@ def _dedup(
                 yield Outcome(n, url, status=status, reason=reason, fields=extra)
                 continue
             try:
-                match = index.check_and_add(value, url, sketch if verify else None)
+                match = index.check_and_add(value, url, sketch)
             except store_errors() as exc:
                 raise IndexFailed(str(exc)) from exc
             if match is None:

@@ -132,9 +132,8 @@ def cmd_stats(args: argparse.Namespace) -> int:
 def cmd_query(args: argparse.Namespace, page_model: PageModel) -> int:
     """Print the stored pages near each query (a 16-hex fingerprint or an HTML file).
 
-    In an index that keeps sketches (two-stage detection): the candidates within k, nearest first, each with
-    its sketch similarity to a page given as a file, and whether that verifies it (a bare fingerprint has no
-    sketch: its candidates are listed unverified).  Else every stored fingerprint within k."""
+    The candidates within k (``-k``), nearest first, each with its sketch similarity to a page given as a file,
+    and whether that verifies it (a bare fingerprint has no sketch: its candidates are listed unverified)."""
     fingerprint_page, model_metadata = page_model(args)
     queries: list[tuple[str, int, bytes | None]] = []
     status = 0
@@ -162,12 +161,10 @@ def cmd_query(args: argparse.Namespace, page_model: PageModel) -> int:
                     {"url": key, "fingerprint": f"{fp:016x}", "distance": d, "similarity": sim, "verified": ok}
                     for key, d, fp, sim, ok in found]}))  # fmt: skip
                 continue
-            what = f"{len(found)} within {args.max_distance}"
-            if index.sketch_bytes:
-                verified = sum(ok is True for *_, ok in found)
-                what = f"{len(found)} candidate(s) within {args.max_distance}" + (
-                    "" if sketch is None else f", {verified} verified (similarity >= {args.min_similarity:g})"
-                )
+            verified = sum(ok is True for *_, ok in found)
+            what = f"{len(found)} candidate(s) within {args.max_distance}" + (
+                "" if sketch is None else f", {verified} verified (similarity >= {args.min_similarity:g})"
+            )
             print(f"{name}: {value:016x}: {what}")
             for key, d, fp, sim, _ in found:
                 print(f"  {d}  {fp:016x}  {'' if sim is None else f'{sim:.2f}  '}{key}")
@@ -178,8 +175,6 @@ def _found(
     index: NearDuplicateIndex, value: int, sketch: bytes | None
 ) -> list[tuple[str, int, int, float | None, bool | None]]:
     """(url, distance, fingerprint, similarity, verified) of the stored pages near a query."""
-    if not index.sketch_bytes:
-        return [(m.key, m.distance, m.fingerprint, None, None) for m in index.query(value)]
     out: list[tuple[str, int, int, float | None, bool | None]] = []
     for c in index.backend.candidates(value, index.k, index.bound):
         words = index.backend.verify_bytes
@@ -266,8 +261,6 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
     if in_place and uri_scheme(args.index) != "file":
         args.parser.error("a store other than a directory is rebuilt into another: give --into URI (a new prefix)")
     with _open(args.index, args.max_distance, write=True) as source:  # a directory stays locked meanwhile
-        if not source.sketch_bytes:
-            raise ValueError("the index keeps no sketches (two-stage detection): it has no bounded design to rebuild")
         path = source.path.resolve() if in_place and isinstance(source, FileBackend) else None
         into = str(path.with_name(path.name + ".rebuild")) if path is not None else args.into
         if path is not None and os.path.exists(into):

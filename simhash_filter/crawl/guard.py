@@ -180,12 +180,6 @@ class IndexGuard:
         written = self.index.rows_written
         return self.index.backend.rows if written is None else written
 
-    def _check_only(self, value: int, sketch: bytes | None) -> Match | None:
-        """What :meth:`NearDuplicateIndex.check_and_add` answers, without storing the page (read-only)."""
-        if self.index.sketch_bytes and sketch is not None:
-            return self.index.best(self.index.backend.candidates(value, self.index.k, self.index.bound), sketch)
-        return self.index.nearest(value)
-
     def _decided(self, url: str, value: int, match: Match | None, added_late: int, work: PageWork | None) -> Decision:
         """The decision on a checked page, made here from the index's answer (*match*: the page it duplicates,
         or None: kept) and the action (a near-duplicate dropped or flagged), then counted with the page's *work*,
@@ -203,9 +197,11 @@ class IndexGuard:
         """Check-and-add one page; then add the pages let through unchecked while the index failed (so
         that their copies are caught from now on).  Returns the match and how many were added late.  A read-only
         guard checks the page and stores nothing."""
+        if sketch is None:
+            raise ValueError(f"{url} is checked without its sketch")
         if self.readonly:
-            return self._check_only(value, sketch), 0
-        match = self.index.check_and_add(value, url, sketch if self.index.sketch_bytes else None)
+            return self.index.check(value, sketch), 0
+        match = self.index.check_and_add(value, url, sketch)
         pending, self._unindexed = self._unindexed, []
         if not pending:
             return match, 0
@@ -219,19 +215,13 @@ class IndexGuard:
     def _add_late(self, pages: list[_Page]) -> int:
         """Store the pages not in the index yet; how many were.  A page whose check timed out may have been
         stored by it all the same (the call ran on the server, its reply was lost), and so may a late add
-        that timed out: a page is never stored twice."""
-        if self.index.sketch_bytes:  # adding is idempotent: a page stored already is among its candidates
-            return sum(
-                not any(c.key == url and c.distance == 0 for c in self.index.add_and_candidates(value, url, sketch))
-                for value, url, sketch in pages
-                if sketch is not None
-            )
-        found = self.index.query_many([v for v, _, _ in pages], 0)
-        missing = [(v, u) for (v, u, _), matches in zip(pages, found, strict=True)
-                   if not any(_own_entry(m, v, u) for m in matches)]  # fmt: skip
-        if missing:
-            self.index.add_many([v for v, _ in missing], [u for _, u in missing])
-        return len(missing)
+        that timed out: a page is never stored twice (adding is idempotent: a page stored already is among its
+        candidates)."""
+        return sum(
+            not any(c.key == url and c.distance == 0 for c in self.index.add_and_candidates(value, url, sketch))
+            for value, url, sketch in pages
+            if sketch is not None
+        )
 
     def _unchecked(
         self, url: str, value: int, sketch: bytes | None, exc_info: bool | BaseException, work: PageWork | None

@@ -113,26 +113,24 @@ def _check_key(key: object) -> str:
 
 
 class NearDuplicateIndex:
-    """Every stored fingerprint within Hamming distance k of a query, exactly.
+    """The two-stage index: the pages within k of a page that share a table's lead with it are its *candidates*
+    (:mod:`simhash_filter.index.tables`), each is verified by the similarity of the two pages' sketches
+    (:mod:`simhash_filter.model.sketch`: at least *min_similarity*), and the page is a near-duplicate of the most
+    similar verified candidate (ties: the nearer, then the earlier).
 
-    >>> with NearDuplicateIndex(k=3) as index:
-    ...     index.add(0x0123456789ABCDEF, "https://example.com/a")
-    ...     index.check_and_add(0x0123456789ABCDEE, "https://example.com/b")
-    Match(key='https://example.com/a', distance=1, fingerprint=81985529216486895, similarity=None)
+    Opened for a configuration by :func:`open_index`::
 
-    *design* is a :class:`TableDesign`, a name from :data:`DESIGNS`, or ``"auto"``
-    (:func:`choose_design` for k and *expected_size*).  *backend* is a URI for
-    :func:`~simhash_filter.index.backends.open_backend` or a :class:`Backend` instance; *metadata* (the
-    fingerprint model id, say) is kept with the index, and a persistent backend refuses to open an
-    index stored with different metadata.
+        with open_index(DEFAULTS) as index:
+            match = index.check_and_add(fp.value, url, fp.sketch)  # None: new; else the page it duplicates
 
-    **Two-stage detection**: with ``metadata["sketch_bytes"] > 0`` the index keeps each page's sketch
-    (:mod:`simhash_filter.model.sketch`) beside its fingerprint.  k may then exceed the design's k: the stored
-    fingerprints within k that agree with a page on the leading bits of a table are its *candidates*, each is
-    verified by the similarity of the two sketches (at least *min_similarity*), and the page is a
-    near-duplicate of the most similar verified candidate (ties: the nearer, then the earlier).  A page is
-    stored, near-duplicate or not, so that a later variant finds the page it is closest to; but the work of a
-    check is bounded (:mod:`simhash_filter.index.bound`): at most *per_table* candidates per table, the
+    *design* is a :class:`TableDesign`, a name :meth:`TableDesign.parse` understands, or ``"auto"`` (the
+    :func:`~simhash_filter.index.tables.tables_for` *expected_size* pages).  *backend* is a URI for
+    :func:`~simhash_filter.index.backends.open_backend` or a :class:`Backend` instance; *metadata* (the fingerprint
+    model id and ``sketch_bytes``, the size of the sketch kept beside each fingerprint) is kept with the index, and
+    a persistent backend refuses to open an index stored with different metadata.
+
+    A page is stored, near-duplicate or not, so that a later variant finds the page it is closest to; but the work
+    of a check is bounded (:mod:`simhash_filter.index.bound`): at most *per_table* candidates per table, the
     nearest, and a table whose block holds *duplicates* verified near-duplicates of a page, or *block_pages* pages
     (default: :func:`~simhash_filter.index.tables.block_limit` of the design and *expected_size*), does not store
     it.
@@ -140,7 +138,7 @@ class NearDuplicateIndex:
 
     def __init__(
         self,
-        k: int = 3,
+        k: int,
         *,
         design: TableDesign | str = "auto",
         expected_size: int = 1_000_000,
@@ -162,10 +160,9 @@ class NearDuplicateIndex:
         #: store, where reading them is a round trip): a crawl's ``simhash/index_size`` follows them without
         #: another call into the index after its check.
         self.rows_written: int | None = None
-        candidates = bool((backend.metadata if isinstance(backend, Backend) else metadata or {}).get("sketch_bytes"))
         if isinstance(backend, Backend):
             if not (isinstance(design, str) and design == "auto"):
-                wanted = resolve_design(design, self._k, expected_size, candidates)
+                wanted = resolve_design(design, expected_size)
                 if wanted != backend.design:
                     raise ValueError(f"design {wanted.name} differs from the backend's design {backend.design.name}")
             if backend.k < self._k:
@@ -174,20 +171,22 @@ class NearDuplicateIndex:
                 raise ValueError(f"metadata {dict(metadata)!r} differs from the backend's {backend.metadata!r}")
             self._backend = backend
         elif isinstance(backend, str):
-            resolved = resolve_design(design, self._k, expected_size, candidates)
+            resolved = resolve_design(design, expected_size)
             self._backend = open_backend(backend, k=self._k, design=resolved, metadata=metadata)
         else:
             raise TypeError(f"backend must be a URI or a Backend, got {type(backend).__name__}")
         if block_pages is None:  # the blocks' bound of the size the index is expected to hold
             block_pages = block_limit(self._backend.design, expected_size)
         self._bound = CheckBound(per_table, duplicates, self._min_similarity, block_pages)
-        #: A two-stage index takes at most this many pages (:func:`~simhash_filter.index.tables.page_limit`); a
-        #: remote store's script refuses them itself.
-        self._limit = page_limit(self.design) if self.sketch_bytes and not self._backend.remote else 0
+        if not self._backend.sketch_bytes:
+            raise ValueError("an index keeps a sketch beside each fingerprint: its metadata needs sketch_bytes > 0")
+        #: The index takes at most this many pages (:func:`~simhash_filter.index.tables.page_limit`); a remote
+        #: store's script refuses them itself.
+        self._limit = 0 if self._backend.remote else page_limit(self.design)
 
     @property
     def sketch_bytes(self) -> int:
-        """Size of the sketch kept beside each fingerprint; 0 for an index without two-stage detection."""
+        """Size of the sketch kept beside each fingerprint."""
         return self._backend.sketch_bytes
 
     @property
@@ -200,12 +199,8 @@ class NearDuplicateIndex:
         """Smallest sketch similarity of a verified candidate (two-stage detection)."""
         return self._min_similarity
 
-    def _check_sketch(self, sketch: object) -> bytes | None:
+    def _check_sketch(self, sketch: object) -> bytes:
         size = self._backend.sketch_bytes
-        if not size:
-            if sketch is not None:
-                raise ValueError("this index keeps no sketches (its metadata has no sketch_bytes)")
-            return None
         if not isinstance(sketch, bytes) or len(sketch) != size:
             got = f"{type(sketch).__name__}" + (f" of {len(sketch)} bytes" if isinstance(sketch, bytes) else "")
             raise ValueError(f"this index verifies candidates with {size}-byte sketches: got {got}")
@@ -238,7 +233,7 @@ class NearDuplicateIndex:
 
     @property
     def bound(self) -> CheckBound:
-        """The bound on the work of a check (two-stage detection)."""
+        """The bound on the work of a check."""
         return self._bound
 
     @property
@@ -265,7 +260,7 @@ class NearDuplicateIndex:
         return self._k if k is None else _check_k(k, self._k)
 
     def _room(self, pages: int) -> None:
-        """Raise :class:`IndexFullError` if *pages* more would take a two-stage index past its page limit."""
+        """Raise :class:`IndexFullError` if *pages* more would take the index past its page limit."""
         if self._limit and (rows := self._backend.rows) + pages > self._limit:
             raise IndexFullError(full_message(rows, self.design))
 
@@ -274,18 +269,18 @@ class NearDuplicateIndex:
         if not self._backend.remote:
             self.rows_written = self._backend.rows
 
-    def add(self, fingerprint: int, key: str, sketch: bytes | None = None) -> None:
-        """Store *fingerprint* with *key* (and *sketch*, in a two-stage index), even if a near-duplicate is
-        already stored."""
+    def add(self, fingerprint: int, key: str, sketch: bytes) -> None:
+        """Store *fingerprint* with *key* and *sketch* in every table, even if a near-duplicate is already
+        stored."""
         self._room(1)
         self._backend.add(check_fingerprint(fingerprint), _check_key(key), self._check_sketch(sketch))
         self._written()
 
     def add_many(
-        self, fingerprints: Iterable[int] | np.ndarray, keys: Sequence[str], sketches: Sequence[bytes] | None = None
+        self, fingerprints: Iterable[int] | np.ndarray, keys: Sequence[str], sketches: Sequence[bytes]
     ) -> None:
-        """Store many fingerprints at once, in order (with their *sketches* in a two-stage index); much faster
-        than :meth:`add` in a loop."""
+        """Store many fingerprints at once, in order, with their *sketches*; much faster than :meth:`add` in a
+        loop."""
         arr = as_fingerprint_array(fingerprints)
         if isinstance(keys, str) or not isinstance(keys, Sequence):
             raise TypeError(f"keys must be a sequence of str, got {type(keys).__name__}")
@@ -294,40 +289,33 @@ class NearDuplicateIndex:
         if not set(map(type, keys)) <= {str}:
             bad = next(x for x in keys if not isinstance(x, str))
             raise TypeError(f"keys must be str, got {type(bad).__name__} {bad!r}")
-        if self._backend.sketch_bytes or sketches is not None:
-            if sketches is None or len(sketches) != len(arr):
-                raise ValueError(f"got {len(arr)} fingerprints but {0 if sketches is None else len(sketches)} sketches")
-            for sketch in sketches:
-                self._check_sketch(sketch)
-            self._room(len(arr))
-            self._backend.add_many(arr, keys, sketches)
-        else:
-            self._backend.add_many(arr, keys)
+        if sketches is None or len(sketches) != len(arr):
+            raise ValueError(f"got {len(arr)} fingerprints but {0 if sketches is None else len(sketches)} sketches")
+        for sketch in sketches:
+            self._check_sketch(sketch)
+        self._room(len(arr))
+        self._backend.add_many(arr, keys, sketches)
         self._written()
 
     def query(self, fingerprint: int, k: int | None = None) -> list[Match]:
-        """Every stored fingerprint within *k* (default: the index's k), nearest first.
+        """The stored fingerprints within *k* (default: the index's k) that share a table's lead with
+        *fingerprint* (every one within the design's k), nearest first, unverified.
 
         Ties are in insertion order; a fingerprint stored twice is returned twice (once per key).
         """
         return self._backend.query(check_fingerprint(fingerprint), self._query_k(k))
 
-    def nearest(self, fingerprint: int) -> Match | None:
-        """The nearest stored fingerprint within k (the earliest stored on a tie), or ``None``."""
-        found = self._backend.query(check_fingerprint(fingerprint), self._k)
-        return found[0] if found else None
+    def check(self, fingerprint: int, sketch: bytes) -> Match | None:
+        """What :meth:`check_and_add` would answer, nothing stored: the most similar verified candidate of the
+        page, or None."""
+        checked = self._check_sketch(sketch)
+        return self.best(self._backend.candidates(check_fingerprint(fingerprint), self._k, self._bound), checked)
 
-    def check_and_add(self, fingerprint: int, key: str, sketch: bytes | None = None) -> Match | None:
-        """Atomically: return the nearest stored fingerprint within k, or store this one and return None.
-
-        In a two-stage index (give the page's *sketch*): store the page (unless *key* is stored with this
-        fingerprint already) and return its most similar verified candidate, or None."""
+    def check_and_add(self, fingerprint: int, key: str, sketch: bytes) -> Match | None:
+        """Atomically: store the page (unless *key* is stored with this fingerprint already, or every table's
+        bound refuses it) and return its most similar verified candidate, or None."""
         fingerprint, key = check_fingerprint(fingerprint), _check_key(key)
         checked = self._check_sketch(sketch)
-        if checked is None:
-            match = self._backend.check_and_add(fingerprint, key, self._k)
-            self._written()
-            return match
         return self.best(self.add_and_candidates(fingerprint, key, checked), checked)
 
     def add_and_candidates(self, fingerprint: int, key: str, sketch: bytes) -> list[Candidate]:
@@ -339,21 +327,6 @@ class NearDuplicateIndex:
             self.candidates_max = len(found)
         self._written()
         return found
-
-    def check_and_add_many(self, fingerprints: Iterable[int] | np.ndarray, keys: Sequence[str]) -> list[Match | None]:
-        """:meth:`check_and_add` for each pair in order (each one sees those kept before it)."""
-        arr = as_fingerprint_array(fingerprints)
-        if len(keys) != len(arr):
-            raise ValueError(f"got {len(arr)} fingerprints but {len(keys)} keys")
-        for key in keys:
-            _check_key(key)
-        found = self._backend.check_and_add_many(arr, keys, self._k)
-        self._written()
-        return found
-
-    def query_many(self, fingerprints: Iterable[int] | np.ndarray, k: int | None = None) -> list[list[Match]]:
-        """:meth:`query` for a batch of fingerprints (vectorised: much faster per query)."""
-        return self._backend.query_many(as_fingerprint_array(fingerprints), self._query_k(k))
 
     def __len__(self) -> int:
         return len(self._backend)

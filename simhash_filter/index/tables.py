@@ -1,15 +1,16 @@
-"""Exact near-duplicate index for f = 64-bit simhash fingerprints (Manku, Jain, Das Sarma, WWW 2007).
+"""The permuted tables of the index over f = 64-bit simhash fingerprints (Manku, Jain, Das Sarma, WWW 2007).
 
 The 64 bits are split into blocks.  A stored fingerprint within Hamming distance k of a query
 differs in at most k blocks (pigeonhole), so it agrees exactly with the query on every choice of
 ``len(blocks) - k`` blocks taken from the blocks where they agree.  The index keeps one table per
 such choice (a *permutation* that brings the chosen blocks to the front; here: the rows sorted by
-the table's *lead value*, its leading blocks side by side), probes each table by exact match on
-its leading bits, and verifies the Hamming distance of the few candidates.  The answer is exact:
-never a false negative, never a false positive.
+the table's *lead value*, its leading blocks side by side) and probes each table by exact match on
+its leading bits: every stored fingerprint within the design's k shares a lead with the query.  A
+two-stage index queries a larger k (10) through the same tables: its *candidates* are the fingerprints
+within that k that share a lead, and their sketches decide (:mod:`simhash_filter.index.nearduplicate`).
 
 :mod:`simhash_filter.index.tables` is the bottom layer: the value types (:class:`Match`), the table designs
-(:class:`TableDesign`, :func:`choose_design`) and the bit helpers, importing no store.  The facade above it,
+(:class:`TableDesign`, :data:`SIZED_TABLES`) and the bit helpers, importing no store.  The facade above it,
 :class:`~simhash_filter.index.nearduplicate.NearDuplicateIndex`, keeps the tables in a backend
 (:mod:`simhash_filter.index.backends`) chosen by URI, ``memory://`` by default.
 """
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import combinations
@@ -30,14 +31,12 @@ __all__ = [
     "BLOCK_HEADROOM",
     "BLOCK_PAGES_MIN",
     "BUCKET_LIMIT",
-    "DESIGNS",
     "SIZED_TABLES",
     "F",
     "Match",
     "TableDesign",
     "block_limit",
     "capacity",
-    "choose_design",
     "hamming",
     "page_limit",
     "tables_for",
@@ -156,8 +155,7 @@ class TableDesign:
         m = re.fullmatch(r"\s*(?:(\d+)x(\d+)|(\d+(?:\+\d+)+)|(\d+))\s*/\s*k(\d+)\s*", name)
         if m is None:
             raise ValueError(
-                f"cannot parse table design {name!r}; expected e.g. '4x16/k3', '13+13+13+13+12/k3', "
-                f"'5/k3' or one of {sorted(DESIGNS)}"
+                f"cannot parse table design {name!r}; expected e.g. '4x16/k3', '13+13+13+13+12/k4' or '5/k3'"
             )
         k = int(m[5])
         if m[1]:
@@ -260,57 +258,6 @@ class TableDesign:
         return out
 
 
-def fold16(fingerprint: int) -> int:
-    """XOR of the four 16-bit quarters of a fingerprint.
-
-    ``hamming(fold16(a), fold16(b)) <= hamming(a, b)``: each bit of the fold is the XOR of four
-    bits, and flipping bits can change it at most once per flip.  Backends use it as a cheap
-    filter before fetching a candidate's fingerprint.
-    """
-    return (fingerprint ^ (fingerprint >> 16) ^ (fingerprint >> 32) ^ (fingerprint >> 48)) & 0xFFFF
-
-
-def fold16_array(fingerprints: np.ndarray) -> np.ndarray:
-    """:func:`fold16` of a ``uint64`` array, as ``uint16``."""
-    out = fingerprints >> np.uint64(32)
-    out ^= fingerprints
-    out ^= out >> np.uint64(16)
-    return out.astype(np.uint16)
-
-
-#: Up to this k the memory backend's tables hold 16-bit folds and row ids (6 bytes per entry); beyond it the
-#: whole fingerprints (8 bytes per entry, and a 4-byte row id in the first table).  A 16-bit fold passes 1.1 %
-#: of random entries at k = 3, but 3.8 % at k = 4, 10.5 % at k = 5 and 90 % at k = 10, and each entry that
-#: passes costs a random fetch from the fingerprint array; a bucket of whole fingerprints is verified exactly
-#: in one pass over contiguous memory.  Measured (10M random fingerprints, query time, bytes per
-#: fingerprint, folds -> fingerprints): 4x16/k3 15.5 -> 12.6 µs, 32 -> 44 B; 5/k4 36.5 -> 21.7 µs,
-#: 38 -> 52 B; 6/k5 196 -> 56 µs, 44 -> 60 B; 5/k4 at k = 10 (two-stage) 139 -> 22 µs, 39 -> 53 B.  The
-#: product of the two, which :func:`choose_design` minimises, favours folds up to k = 3 only.
-FOLD_MAX_K = 3
-
-
-def filters_on_folds(k: int) -> bool:
-    """Whether the memory backend for queries up to distance *k* keeps 16-bit folds (not whole fingerprints)
-    in its tables."""
-    return k <= FOLD_MAX_K
-
-
-def _sub_filter_pass(k: int, bits: int = 16) -> float:
-    """Share of random ``bits``-bit values within Hamming distance k of a given one."""
-    return sum(math.comb(bits, i) for i in range(min(k, bits) + 1)) / 2**bits
-
-
-# Cost model of one query of the memory backend, in microseconds, fitted to measurements on a
-# 2-core EPYC (100k to 30M random fingerprints, designs 4x16/k3, 5/k3 and 6/k3): a fixed cost, a cost
-# per table probed (Python + numpy slicing + cache misses), a cost per candidate whose 16-bit fold is
-# compared, and a cost per candidate that passes that filter and is fetched from a random place.  With
-# tables of whole fingerprints (k > FOLD_MAX_K) a candidate costs one 8-byte read, XOR and popcount, and
-# nothing is fetched (fitted on 5/k4 at k = 4 and 10, 6/k5 and 7/k6, 1M and 10M fingerprints).
-_COST_BASE = 4.0
-_COST_PER_TABLE = 1.4
-_COST_PER_CANDIDATE = 0.002
-_COST_PER_FETCH = 0.08
-_COST_PER_CANDIDATE_EXACT = 0.0016
 #: Buckets address at most this many leading bits (and there are at most 1/4 as many as rows).
 MAX_BUCKET_BITS = 32
 
@@ -318,67 +265,6 @@ MAX_BUCKET_BITS = 32
 def bucket_bits(lead_bits: int, size: int) -> int:
     """Leading bits used to address buckets for a table of *size* fingerprints."""
     return max(1, min(lead_bits, MAX_BUCKET_BITS, size.bit_length() - 3))
-
-
-def _fold_pass(k: int) -> float:
-    """Share of random 16-bit folds within Hamming distance k of a given one."""
-    return sum(math.comb(16, i) for i in range(min(k, 16) + 1)) / 2**16
-
-
-def estimated_query_cost(design: TableDesign, size: int, k: int | None = None) -> float:
-    """Predicted time (µs) of one query of the memory backend holding *size* fingerprints (built for queries up
-    to distance *k*, default the design's)."""
-    k = design.k if k is None else k
-    if filters_on_folds(k):
-        per_candidate = _COST_PER_CANDIDATE + _fold_pass(k) * _COST_PER_FETCH
-    else:
-        per_candidate = _COST_PER_CANDIDATE_EXACT
-    candidates = sum(size / 2 ** bucket_bits(lead, max(size, 1)) for lead in design.lead_bits)
-    return _COST_BASE + _COST_PER_TABLE * design.n_tables + per_candidate * candidates
-
-
-def estimated_bytes_per_fingerprint(design: TableDesign, k: int | None = None) -> int:
-    """Memory of the memory backend per fingerprint (built for queries up to distance *k*, default the
-    design's; a sketch kept beside each fingerprint not counted): 8 bytes, plus 4 (row id) + 2 (fold) per
-    table up to k = 3 (:data:`FOLD_MAX_K`), else 12 per table (the fingerprint and the row id) + 1 (the tables that
-    refused the row: :mod:`simhash_filter.index.bound`)."""
-    k = design.k if k is None else k
-    if filters_on_folds(k):
-        return 8 + 6 * design.n_tables
-    return 8 + 12 * design.n_tables + 1
-
-
-def choose_design(k: int, expected_size: int) -> TableDesign:
-    """The balanced design with the best time-space trade-off at *expected_size* fingerprints.
-
-    Rule: among the balanced designs with k+1, k+2 and k+3 blocks (at most 1024 tables), take the
-    one with the lowest product of :func:`estimated_query_cost` (a model fitted to the memory
-    backend: 4 µs + 1.4 µs per table + 0.002 µs per candidate + 0.08 µs per candidate fetched, or
-    0.0016 µs per candidate and nothing fetched for k > 3) and :func:`estimated_bytes_per_fingerprint`
-    (8 + 6 per table, or 9 + 12 per table for k > 3); ties go to fewer tables.
-    More blocks mean longer leading bits, so fewer candidates, but more tables to probe and
-    store.  For k = 3: 4 tables of 16 bits (32 B/fp) up to about 180 million fingerprints, then
-    10 tables (13+13+13+13+12, 68 B/fp), then 20 tables (11+11+11+11+10+10, 128 B/fp) from about
-    80 billion.  Measured at 10M: 4x16/k3 11 µs and 32 B/fp,
-    13+13+13+13+12/k3 17 µs and 76 B/fp, 11+11+11+11+10+10/k3 38 µs and 145 B/fp.
-    """
-    if isinstance(k, bool) or not isinstance(k, int):
-        raise TypeError(f"k must be an int, got {k!r}")
-    if not 0 <= k < F:
-        raise ValueError(f"k must be in [0, {F - 1}], got {k}")
-    if isinstance(expected_size, bool) or not isinstance(expected_size, int) or expected_size < 0:
-        raise ValueError(f"expected_size must be an int >= 0, got {expected_size!r}")
-    best: tuple[float, int, TableDesign] | None = None
-    for m in range(k + 1, min(k + 3, F) + 1):
-        if math.comb(m, k) > _MAX_TABLES:
-            break
-        design = TableDesign.balanced(m, k)
-        score = estimated_query_cost(design, max(expected_size, 1)) * estimated_bytes_per_fingerprint(design)
-        if best is None or (score, design.n_tables) < best[:2]:
-            best = (score, design.n_tables, design)
-    if best is None:  # pragma: no cover - m = k + 1 always has k + 1 <= 64 tables
-        raise ValueError(f"no design with at most {_MAX_TABLES} tables exists for k={k}")
-    return best[2]
 
 
 #: The entries a bucket holds at a design's :func:`capacity`, at most (on its shortest lead): the work of a check
@@ -433,35 +319,11 @@ def tables_for(expected_pages: int) -> str:
     return SIZED_TABLES[-1]
 
 
-def _named_designs() -> dict[str, TableDesign | Callable[[int, int], TableDesign]]:
-    designs: dict[str, TableDesign | Callable[[int, int], TableDesign]] = {"auto": choose_design}
-    for k in range(0, 7):
-        for m in range(k + 1, k + 4):
-            d = TableDesign.balanced(m, k)
-            designs[d.name] = d
-    return designs
-
-
-#: Named designs: ``"auto"`` calls :func:`choose_design`; the others are balanced designs with
-#: k+1..k+3 blocks for k = 0..6, by :attr:`TableDesign.name` (``"4x16/k3"``, ``"13+13+13+13+12/k3"``...).
-#: Any name :meth:`TableDesign.parse` understands works too.
-DESIGNS: dict[str, TableDesign | Callable[[int, int], TableDesign]] = _named_designs()
-
-
-def resolve_design(design: TableDesign | str, k: int, expected_size: int, candidates: bool = False) -> TableDesign:
-    """Turn a design argument (an instance, ``"auto"``, a name) into a :class:`TableDesign` for k."""
+def resolve_design(design: TableDesign | str, expected_size: int) -> TableDesign:
+    """Turn a design argument (an instance, a name :meth:`TableDesign.parse` understands, or ``"auto"``: the
+    :func:`tables_for` *expected_size* pages) into a :class:`TableDesign`."""
     if isinstance(design, TableDesign):
-        resolved = design
-    elif isinstance(design, str):
-        entry = DESIGNS.get(design)
-        if entry is None:
-            resolved = TableDesign.parse(design)
-        elif isinstance(entry, TableDesign):
-            resolved = entry
-        else:
-            resolved = entry(k, expected_size)
-    else:
+        return design
+    if not isinstance(design, str):
         raise TypeError(f"design must be a TableDesign or a name, got {type(design).__name__}")
-    if resolved.k < k and not candidates:
-        raise ValueError(f"design {resolved.name} answers distances up to {resolved.k}, but k={k}")
-    return resolved
+    return TableDesign.parse(tables_for(expected_size) if design == "auto" else design)

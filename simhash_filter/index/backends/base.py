@@ -111,27 +111,23 @@ def verified_part(metadata: Mapping[str, Any], sketch_bytes: int) -> int:
 
 
 class Backend(abc.ABC):
-    """Storage of an exact near-duplicate index.
+    """Storage of a two-stage near-duplicate index.
 
-    *k* is the largest query distance the backend must answer; *design* the permuted-table design
-    (``design.k >= k``); *metadata* a JSON-like dict kept with the index (the fingerprint model id,
-    say): a persistent backend stores it on creation and compares it on open
-    (:func:`check_metadata`).
+    *k* is the largest query distance the backend must answer; *design* the permuted-table design; *metadata* a
+    JSON-like dict kept with the index (the fingerprint model id, the sketch's size): a persistent backend stores
+    it on creation and compares it on open (:func:`check_metadata`).
 
-    Contract (tested for every backend in ``tests/test_backends.py``): :meth:`query` returns exactly
-    the stored fingerprints within k, nearest first, ties in insertion order, one :class:`Match`
-    per stored pair; :meth:`check_and_add` is atomic, also between threads.
-
-    An index that keeps sketches (``metadata["sketch_bytes"] > 0``: two-stage detection) stores a sketch of
-    that size beside every fingerprint (its first ``metadata["verify_bytes"]`` bytes, all by default, are what
-    the bound verifies) and answers :meth:`add_and_candidates`, whose distance may exceed
+    The index stores a sketch of ``metadata["sketch_bytes"]`` beside every fingerprint (its first
+    ``metadata["verify_bytes"]`` bytes, all by default, are what the bound verifies) and answers
+    :meth:`add_and_candidates` (atomic, also between threads and processes), whose distance may exceed
     ``design.k``: its candidates are the stored fingerprints within that distance that agree with the query on
     the leading bits of a table (all of them within ``design.k``, by the pigeonhole), at most
     ``bound.per_table`` of them per table, the nearest; and a table stores the page only when its block holds
     fewer than ``bound.duplicates`` verified near-duplicates of it (:mod:`simhash_filter.index.bound`: the
     work of a check is bounded by a constant).  Every engine decides exactly as :func:`~simhash_filter.index.
     bound.take` over the pages the tables hold (``tests/test_backends.py`` checks it against a brute-force
-    reference).
+    reference).  :meth:`query` returns the stored fingerprints within a distance that share a table's lead with
+    the query (every one within ``design.k``), nearest first, ties in insertion order.
     """
 
     #: True for a backend that waits on the network (Redis): the crawl then calls it off the reactor thread.
@@ -144,8 +140,8 @@ class Backend(abc.ABC):
             raise ValueError(f"metadata sketch_bytes must be an int >= 0, got {sketch_bytes!r}")
         self._sketch_bytes = sketch_bytes
         self._verify_bytes = verified_part(self._metadata, sketch_bytes)
-        if design.k < k and not sketch_bytes and metadata is not None:  # None: whatever is stored (read-only use)
-            raise ValueError(f"design {design.name} answers distances up to {design.k}, but k={k}")
+        if metadata is not None and not sketch_bytes:  # None: whatever is stored (read-only use)
+            raise ValueError("an index keeps a sketch beside each fingerprint: its metadata needs sketch_bytes > 0")
         self._k = k
         self._design = design
 
@@ -197,11 +193,12 @@ class Backend(abc.ABC):
         :attr:`sketch_bytes` each; all the same length), in order."""
 
     def add(self, fingerprint: int, key: str, sketch: bytes | None = None) -> None:
-        """Store one fingerprint."""
+        """Store one fingerprint and its sketch, unchecked."""
         import numpy as np
 
         self.add_many(np.array([fingerprint], dtype=np.uint64), [key], None if sketch is None else [sketch])
 
+    @abc.abstractmethod
     def add_and_candidates(
         self, fingerprint: int, key: str, sketch: bytes, k: int, bound: CheckBound = DEFAULT_BOUND
     ) -> list[Candidate]:
@@ -209,28 +206,16 @@ class Backend(abc.ABC):
         order; then store this page in the tables that take it (none: it is not stored).  A table whose block
         holds *key* with this *fingerprint* already (a page seen again, a call tried again after a timeout)
         does not take it again: adding is idempotent."""
-        raise NotImplementedError(f"{type(self).__name__} keeps no sketches (two-stage detection)")
 
+    @abc.abstractmethod
     def candidates(self, fingerprint: int, k: int, bound: CheckBound = DEFAULT_BOUND) -> list[Candidate]:
         """The candidates within *k* under *bound* (see the class), nearest first, ties in insertion order;
         nothing stored."""
-        raise NotImplementedError(f"{type(self).__name__} keeps no sketches (two-stage detection)")
 
     @abc.abstractmethod
     def query(self, fingerprint: int, k: int) -> list[Match]:
-        """Every stored fingerprint within *k*, nearest first, ties in insertion order."""
-
-    def query_many(self, fingerprints: np.ndarray, k: int) -> list[list[Match]]:
-        """:meth:`query` for each of a ``uint64`` array; override with a batched version."""
-        return [self.query(int(fp), k) for fp in fingerprints.tolist()]
-
-    @abc.abstractmethod
-    def check_and_add(self, fingerprint: int, key: str, k: int) -> Match | None:
-        """Atomically: the nearest stored fingerprint within *k* (not adding), or add and return None."""
-
-    def check_and_add_many(self, fingerprints: np.ndarray, keys: Sequence[str], k: int) -> list[Match | None]:
-        """:meth:`check_and_add` for each pair in order; override to batch the round trips."""
-        return [self.check_and_add(fp, key, k) for fp, key in zip(fingerprints.tolist(), keys, strict=True)]
+        """The stored fingerprints within *k* that share a table's lead with *fingerprint* (every one within
+        ``design.k``), nearest first, ties in insertion order."""
 
     @abc.abstractmethod
     def __len__(self) -> int:

@@ -30,25 +30,16 @@ each other.  A key is verified against its key check whenever it is read (a quer
 delete, a compaction): a changed byte of ``urls.<gen>`` is a :class:`CorruptIndexError` naming the file
 and the key's offset, never a wrong URL.
 
-This is index format 4 (the ``format`` of every header), written by every new index.  Format 3 is format 4
-without refusals (its URL lengths' top bits are 0: every table holds every row, which is what format 3
-meant), so its records are read as they are; a format-3 index stays format 3 (and readable by the versions
-that wrote it) until it stores a page that a table refused: then its headers are rewritten to say format 4
-(the one digit that changes, the records file's first and synced) before that record is written.  An
-older version (format 3 only) refuses a format-4 index with a
-:class:`~simhash_filter.index.backends.base.MetadataMismatchError` that says a newer version wrote it
-(upgrade, or start a new index); it never reads a refusal as part of a URL length.  Formats 1 (records
-without sketches) and 2 (records without key checks), written by earlier versions, are not read: such an
-index is refused (:class:`~simhash_filter.index.backends.base.MetadataMismatchError`) with the way out -
-start a new index (another location, or delete this one), or keep using the version that wrote it.
+This is index format 4 (the ``format`` of every header; 5 for designs of 9 to 16 tables, whose records keep 16
+tables' refusals), written by every new index.  An index of an earlier format is refused with one line that says
+how to refill it; a newer one with the way out.
 
 With ``tables=disk`` (:mod:`.disktables`) the older rows' tables are in run files, read a bucket at a time, and
 their sketches are read from their records when a check needs them; opening reads the run files' columns and only
 the records past them.  Otherwise, on open the records are read and verified with numpy and the fingerprints are
 sorted into the tables of :class:`~simhash_filter.index.backends.memory.MemoryBackend` (about 2 s for 10 million);
-only the fingerprints (8 bytes), the sketches (``sketch_bytes``), the tables (12 bytes a table; 6 in a classic
-index, k <= 3) and the added times (4 bytes) stay in memory.  A key is read back from disk (two ``pread``) only
-when a query returns its row.
+only the fingerprints (8 bytes), the sketches (``sketch_bytes``), the tables (12 bytes a table) and the added times
+(4 bytes) stay in memory.  A key is read back from disk (two ``pread``) only when a query returns its row.
 
 Durability: an add writes the key, then the record (with its sketch), with ``write(2)`` before it
 returns, so whatever a call reported as stored survives the process being killed (``kill -9``);

@@ -41,7 +41,7 @@ from simhash_filter.index.backends.file.rows import FileRows
 from simhash_filter.index.backends.memory.store import TablesBackend
 from simhash_filter.index.backends.uri import redact_uri
 from simhash_filter.index.bound import refusal_dtype
-from simhash_filter.index.tables import Match, TableDesign
+from simhash_filter.index.tables import TableDesign
 
 __all__ = ["FileBackend"]
 
@@ -389,12 +389,6 @@ class FileBackend(TablesBackend):
     def nbytes(self) -> int:
         """Bytes held in numpy arrays (fingerprints, sketches, tables, added times); keys stay on disk."""
         return super().nbytes + self._disk.nbytes
-
-    def query_many(self, fingerprints: np.ndarray, k: int) -> list[list[Match]]:
-        """Every stored fingerprint within *k* of each query (one by one with tables on disk)."""
-        if not self.tables_on_disk:
-            return super().query_many(fingerprints, k)
-        return [self.query(fp, k) for fp in fingerprints.tolist()]
 
     def notes(self) -> dict[str, int]:
         """The counters kept in the index's ``notes.json`` (:class:`NotesFile`)."""

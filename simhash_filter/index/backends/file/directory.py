@@ -118,8 +118,8 @@ class IndexDirectory:
                 os.close(fd)
 
     def rewrite_headers(self, generation: int, fds: Mapping[str, int], write_format: int) -> None:
-        """Make the headers of *generation* (open as *fds*) say the format rows are written in (*write_format*:
-        format 3 becomes :data:`FORMAT`; a format-5 index stays format 5) and this backend's design,
+        """Make the headers of *generation* (open as *fds*) say the format rows are written in (*write_format*: an
+        empty index of a design of more than 8 tables becomes :data:`WIDE_FORMAT`) and this backend's design,
         the records file's first, each synced before the next: an older version refuses the records file
         before any record it cannot read is written.  Only the bytes that change are written (one digit of the
         format, when the design is the same), so a write cut short leaves a header of one version or the

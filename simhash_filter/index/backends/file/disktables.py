@@ -16,11 +16,10 @@ one after it while it is at most :data:`MERGE_FACTOR` (2) times larger, so there
 rows) and each row is rewritten O(log N) times (from the columns in memory: the records are not read), in a
 thread of its own: a check never waits for a merge.
 
-Run files are derived data; the records are the truth.  A block of entries that fails its check when a check reads
-it is made again from the columns in memory (:class:`~.runfiles.RunColumns`), with a warning (once per run file;
-``info()["damaged_blocks"]`` counts them), and a writer writes that run file again in the merge thread; a run file of
-format 1 (entries without checks) is written again the same way.  A spill that fails (a full disk) leaves the rows
-in memory, stored (:meth:`DiskTables.spill` says why), and is tried again later.
+Run files are derived data; the records are the truth.  A block of entries that fails its check when a check reads it is
+made again from the columns in memory (:class:`~.runfiles.RunColumns`), with a warning (once per run file;
+``info()["damaged_blocks"]`` counts them), and a writer writes that run file again in the merge thread.  A spill that
+fails (a full disk) leaves the rows in memory, stored (:meth:`DiskTables.spill` says why), and is tried again later.
 """
 
 from __future__ import annotations
@@ -104,7 +103,7 @@ class DiskTables:
         at = self._tile_runs(total)
         self.spilled = at
         self._tables.clear(at)
-        self._merge_later()  # a run file of format 1 written again with checks (a writer), or a merge a close stopped
+        self._merge_later()  # a merge a close stopped
         self._rows.rebase_sketches(at, total - at)  # the rows read from records
         return at
 
@@ -113,7 +112,7 @@ class DiskTables:
         found = sorted(run_names(self.path, self._rows.generation), key=lambda f: (f[0], -f[1]))
         marker = self.path / MODE_FILE
         if self._table_mode == "auto":
-            self._table_mode = "disk" if (found or marker.exists()) and self._rows.sketch_bytes else "memory"
+            self._table_mode = "disk" if found or marker.exists() else "memory"
         elif not self._readonly and (self._table_mode == "disk") != marker.exists():  # what auto opens next
             if self._table_mode == "disk":
                 marker.write_text("disk\n", encoding="ascii")
@@ -121,9 +120,6 @@ class DiskTables:
                 marker.unlink()
         if self._table_mode != "disk":
             return 0
-        if not self._rows.sketch_bytes:
-            raise ValueError("tables=disk keeps the tables of a two-stage index (one that keeps sketches)")
-        self._tables.folds = False  # run files keep row numbers of whole fingerprints, at every k (k <= 3 too)
         if self._rows.stored_design not in (None, self.design.name):  # opened with another design: its run files stay
             if found and not self._readonly:
                 raise MetadataMismatchError(
@@ -150,19 +146,9 @@ class DiskTables:
                 logger.warning("simhash index %s: %s; its rows are read from the records", self.path, exc)
                 self._stale(path)
                 continue
-            if run.unchecked:
-                self._tell_unchecked(run)
             self._disk.append(run)
             at = end
         return at
-
-    def _tell_unchecked(self, run: RunFile) -> None:
-        """Say that *run* is of run-file format 1 (its entries have no checks), and what becomes of it."""
-        logger.warning(
-            "simhash index %s: %s is of run-file format 1 (its entries have no checks): %s", self.path, run.path.name,
-            "read as it is (a writer's open writes it again with checks)" if self._readonly
-            else "read as it is until it is written again with checks, from its columns, in the background",
-        )  # fmt: skip
 
     def _stale(self, path: Path) -> None:
         if not self._readonly:
@@ -259,7 +245,7 @@ class DiskTables:
         """The run files to write again as one (none: nothing to do)."""
         runs = self._disk
         for run in runs:
-            if run.damaged or run.unchecked:
+            if run.damaged:
                 return [run]
         pairs = [i for i in range(len(runs) - 1) if runs[i].size <= MERGE_FACTOR * runs[i + 1].size]
         return runs[pairs[-1] : pairs[-1] + 2] if pairs else []  # the newest pair the rule merges

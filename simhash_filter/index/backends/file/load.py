@@ -11,14 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from simhash_filter.index.backends.base import MetadataMismatchError, check_metadata
+from simhash_filter.index.backends.base import MetadataMismatchError, check_metadata, earlier_version
 from simhash_filter.index.backends.file.directory import KINDS
 from simhash_filter.index.backends.file.errors import CorruptIndexError
 from simhash_filter.index.backends.file.osfiles import pread, release_freed_memory
 from simhash_filter.index.backends.file.records import (
     CHUNK,
     DELETED_MAGIC,
-    FORMAT,
     HEADER_SIZE,
     MAGIC,
     TOMBSTONE,
@@ -113,11 +112,13 @@ class GenerationLoader:
         release_freed_memory()
 
     def _use_sketches(self, path: Path, sketch_bytes: Any, record_bytes: Any) -> None:
-        """Keep sketches of the stored *sketch_bytes* (the index's metadata says; 0: none) in records of
-        *record_bytes* (the header says)."""
+        """Keep sketches of the stored *sketch_bytes* (the index's metadata says) in records of *record_bytes* (the
+        header says); an index without sketches was written by an earlier version."""
         r = self._rows
         if isinstance(sketch_bytes, bool) or not isinstance(sketch_bytes, int) or sketch_bytes < 0:
             raise CorruptIndexError(f"{path}: the header is damaged (sketch_bytes {sketch_bytes!r})")
+        if not sketch_bytes:
+            raise MetadataMismatchError(earlier_version(f"the index {path.parent}", f"rm -r {path.parent}"))
         record = record_dtype(sketch_bytes)
         if record_bytes != record.itemsize:
             raise CorruptIndexError(
@@ -155,9 +156,8 @@ class GenerationLoader:
             r.fingerprints[start : start + intact] = chunk["fp"][:intact]
             r.times[start : start + intact] = chunk["added"][:intact]
             r.refusals[start : start + intact] = refusals(chunk[:intact], r.length_bits)
-            if r.sketch_bytes:
-                base = start - r.sketch_base
-                r.sketches[base : base + intact] = chunk["sketch"][:intact]
+            base = start - r.sketch_base
+            r.sketches[base : base + intact] = chunk["sketch"][:intact]
             good += intact
             if intact:
                 end = int(chunk["offset"][intact - 1] + lengths[intact - 1])
@@ -201,10 +201,10 @@ class GenerationLoader:
 
     def _check_refusals(self, path: Path) -> None:
         """Keep the refusals of the rows loaded if they are of this backend's tables (the design the header names);
-        else a reader drops them (every table holds every row, as in format 3: its candidates are still bounded)
-        and a writer is refused, for the rows it would add could not say which tables refused them."""
+        else a reader drops them (every table holds every row: its candidates are still bounded) and a writer is
+        refused, for the rows it would add could not say which tables refused them."""
         r = self._rows
-        r.write_format = r.format if r.format == WIDE_FORMAT else FORMAT
+        r.write_format = r.format
         if format_for(self.design.n_tables) == WIDE_FORMAT and r.write_format != WIDE_FORMAT and not r.stored:
             r.write_format = WIDE_FORMAT  # nothing stored yet: its rows are written wide
             if not self._readonly:

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from simhash_filter.index.backends.base import MetadataMismatchError
+from simhash_filter.index.backends.base import MetadataMismatchError, earlier_version
 from simhash_filter.index.backends.file.errors import CorruptIndexError
 from simhash_filter.index.backends.file.osfiles import pread
 
@@ -50,14 +50,13 @@ __all__ = [
     "unwritten",
 ]
 
-#: The index format written for designs of up to 8 tables (1: records without sketches; 2: records without key
-#: checks; 3: without refusals).
+#: The index format written for designs of up to 8 tables (earlier formats are refused: :func:`read_header`).
 FORMAT = 4
 #: The format written for designs of 9 to 16 tables: format 4's records, with the key's length in the low 16 bits
 #: of ``length_refused`` (keys of at most :data:`MAX_WIDE_KEY_BYTES`) and 16 tables' refusals above.
 WIDE_FORMAT = 5
-#: The formats read: a format-3 record is a format-4 record that no table refused.
-READ_FORMATS = (3, 4, 5)
+#: The formats read.
+READ_FORMATS = (FORMAT, WIDE_FORMAT)
 HEADER_SIZE = 4096
 MAGIC = b"simhash-filter index\n"
 URLS_MAGIC = b"simhash-filter urls\n"
@@ -78,7 +77,7 @@ assert RECORD.itemsize == RECORD_STRUCT.size == 32
 #: Longest key (URL) in bytes, UTF-8.
 MAX_KEY_BYTES = 1 << 20
 #: The URL length is the low 24 bits of a record's ``length_refused``; the top 8 are the tables that refused the
-#: row (bit 24 + t: table t; always 0 in format 3, whose keys were as short).
+#: row (bit 24 + t: table t).
 LENGTH_BITS = 24
 assert MAX_KEY_BYTES < 1 << LENGTH_BITS
 #: Longest key in bytes in format 5 (16 bits of length; browsers and Scrapy stop at a few thousand).
@@ -229,19 +228,12 @@ def read_header(fd: int, path: Path, magic: bytes) -> dict[str, Any]:
         raise CorruptIndexError(f"{path}: the header is damaged")
     stored = fields.get("format")
     if stored not in READ_FORMATS or isinstance(stored, bool):
-        newer = isinstance(stored, int) and not isinstance(stored, bool) and stored > WIDE_FORMAT
-        raise MetadataMismatchError(
-            f"{path} is in index format {stored!r}, written by "
-            f"{'a newer' if newer else 'an older'} version of simhash-filter; this version reads formats 3 to "
-            f"{WIDE_FORMAT} only (format 3 keeps each page's sketch beside its fingerprint, and a check of its URL; "
-            "format 4 also the tables that refused the page; format 5 as many as 16 tables'): "
-            + (
-                "upgrade simhash-filter, or use a new index location to start afresh"
-                if newer
-                else f"use a new index location (or delete {path.parent}) to start afresh, or keep using the "
-                "version that wrote it (its 'simhash-filter index export' lists the stored URLs and fingerprints)"
+        if isinstance(stored, int) and stored > WIDE_FORMAT:
+            raise MetadataMismatchError(
+                f"{path} is in index format {stored!r}, written by a newer version of simhash-filter (this one reads "
+                f"formats {FORMAT} and {WIDE_FORMAT}): upgrade simhash-filter, or use a new index location"
             )
-        )
+        raise MetadataMismatchError(earlier_version(f"the index {path.parent}", f"rm -r {path.parent}"))
     return fields
 
 

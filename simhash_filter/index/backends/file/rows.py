@@ -77,7 +77,7 @@ class FileRows(Columns):
         self.metadata: dict[str, Any] = {}
         self.record = record_dtype(0)
         #: The format and the design the records file's header names; the bits of a record's key length in that
-        #: format, and the format a writer writes (format 3 becomes 4; an empty index takes its design's).
+        #: format, and the format a writer writes (an empty index takes its design's).
         self.format = 0
         self.stored_design: Any = None
         self.length_bits = LENGTH_BITS
@@ -114,7 +114,7 @@ class FileRows(Columns):
                 "(`simhash-filter index rebuild INDEX --expected-pages N`), or open it with the design "
                 f"{self.stored_design}"
             )
-        if self.headers_stale and refused.any():  # a format-3 generation takes its first refused row
+        if self.headers_stale and refused.any():  # a generation of another design takes its first refused row
             self.directory.rewrite_headers(self.generation, self.fds, self.write_format)
             self.headers_stale = False
         now = int(self.clock())
@@ -126,12 +126,12 @@ class FileRows(Columns):
         if len(encoded) == 1:
             data = encoded[0]
             fp = int(fingerprints[0])
-            sketch = sketches[0].tobytes() if self.sketch_bytes else None
+            sketch = sketches[0].tobytes()
             crc = key_check(data)
             mask = int(refused[0])
             packed = length_refused(len(data), mask, self.length_bits)
             check = record_check(fp, self.url_end, now, packed, self.salt, sketch, crc)
-            records = RECORD_STRUCT.pack(fp, self.url_end, now, packed, crc, check) + (sketch or b"")
+            records = RECORD_STRUCT.pack(fp, self.url_end, now, packed, crc, check) + sketch
             urls = data
         else:
             records_array = np.zeros(len(encoded), dtype=self.record)
@@ -141,8 +141,7 @@ class FileRows(Columns):
             records_array["offset"] = np.cumsum(lengths) - lengths + np.uint64(self.url_end)
             records_array["added"] = now
             records_array["key_check"] = np.fromiter(map(key_check, encoded), dtype=np.uint32, count=len(encoded))
-            if self.sketch_bytes:
-                records_array["sketch"] = sketches
+            records_array["sketch"] = sketches
             records_array["check"] = record_checks(records_array, self.salt)
             records = records_array.tobytes()
             urls = b"".join(encoded)

@@ -9,7 +9,7 @@ design, where each part is, a CRC-32 of the columns, directories and block check
     per table    its directory: ``(1 << bucket_bits) + 1`` u32 offsets, a bucket's entries being those from
                  ``offsets[b]`` to ``offsets[b + 1]``; then its entries, the rows' numbers (u32), sorted by
                  the bucket (the top bits of the table's lead) and then by row; then its block checks, the CRC-32
-                 of each :data:`BLOCK_ENTRIES` entries (run-file format 2)
+                 of each :data:`BLOCK_ENTRIES` entries
 
 Opening one reads its columns straight into the backend's arrays (14 bytes a row with 9-16 tables: the backend
 keeps the fingerprints, times and refusals of every row in memory), its directories (a bucket holds
@@ -23,8 +23,7 @@ columns in memory (:class:`RunColumns`: the records' fingerprints and refusals, 
 from), kept in memory, and reported to the backend, which writes the run file again; never read as row numbers.
 A run file is derived from the records: written to ``<name>.tmp``, synced, then renamed, so that a run file present
 is whole; one that cannot be used (damaged columns, of another design) is left out, and its rows are read from the
-records.  A run file of format 1 (no block checks) is read as it is, its row numbers kept within its rows, until a
-writer writes it again.
+records.  A run file of an earlier run-file format is left out the same way.
 """
 
 from __future__ import annotations
@@ -59,10 +58,9 @@ __all__ = [
 ]
 
 RUN_MAGIC = b"simhash-filter tables\n"
-#: The run-file format written: 2 checks the entries a block at a time (format 1, read until a writer writes the file
+#: The run-file format written and read (it checks the entries a block at a time)
 #: again, checked only its header, columns and directories).
 RUN_FORMAT = 2
-_READ_RUN_FORMATS = (1, 2)
 #: An entry of a table on disk: a row's number (its fingerprint is in memory, in the columns).
 ENTRY = np.dtype("<u4")
 #: Rows per bucket on average (a bucket is one ``pread`` of about 16 x 4 bytes; the directories cost 4 bytes per
@@ -251,15 +249,13 @@ class _Table:
 
     __slots__ = ("checks", "count", "directory", "drop", "entries_at", "offsets")
 
-    def __init__(
-        self, directory: np.ndarray, drop: int, entries_at: int, count: int, checks: np.ndarray | None
-    ) -> None:
+    def __init__(self, directory: np.ndarray, drop: int, entries_at: int, count: int, checks: np.ndarray) -> None:
         self.offsets = directory
         self.directory = memoryview(directory)  # a Python int per index: faster than numpy's scalars
         self.drop = drop
         self.entries_at = entries_at
         self.count = count
-        self.checks = None if checks is None else memoryview(checks)
+        self.checks = memoryview(checks)
 
 
 class RunFile:
@@ -295,13 +291,8 @@ class RunFile:
     @property
     def nbytes(self) -> int:
         """Bytes of its directories, block checks and remade blocks in memory."""
-        held = sum(t.directory.nbytes + (t.checks.nbytes if t.checks is not None else 0) for t in self.tables)
+        held = sum(t.directory.nbytes + t.checks.nbytes for t in self.tables)
         return held + sum(map(len, self._remade.values()))
-
-    @property
-    def unchecked(self) -> bool:
-        """Whether its entries have no block checks (run-file format 1)."""
-        return self.tables[0].checks is None if self.tables else False
 
     @property
     def damaged(self) -> int:
@@ -327,7 +318,7 @@ class RunFile:
         try:
             fields = read_header(fd, path, RUN_MAGIC)
             start, end = int(fields["start"]), int(fields["end"])
-            run_format, block = _layout(fields, path)
+            block = _layout(fields, path)
             if fields.get("salt") != salt:
                 raise CorruptIndexError(f"{path} does not belong to this generation's records (another salt)")
             refused = columns[2]
@@ -343,11 +334,9 @@ class RunFile:
                 directory = np.frombuffer(raw, dtype="<u4")
                 if len(directory) != (1 << b) + 1 or int(directory[-1]) != count:
                     raise CorruptIndexError(f"{path}: a table's directory is damaged")
-                checks = None
-                if run_format >= 2:
-                    raw = pread(fd, 4 * -(-count // block), checks_at)
-                    crc = zlib.crc32(raw, crc)
-                    checks = np.frombuffer(raw, dtype="<u4")
+                raw = pread(fd, 4 * -(-count // block), checks_at)
+                crc = zlib.crc32(raw, crc)
+                checks = np.frombuffer(raw, dtype="<u4")
                 tables.append(_Table(directory, drop, entries_at, count, checks))
             if read and crc != fields.get("crc"):
                 raise CorruptIndexError(
@@ -375,27 +364,22 @@ class RunFile:
             if hi == lo:
                 continue
             checks = table.checks
-            if checks is None:  # run-file format 1: the bucket alone, unchecked
-                reads.append(os.pread(fd, (hi - lo) * 4, table.entries_at + lo * 4))
-            else:
-                first = lo - lo % block
-                last = hi + -hi % block
-                if last > table.count:
-                    last = table.count
-                data = os.pread(fd, (last - first) * 4, table.entries_at + first * 4)
-                if len(data) != (last - first) * 4 or (  # one block, usually; else each checked
-                    crc32(data) != checks[first // block]
-                    if last - first <= block
-                    else not _intact(data, checks, first // block, size)
-                ):
-                    data = self._checked(t, table, data, first, last)  # a damaged block made again
-                reads.append(data[(lo - first) * 4 : (hi - first) * 4])
+            first = lo - lo % block
+            last = hi + -hi % block
+            if last > table.count:
+                last = table.count
+            data = os.pread(fd, (last - first) * 4, table.entries_at + first * 4)
+            if len(data) != (last - first) * 4 or (  # one block, usually; else each checked
+                crc32(data) != checks[first // block]
+                if last - first <= block
+                else not _intact(data, checks, first // block, size)
+            ):
+                data = self._checked(t, table, data, first, last)  # a damaged block made again
+            reads.append(data[(lo - first) * 4 : (hi - first) * 4])
             tables.append(t)
             sizes.append(hi - lo)
         rows = np.frombuffer(b"".join(reads), dtype=ENTRY)
         which = np.repeat(np.array(tables, dtype=np.intp), sizes)
-        if self.tables[0].checks is None:  # format 1: row numbers kept within the run's rows
-            return self._within(rows, which, sum(sizes))
         return rows, which
 
     def _checked(self, t: int, table: _Table, data: bytes, first: int, last: int) -> bytes:
@@ -422,19 +406,11 @@ class RunFile:
         first = j * self.block
         last = min(table.count, first + self.block)
         entries = self.columns.entries(t, table.drop, table.offsets, first, last)
-        if table.checks is None or zlib.crc32(entries.data) != table.checks[j]:
+        if zlib.crc32(entries.data) != table.checks[j]:
             raise CorruptIndexError(f"{self.path}: table {t}'s block {j} made from the rows differs from its check")
         remade = self._remade[(t, j)] = entries.tobytes()
         self.on_damage(self, f"table {t}'s block {j} of entries (entries {first}..{last - 1}) failed its check")
         return remade
-
-    def _within(self, rows: np.ndarray, which: np.ndarray, expected: int) -> tuple[np.ndarray, np.ndarray]:
-        """The rows of a run file without block checks that are of its rows (a damaged entry dropped); a file cut in
-        its entries while in use is an error (format 1: its blocks cannot be told apart)."""
-        if len(rows) != expected:
-            raise CorruptIndexError(f"{self.path} ends in a table's entries: the file was cut while in use")
-        inside = (rows >= self.start) & (rows < self.end)
-        return (rows, which) if inside.all() else (rows[inside], which[inside])
 
     def close(self, remove: bool = False) -> None:
         with contextlib.suppress(OSError):
@@ -454,15 +430,15 @@ def _intact(data: bytes, checks: memoryview, j: int, size: int) -> bool:
     return True
 
 
-def _layout(fields: dict[str, Any], path: Path) -> tuple[int, int]:
-    """The run-file format and the entries per checked block its header names."""
+def _layout(fields: dict[str, Any], path: Path) -> int:
+    """The entries per checked block the header names (of a run file of :data:`RUN_FORMAT`)."""
     run_format = fields.get("run_format", 1)
-    if run_format not in _READ_RUN_FORMATS or isinstance(run_format, bool):
+    if run_format != RUN_FORMAT or isinstance(run_format, bool):
         raise CorruptIndexError(f"{path} is in run-file format {run_format!r}, which this version does not read")
     block = fields.get("block_entries", BLOCK_ENTRIES)
     if isinstance(block, bool) or not isinstance(block, int) or block < 1:
         raise CorruptIndexError(f"{path}: the header is damaged (block_entries {block!r})")
-    return run_format, block
+    return block
 
 
 def _read_columns(fd: int, path: Path, columns: tuple[np.ndarray, ...]) -> int:
@@ -490,13 +466,11 @@ def _read_into(fd: int, view: memoryview, offset: int, path: Path) -> None:
 def _table_fields(
     fields: dict[str, Any], path: Path, design: TableDesign
 ) -> Iterator[tuple[int, int, int, int, int, int]]:
-    """Each table's ``(bucket bits, dropped bits, directory at, entries at, entries, checks at)`` (format 1: no
-    checks, at 0)."""
+    """Each table's ``(bucket bits, dropped bits, directory at, entries at, entries, checks at)``."""
     tables = fields.get("tables")
     if not isinstance(tables, list) or len(tables) != design.n_tables:
         raise CorruptIndexError(f"{path}: the header is damaged (its tables)")
-    width = 6 if fields.get("run_format", 1) >= 2 else 5
     for table in tables:
-        if not (isinstance(table, list) and len(table) == width and all(isinstance(v, int) and v >= 0 for v in table)):
+        if not (isinstance(table, list) and len(table) == 6 and all(isinstance(v, int) and v >= 0 for v in table)):
             raise CorruptIndexError(f"{path}: the header is damaged (a table {table!r})")
-        yield tuple(table) if width == 6 else (*table, 0)  # type: ignore[misc]
+        yield tuple(table)  # type: ignore[misc]

@@ -3,25 +3,19 @@
 Layout (per stored fingerprint, keys excluded):
 
 * the fingerprints once, in insertion order, as a ``uint64`` array (8 bytes); the row number is the
-  key id, and the keys live in a plain list beside it (the sketches, in an index that keeps them, in a
-  ``(rows, sketch_bytes)`` array, and the tables that refused the row, one byte);
+  key id, and the keys live in a plain list beside it (the sketches in a ``(rows, sketch_bytes)`` array, and the
+  tables that refused the row, one byte);
 * per table and per *run* (a contiguous range of rows): the run's entries in bucket order
-  (:mod:`~simhash_filter.index.backends.memory.runs`): 16-bit folds and row ids for k <= 3 (the classic
-  index), whole fingerprints and row ids for k >= 4 (two-stage detection queries k = 10);
+  (:mod:`~simhash_filter.index.backends.memory.runs`): whole fingerprints and row ids (12 bytes);
 * the newest rows (fewer than ``buffer_size``) are in no run: queries scan them with one XOR and
   popcount.  A full buffer becomes a run; a run is rebuilt together with the newer run after it
   while it is at most ``merge_factor`` times larger, so there are few runs (about
   log_merge_factor(n / buffer_size)) and each row is rebuilt O(log n) times.  Bulk adds become one
-  run directly.  A merge rebuilds its runs from the fingerprints (about 0.12 s per million rows
-  here), so the insert that triggers a large merge waits for it.
+  run directly.  The insert that triggers a large merge waits for it.
 
-With 4 tables of folds that is 8 + 4 * 6 = 32 bytes per fingerprint; with 5 tables of fingerprints
-8 + 5 * 12 + 1 = 69 (133 with a 64-byte sketch).  A query reads one bucket per table and run.  With
-folds it drops the entries whose fold is more than k bits from the query's (the fold distance never
-exceeds the true distance), fetches the rest from the fingerprint array and verifies them on the full
-64 bits: cheap while few folds pass (1.1 % of random ones at k = 3), but at k = 10 about 90 % pass
-(and 2.5 % of 32-bit folds), and each costs a random fetch.  With fingerprints the buckets and the
-buffer are verified exactly in one pass (XOR and popcount over contiguous memory).
+With 5 tables that is 8 + 5 * 12 + 1 = 69 bytes per fingerprint, and the sketch.  A query reads one bucket per
+table and run, and verifies the buckets and the buffer exactly in one pass (XOR and popcount over contiguous
+memory).
 
 A two-stage check (:meth:`MemoryBackend.add_and_candidates`) is bounded (:mod:`simhash_filter.index.bound`):
 the hits of each table are its block's (the same whole lead), the nearest ``per_table`` of them are the
@@ -50,7 +44,7 @@ __all__ = ["MemoryBackend"]
 class MemoryBackend(TablesBackend):
     """Everything in process memory; lost on exit.  ``memory://?buffer_size=2048&merge_factor=8``.
 
-    Thread-safe: one lock serialises every call, so :meth:`check_and_add` is atomic.
+    Thread-safe: one lock serialises every call, so :meth:`add_and_candidates` is atomic.
     """
 
     def __init__(
@@ -106,4 +100,4 @@ class MemoryBackend(TablesBackend):
             fps = rows.fingerprints[: rows.stored].tolist()
         for row, fp in enumerate(fps):
             if not rows.hidden(row):
-                yield Entry(fp, rows.key(row), sketch=rows.sketch(row) if self._sketch_bytes else None)
+                yield Entry(fp, rows.key(row), sketch=rows.sketch(row))

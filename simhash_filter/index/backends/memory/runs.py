@@ -3,26 +3,21 @@
 Each table of a run holds the run's rows that the table takes (every row, but in a two-stage index a row a
 table refused: :mod:`simhash_filter.index.bound`), sorted by the table's bucket (the top bits of its lead
 value) and then by row, and a bucket -> offset array addressed directly by the bucket (at most 1/4 as many
-buckets as rows, and at most 2**lead_bits).  An entry is one of two layouts, chosen by the backend's k
-(:func:`~simhash_filter.index.tables.filters_on_folds`):
-
-- *folds*, for k <= 3 (the classic index): the row id (``uint32``, 4 bytes) and the row's 16-bit fold
-  (:func:`~simhash_filter.index.tables.fold16`, ``uint16``, 2 bytes);
-- *fingerprints*, for k >= 4 (two-stage detection queries k = 10): the row's whole fingerprint (``uint64``,
-  8 bytes) and its row id (``uint32``, 4 bytes), so that a bucket is verified exactly in one pass over
-  contiguous memory and a match names its row at once.
+buckets as rows, and at most 2**lead_bits).  An entry is the row's whole fingerprint (``uint64``, 8 bytes) and
+its row id (``uint32``, 4 bytes), so that a bucket is verified exactly in one pass over contiguous memory and a
+match names its row at once.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from simhash_filter.index.tables import TableDesign, bucket_bits, fold16_array
+from simhash_filter.index.tables import TableDesign, bucket_bits
 
 __all__ = ["Run", "Table", "build_run"]
 
 #: (bucket offsets, the same as a memoryview (its items are Python ints: faster to index one by one), the
-#: entries' 16-bit folds or whole fingerprints in bucket order, their row ids in bucket order, lead bits below
+#: entries' fingerprints in bucket order, their row ids in bucket order, lead bits below
 #: the bucket)
 Table = tuple[np.ndarray, memoryview, np.ndarray, np.ndarray, int]
 
@@ -46,11 +41,9 @@ class Run:
         return sum(off.nbytes + values.nbytes + rows.nbytes for off, _, values, rows, _ in self.tables)
 
 
-def build_run(
-    fps: np.ndarray, start: int, design: TableDesign, folds: bool = True, refused: np.ndarray | None = None
-) -> Run:
-    """Sort the rows ``start..start+len(fps)-1`` into one bucketed table per design table, of 16-bit folds
-    (*folds*) or whole fingerprints, with their row ids.  *refused* (one ``uint8`` per row, bit *t* for table
+def build_run(fps: np.ndarray, start: int, design: TableDesign, refused: np.ndarray | None = None) -> Run:
+    """Sort the rows ``start..start+len(fps)-1`` into one bucketed table per design table, of their fingerprints,
+    with their row ids.  *refused* (one ``uint8`` per row, bit *t* for table
     *t*, an unsigned type) leaves out of each table the rows it refused."""
     size = len(fps)
     end = start + size
@@ -58,7 +51,6 @@ def build_run(
     off_dtype = np.uint32 if size < 2**32 else np.uint64
     row_bits = max(1, (size - 1).bit_length())
     all_ids = np.arange(size, dtype=np.uint64)
-    values = fold16_array(fps) if folds else fps
     tables = []
     for t, lead in enumerate(design.lead_bits):
         b = bucket_bits(lead, size)
@@ -82,5 +74,5 @@ def build_run(
         rows = local.astype(row_dtype)
         if start:
             rows += row_dtype(start)
-        tables.append((offsets, memoryview(offsets), values[local], rows, drop))
+        tables.append((offsets, memoryview(offsets), fps[local], rows, drop))
     return Run(start, end, tables)

@@ -41,7 +41,7 @@ class RowStore(RowSource, Protocol):
 
 class TablesBackend(Backend):
     """A store of *rows* (a :class:`RowStore`) with bounded tables over them; thread-safe: one lock serialises
-    every call, so :meth:`check_and_add` and :meth:`add_and_candidates` are atomic."""
+    every call, so :meth:`add_and_candidates` is atomic."""
 
     def __init__(
         self,
@@ -54,7 +54,7 @@ class TablesBackend(Backend):
         merge_factor: int,
     ) -> None:
         super().__init__(k=k, design=design, metadata=metadata)
-        self.tables = BoundedTables(rows, k=k, design=design, buffer_size=buffer_size, merge_factor=merge_factor)
+        self.tables = BoundedTables(rows, design=design, buffer_size=buffer_size, merge_factor=merge_factor)
         rows.configure(self._sketch_bytes, buffer_size)
         self._rows = rows
         self._all_tables = (1 << design.n_tables) - 1  # a page every table refused is not stored
@@ -93,12 +93,8 @@ class TablesBackend(Backend):
     # -- writes ----------------------------------------------------------------------------------
 
     def _sketch_rows(self, sketches: Sequence[bytes] | None, m: int) -> np.ndarray:
-        """*sketches* as an ``(m, sketch_bytes)`` array, checked: required exactly when the index keeps them."""
+        """*sketches* as an ``(m, sketch_bytes)`` array, checked: one per key."""
         size = self._sketch_bytes
-        if not size:
-            if sketches is not None:
-                raise ValueError("this index keeps no sketches: store fingerprints and keys only")
-            return np.empty((m, 0), dtype=np.uint8)
         if sketches is None or len(sketches) != m:
             raise ValueError(f"this index keeps a {size}-byte sketch beside each fingerprint: give one per key")
         for sketch in sketches:
@@ -106,18 +102,16 @@ class TablesBackend(Backend):
                 raise ValueError(f"a sketch must be {size} bytes, got {type(sketch).__name__} of {len(sketch)}")
         return np.frombuffer(b"".join(sketches), dtype=np.uint8).reshape(m, size)
 
-    def _add_one(self, fingerprint: int, key: str, sketch: np.ndarray | None = None, refused: int = 0) -> None:
-        if sketch is None and self._sketch_bytes:
-            raise ValueError("this index keeps a sketch beside each fingerprint: use add_and_candidates")
+    def _add_one(self, fingerprint: int, key: str, sketch: np.ndarray, refused: int = 0) -> None:
         self._rows.append_one(fingerprint, key, sketch, refused)
         self.tables.added()
 
     def add(self, fingerprint: int, key: str, sketch: bytes | None = None) -> None:
-        """Store one fingerprint (and its sketch, in an index that keeps sketches)."""
+        """Store one fingerprint and its sketch."""
         rows = self._sketch_rows(None if sketch is None else [sketch], 1)
         with self._lock:
             self.ensure_open()
-            self._add_one(fingerprint, key, rows[0] if self._sketch_bytes else None)
+            self._add_one(fingerprint, key, rows[0])
 
     def add_many(self, fingerprints: np.ndarray, keys: Sequence[str], sketches: Sequence[bytes] | None = None) -> None:
         """Store many fingerprints; a large batch becomes one sorted run directly."""
@@ -133,8 +127,6 @@ class TablesBackend(Backend):
 
     def candidates(self, fingerprint: int, k: int, bound: CheckBound = DEFAULT_BOUND) -> list[Candidate]:
         """The candidates within *k* under *bound*, nearest first, ties in insertion order; nothing stored."""
-        if not self._sketch_bytes:
-            self._no_sketches()
         with self._lock:
             self.ensure_open()
             return self.tables.bounded(fingerprint, None, bytes(self._sketch_bytes), k, bound, self._verify_bytes)[0]
@@ -144,8 +136,6 @@ class TablesBackend(Backend):
     ) -> list[Candidate]:
         """Atomically: the candidates within *k* under *bound*, then this page stored in the tables that take
         it (none: not stored)."""
-        if not self._sketch_bytes:
-            self._no_sketches()
         row = self._sketch_rows([sketch], 1)[0]
         with self._lock:
             self.ensure_open()
@@ -154,41 +144,8 @@ class TablesBackend(Backend):
                 self._add_one(fingerprint, key, row, refused)
             return found
 
-    def _no_sketches(self) -> None:
-        raise NotImplementedError("this index keeps no sketches (its metadata has no sketch_bytes)")
-
     def query(self, fingerprint: int, k: int) -> list[Match]:
         """Every stored fingerprint within *k*, nearest first, ties in insertion order."""
         with self._lock:
             self.ensure_open()
             return self.tables.matches(fingerprint, k)
-
-    def check_and_add(self, fingerprint: int, key: str, k: int) -> Match | None:
-        """Atomically: the nearest stored fingerprint within *k*, or add this one and return None."""
-        with self._lock:
-            self.ensure_open()
-            found = self.tables.matches(fingerprint, k)
-            if found:
-                return found[0]
-            self._add_one(fingerprint, key)
-            return None
-
-    def check_and_add_many(self, fingerprints: np.ndarray, keys: Sequence[str], k: int) -> list[Match | None]:
-        """:meth:`check_and_add` for each pair in order, under one lock."""
-        with self._lock:
-            self.ensure_open()
-            out: list[Match | None] = []
-            for fp, key in zip(fingerprints.tolist(), keys, strict=True):
-                found = self.tables.matches(fp, k)
-                if found:
-                    out.append(found[0])
-                else:
-                    self._add_one(fp, key)
-                    out.append(None)
-            return out
-
-    def query_many(self, fingerprints: np.ndarray, k: int) -> list[list[Match]]:
-        """Every stored fingerprint within *k* of each query, vectorised over the batch."""
-        with self._lock:
-            self.ensure_open()
-            return self.tables.matches_many(fingerprints, k)

@@ -2,14 +2,11 @@
 
 :class:`BoundedTables` holds the permuted tables of a store's rows (the runs of :mod:`.runs`, oldest first, and the
 newest rows in no run: the buffer) and answers every question a store asks of them: the rows within k of a
-fingerprint (:meth:`~BoundedTables.hits`, :meth:`~BoundedTables.matches`), of a batch
-(:meth:`~BoundedTables.matches_many`), and the bounded check of two-stage detection (:meth:`~BoundedTables.bounded`,
-:mod:`simhash_filter.index.bound`).  It reads the rows only through :class:`RowSource`, the contract between the
-tables and a store (the memory store's rows in :mod:`.rows`, the on-disk store's in
+fingerprint (:meth:`~BoundedTables.hits`, :meth:`~BoundedTables.matches`) and the bounded check of two-stage
+detection (:meth:`~BoundedTables.bounded`, :mod:`simhash_filter.index.bound`), which share the bucket reading
+(:meth:`BoundedTables.buckets`) and the runs' layout.  It reads the rows only through :class:`RowSource`, the
+contract between the tables and a store (the memory store's rows in :mod:`.rows`, the on-disk store's in
 :mod:`simhash_filter.index.backends.file.rows`).
-
-One job, the query engines over the tables, in one module of over 400 lines: the three engines (exact hits, the
-bounded check and the batch probe) share the bucket reading (:meth:`BoundedTables.buckets`) and the runs' layout.
 """
 
 from __future__ import annotations
@@ -24,14 +21,10 @@ import numpy as np
 from simhash_filter.index.backends.base import Candidate
 from simhash_filter.index.backends.memory.runs import Run, build_run
 from simhash_filter.index.bound import CheckBound, take
-from simhash_filter.index.tables import Match, TableDesign, filters_on_folds, fold16, fold16_array
+from simhash_filter.index.tables import Match, TableDesign
 
 __all__ = ["BoundedTables", "Part", "RowSource"]
 
-#: With fewer candidates than this, fetch and verify them all instead of filtering on folds first.
-_FOLD_FILTER_MIN = 48
-#: With at most this many candidates left, verify them in Python (cheaper than numpy calls).
-_PY_VERIFY_MAX = 24
 #: A bounded check filters a bucket on the page's whole lead in numpy when it is longer than this (a bucket names
 #: only a lead's top bits in a small run); a shorter one's few hits within k are filtered after.
 _BLOCK_FILTER_MIN = 64
@@ -41,11 +34,9 @@ _PY_HITS_MAX = 32
 _TABLE_SHIFT = 40
 _DISTANCE_SHIFT = 33
 _ROW_MASK = (1 << _DISTANCE_SHIFT) - 1
-#: Queries per step of :meth:`BoundedTables.matches_many` (bounds its temporary memory).
-_BATCH = 2048
 
-#: One bucket read for a query: ``(values, rows, table)``: the entries' whole fingerprints (or 16-bit folds), their
-#: rows, and their table (an int), or each entry's table (an array: tables kept on disk).
+#: One bucket read for a query: ``(values, rows, table)``: the entries' fingerprints, their rows, and their table
+#: (an int), or each entry's table (an array: tables kept on disk).
 Part = tuple[np.ndarray, np.ndarray, Any]
 
 
@@ -108,7 +99,7 @@ class BoundedTables:
     newer run after it while it is at most ``merge_factor`` times larger.
     """
 
-    def __init__(self, source: RowSource, *, k: int, design: TableDesign, buffer_size: int, merge_factor: int) -> None:
+    def __init__(self, source: RowSource, *, design: TableDesign, buffer_size: int, merge_factor: int) -> None:
         if isinstance(buffer_size, bool) or not isinstance(buffer_size, int) or buffer_size < 1:
             raise ValueError(f"buffer_size must be an int >= 1, got {buffer_size!r}")
         if isinstance(merge_factor, bool) or not isinstance(merge_factor, int) or merge_factor < 1:
@@ -117,8 +108,6 @@ class BoundedTables:
         self.design = design
         self.buffer_size = buffer_size
         self.merge_factor = merge_factor
-        #: Tables of 16-bit folds and row ids (k <= 3), else of whole fingerprints.
-        self.folds = filters_on_folds(k)
         moves = design.lead_moves
         #: (shift, mask) of each table's lead, when every lead is one span of adjacent blocks (else None)
         self._spans = [(s, m) for ((s, m, _),) in moves] if all(len(mv) == 1 for mv in moves) else None
@@ -167,7 +156,7 @@ class BoundedTables:
     def _run(self, start: int, end: int) -> Run:
         """The tables of rows ``start..end-1``."""
         refused = self.source.refusals[start:end]
-        return build_run(self.source.fingerprints[start:end], start, self.design, self.folds, refused)
+        return build_run(self.source.fingerprints[start:end], start, self.design, refused)
 
     # -- exact queries ---------------------------------------------------------------------------
 
@@ -182,52 +171,6 @@ class BoundedTables:
             return self.design.lead_values(fingerprint)
         return [(fingerprint >> s) & m for s, m in self._spans]
 
-    def hits(self, fingerprint: int, k: int) -> list[tuple[int, int, int]]:
-        """(distance, row, fingerprint) of the rows within *k* found through the tables (all of them up to the
-        design's k), hidden ones left out, nearest first, ties in insertion order."""
-        if not self.folds:
-            return self._hits_exact(fingerprint, k)
-        source = self.source
-        fps = source.fingerprints
-        n = source.stored
-        hits: list[tuple[int, int, int]] = []  # (distance, row, fingerprint)
-        if self.runs:
-            leads = self._leads(fingerprint)
-            row_parts = []
-            fold_parts = []
-            for run in self.runs:
-                for (_, off, folds, rows, drop), lead in zip(run.tables, leads, strict=True):
-                    b = lead >> drop
-                    lo = off[b]
-                    hi = off[b + 1]
-                    if hi != lo:
-                        row_parts.append(rows[lo:hi])
-                        fold_parts.append(folds[lo:hi])
-            if row_parts:
-                cand = np.concatenate(row_parts) if len(row_parts) > 1 else row_parts[0]
-                if len(cand) > _FOLD_FILTER_MIN:
-                    qfold = np.uint16(fold16(fingerprint))
-                    if len(fold_parts) > 1:
-                        folds = np.concatenate(fold_parts)
-                        folds ^= qfold
-                    else:
-                        folds = fold_parts[0] ^ qfold  # never in place: a view of the table
-                    cand = cand[np.bitwise_count(folds) <= k]
-                if len(cand) <= _PY_VERIFY_MAX:
-                    for r, f in zip(cand.tolist(), fps[cand].tolist(), strict=True):
-                        d = (f ^ fingerprint).bit_count()
-                        if d <= k:
-                            hits.append((d, r, f))
-                else:
-                    _verify(fps[cand], fingerprint, k, hits, cand)
-        if n > self.sealed:  # scan the buffer
-            _verify(fps[self.sealed : n], fingerprint, k, hits, self.sealed)
-        if hits and source.hides_rows():
-            hits = [hit for hit in hits if not source.hidden(hit[1])]
-        if len(hits) > 1:
-            hits = sorted(set(hits))  # a match can be found through several tables
-        return hits
-
     def buckets(self, fingerprint: int, blocks: bool = False) -> list[Part]:
         """The query's bucket in every table of every run (after the source's lower buckets), when not empty;
         with *blocks*, only the entries of the page's block (a bucket names only a lead's top bits in a small run:
@@ -238,8 +181,6 @@ class BoundedTables:
         leads = self._leads(fingerprint)
         parts.extend(self.source.lower_buckets(fingerprint, leads))
         if self.runs:
-            folds = self.folds
-            fps = self.source.fingerprints
             for run in self.runs:
                 for t, ((_, off, values, rows, drop), lead) in enumerate(zip(run.tables, leads, strict=True)):
                     b = lead >> drop
@@ -248,17 +189,16 @@ class BoundedTables:
                     if hi == lo:
                         continue
                     part_values, part_rows = values[lo:hi], rows[lo:hi]
-                    if blocks and (drop or folds):
-                        if folds:  # tables of 16-bit folds (k <= 3): the rows' whole fingerprints
-                            part_values = fps[part_rows]
-                        if drop and hi - lo > _BLOCK_FILTER_MIN:  # (a short bucket's hits are checked after)
-                            same = ((part_values ^ np.uint64(fingerprint)) & np.uint64(masks[t])) == 0
-                            part_values, part_rows = part_values[same], part_rows[same]
+                    if blocks and drop and hi - lo > _BLOCK_FILTER_MIN:  # (a short bucket's hits are checked after)
+                        same = ((part_values ^ np.uint64(fingerprint)) & np.uint64(masks[t])) == 0
+                        part_values, part_rows = part_values[same], part_rows[same]
                     parts.append((part_values, part_rows, t))
         return parts
 
-    def _hits_exact(self, fingerprint: int, k: int) -> list[tuple[int, int, int]]:
-        """:meth:`hits` over tables of fingerprints: the buckets and the buffer verified in one pass."""
+    def hits(self, fingerprint: int, k: int) -> list[tuple[int, int, int]]:
+        """(distance, row, fingerprint) of the rows within *k* found through the tables (all of them up to the
+        design's k), hidden ones left out, nearest first, ties in insertion order: the buckets and the buffer
+        verified in one pass."""
         source = self.source
         parts = self.buckets(fingerprint)
         sealed, n = self.sealed, source.stored
@@ -447,89 +387,6 @@ class BoundedTables:
             i = at[r]
             found.append(Candidate(source.key(r), d, values[i], raw[i * size : (i + 1) * size]))
         return found, refused
-
-    # -- batches ---------------------------------------------------------------------------------
-
-    def matches_many(self, fingerprints: np.ndarray, k: int) -> list[list[Match]]:
-        """Every row within *k* of each query (hidden ones left out), vectorised over the batch."""
-        source = self.source
-        n = source.stored
-        out: list[list[Match]] = [[] for _ in range(len(fingerprints))]
-        if n == 0 or len(fingerprints) == 0:
-            return out
-        runs = list(self.runs)
-        if n > self.sealed:  # a throwaway run over the buffer
-            runs.append(self._run(self.sealed, n))
-        fps = source.fingerprints
-        hiding = source.hides_rows()
-        for lo in range(0, len(fingerprints), _BATCH):
-            qs = fingerprints[lo : lo + _BATCH]
-            qidx, rows, dist = self._probe_batch(runs, qs, k)
-            if not len(qidx):
-                continue
-            order = np.lexsort((rows, dist, qidx))
-            qidx, rows, dist = qidx[order], rows[order], dist[order]
-            keep = np.ones(len(qidx), dtype=bool)
-            keep[1:] = (qidx[1:] != qidx[:-1]) | (rows[1:] != rows[:-1])
-            qidx, rows, dist = qidx[keep], rows[keep], dist[keep]
-            for qi, r, d, f in zip((qidx + lo).tolist(), rows.tolist(), dist.tolist(), fps[rows].tolist(), strict=True):
-                if not (hiding and source.hidden(r)):
-                    out[qi].append(Match(source.key(r), d, f))
-        return out
-
-    def _probe_batch(self, runs: list[Run], qs: np.ndarray, k: int) -> tuple[np.ndarray, ...]:
-        """(query index, row, distance) of every match of the queries *qs* in *runs*, unsorted (a match found
-        through several tables more than once)."""
-        fps = self.source.fingerprints
-        design = self.design
-        folds = self.folds
-        leads = [design.lead_array(qs, t) for t in range(design.n_tables)]
-        qkeys = fold16_array(qs) if folds else qs
-        found_q, found_r, found_d = [], [], []
-        for run in runs:
-            for (off, _, values, rows, drop), lead in zip(run.tables, leads, strict=True):
-                b = (lead >> np.uint64(drop) if drop else lead).astype(np.intp)
-                start = off[b].astype(np.intp)
-                lens = off[b + 1].astype(np.intp)
-                lens -= start
-                ends = np.cumsum(lens)
-                total = int(ends[-1])
-                if total == 0:
-                    continue
-                # candidate j of query i sits at start[i] + j: one arange shifted per query
-                pos = np.repeat(start - ends + lens, lens)
-                pos += np.arange(total, dtype=np.intp)
-                dist = np.bitwise_count(values[pos] ^ np.repeat(qkeys, lens))
-                hit = np.flatnonzero(dist <= k)
-                qidx = np.searchsorted(ends, hit, side="right")
-                cand = rows[pos[hit]].astype(np.int64)
-                if folds:  # fetch and verify the candidates that pass the fold filter
-                    dist = np.bitwise_count(fps[cand] ^ qs[qidx])
-                    sel = dist <= k
-                    qidx, cand, dist = qidx[sel], cand[sel], dist[sel]
-                else:  # exact already
-                    dist = dist[hit]
-                found_q.append(qidx)
-                found_r.append(cand)
-                found_d.append(dist)
-        if not found_q:
-            empty = np.empty(0, dtype=np.int64)
-            return empty, empty, empty
-        return np.concatenate(found_q), np.concatenate(found_r), np.concatenate(found_d)
-
-
-def _verify(
-    values: np.ndarray, fingerprint: int, k: int, hits: list[tuple[int, int, int]], rows: np.ndarray | int
-) -> None:
-    """Append (distance, row, fingerprint) of the *values* within *k* to *hits*.
-
-    *rows* are the values' rows, or the row of the first value when they are consecutive.
-    """
-    dist = np.bitwise_count(values ^ np.uint64(fingerprint))
-    sel = np.flatnonzero(dist <= k)
-    if len(sel):
-        found = sel + rows if isinstance(rows, int) else rows[sel]
-        hits.extend(zip(dist[sel].tolist(), found.tolist(), values[sel].tolist(), strict=True))
 
 
 def _xor(values: list[np.ndarray], fingerprint: int) -> np.ndarray:

@@ -44,7 +44,6 @@ from simhash_filter.index.backends.redis.layout import (
     bucket_keys,
     decode_candidates,
     decode_key,
-    decode_match,
     decode_matches,
     default_bucket_bits,
     encode_key,
@@ -145,8 +144,8 @@ class RedisBackend(Backend):
         self._sketch_in_key = self._sketch_bytes if stored.get("sketch_in_key") == "1" else 0
         self._record = RECORD if self._sketch_in_key else RECORD + self._sketch_bytes
         self._masks = b"".join(pack_fingerprint(mask) for mask in design.lead_masks)
-        #: The most pages the index takes: a two-stage index's page limit (its design's), else 4-byte ids' limit.
-        self._limit = min(MAX_SIZE, page_limit(design)) if self._sketch_bytes else MAX_SIZE
+        #: The most pages the index takes: its design's page limit, within 4-byte ids' limit.
+        self._limit = min(MAX_SIZE, page_limit(design))
         self._created = float(stored.get("created", 0))
 
     # -- construction ----------------------------------------------------------------------------
@@ -241,22 +240,22 @@ class RedisBackend(Backend):
         return stored
 
     def _stored_sketch_bytes(self) -> int:
-        """The sketch size of the stored metadata (0: none), which sets the record size."""
+        """The sketch size of the stored metadata, which sets the record size (an index without sketches was
+        written by an earlier version)."""
         size = self._metadata.get("sketch_bytes", 0) if isinstance(self._metadata, dict) else 0
         if isinstance(size, bool) or not isinstance(size, int) or size < 0:
             raise MetadataMismatchError(
                 f"the Redis index {self._prefix!r} ({self._location}) stores sketch_bytes {size!r} in its "
                 f"metadata, not an int >= 0: {self._way_out()}"
             )
+        if not size:
+            raise MetadataMismatchError(earlier_version(f"the Redis index {self._prefix!r} ({self._location})",
+                                                        self._unlink()))  # fmt: skip
         return size
 
     def _checked_sketches(self, sketches: Sequence[bytes] | None, m: int) -> list[bytes] | None:
-        """*sketches* checked: one of :attr:`sketch_bytes` per key exactly when the index keeps them."""
+        """*sketches* checked: one of :attr:`sketch_bytes` per key."""
         size = self._sketch_bytes
-        if not size:
-            if sketches is not None:
-                raise ValueError("this index keeps no sketches: store fingerprints and keys only")
-            return None
         if sketches is None and not m:
             return None
         if sketches is None or len(sketches) != m:
@@ -267,14 +266,6 @@ class RedisBackend(Backend):
                 got = f"{len(sketch)} bytes" if isinstance(sketch, bytes) else type(sketch).__name__
                 raise ValueError(f"a sketch must be {size} bytes, got {got}")
         return out
-
-    def _require_sketches(self) -> None:
-        if not self._sketch_bytes:
-            raise NotImplementedError("this index keeps no sketches (its metadata has no sketch_bytes)")
-
-    def _refuse_sketches(self) -> None:
-        if self._sketch_bytes:
-            raise ValueError("this index keeps a sketch beside each fingerprint: use add_and_candidates")
 
     # -- introspection ---------------------------------------------------------------------------
 
@@ -493,19 +484,6 @@ class RedisBackend(Backend):
         if len(fingerprints):
             self._call("a", 0, fingerprints, keys, checked)
 
-    def check_and_add(self, fingerprint: int, key: str, k: int) -> Match | None:
-        """Atomically, on the server: the nearest stored fingerprint within *k*, or add this one."""
-        self._refuse_sketches()
-        (reply,) = self._call("c", k, [fingerprint], [key])
-        return decode_match(reply[0])
-
-    def check_and_add_many(self, fingerprints: np.ndarray, keys: Sequence[str], k: int) -> list[Match | None]:
-        """:meth:`check_and_add` for each pair in order, pipelined (each pair atomic on its own)."""
-        self._refuse_sketches()
-        if not len(fingerprints):
-            return []
-        return [decode_match(item) for reply in self._call("c", k, fingerprints, keys) for item in reply]
-
     def add_and_candidates(
         self, fingerprint: int, key: str, sketch: bytes, k: int, bound: CheckBound = DEFAULT_BOUND
     ) -> list[Candidate]:
@@ -514,7 +492,6 @@ class RedisBackend(Backend):
         the buckets of the tables that take it (a table whose block holds ``duplicates`` verified near-duplicates
         of it, or this very page, does not; none: no record either).  A call tried again after a timeout that
         finds the page stored (its first attempt ran) answers as that attempt did, and stores nothing."""
-        self._require_sketches()
         checked = self._checked_sketches([sketch], 1)
         (reply,) = self._call("d", k, [fingerprint], [key], checked, bound)
         return decode_candidates(reply[0])
@@ -538,7 +515,6 @@ class RedisBackend(Backend):
         candidates stored here by another shard's page come without a sketch (and a hashed key); *supplied* brings
         the ones the client found (script.py, ARGV[18]); None: a verdict needs one that is not here, nothing was
         stored (call again with it)."""
-        self._require_sketches()
         checked = self._checked_sketches([sketch], 1)
         keys: list[Any] = [key]
         if self._sketch_in_key:
@@ -569,7 +545,6 @@ class RedisBackend(Backend):
 
     def candidates_in(self, tables: Sequence[int], fingerprint: int, k: int, bound: CheckBound) -> list[Candidate]:
         """:meth:`candidates` over some of the design's *tables* only."""
-        self._require_sketches()
         (reply,) = self._call("p", k, [fingerprint], None, None, bound, tables)
         return decode_candidates(reply[0], self._sketch_in_key)
 
@@ -584,7 +559,6 @@ class RedisBackend(Backend):
     def candidates(self, fingerprint: int, k: int, bound: CheckBound = DEFAULT_BOUND) -> list[Candidate]:
         """The candidates within *k* under *bound*, nearest first, then oldest, with their sketches; nothing
         stored."""
-        self._require_sketches()
         (reply,) = self._call("p", k, [fingerprint], None, None, bound)
         return decode_candidates(reply[0])
 
@@ -594,13 +568,6 @@ class RedisBackend(Backend):
         """Every stored fingerprint within *k*, nearest first, ties in insertion order."""
         (reply,) = self._call("q", k, [fingerprint], None)
         return decode_matches(reply[0])
-
-    def query_many(self, fingerprints: np.ndarray, k: int) -> list[list[Match]]:
-        """:meth:`query` for each of a ``uint64`` array, pipelined."""
-        if not len(fingerprints):
-            self._check_open()
-            return []
-        return [decode_matches(item) for reply in self._call("q", k, fingerprints, None) for item in reply]
 
     def entries(self) -> Iterator[Entry]:
         """Every stored fingerprint, oldest first (read chunk by chunk; not a snapshot)."""
@@ -619,7 +586,7 @@ class RedisBackend(Backend):
                 key = urls[start:end]
                 start = end
                 if added >= oldest:
-                    sketch = records[i * width + RECORD : (i + 1) * width] if size else None
+                    sketch = records[i * width + RECORD : (i + 1) * width]
                     if self._sketch_in_key:
                         sketch, key = split_key(key, size)
                     key = decode_key(key)

@@ -25,7 +25,6 @@ __all__ = [
     "decode_candidates",
     "decode_claims",
     "decode_key",
-    "decode_match",
     "decode_matches",
     "default_bucket_bits",
     "encode_key",
@@ -36,10 +35,9 @@ __all__ = [
     "text",
 ]
 
-#: Format of the stored index (``format`` in the meta hash): its layout version.  Layout 3 keeps a 32-bit fold
-#: of the fingerprint in each bucket entry (layout 2: 16 bits), and the page's sketch in its record (two-stage
-#: detection; since layout 2).  A bounded two-stage check leaves a page out of the buckets of the tables that
-#: refuse it (and writes no record when every table does): the same layout, read the same way.
+#: Format of the stored index (``format`` in the meta hash): its layout version.  A bucket entry keeps the id, a
+#: 32-bit fold of the fingerprint and its low half; a record the page's sketch.  A check leaves a page out of the
+#: buckets of the tables that refuse it (and writes no record when every table does).
 FORMAT = "simhash-filter redis 3"
 #: Default number of leading bits of each table's lead value that name its bucket (at most the lead bits), for a
 #: design whose leads are this short or shorter (:func:`default_bucket_bits`).
@@ -57,15 +55,15 @@ def default_bucket_bits(design: TableDesign) -> int:
 #: the string's header fit a 64 KiB allocation exactly (4096 would take the next size, 80 KiB); records of
 #: 80 bytes (a 64-byte sketch) fit 320 KiB.
 CHUNK = 4095
-#: Bytes of a bucket entry: the id (4) and the fingerprint's 32-bit fold (4: its halves XORed).  An index that
-#: keeps sketches adds the fingerprint's low half (:data:`ENTRY_LOW`) to every entry: its candidate search at
-#: k = 10, where 2.5 % of random entries pass the fold, verifies them without reading their records.
+#: Bytes of a bucket entry: the id (4) and the fingerprint's 32-bit fold (4: its halves XORed), then its low half
+#: (:data:`ENTRY_LOW`), so that a candidate search verifies the entries that pass the fold without reading their
+#: records.
 ENTRY = 8
 ENTRY_LOW = 4
-#: Bytes of a record without its sketch: the fingerprint (8), the end of its key (4), when it was added (4).
-#: An index that keeps sketches adds ``sketch_bytes`` (its metadata's) to every record.
+#: Bytes of a record without its sketch: the fingerprint (8), the end of its key (4), when it was added (4); the
+#: sketch (``sketch_bytes``, its metadata's) follows.
 RECORD = 16
-#: Items per script call: a call blocks the server while it runs (about 60 µs per item at 1M).
+#: Items per script call: a call blocks the server while it runs.
 BATCH = 64
 #: Ids are 4 bytes.
 MAX_SIZE = 2**32
@@ -117,14 +115,6 @@ def encode_key(key: str | bytes) -> bytes:
 def decode_key(value: bytes) -> str:
     """A stored key as str (:func:`encode_key` undone)."""
     return value.decode("utf-8", "surrogatepass")
-
-
-def decode_match(item: list[Any]) -> Match | None:
-    """A check-and-add's reply: the nearest match, or None (kept)."""
-    if not item:
-        return None
-    distance, fp, key = item
-    return Match(decode_key(key), int(distance), _FP.unpack(fp)[0])
 
 
 def decode_matches(item: list[Any]) -> list[Match]:

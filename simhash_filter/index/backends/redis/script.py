@@ -44,7 +44,7 @@ SCRIPT = (
 -- "pages" when this call stores it (the shard that counts it), else "0"; the most entries a block takes ("d";
 -- else "0": rule 3 of the bound); per table, "1" if its bucket names only part of its lead (holds several blocks),
 -- else "0"; then per item the fingerprint (8 bytes,
--- big-endian), for "c", "a" and "d" its key, and for "d" (and "a" in an index that keeps sketches) its sketch;
+-- big-endian), for "a", "m" and "d" its key and its sketch;
 -- ARGV[16]: the leading bytes of a sketch that are verified (the word sketch; the rest is read by the client);
 -- ARGV[17]: "0", or for a shard of a sharded index whose records keep no sketch, the sketch's size: a page's key
 -- stored here is then its sketch followed by its URL on its home shard, else a shorter hashed key (and the page's
@@ -54,10 +54,10 @@ SCRIPT = (
 -- verify a page whose sketch is neither here nor in ARGV[18] stores nothing and its reply ends with 2 (the client
 -- calls again with the sketches).  The home's "d" check (SK, "2") answers, after its candidates, the pages that
 -- claimed it (op "r"): fingerprint, their key on their home (sketch and URL), "" each.
--- Ops: "c" check-and-add, "a" add, "m" add to some tables (a sharded index's bulk load), "q" query, "d"
--- add-and-candidates, "p" candidates, "n" count, "r" a page's record on its home (SK; one item: fingerprint, hashed
--- key, and a claim, fingerprint, 4-byte length and key of the page asking, or "": its key there, else what the x
--- hash keeps of it, else nil, and the claim kept: see simhash_filter/index/backends/redis/sharded.py).
+-- Ops: "a" add, "m" add to some tables (a sharded index's bulk load), "q" query, "d" add-and-candidates,
+-- "p" candidates, "n" count, "r" a page's record on its home (SK; one item: fingerprint, hashed key, and a claim,
+-- fingerprint, 4-byte length and key of the page asking, or "": its key there, else what the x hash keeps of it,
+-- else nil, and the claim kept: see simhash_filter/index/backends/redis/sharded.py).
 local op, k, P, T = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
 local retry, max_age = ARGV[5] == "1", tonumber(ARGV[6])
 local R, MASKS = tonumber(ARGV[7]), ARGV[8]
@@ -67,14 +67,11 @@ local BLOCK, WIDE = tonumber(ARGV[14]), ARGV[15]
 local V = tonumber(ARGV[16]) -- verified sketch bytes
 local SK = tonumber(ARGV[17]) -- sketch bytes at the start of a home's key (0: sketches in the records)
 local H = 18 -- header arguments: items start at ARGV[H + 1]
-local S = R - @RECORD@ -- sketch bytes in a record (0: the index keeps none, or keeps them in its keys: SK)
-local LOW = S > 0 or SK > 0 -- an index that keeps sketches (two-stage)
+local S = R - @RECORD@ -- sketch bytes in a record (0: a shard that keeps them in its keys: SK)
 local SL = S -- bytes of an item's sketch
 if SK > 0 then SL = V end
--- Bytes of a bucket entry: the id (4) and the fingerprint's 32-bit fold (4), then, in an index that keeps
--- sketches, the fingerprint's low half (4).
-local E = @ENTRY@
-if LOW then E = @ENTRY@ + @ENTRY_LOW@ end
+-- Bytes of a bucket entry: the id (4), the fingerprint's 32-bit fold (4) and its low half (4).
+local E = @ENTRY@ + @ENTRY_LOW@
 local meta = KEYS[1]
 local call = redis.call
 local byte, char, sub = string.byte, string.char, string.sub
@@ -148,10 +145,8 @@ end
 
 -- Every stored fingerprint within kq of q in the item's buckets KEYS[base + 1 .. base + T], once each, as
 -- {distance, id, fingerprint}.  buckets[t] receives the content of bucket t (false: none).  An entry whose
--- fold is more than kq from q's is passed over (most: 2.5 % of random entries pass at kq = 10, 0.0001 % at 3);
--- the others are verified on the whole fingerprint: from the entry's low half in an index that keeps
--- sketches, else from the record.  A record is read only for an entry that passed without sketches, or for a
--- hit under max_age (when it was added).
+-- fold is more than kq from q's is passed over; the others are verified on the whole fingerprint, from the
+-- entry's low half.  A record is read only for a hit under max_age (when it was added).
 local function probe(q, base, kq, buckets)
   local q1, q2, q3, q4, q5, q6, q7, q8 = byte(q, 1, 8)
   local d1, d2 = distances(bxor(q1, q5)), distances(bxor(q2, q6))
@@ -169,21 +164,14 @@ local function probe(q, base, kq, buckets)
           local id = ((a * 256 + b) * 256 + c) * 256 + d
           if not seen[id] then
             seen[id] = true
-            local r, c1, c2, c3, c4, c5, c6, c7, c8
-            if LOW then -- the entry holds the low half: the high half is the fold XOR the low half
-              c5, c6, c7, c8 = byte(s, i + 8, i + 11)
-              c1, c2, c3, c4 = bxor(e1, c5), bxor(e2, c6), bxor(e3, c7), bxor(e4, c8)
-            else
-              r = record(id)
-              c1, c2, c3, c4, c5, c6, c7, c8 = byte(r, 1, 8)
-            end
+            local c5, c6, c7, c8 = byte(s, i + 8, i + 11) -- the low half: the high half is the fold XOR it
+            local c1, c2, c3, c4 = bxor(e1, c5), bxor(e2, c6), bxor(e3, c7), bxor(e4, c8)
             local x1, x2, x3, x4 = bxor(c1, q1), bxor(c2, q2), bxor(c3, q3), bxor(c4, q4)
             local x5, x6, x7, x8 = bxor(c5, q5), bxor(c6, q6), bxor(c7, q7), bxor(c8, q8)
             local dist = byte(POP, x1 + 1) + byte(POP, x2 + 1) + byte(POP, x3 + 1) + byte(POP, x4 + 1)
               + byte(POP, x5 + 1) + byte(POP, x6 + 1) + byte(POP, x7 + 1) + byte(POP, x8 + 1)
             if dist <= kq then
-              if r == nil and oldest > 0 then r = record(id) end
-              if oldest == 0 or u32(r, 13) >= oldest then
+              if oldest == 0 or u32(record(id), 13) >= oldest then
                 hits[#hits + 1] = {dist, id, char(c1, c2, c3, c4, c5, c6, c7, c8)}
               end
             end
@@ -213,14 +201,6 @@ end
 local function nearest_first(x, y)
   if x[1] ~= y[1] then return x[1] < y[1] end
   return x[2] < y[2]
-end
-
-local function nearest(hits)
-  local best = nil
-  for _, h in ipairs(hits) do
-    if best == nil or nearest_first(h, best) then best = h end
-  end
-  return best
 end
 
 -- Per call: the records read (fingerprint, end of key, added, sketch), the start of their keys, their keys,
@@ -489,8 +469,7 @@ local function add(q, key, sketch, base, buckets, id, takes)
     call("SET", fkey, call("GET", fkey))
     call("SET", ukey, call("GET", ukey))
   end
-  local entry = p32(id) .. fold(q)
-  if LOW then entry = entry .. sub(q, 5, 8) end
+  local entry = p32(id) .. fold(q) .. sub(q, 5, 8)
   for t = 1, T do
     if takes == nil or takes[t] then
       local s, name = buckets[t], bucket(base, t)
@@ -521,10 +500,6 @@ if op == "n" then -- stored fingerprints not older than max_age (ids are in orde
     if u32(record(mid), 13) >= oldest then hi = mid else lo = mid + 1 end
   end
   return n - lo
-end
-
-if (op == "d" or op == "p" or op == "r") and not LOW then
-  return redis.error_reply("SIMHASH_SKETCH this index keeps no sketches")
 end
 
 local results = {}
@@ -566,18 +541,12 @@ if op == "q" then -- read only
   return results
 end
 
-if op == "c" and LOW then
-  return redis.error_reply("SIMHASH_SKETCH this index keeps a sketch beside each fingerprint: add with it")
-end
-local stride = 2
-if op == "d" or LOW then stride = 3 end -- fingerprint, key, sketch
+local stride = 3 -- fingerprint, key, sketch
 if op == "m" then stride = 4 end -- and the tables to store it in ("1" or "0" each), then "1" to count it
 local m = (#ARGV - H) / stride
-if stride >= 3 then -- checked before anything is written
-  for item = 0, m - 1 do
-    if #ARGV[H + 3 + stride * item] ~= SL then
-      return redis.error_reply("SIMHASH_SKETCH a sketch must be " .. SL .. " bytes")
-    end
+for item = 0, m - 1 do -- checked before anything is written
+  if #ARGV[H + 3 + stride * item] ~= SL then
+    return redis.error_reply("SIMHASH_SKETCH a sketch must be " .. SL .. " bytes")
   end
 end
 local n0 = tonumber(call("HGET", meta, "n") or "0")
@@ -589,8 +558,7 @@ local given = 1 -- op "m": the bucket keys given so far
 for item = 0, m - 1 do
   local at = H + 1 + stride * item
   local q, key = ARGV[at], ARGV[at + 1]
-  local sketch = ""
-  if stride >= 3 then sketch = ARGV[at + 2] end
+  local sketch = ARGV[at + 2]
   local base = 1 + item * T
   local buckets = {}
   if op == "m" then
@@ -629,33 +597,25 @@ for item = 0, m - 1 do
       out[#out + 1] = (takes ~= nil or found) and 1 or 0
     end
     results[#results + 1] = out
-  else
-    local found = nil
+  else -- "a", "m": stored unless a retry finds it stored
     local stored = false
-    if op == "c" then
-      found = nearest(probe(q, base, k, buckets))
-      stored = retry and found ~= nil and found[1] == 0 and key_of(found[2]) == key
-    elseif retry then
+    if retry then
       for _, h in ipairs(probe(q, base, 0, buckets)) do
         if key_of(h[2]) == key then stored = true end
       end
     end
-    if stored or found == nil then
-      if not stored then
-        local takes, counts = nil, COUNT
-        if op == "m" then
-          local mask = ARGV[at + 3]
-          takes, counts = {}, byte(mask, T + 1) == 49
-          for t = 1, T do takes[t] = byte(mask, t) == 49 end
-        end
-        add(q, key, sketch, base, buckets, n, takes)
-        n = n + 1
-        if counts then call("HINCRBY", meta, "pages", 1) end
+    if not stored then
+      local takes, counts = nil, COUNT
+      if op == "m" then
+        local mask = ARGV[at + 3]
+        takes, counts = {}, byte(mask, T + 1) == 49
+        for t = 1, T do takes[t] = byte(mask, t) == 49 end
       end
-      results[#results + 1] = {}
-    else
-      results[#results + 1] = {found[1], found[3], key_of(found[2])}
+      add(q, key, sketch, base, buckets, n, takes)
+      n = n + 1
+      if counts then call("HINCRBY", meta, "pages", 1) end
     end
+    results[#results + 1] = {}
   end
 end
 if n ~= n0 then call("HSET", meta, "n", n) end

@@ -195,8 +195,6 @@ class ShardedRedisBackend(Backend):
     ) -> None:
         first = shards[0]
         super().__init__(k=k, design=design, metadata=first.metadata)
-        if not first.sketch_bytes:
-            raise ValueError("a sharded Redis index keeps sketches (two-stage detection): its metadata has none")
         if len({shard.bucket_bits for shard in shards}) != 1:
             raise MetadataMismatchError(f"the shards of the Redis index {prefix!r} differ in bucket_bits")
         self._shards = list(shards)
@@ -407,9 +405,6 @@ class ShardedRedisBackend(Backend):
         for c in self.candidates(fingerprint, k, _EVERY):
             seen.setdefault((c.key, c.fingerprint), Match(c.key, c.distance, c.fingerprint))
         return list(seen.values())
-
-    def check_and_add(self, fingerprint: int, key: str, k: int) -> Match | None:
-        raise NotImplementedError("a sharded Redis index is two-stage only: use add_and_candidates")
 
     def __len__(self) -> int:
         """The pages stored: those the shards counted."""
