@@ -42,7 +42,7 @@ DOWN = "redis://127.0.0.1:1/0"  # nothing listens on port 1: connection refused 
 def locked_index(tmp_path: Path) -> Iterator[Path]:
     """An on-disk index held open for writing by this (the test) process."""
     path = tmp_path / "locked-idx"
-    with FileBackend(path, k=3, design=DESIGN, metadata={"model": "m1"}):
+    with FileBackend(path, k=3, design=DESIGN, metadata={"model": "m1", "sketch_bytes": 8}):
         yield path
 
 
@@ -50,7 +50,7 @@ def other_model_index(tmp_path: Path) -> Path:
     """An on-disk index of fingerprints of another model."""
     path = tmp_path / "other-idx"
     if not path.exists():
-        FileBackend(path, k=3, design=DESIGN, metadata={"model": "another-model"}).close()
+        FileBackend(path, k=3, design=DESIGN, metadata={"model": "another-model", "sketch_bytes": 8}).close()
     return path
 
 
@@ -65,7 +65,7 @@ def empty_directory(tmp_path: Path) -> Path:
 def damaged_index(tmp_path: Path) -> Path:
     path = tmp_path / "damaged-idx"
     if not path.exists():
-        FileBackend(path, k=3, design=DESIGN, metadata={"model": "m1"}).close()
+        FileBackend(path, k=3, design=DESIGN, metadata={"model": "m1", "sketch_bytes": 8}).close()
         (path / "CURRENT").write_text("garbage\n")
     return path
 
