@@ -45,7 +45,7 @@ __all__ = [
 #: Fingerprint width in bits (the paper's f).
 F = 64
 _MASK64 = (1 << F) - 1
-#: More tables than this is a mistake (memory grows by 6 bytes per fingerprint per table).
+#: More tables than this is a mistake (memory grows by 12 bytes per fingerprint per table).
 _MAX_TABLES = 1024
 
 

@@ -37,7 +37,7 @@ how to refill it; a newer one with the way out.
 With ``tables=disk`` (:mod:`.disktables`) the older rows' tables are in run files, read a bucket at a time, and
 their sketches are read from their records when a check needs them; opening reads the run files' columns and only
 the records past them.  Otherwise, on open the records are read and verified with numpy and the fingerprints are
-sorted into the tables of :class:`~simhash_filter.index.backends.memory.MemoryBackend` (about 2 s for 10 million);
+sorted into the tables of :class:`~simhash_filter.index.backends.memory.MemoryBackend` (docs/stores.md measures it);
 only the fingerprints (8 bytes), the sketches (``sketch_bytes``), the tables (12 bytes a table) and the added times
 (4 bytes) stay in memory.  A key is read back from disk (two ``pread``) only when a query returns its row.
 

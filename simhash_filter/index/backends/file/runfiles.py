@@ -68,8 +68,7 @@ ENTRY = np.dtype("<u4")
 BUCKET_ROWS = 16
 #: Entries per checked block (1 KiB): a CRC-32 each, kept in memory (4 bytes per 256 rows per table: 0.23 bytes a
 #: page with 15 tables), and the bytes a check reads per table and run file (the blocks holding its bucket of ~16-32
-#: entries).  Measured (``benchmarks/speed/bench_run_checks.py``, docs/stores.md): a run file's bucket reads take 35 us
-#: with blocks of 64 or 256 entries, 45 with 1,024, 100 with 4,096 (20 unchecked); 64 cost 0.94 bytes a page.
+#: entries): the sizes compared by ``benchmarks/speed/bench_run_checks.py`` are in docs/stores.md.
 BLOCK_ENTRIES = 256
 #: Rows made and entries written at a time (bounds the temporary memory of writing a large run: its sort keys, 8
 #: bytes a row, and this many rows' worth).
@@ -216,7 +215,7 @@ class RunColumns:
 
     These are the records' values (read from them, or from the run file's columns, checked by its CRC): making a
     block again needs no read of the records, and costs one pass over the run's fingerprints for one table (a
-    numpy pass, 15-30 ms per million rows here), once per damaged block (it is kept)."""
+    numpy pass), once per damaged block (it is kept)."""
 
     __slots__ = ("design", "fps", "refused", "start")
 

@@ -22,11 +22,11 @@ _POP = "".join(f"\\{bin(i).count('1')}" for i in range(256))
 # Popcount of x XOR g for nibbles g and x, likewise: byte(NIB, 16 * g + x + 1) = popcount(x ^ g).
 _NIB = "".join(f"\\{bin(x ^ g).count('1')}" for g in range(16) for x in range(16))
 # The body of distances(g), a table d with d[x] = popcount(x ^ g) for every byte x: one constructor of 256
-# sums of a high nibble's distance (h0 .. h15) and a low nibble's (l0 .. l15), about 4 us in Redis 7.
+# sums of a high nibble's distance (h0 .. h15) and a low nibble's (l0 .. l15).
 _DISTANCES = "return {[0] = " + ", ".join(f"h{x >> 4} + l{x & 15}" for x in range(256)) + "}"
 
 # A two-stage check over at most this many bucket entries verifies each at once, without building the fold
-# filter's four tables of distances (about 15 us in Redis 7).
+# filter's four tables of distances (which cost more than a few entries' checks).
 _FEW = 48
 
 #: Probe, verify and add in one atomic step (ARGV and ops: its header comment).
