@@ -10,12 +10,12 @@ OUT ?= out
 help:
 	@echo "make demo     serve a generated site with near-duplicates on 127.0.0.1, crawl it, report"
 	@echo "make demo-dedup  the same kind of sample through simhash-filter dedup"
-	@echo "make test     fresh virtualenv in $(TEST_VENV), lint, full test suite, documentation site (what CI runs)"
+	@echo "make test     fresh virtualenv in $(TEST_VENV), lint and types, full test suite, documentation site (what CI runs)"
 	@echo "make test-pythons  the suite again on Python $(OTHER_PYTHONS) without the slow tests (on $(QUICK_PYTHONS) the model's and index's), where this machine has them (CI too)"
 	@echo "make sanitize  the compiled core's tests and a short fuzz under ASan and UBSan, built in $(OUT)/sanitize (CI too)"
 	@echo "make fuzz     the compiled core against the pure-Python one on mutated pages, FUZZ_SECONDS=$(FUZZ_SECONDS)"
 	@echo "make install  virtualenv in $(VENV) with the package (editable) and its test tools"
-	@echo "make lint     ruff check"
+	@echo "make lint     ruff check, and mypy (pyproject.toml: strict on model/, index/ and crawl/)"
 	@echo "make docs     build the documentation site (docs/, mkdocs.yml) into $(OUT)/site, strictly"
 	@echo "make bench    every benchmark script at a tiny size, end to end (BENCH_TIER=all: the slower ones too)"
 
@@ -46,6 +46,7 @@ SYSTEM_PACKAGES := $(if $(shell command -v redis-server),,redis-server) $(if $(s
 test: system
 	$(MAKE) --no-print-directory test-venv
 	$(TEST_VENV)/bin/ruff check .
+	$(TEST_VENV)/bin/mypy
 	$(TEST_VENV)/bin/python -m pytest -q
 	$(MAKE) --no-print-directory docs DOCS_VENV=$(TEST_VENV)
 
@@ -152,6 +153,7 @@ fuzz:
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 
 # The documentation site, with mkdocs from $(DOCS_VENV) (make test uses its fresh $(TEST_VENV)); strict: a broken
 # link or anchor, or a page left out of the nav, fails the build.

@@ -26,7 +26,7 @@ from benchmarks.benchlib import ROOT
 STEPS: list[tuple[str, str, str]] = [
     ("quick", "devsites.sample", "{tmp}/sample.jsonl --articles 10"),
     ("quick", "benchmarks.data.make_pairs", "{tmp}/pages.jsonl {tmp}/labels.jsonl --articles 10"),
-    ("quick", "benchmarks.data.make_warc", "{tmp}/sample.warc.gz --bytes 1e6"),
+    ("quick", "benchmarks.data.make_warc", "{tmp}/sample.warc.gz --bytes 1e6 --pages {tmp}/sample.jsonl"),
     ("quick", "devsites.floods", "template 200 {tmp}/flood.jsonl"),
     ("quick", "simhash_filter", "dedup {tmp}/sample.jsonl --output {tmp}/sample.dedup.jsonl"),
     ("quick", "benchmarks.data.demo_report", "{tmp}/sample.jsonl {tmp}/sample.dedup.jsonl"),

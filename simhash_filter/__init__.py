@@ -37,6 +37,7 @@ __all__ = [
     "NearDuplicateResponse",
     "SimhashAddon",
     "SimhashDownloaderMiddleware",
+    "SimhashExtension",
     "SimhashPipeline",
     "SimhashSpiderMiddleware",
     "Status",
@@ -49,6 +50,7 @@ __all__ = [
 # The Scrapy glue, by module: imported lazily (PEP 562).
 _SCRAPY_COMPONENTS = {
     "SimhashAddon": "simhash_filter.crawl.addon",
+    "SimhashExtension": "simhash_filter.crawl.crawlfilter",
     "SimhashDownloaderMiddleware": "simhash_filter.crawl.middlewares",
     "SimhashSpiderMiddleware": "simhash_filter.crawl.middlewares",
     "NearDuplicateResponse": "simhash_filter.crawl.middlewares",

@@ -20,9 +20,9 @@ from devsites.localsite import LocalSite, Page
 from devsites.redis_server import RedisServer
 from simhash_filter.config import DEFAULTS
 from simhash_filter.crawl.known import KnownDuplicates, url_hash
+from simhash_filter.crawl.urlrules import RuleBook
 from simhash_filter.index.backends import open_backend
 from simhash_filter.index.tables import resolve_design
-from simhash_filter.index.urlrules import RuleBook
 
 pytestmark = pytest.mark.slow
 
@@ -299,12 +299,13 @@ def test_evidence_that_cannot_be_written_is_kept_for_the_next_write() -> None:
     from scrapy.utils.test import get_crawler
 
     from simhash_filter.crawl.avoid import Avoider
+    from simhash_filter.crawl.stats import FilterStats
     from simhash_filter.index.backends.memory import MemoryBackend
 
     k = DEFAULTS.max_distance
     backend = MemoryBackend(k=k, design=resolve_design(DEFAULTS.tables, 1000))
     stats = MemoryStatsCollector(get_crawler())
-    avoider = Avoider(backend, stats)
+    avoider = Avoider(backend, FilterStats(stats))
     avoider.book.observe("http://a.test/p", 1, None)
     avoider.book.observe("http://a.test/p?sid=1", 1, "http://a.test/p")
     real, calls = backend.add_notes, []

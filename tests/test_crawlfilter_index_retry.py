@@ -15,10 +15,10 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from scrapy import Request, Spider
+from filter_crawler import filter_crawler
+from scrapy import Request
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse
-from scrapy.utils.test import get_crawler
 
 from devsites import pages as p
 from devsites.redis_server import RedisServer
@@ -45,7 +45,7 @@ def fast_breaker(monkeypatch: pytest.MonkeyPatch) -> None:
 def middleware(server: RedisServer, prefix: str, **settings: Any) -> Iterator[SimhashDownloaderMiddleware]:
     """A downloader middleware whose filter uses a quick Redis index; its filter closed on exit."""
     settings = {"SIMHASH_BACKEND": f"{server.url}?prefix={prefix}{QUICK}", "SIMHASH_PROCESSES": 0, **settings}
-    mw = SimhashDownloaderMiddleware.from_crawler(get_crawler(Spider, settings_dict=settings))
+    mw = SimhashDownloaderMiddleware.from_crawler(filter_crawler(settings))
     try:
         yield mw
     finally:
@@ -130,7 +130,8 @@ def test_a_late_add_of_a_page_whose_timed_out_check_ran_anyway_stores_it_once(
         other, _ = respond(mw, "http://a.test/light", OTHER)
         assert other.meta["simhash"]["status"] == "ok" and other.meta["simhash"]["duplicate_of"] is None
         assert stored_keys(mw, request) == [url]
-        assert "simhash/index_added_late" not in stats(mw) and mw.filter.guard._unindexed == []
-        assert len(mw.filter.index) == 2
+        assert "simhash/index_added_late" not in stats(mw) and len(mw.filter.index) == 2
+        respond(mw, "http://a.test/third", OTHER.replace("<p>", "<p>Third. ", 1))  # nothing is left to add late
+        assert "simhash/index_added_late" not in stats(mw)
         _, dropped = respond(mw, "http://b.test/copy", COPY)
         assert isinstance(dropped, NearDuplicateResponse) and dropped.duplicate_of == url

@@ -10,7 +10,7 @@ from scrapy.settings import Settings
 
 from devsites.site_server import GROUPS
 from simhash_filter.crawl.indexpath import project_name
-from simhash_filter.crawl.options import backend_uri
+from simhash_filter.crawl.settings import backend_uri
 
 ROOT = Path(".scrapy", "simhash")  # tests run in their own directory, outside any project (conftest.py)
 

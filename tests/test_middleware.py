@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 import pytest
 import worker_helpers
+from filter_crawler import filter_crawler
 from scrapy import Request, Spider, signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import HtmlResponse, Response, TextResponse
@@ -23,10 +24,12 @@ from scrapy.utils.test import get_crawler
 from devsites import pages as p
 from simhash_filter import SimhashDownloaderMiddleware
 from simhash_filter.config import FilterConfig, FingerprintConfig
-from simhash_filter.crawl import guard, options, workers
-from simhash_filter.crawl.crawlfilter import CrawlFilter
+from simhash_filter.crawl import guard, workers
+from simhash_filter.crawl import settings as crawl_settings
+from simhash_filter.crawl.crawlfilter import CrawlFilter, IndexUnavailable
 from simhash_filter.crawl.decision import Decision
 from simhash_filter.crawl.middlewares import NearDuplicateResponse
+from simhash_filter.crawl.settings import FilterOptions
 from simhash_filter.index.backends import Candidate
 from simhash_filter.index.backends.memory import MemoryBackend
 from simhash_filter.index.bound import DEFAULT_BOUND, CheckBound
@@ -41,7 +44,7 @@ HTML = {"Content-Type": "text/html; charset=utf-8"}
 
 
 def middleware(**settings: Any) -> SimhashDownloaderMiddleware:
-    crawler = get_crawler(Spider, settings_dict=settings)
+    crawler = filter_crawler(settings)
     return SimhashDownloaderMiddleware.from_crawler(crawler)
 
 
@@ -312,7 +315,7 @@ def test_huge_page_is_fingerprinted_from_its_beginning():
     """A page larger than the work cap is fingerprinted from its first bytes and counted as truncated."""
     crawler = get_crawler(Spider)
     config = FilterConfig(FingerprintConfig(max_bytes=len(ARTICLE) // 2))
-    mw = SimhashDownloaderMiddleware(CrawlFilter(config, stats=crawler.stats))
+    mw = SimhashDownloaderMiddleware(CrawlFilter(FilterOptions(config), crawler.stats))
     request, _ = respond(mw, "http://a.test/huge", ARTICLE)
     assert request.meta["simhash"]["status"] == "ok"
     assert stats(mw)["simhash/truncated"] == 1
@@ -343,10 +346,8 @@ async def workers_ready(mw: SimhashDownloaderMiddleware) -> None:
     """Start the filter's worker processes and wait until one is ready (pages then go to the workers)."""
     mw.filter.start_workers()
     deadline = time.monotonic() + 60
-    while not (mw.filter.executor._pool is not None and mw.filter.executor._is_ready(mw.filter.executor._pool)):
-        assert time.monotonic() < deadline and not mw.filter.executor._processes_failed, (
-            "the worker processes did not start"
-        )
+    while not mw.filter.executor.workers_ready:
+        assert time.monotonic() < deadline, "the worker processes did not start"
         await asyncio.sleep(0.01)
 
 
@@ -397,7 +398,7 @@ def test_worker_processes_decide_the_same():
     s = stats(mw)
     assert s["simhash/checked"] == 6 and "simhash/fingerprinted_in_reactor" not in s
     assert s.get("simhash/reactor_seconds", 0) == s.get("simhash/index_seconds", 0)  # the index checks alone
-    assert mw.filter.executor._pool is None
+    assert not mw.filter.executor.workers
 
 
 def test_pages_arriving_before_the_workers_are_ready_are_fingerprinted_in_the_reactor_thread(caplog):
@@ -406,7 +407,7 @@ def test_pages_arriving_before_the_workers_are_ready_are_fingerprinted_in_the_re
     is started at all."""
     mw = middleware(SIMHASH_PROCESSES=1)
     asyncio.run(check_together(mw, PAGES[:1]))
-    assert mw.filter.executor._pool is None and "simhash/fingerprinted_in_reactor" not in stats(mw)
+    assert not mw.filter.executor.workers and "simhash/fingerprinted_in_reactor" not in stats(mw)
 
     async def run() -> list[dict[str, Any]]:
         mw.filter.spider_opened(None)  # starts the workers, does not wait for them
@@ -427,13 +428,13 @@ def test_pages_arriving_before_the_workers_are_ready_are_fingerprinted_in_the_re
 def test_default_processes_follow_the_machine(monkeypatch):
     """SIMHASH_PROCESSES=None (the default) means one worker process with two CPUs or more, none with one
     CPU or with SIMHASH_THREADS; a number is taken as it is."""
-    assert middleware(SIMHASH_PROCESSES=3).filter.processes == 3
-    assert middleware(SIMHASH_PROCESSES="0").filter.processes == 0
-    monkeypatch.setattr(options, "available_cpus", lambda: 2)
-    assert middleware().filter.processes == 1
-    assert middleware(SIMHASH_THREADS=2).filter.processes == 0
-    monkeypatch.setattr(options, "available_cpus", lambda: 1)
-    assert middleware().filter.processes == 0
+    assert middleware(SIMHASH_PROCESSES=3).filter.options.worker_processes == 3
+    assert middleware(SIMHASH_PROCESSES="0").filter.options.worker_processes == 0
+    monkeypatch.setattr(crawl_settings, "available_cpus", lambda: 2)
+    assert middleware().filter.options.worker_processes == 1
+    assert middleware(SIMHASH_THREADS=2).filter.options.worker_processes == 0
+    monkeypatch.setattr(crawl_settings, "available_cpus", lambda: 1)
+    assert middleware().filter.options.worker_processes == 0
 
 
 @pytest.mark.parametrize("where", ["threads", "processes"])
@@ -458,7 +459,7 @@ def test_pages_enter_the_index_in_the_order_they_arrived(where, monkeypatch):
     async def run() -> list[dict[str, Any]]:
         if where == "processes":
             await workers_ready(mw)
-            while not all(w.ready for w in mw.filter.executor._pool.workers):  # the copy must not wait for a worker
+            while not all(w.ready for w in mw.filter.executor.workers):  # the copy must not wait for a worker
                 await asyncio.sleep(0.01)
         try:
             return await check_together(mw, [("http://a.test/rain", original), ("http://b.test/rain", COPY)])
@@ -477,7 +478,7 @@ def test_a_dead_worker_is_replaced_and_its_page_tried_again(caplog):
 
     async def run() -> tuple[Any, Any]:
         await workers_ready(mw)
-        worker = mw.filter.executor._pool.workers[0]
+        worker = mw.filter.executor.workers[0]
         os.kill(worker.pid, signal.SIGKILL)
         worker.popen.wait()
         try:
@@ -570,8 +571,9 @@ def test_disabled_raises_not_configured():
     ],
 )
 def test_bad_settings_fail_at_start_naming_the_setting(settings, name):
-    """A bad SIMHASH_* value fails when the crawl starts, with a message naming the setting."""
-    with pytest.raises(ValueError, match=name):
+    """A bad SIMHASH_* value fails when the crawl starts, with a message naming the setting (an index that cannot
+    be opened: ``IndexUnavailable``, ``SIMHASH_BACKEND=<uri>: why``)."""
+    with pytest.raises((ValueError, IndexUnavailable), match=name):
         middleware(**settings)
 
 
@@ -587,11 +589,11 @@ def test_components_of_one_crawler_share_one_filter():
     """The middleware, the spider middleware and the pipeline of one crawler share one index."""
     from simhash_filter import SimhashPipeline, SimhashSpiderMiddleware
 
-    crawler = get_crawler(Spider)
+    crawler = filter_crawler()
     mw = SimhashDownloaderMiddleware.from_crawler(crawler)
     assert SimhashPipeline.from_crawler(crawler).filter is mw.filter
     assert SimhashSpiderMiddleware.from_crawler(crawler).filter is mw.filter
-    assert SimhashDownloaderMiddleware.from_crawler(get_crawler(Spider)).filter is not mw.filter
+    assert SimhashDownloaderMiddleware.from_crawler(filter_crawler()).filter is not mw.filter
 
 
 def test_summary_line_on_spider_closed(caplog):
@@ -627,7 +629,7 @@ def test_a_dropped_response_still_counts_as_received():
     """A near-duplicate dropped before the spider was downloaded all the same: ``response_received`` is sent for
     it, so ``response_received_count`` and ``CLOSESPIDER_PAGECOUNT`` count it (they did not: a crawl of
     near-identical pages ran far past its page limit)."""
-    crawler = get_crawler(Spider)
+    crawler = filter_crawler()
     mw = SimhashDownloaderMiddleware.from_crawler(crawler)
     received: list[str] = []
 

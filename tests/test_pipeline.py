@@ -11,11 +11,11 @@ from typing import Any
 import attr
 import pytest
 import scrapy
+from filter_crawler import filter_crawler
 from itemadapter import ItemAdapter
-from scrapy import Request, Spider, signals
+from scrapy import Request, signals
 from scrapy.exceptions import DropItem
 from scrapy.http import HtmlResponse, TextResponse
-from scrapy.utils.test import get_crawler
 
 from devsites import pages as p
 from simhash_filter import NearDuplicateItem, SimhashDownloaderMiddleware, SimhashPipeline, SimhashSpiderMiddleware
@@ -68,7 +68,7 @@ class Components:
     """The filter's three components of one crawler, driven like the engine drives them."""
 
     def __init__(self, **settings: Any) -> None:
-        self.crawler = get_crawler(Spider, settings_dict=settings)
+        self.crawler = filter_crawler(settings)
         self.downloader = SimhashDownloaderMiddleware.from_crawler(self.crawler)
         self.spider_mw = SimhashSpiderMiddleware.from_crawler(self.crawler)
         self.pipeline = SimhashPipeline.from_crawler(self.crawler)
@@ -253,7 +253,7 @@ def test_the_summary_says_what_became_of_unchanged_pages_items_in_each_mode():
     from simhash_filter.crawl.report import Report
 
     for action, words in (("drop", "(their items dropped)"), ("flag", "(their items flagged as their own duplicates)")):
-        crawler = get_crawler(Spider)
+        crawler = filter_crawler()
         crawler.stats.set_value("simhash/unchanged", 3)
         line = Report(crawler.stats, action=action, debug=False).summary(3, "in the reactor thread")
         assert f"3 unchanged since an earlier crawl {words}" in line and "not stored again" not in line, line
@@ -261,11 +261,8 @@ def test_the_summary_says_what_became_of_unchanged_pages_items_in_each_mode():
 
 def test_a_wrong_on_index_error_value_names_the_setting():
     """SIMHASH_ON_INDEX_ERROR other than 'pass' or 'stop' is a ValueError naming the setting."""
-    from simhash_filter.crawl.crawlfilter import CrawlFilter
-
-    crawler = get_crawler(Spider, settings_dict={"SIMHASH_ON_INDEX_ERROR": "halt"})
-    with pytest.raises(ValueError, match="SIMHASH_ON_INDEX_ERROR must be 'pass' or 'stop', got 'halt'"):
-        CrawlFilter.from_settings(crawler.settings, crawler.stats)
+    with pytest.raises(ValueError, match="SIMHASH_ON_INDEX_ERROR must be one of 'pass', 'stop', got 'halt'"):
+        filter_crawler({"SIMHASH_ON_INDEX_ERROR": "halt"})
 
 
 def test_flagged_items_carry_the_similarity_that_verified_them():

@@ -118,11 +118,11 @@ def test_redis_backend_setting_reaches_the_filter(redis_server: RedisServer, red
     from scrapy.utils.test import get_crawler
 
     from simhash_filter.crawl.crawlfilter import CrawlFilter
-    from simhash_filter.crawl.settings import SIMHASH_MAX_DISTANCE
+    from simhash_filter.crawl.settings import SIMHASH_MAX_DISTANCE, FilterOptions
     from simhash_filter.index.backends.redis import RedisBackend
 
     crawler = get_crawler(settings_dict={"SIMHASH_BACKEND": f"{redis_server.url}?prefix={redis_prefix}"})
-    crawl_filter = CrawlFilter.from_settings(crawler.settings, crawler.stats)
+    crawl_filter = CrawlFilter(FilterOptions.from_settings(crawler.settings), crawler.stats)
     try:
         assert isinstance(crawl_filter.index.backend, RedisBackend)
         assert crawl_filter.index.k == SIMHASH_MAX_DISTANCE
@@ -138,21 +138,23 @@ def test_filter_lets_pages_through_while_redis_is_down(own_redis_server: RedisSe
     when Redis is back it checks again, against what was stored before."""
     from scrapy.utils.test import get_crawler
 
-    from simhash_filter.crawl.crawlfilter import INDEX_ERROR, CrawlFilter
+    from simhash_filter.crawl.crawlfilter import CrawlFilter
+    from simhash_filter.crawl.decision import SkipReason
+    from simhash_filter.crawl.settings import FilterOptions
 
     uri = f"{own_redis_server.url}?prefix={redis_prefix}&retries=1&retry_backoff=0.05"
     crawler = get_crawler(settings_dict={"SIMHASH_BACKEND": uri})
-    crawl_filter = CrawlFilter.from_settings(crawler.settings, crawler.stats)
+    crawl_filter = CrawlFilter(FilterOptions.from_settings(crawler.settings), crawler.stats)
     try:
         assert crawl_filter.decide("https://a.example/", 0xF0F0, SKETCH).status == "ok"
         own_redis_server.stop()
         start = time.monotonic()
-        assert crawl_filter.decide("https://b.example/", 0xF0F1, SKETCH).status == INDEX_ERROR
+        assert crawl_filter.decide("https://b.example/", 0xF0F1, SKETCH).status == SkipReason.INDEX_ERROR
         assert time.monotonic() - start < 15  # failed fast, not hung (a bound far above any load)
         own_redis_server.start()
         decision = crawl_filter.decide("https://c.example/", 0xF0F3, SKETCH)
         assert decision.status == "ok" and decision.duplicate_of == "https://a.example/"
-        assert crawler.stats.get_value(f"simhash/skipped/{INDEX_ERROR}") == 1
+        assert crawler.stats.get_value(f"simhash/skipped/{SkipReason.INDEX_ERROR}") == 1
     finally:
         crawl_filter.index.close()
 

@@ -9,9 +9,9 @@ import logging
 from typing import Any
 
 import pytest
-from scrapy import Request, Spider
+from filter_crawler import filter_crawler
+from scrapy import Request
 from scrapy.http import HtmlResponse
-from scrapy.utils.test import get_crawler
 
 from devsites import pages as p
 from simhash_filter import SimhashDownloaderMiddleware
@@ -49,7 +49,7 @@ class SyncPage:
 
 def middleware(**settings: Any) -> SimhashDownloaderMiddleware:
     return SimhashDownloaderMiddleware.from_crawler(
-        get_crawler(Spider, settings_dict={"SIMHASH_PROCESSES": 0, **settings})
+        filter_crawler({"SIMHASH_PROCESSES": 0, **settings})
     )
 
 

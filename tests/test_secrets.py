@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 import redis
 from conftest_redis import REDIS_PASSWORD
-from scrapy import Spider
-from scrapy.utils.test import get_crawler
+from filter_crawler import filter_crawler
 from test_cli import run_cli
 
 from devsites.redis_server import RedisServer
 from simhash_filter import SimhashDownloaderMiddleware
+from simhash_filter.crawl.crawlfilter import IndexUnavailable
 from simhash_filter.index.backends import open_backend, redact_text, redact_uri
 from simhash_filter.index.tables import TableDesign
 
@@ -78,8 +78,8 @@ def test_crawl_start_log_line_stats_and_reprs_hide_the_password(
 ) -> None:
     """The crawl's start line names the backend as redis://default:***@host:port/db; its stats, the reprs and
     the error of a crawl whose server is down never show the password."""
-    crawler = get_crawler(Spider, settings_dict={"SIMHASH_BACKEND": uri, "SIMHASH_PROCESSES": 0})
     with caplog.at_level(logging.DEBUG):
+        crawler = filter_crawler({"SIMHASH_BACKEND": uri, "SIMHASH_PROCESSES": 0})
         mw = SimhashDownloaderMiddleware.from_crawler(crawler)
         backend = mw.filter.index.backend
         assert_no_secret(repr(mw.filter.index), repr(backend), repr(backend.client), backend.info())
@@ -88,9 +88,9 @@ def test_crawl_start_log_line_stats_and_reprs_hide_the_password(
     assert len(start) == 1
     assert f"backend=redis://{USER}:***@127.0.0.1:{password_redis_server.port}/0?prefix=" in start[0]
     assert_no_secret(caplog.text, crawler.stats.get_stats())
-    down = get_crawler(Spider, settings_dict={"SIMHASH_BACKEND": down_uri, "SIMHASH_PROCESSES": 0})
-    with caplog.at_level(logging.DEBUG), pytest.raises(redis.exceptions.ConnectionError) as failed:
-        SimhashDownloaderMiddleware.from_crawler(down)
+    with caplog.at_level(logging.DEBUG), pytest.raises(IndexUnavailable) as failed:
+        filter_crawler({"SIMHASH_BACKEND": down_uri, "SIMHASH_PROCESSES": 0})
+    assert isinstance(failed.value.error, redis.exceptions.ConnectionError)
     assert_no_secret(failed.value, repr(failed.value), caplog.text)
 
 

@@ -1,4 +1,4 @@
-"""URL rules learned from near-duplicates (``simhash_filter.index.urlrules``): which rewrites explain a pair, when a
+"""URL rules learned from near-duplicates (``simhash_filter.crawl.urlrules``): which rewrites explain a pair, when a
 rule becomes active and when it is withdrawn, mirrors, and the evidence shared through counters."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from simhash_filter.index.urlrules import RuleBook, explain, is_active, parse_url, precision_bound
+from simhash_filter.crawl.urlrules import RuleBook, explain, is_active, parse_url, precision_bound
 
 A, FAR = 0x0123_4567_89AB_CDEF, 0xFEDC_BA98_7654_3210  # two fingerprints 64 - popcount apart: distinct pages
 

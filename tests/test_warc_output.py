@@ -25,10 +25,10 @@ from typing import Any
 
 import pytest
 from crawl_helpers import ROOT, Crawl, env, scrapy_crawl, start_urls, url_key
-from scrapy import Request, Spider
+from filter_crawler import filter_crawler
+from scrapy import Request
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse, Response, TextResponse
-from scrapy.utils.test import get_crawler
 from warcio.archiveiterator import ArchiveIterator
 
 from devsites import pages as p
@@ -83,7 +83,7 @@ def read_warc(path: Path) -> list[Record]:
 def middleware(path: Path | None, **settings: Any) -> SimhashDownloaderMiddleware:
     """The downloader middleware of a crawler writing its WARC to ``path`` (None: ``SIMHASH_WARC`` unset)."""
     warc = {} if path is None else {"SIMHASH_WARC": str(path)}
-    crawler = get_crawler(Spider, settings_dict={**warc, **settings})
+    crawler = filter_crawler({**warc, **settings})
     return SimhashDownloaderMiddleware.from_crawler(crawler)
 
 

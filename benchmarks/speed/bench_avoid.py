@@ -238,6 +238,7 @@ def overhead(site: GeneratedSite, rounds: int = 5) -> dict[str, float]:
     from simhash_filter.config import DEFAULTS
     from simhash_filter.crawl.avoid import Avoider
     from simhash_filter.crawl.decision import Decision
+    from simhash_filter.crawl.stats import FilterStats
     from simhash_filter.index.backends.memory import MemoryBackend
     from simhash_filter.index.nearduplicate import NearDuplicateIndex
     from simhash_filter.index.tables import resolve_design
@@ -256,7 +257,7 @@ def overhead(site: GeneratedSite, rounds: int = 5) -> dict[str, float]:
             if fp.value is not None:
                 match = index.check_and_add(fp.value, url, fp.sketch)
                 decisions.append(Decision(url, "ok", fp.value, match and match.key, match and match.distance))
-        avoider = Avoider(index.backend, MemoryStatsCollector(get_crawler()))
+        avoider = Avoider(index.backend, FilterStats(MemoryStatsCollector(get_crawler())))
         requests = [Request(d.url) for d in decisions]
         start = time.process_time()
         for request in requests:

@@ -29,6 +29,7 @@ __all__ = [
     "is_glob",
     "is_input_name",
     "kind",
+    "same_file",
 ]
 
 #: WARC files (compared in lower case).
@@ -70,7 +71,8 @@ def _files_under(directory: str) -> list[str]:
     return found
 
 
-def _same_file(a: str, b: str) -> bool:
+def same_file(a: str, b: str) -> bool:
+    """Whether paths *a* and *b* name one file (through links too)."""
     try:
         return os.path.samefile(a, b)
     except OSError:
@@ -87,7 +89,7 @@ def input_files(paths: Sequence[str], *, exclude: Iterable[str | None] = ()) -> 
     excluded = [path for path in exclude if path and path != "-" and os.path.exists(path)]
 
     def kept(path: str) -> bool:
-        return not any(_same_file(path, other) for other in excluded)
+        return not any(same_file(path, other) for other in excluded)
 
     found: dict[str, str] = {}  # absolute path -> the name it is read under
     for given in paths:

@@ -15,7 +15,8 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from simhash_filter.cli.common import filter_config
+from simhash_filter.cli.common import by_reason, filter_config
+from simhash_filter.cli.common import warn as _warn
 
 if TYPE_CHECKING:
     from simhash_filter.report.calibrate import Analysis, Calibration, Choice, Group, Metrics
@@ -41,10 +42,6 @@ examples:
 
 exit status: 0 success, 1 an input could not be read or no labelled pair could be used, 2 a usage error,
   malformed lines (labels or pages), a damaged WARC file, or --plot FILE.png without matplotlib"""
-
-
-def _warn(message: str) -> None:
-    print(f"{PROG}: {message}", file=sys.stderr)
 
 
 def _usage(args: argparse.Namespace, message: str) -> NoReturn:
@@ -200,10 +197,6 @@ def _label_counts(d: dict[str, Any]) -> str:
     )
 
 
-def _by_reason(counts: dict[str, int]) -> str:
-    return ", ".join(f"{why} {n}" for why, n in sorted(counts.items()))
-
-
 def _summary(result: Calibration) -> list[str]:
     a, pages = result.analysis, result.pages
     found = f"pages: {pages.found} of the {pages.wanted} URLs found in {len(pages.inputs)} input(s)"
@@ -214,10 +207,10 @@ def _summary(result: Calibration) -> list[str]:
         found += f" ({w.pages} pages of {w.records} WARC records in {w.files} files, {len(w.damaged)} damaged)"
     found += f"; {pages.fingerprinted} fingerprinted"
     if pages.failed:
-        found += f" ({_by_reason(dict(pages.failed))} not)"
+        found += f" ({by_reason(dict(pages.failed))} not)"
     used = f"pairs: {len(a.pairs)} used ({a.duplicates} duplicates, {a.distinct} distinct)"
     if result.skipped:
-        used += f"; {sum(result.skipped.values())} skipped ({_by_reason(dict(result.skipped))})"
+        used += f"; {sum(result.skipped.values())} skipped ({by_reason(dict(result.skipped))})"
     return [
         f"labels: {result.labels.source}: {_label_counts(result.labels.as_dict())}",
         found,

@@ -51,6 +51,11 @@ def warn(message: str) -> None:
     print(f"{PROG}: {message}", file=sys.stderr)
 
 
+def by_reason(counts: dict[str, int]) -> str:
+    """Counts by reason, in the order of the reasons: ``empty 2, not_html 1``."""
+    return ", ".join(f"{reason} {n}" for reason, n in sorted(counts.items()))
+
+
 def read_bytes(path: str) -> bytes:
     """The first ``max_bytes + 1`` bytes of a file (the work cap, and one byte to know a page was cut): a
     600 MB file or ``/dev/zero`` is not read whole."""

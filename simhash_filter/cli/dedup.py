@@ -27,12 +27,13 @@ from simhash_filter.batch.dedup import (
     dedup,
     open_index,
 )
-from simhash_filter.batch.inputs import WARC, input_files
+from simhash_filter.batch.inputs import WARC, input_files, same_file
 from simhash_filter.batch.reader import InputReader
 from simhash_filter.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
     UsageError,
+    by_reason,
     filter_config,
     fingerprint_config,
     read_bytes,
@@ -78,7 +79,7 @@ def _open_inputs(paths: list[str], output: str | None, config: FilterConfig) -> 
     if "-" in paths:
         raise UsageError("standard input ('-') cannot be read with other inputs")
     for path in paths:
-        if output not in (None, "-") and os.path.isfile(path) and _same_file(path, output):
+        if output not in (None, "-") and os.path.isfile(path) and same_file(path, output):
             raise UsageError(f"the output {output} is the input file {path}: write it elsewhere")
     reader = InputReader(input_files(paths, exclude=[output]), max_bytes=max_bytes)
     size = reader.size or 0
@@ -165,14 +166,6 @@ def _umask() -> int:
     return mask
 
 
-def _same_file(a: str, b: str) -> bool:
-    """Whether paths ``a`` and ``b`` name one file (through links too)."""
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return False
-
-
 def _progress(outcomes: Iterator[Outcome], enabled: bool, source: _Input) -> Iterator[Outcome]:
     """A progress bar on stderr: of files (also .gz), bytes read of their size, with a rate and ETA, and
     the pages done; of standard input or a pipe, the pages done."""
@@ -195,8 +188,7 @@ def _progress(outcomes: Iterator[Outcome], enabled: bool, source: _Input) -> Ite
 
 
 def _by_reason(counts: dict[str, int]) -> str:
-    by_reason = ", ".join(f"{reason} {n}" for reason, n in sorted(counts.items()))
-    return f" ({by_reason})" if by_reason else ""
+    return f" ({by_reason(counts)})" if counts else ""
 
 
 def _summary_line(s: Summary, seconds: float, warc: WarcCounts | None = None) -> str:
@@ -291,9 +283,9 @@ def cmd_dedup(args: argparse.Namespace) -> int:
         except WorkersFailed as exc:
             return _failed(out, summary, start, f"{exc}; try --workers 1", source.warc)
         except IndexFailed as failed:  # the index failed part way (a full disk, a Redis server gone)
-            exc = failed.__cause__ or failed
+            cause = failed.__cause__ or failed
             where = f"index {redact_uri(args.index)!r} failed after {summary.lines} {_unit(source)}"
-            return _failed(out, summary, start, f"{where}: {error_message(exc, args.index)}", source.warc)
+            return _failed(out, summary, start, f"{where}: {error_message(cause, args.index)}", source.warc)
         except (OSError, EOFError) as exc:  # a truncated .gz, an unreadable file
             name = reader.current or " ".join(args.inputs)
             message = f"{name}: read error after {summary.lines} {_unit(source)}: {exc}"

@@ -209,7 +209,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_rules(args: argparse.Namespace) -> int:
     """Print the URL rules and mirrors that crawls learned into the index's notes (``SIMHASH_AVOID``)."""
-    from simhash_filter.index.urlrules import RuleBook, precision_bound
+    from simhash_filter.crawl.urlrules import RuleBook, precision_bound
 
     with _open(args.index, args.max_distance, write=False) as backend:
         notes = backend.notes()
@@ -328,7 +328,7 @@ def _guarded(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Na
             return func(args)
         except BrokenPipeError:
             raise
-        except (NotImplementedError, *open_errors()) as exc:
+        except (NotImplementedError, *open_errors()) as exc:  # type: ignore[misc]  # mypy reads no starred tuple
             index = redact_uri(args.index)
             print(f"simhash-filter: index {index}: {error_message(exc, args.index)}", file=sys.stderr)
             return 1

@@ -90,9 +90,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return args.func(args)
+        status: int = args.func(args)
+        return status
     except UsageError as exc:
         args.parser.error(str(exc))  # exits with status 2
+        raise AssertionError("unreachable") from None  # pragma: no cover
     except BrokenPipeError:  # `simhash-filter dedup pages.jsonl | head`: stop quietly
         with suppress(OSError, ValueError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

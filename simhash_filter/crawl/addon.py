@@ -3,8 +3,8 @@
     ADDONS = {"simhash_filter.SimhashAddon": 0}
 
 It sets every ``SIMHASH_*`` default at add-on priority (the project's own values win) and adds the
-downloader middleware, the spider middleware and the item pipeline unless the project already lists
-them (so a project can move one, or disable it with ``None``).
+extension that holds the filter, the downloader middleware, the spider middleware and the item pipeline unless
+the project already lists them (so a project can move one, or disable it with ``None``).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from scrapy.exceptions import NotConfigured
 
+from simhash_filter.crawl.crawlfilter import SimhashExtension
 from simhash_filter.crawl.middlewares import SimhashDownloaderMiddleware, SimhashSpiderMiddleware
 from simhash_filter.crawl.pipelines import SimhashPipeline
 from simhash_filter.crawl.settings import default_settings
@@ -20,7 +21,13 @@ from simhash_filter.crawl.settings import default_settings
 if TYPE_CHECKING:
     from scrapy.settings import Settings
 
-__all__ = ["DOWNLOADER_MIDDLEWARE_PRIORITY", "PIPELINE_PRIORITY", "SPIDER_MIDDLEWARE_PRIORITY", "SimhashAddon"]
+__all__ = [
+    "DOWNLOADER_MIDDLEWARE_PRIORITY",
+    "EXTENSION_PRIORITY",
+    "PIPELINE_PRIORITY",
+    "SPIDER_MIDDLEWARE_PRIORITY",
+    "SimhashAddon",
+]
 
 #: After retries (550), meta refresh (580), decompression (590) and redirects (600).
 DOWNLOADER_MIDDLEWARE_PRIORITY = 540
@@ -28,6 +35,8 @@ DOWNLOADER_MIDDLEWARE_PRIORITY = 540
 SPIDER_MIDDLEWARE_PRIORITY = 40
 #: Early, so that later pipelines (storage) never see a dropped near-duplicate.
 PIPELINE_PRIORITY = 100
+#: The filter the components share (:class:`~simhash_filter.crawl.crawlfilter.SimhashExtension`).
+EXTENSION_PRIORITY = 0
 
 
 class SimhashAddon:
@@ -45,3 +54,4 @@ class SimhashAddon:
             "SPIDER_MIDDLEWARES", SimhashSpiderMiddleware, SPIDER_MIDDLEWARE_PRIORITY
         )
         settings.setdefault_in_component_priority_dict("ITEM_PIPELINES", SimhashPipeline, PIPELINE_PRIORITY)
+        settings.setdefault_in_component_priority_dict("EXTENSIONS", SimhashExtension, EXTENSION_PRIORITY)

@@ -1,4 +1,4 @@
-"""Requests left unsent: URLs that the rules learned from the crawl's near-duplicates (:mod:`simhash_filter.index.
+"""Requests left unsent: URLs that the rules learned from the crawl's near-duplicates (:mod:`simhash_filter.crawl.
 urlrules`) say show a page already fetched or queued, and paths of a confirmed mirror host that its partner host
 already has (``SIMHASH_AVOID``).
 
@@ -10,7 +10,7 @@ counted in ``simhash/avoided/url_rule`` or ``simhash/avoided/mirror``) or, with 
 requests (``SIMHASH_AVOID_VALIDATE``, chosen by a hash of the URL, so the same in every run) is fetched all the
 same to validate the rules (``simhash/avoid/validations``); one that shows another page counts against the rule
 (or the mirror) it was avoided by, and a rule whose evidence no longer reaches its precision bound
-(``SIMHASH_AVOID_MIN_PRECISION``, :func:`~simhash_filter.index.urlrules.is_active`) is withdrawn and the
+(``SIMHASH_AVOID_MIN_PRECISION``, :func:`~simhash_filter.crawl.urlrules.is_active`) is withdrawn and the
 requests it avoided are queued again (``simhash/avoid/requeued``): their pages count as evidence too.
 
 A URL that an earlier crawl dropped as a near-duplicate of a page the index still holds is left unsent too
@@ -34,20 +34,19 @@ from typing import TYPE_CHECKING, Any
 
 from simhash_filter.crawl.known import KnownDuplicates
 from simhash_filter.crawl.report import logger
+from simhash_filter.crawl.settings import AvoidOptions
+from simhash_filter.crawl.urlrules import RuleBook, Url, Verdict, parse_url
 from simhash_filter.crawl.waiting import in_executor
-from simhash_filter.index.urlrules import RuleBook, Url, Verdict, parse_url
 
 if TYPE_CHECKING:
     from scrapy.http import Request
-    from scrapy.statscollectors import StatsCollector
 
     from simhash_filter.crawl.decision import Decision
+    from simhash_filter.crawl.stats import FilterStats
     from simhash_filter.index.backends.base import Backend
 
-__all__ = ["AVOID_ACTIONS", "AVOID_MIRRORS", "Avoidance", "Avoider", "check_avoid_options"]
+__all__ = ["Avoidance", "Avoider"]
 
-AVOID_ACTIONS = ("drop", "deprioritize")
-AVOID_MIRRORS = ("paths", "all", "off")
 #: ``request.meta`` keys: a validation fetch (what it would have been avoided for), and a request sent again
 #: after a withdrawal or deprioritised once (not avoided again).
 VALIDATE_KEY, EXEMPT_KEY = "simhash_avoid_validate", "simhash_avoid_exempt"
@@ -80,24 +79,9 @@ class Avoidance:
         """The verdicts (kind, host, rule) this avoidance rests on."""
         out = [("rule", host, r) for r in self.rules]
         if self.mirror is not None:
-            out.append(("mirror", *sorted((host, self.mirror))))
+            first, second = sorted((host, self.mirror))
+            out.append(("mirror", first, second))
         return out
-
-
-def check_avoid_options(
-    *, action: str, validate: float, mirrors: str, min_examples: int, min_precision: float = 0.8
-) -> None:
-    """Raise ``ValueError`` naming the ``SIMHASH_AVOID_*`` setting whose value is wrong."""
-    if action not in AVOID_ACTIONS:
-        raise ValueError(f"SIMHASH_AVOID_ACTION must be one of {', '.join(AVOID_ACTIONS)}, got {action!r}")
-    if mirrors not in AVOID_MIRRORS:
-        raise ValueError(f"SIMHASH_AVOID_MIRRORS must be one of {', '.join(AVOID_MIRRORS)}, got {mirrors!r}")
-    if not 0.0 <= validate <= 1.0:
-        raise ValueError(f"SIMHASH_AVOID_VALIDATE must be a share in [0, 1], got {validate!r}")
-    if min_examples < 1:
-        raise ValueError(f"SIMHASH_AVOID_MIN_EXAMPLES must be at least 1, got {min_examples!r}")
-    if not 0.0 < min_precision < 1.0:
-        raise ValueError(f"SIMHASH_AVOID_MIN_PRECISION must be a share in (0, 1), got {min_precision!r}")
 
 
 class Avoider:
@@ -106,28 +90,23 @@ class Avoider:
     def __init__(
         self,
         backend: Backend,
-        stats: StatsCollector,
+        count: FilterStats,
+        options: AvoidOptions | None = None,
         *,
-        action: str = "drop",
-        validate: float = 0.05,
-        mirrors: str = "paths",
-        min_examples: int = 5,
-        min_precision: float = 0.8,
         same_distance: int = 3,
         distinct_distance: int = 10,
-        known_max_age: float = 0.0,
     ) -> None:
-        check_avoid_options(
-            action=action, validate=validate, mirrors=mirrors, min_examples=min_examples, min_precision=min_precision
-        )
+        options = AvoidOptions() if options is None else options
         self.backend = backend
-        self.stats = stats
-        self.action = action
-        self.validate = validate
-        self.mirror_mode = mirrors
-        self.book = RuleBook(min_examples, same_distance, distinct_distance, min_precision=min_precision)
+        self.count = count
+        self.action = options.action
+        self.validate = options.validate
+        self.mirror_mode = options.mirrors
+        self.book = RuleBook(
+            options.min_examples, same_distance, distinct_distance, min_precision=options.min_precision
+        )
         #: Near-duplicates dropped by earlier crawls (and this one), kept in the index's notes.
-        self.known = KnownDuplicates(known_max_age)
+        self.known = KnownDuplicates(options.known_max_age)
         # host -> hash of a canonical URL -> the first URL sent (hashes: about 300 bytes a URL in all)
         self._sent: dict[str, dict[int, str]] = {}
         self._raw: dict[str, list[str]] = {}  # host -> URLs sent, to rebuild its canonical ones
@@ -190,7 +169,7 @@ class Avoider:
             return None
         if self.validate and zlib.crc32(request.url.encode("utf-8", "surrogatepass")) < self.validate * 2**32:
             request.meta[VALIDATE_KEY] = {"target": found.target, "rules": list(found.rules), "mirror": found.mirror}
-            self.stats.inc_value("simhash/avoid/validations")
+            self.count.count("simhash/avoid/validations")
             self._remember(page, request.url)
             return None
         return self._leave_unsent(request, page, found)
@@ -199,9 +178,9 @@ class Avoider:
         """Count *request* as avoided (or deprioritised) and remember it for a withdrawal of what it rests on.
         A known near-duplicate is not validated: its record's age bounds how long it is trusted."""
         if self.action == "deprioritize":
-            self.stats.inc_value(f"simhash/deprioritized/{found.reason}")
+            self.count.count(f"simhash/deprioritized/{found.reason}")
             return found
-        self.stats.inc_value(f"simhash/avoided/{found.reason}")
+        self.count.count(f"simhash/avoided/{found.reason}")
         for key in found.keys(page.host):
             waiting = self._avoided.setdefault(key, [])
             if len(waiting) < REQUEUE_LIMIT:
@@ -295,10 +274,10 @@ class Avoider:
             hosts.update((verdict.host, verdict.rule) if verdict.kind == "mirror" else (verdict.host,))
             what = "mirror" if verdict.kind == "mirror" else "URL rule"
             if verdict.active:
-                self.stats.inc_value(_LEARNED[verdict.kind])
+                self.count.count(_LEARNED[verdict.kind])
                 logger.info("simhash: %s %s: %s", "known" if initial else "learned", what, verdict.describe())
             elif verdict.negatives:
-                self.stats.inc_value(_WITHDRAWN[verdict.kind])
+                self.count.count(_WITHDRAWN[verdict.kind])
                 logger.info("simhash: withdrawn %s: %s", what, verdict.describe())
                 self._requeue((verdict.kind, verdict.host, verdict.rule))
         for host in hosts & self._raw.keys():
@@ -318,12 +297,12 @@ class Avoider:
             if page is not None:
                 self._remember(page, request.url)
             self.requeue(request.replace(meta={**request.meta, EXEMPT_KEY: True}, dont_filter=True))
-        self.stats.inc_value("simhash/avoid/requeued", len(waiting))
+        self.count.count("simhash/avoid/requeued", len(waiting))
 
     def _count_once(self, key: str, message: str) -> None:
-        if not self.stats.get_value(key):
+        if not self.count.get(key):
             logger.warning("simhash: %s", message)
-        self.stats.inc_value(key)
+        self.count.count(key)
 
     # --- the end ----------------------------------------------------------------------------------
 
@@ -342,7 +321,7 @@ class Avoider:
         if self._executor is not None:
             self._executor.shutdown(wait=True)
         active = [v for v in self.book.verdicts() if v.active]
-        self.stats.set_value("simhash/avoid/rules_active", sum(v.kind == "rule" for v in active))
-        self.stats.set_value("simhash/avoid/mirrors_active", sum(v.kind == "mirror" for v in active))
+        self.count.set("simhash/avoid/rules_active", sum(v.kind == "rule" for v in active))
+        self.count.set("simhash/avoid/mirrors_active", sum(v.kind == "mirror" for v in active))
         for line in self.summary():
             logger.log(logging.INFO, "simhash: URL rules at the end: %s", line)

@@ -19,41 +19,22 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
-from weakref import WeakKeyDictionary, WeakSet
 
 import scrapy
 from scrapy import signals
 from scrapy.exceptions import CloseSpider, NotConfigured
 
-from simhash_filter.config import FilterConfig
-from simhash_filter.crawl import settings as defaults
 from simhash_filter.crawl.avoid import Avoider
-from simhash_filter.crawl.decision import (
-    AFTER_STOP,
-    DONT_META_KEY,
-    ERROR,
-    INDEX_ERROR,
-    META_KEY,
-    WORKER_DIED,
-    Decision,
-    ItemDecisions,
-)
+from simhash_filter.crawl.decision import Decision, ItemDecisions, SkipReason
 from simhash_filter.crawl.executor import FingerprintExecutor, WorkerDied
-from simhash_filter.crawl.guard import IndexGuard, is_full
+from simhash_filter.crawl.guard import IndexGuard
 from simhash_filter.crawl.inspection import Inspection, inspection, readonly_uri
-from simhash_filter.crawl.options import (
-    ACTIONS,
-    ON_INDEX_ERROR,
-    avoid_options,
-    backend_uri,
-    check_options,
-    filter_config,
-    processes_setting,
-)
 from simhash_filter.crawl.policy import Policy
 from simhash_filter.crawl.report import Report, logger, report_command
+from simhash_filter.crawl.settings import SIMHASH_ENABLED, FilterOptions
 from simhash_filter.crawl.stats import stats_keys
 from simhash_filter.crawl.waiting import InOrder
+from simhash_filter.errors import IndexFullError
 from simhash_filter.index.backends import error_message, open_errors, redact_uri, uri_scheme
 from simhash_filter.index.nearduplicate import open_index
 
@@ -63,19 +44,9 @@ if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
     from scrapy.statscollectors import StatsCollector
 
-__all__ = [
-    "ACTIONS",
-    "AFTER_STOP",
-    "DONT_META_KEY",
-    "ERROR",
-    "INDEX_ERROR",
-    "META_KEY",
-    "WORKER_DIED",
-    "CrawlFilter",
-    "Decision",
-    "backend_uri",
-    "filter_config",
-]
+    from simhash_filter.config import FilterConfig
+
+__all__ = ["CrawlFilter", "IndexUnavailable", "SimhashExtension"]
 
 #: The close reason of a crawl whose filter could not start (``finish_reason`` in the stats).
 START_FAILED = "simhash_start_failed"
@@ -86,21 +57,15 @@ FAILED_REASONS = frozenset({START_FAILED, INDEX_ERROR_STOP})
 #: Scrapy 2.18 closes a spider whose ``spider_opened`` handler raises ``CloseSpider``, before it crawls.
 CLOSE_AT_START = scrapy.version_info >= (2, 18)
 
-#: One filter per crawler (weak keys: a finished crawler takes its filter with it).
-_FILTERS: WeakKeyDictionary[Crawler, CrawlFilter] = WeakKeyDictionary()
-#: Crawlers whose filter could not start (reported once; their spider is closed when it opens).
-_FAILED: WeakSet[Crawler] = WeakSet()
-#: Crawlers of an inspection command that checks no page (said once; the components step aside).
-_UNCHECKED: WeakSet[Crawler] = WeakSet()
 
+class IndexUnavailable(Exception):
+    """The crawl's index cannot be opened: one line names it (``SIMHASH_BACKEND=<uri, secrets masked>``) and says
+    why; *error* is the store's own error."""
 
-def _start_error(exc: BaseException) -> str:
-    """What stopped the filter, on one line: ``SIMHASH_BACKEND=<uri, secrets masked>: <reason>`` when the
-    index could not be opened, else the reason (which names its setting)."""
-    uri = getattr(exc, "simhash_backend", None)
-    if uri is None:
-        return error_message(exc)
-    return f"SIMHASH_BACKEND={redact_uri(uri)}: {error_message(exc, uri)}"
+    def __init__(self, uri: str, error: BaseException) -> None:
+        super().__init__(f"SIMHASH_BACKEND={redact_uri(uri)}: {error_message(error, uri)}")
+        self.uri = uri
+        self.error = error
 
 
 def _close_at_start(spider: Any) -> None:
@@ -116,99 +81,99 @@ def _mark_failed(spider: Any, reason: str) -> None:
     (:data:`FAILED_REASONS`): the crawl counts as one that failed, so ``scrapy crawl`` (and ``runspider``, and a
     script that reads ``bootstrap_failed``) exits 1.
 
-    Scrapy's crawler runners judge a crawl by its crawler's spider (``bootstrap_failed`` is set when the
-    crawler has none once the crawl is over), whatever its close reason; the spider is closed by now and nothing
-    after this handler (connected last) uses it."""
+    Scrapy has no public way to fail a crawl that ran: its crawler runners judge a crawl by its crawler's spider
+    (``bootstrap_failed`` is set when the crawler has none once the crawl is over), whatever its close reason.  The
+    spider is closed by now and nothing after this handler (connected last) uses it; tests/test_crawl.py's exit
+    status tests fail if Scrapy changes this."""
     if reason in FAILED_REASONS:
         spider.crawler.spider = None
 
 
-def _close_spider(crawler: Crawler, reason: str) -> None:
-    """Close the crawler's spider with ``reason`` (as Scrapy's CloseSpider extension does), from the reactor."""
+def _stop_failed(crawler: Crawler, reason: str) -> None:
+    """Close the crawler's spider with ``reason`` (as Scrapy's CloseSpider extension does), a failure: ``scrapy
+    crawl`` exits 1 (:func:`_mark_failed`, connected now: after every component's own ``spider_closed`` handler)."""
     from scrapy.utils.defer import deferred_from_coro
 
+    crawler.signals.connect(_mark_failed, signal=signals.spider_closed)
+    assert crawler.engine is not None
     deferred_from_coro(crawler.engine.close_spider_async(reason=reason))
 
 
-def _stop_failed(crawler: Crawler, reason: str) -> None:
-    """Close the crawler's spider with ``reason``, a failure: ``scrapy crawl`` exits 1 (:func:`_mark_failed`,
-    connected now: after every component's own ``spider_closed`` handler)."""
-    crawler.signals.connect(_mark_failed, signal=signals.spider_closed)
-    _close_spider(crawler, reason)
-
-
-def _stop_at_start(crawler: Crawler, exc: BaseException) -> bool:
-    """Log why the filter cannot start, in one line; arrange for the spider to be closed when it opens.
-
-    False when this Scrapy cannot close a spider at start (before 2.18): the caller raises the error, which
-    stops the crawl with a traceback.
-    """
-    logger.error("simhash filter cannot start, the crawl stops: %s", _start_error(exc), extra={"crawler": crawler})
-    if not CLOSE_AT_START:
-        return False
-    _FAILED.add(crawler)
+def stop_at_start(crawler: Crawler, exc: BaseException) -> None:
+    """A part of the filter cannot start: while Scrapy starts a crawl, log why in one line and close the spider as
+    soon as it opens (the caller then steps aside with ``NotConfigured``); else (outside a crawl, or before Scrapy
+    2.18, which cannot close a spider at start) raise *exc*, which stops the crawl with a traceback."""
+    if not crawler.crawling or not CLOSE_AT_START:
+        raise exc
+    logger.error("simhash filter cannot start, the crawl stops: %s", error_message(exc), extra={"crawler": crawler})
     crawler.signals.connect(_close_at_start, signal=signals.spider_opened)
-    return True
+
+
+class SimhashExtension:
+    """The crawl's filter, held by its crawler as one of its extensions (``crawler.get_extension``): made when the
+    crawler applies its settings, before the engine and the components that share the filter
+    (:meth:`CrawlFilter.for_crawler`).  Enabled by :class:`~simhash_filter.SimhashAddon`."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        #: The filter; None when it could not start (said once; the spider is closed when it opens) or when an
+        #: inspection command checks no page (said once).
+        self.filter: CrawlFilter | None = None
+        try:
+            self.filter = CrawlFilter.start(crawler)
+        except open_errors() as exc:
+            stop_at_start(crawler, exc)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> SimhashExtension:
+        if not crawler.settings.getbool("SIMHASH_ENABLED", SIMHASH_ENABLED):
+            raise NotConfigured
+        return cls(crawler)
 
 
 class CrawlFilter:
     """The near-duplicate filter of one crawl: its policy, its fingerprinting executor, its index guard, its
     report and its decisions for items, wired together."""
 
-    def __init__(
-        self,
-        config: FilterConfig,
-        *,
-        stats: StatsCollector,
-        action: str = defaults.SIMHASH_ACTION,
-        backend: str = "memory://",
-        backends: dict[str, Any] | None = None,
-        item_fields: list[str] | None = None,
-        threads: int = defaults.SIMHASH_THREADS,
-        processes: int | None = defaults.SIMHASH_PROCESSES,
-        debug: bool = defaults.SIMHASH_DEBUG,
-        index_retry_seconds: float = defaults.SIMHASH_INDEX_RETRY_SECONDS,
-        avoid: dict[str, Any] | None = None,
-        on_index_error: str = defaults.SIMHASH_ON_INDEX_ERROR,
-        readonly: bool = False,
-    ) -> None:
-        processes = check_options(action, threads, processes, index_retry_seconds)
-        #: Read the index, never write it, and flag rather than drop: an inspection command (:mod:`.inspection`).
-        self.readonly = readonly
-        if readonly:
-            action, avoid = "flag", None  # the page asked for reaches the spider; no rule learned nor request avoided
-        if on_index_error not in ON_INDEX_ERROR:
-            raise ValueError(f"SIMHASH_ON_INDEX_ERROR must be 'pass' or 'stop', got {on_index_error!r}")
-        self.on_index_error = on_index_error
-        #: Closes the spider with a reason (set by :meth:`for_crawler`; None outside a crawl).
+    def __init__(self, options: FilterOptions, stats: StatsCollector) -> None:
+        self.options = options
+        #: Closes the spider with a reason (set by :meth:`start`; None outside a crawl).
         self.stop_crawl: Callable[[str], None] | None = None
-        self.index_retry_seconds = float(index_retry_seconds)
-        self.config = config
-        self.action = action
-        self.threads = threads
-        self.processes = processes
-        self.debug = debug
         self.stats = stats
-        self.policy = Policy(item_fields)
-        self.report = Report(stats, action=action, debug=debug)
-        self.index = open_index(config, backend, backends)
-        self.backend_uri = backend
-        self.executor = FingerprintExecutor(config.fingerprint, self.report, threads=threads, processes=processes)
-        self.guard = IndexGuard(self.index, self.report, retry_seconds=self.index_retry_seconds, readonly=readonly,
-                                drop=action == "drop")  # fmt: skip
+        self.policy = Policy(options.item_fields)
+        self.report = Report(stats, action=options.action, debug=options.debug)
+        try:
+            self.index = open_index(options.config, options.backend, options.backends)
+        except open_errors() as exc:
+            raise IndexUnavailable(options.backend, exc) from exc
+        self.executor = FingerprintExecutor(options.config.fingerprint, self.report, threads=options.threads,
+                                            processes=options.worker_processes)  # fmt: skip
+        self.guard = IndexGuard(self.index, self.report, retry_seconds=options.index_retry_seconds,
+                                readonly=options.readonly, drop=options.action == "drop")  # fmt: skip
         #: The URL rules that leave requests unsent (``SIMHASH_AVOID``; None when off).
         self.avoider: Avoider | None = None
-        if avoid is not None:
-            self.avoider = Avoider(self.index.backend, stats, same_distance=3, distinct_distance=config.max_distance,
-                                   **avoid)  # fmt: skip
+        if options.avoid is not None:
+            self.avoider = Avoider(self.index.backend, self.report.count, options.avoid, same_distance=3,
+                                   distinct_distance=options.config.max_distance)  # fmt: skip
             self.avoider.load()
         self.items = ItemDecisions()
         self._order = InOrder()
         self.closed = False
-        #: The ``simhash/...`` keys set to 0 when the spider opens (:func:`~.stats.stats_keys`; :meth:`for_crawler`).
+        #: The ``simhash/...`` keys set to 0 when the spider opens (:func:`~.stats.stats_keys`; :meth:`start`).
         self.stats_keys: list[str] = stats_keys()
-        #: The ``simhash-filter report`` command for the crawl's feed, named at the end (set by :meth:`for_crawler`).
+        #: The ``simhash-filter report`` command for the crawl's feed, named at the end (set by :meth:`start`).
         self.report_command: str | None = None
+
+    @property
+    def config(self) -> FilterConfig:
+        return self.options.config
+
+    @property
+    def action(self) -> str:
+        return self.options.action
+
+    @property
+    def readonly(self) -> bool:
+        return self.options.readonly
 
     @property
     def item_fields(self) -> list[str]:
@@ -217,120 +182,88 @@ class CrawlFilter:
     # --- construction ------------------------------------------------------------------------
 
     @classmethod
-    def from_settings(
-        cls,
-        settings: BaseSettings,
-        stats: StatsCollector,
-        spider_name: str | None = None,
-        *,
-        backend: str | None = None,
-        readonly: bool = False,
-    ) -> CrawlFilter:
-        """The filter the settings describe; *backend*: another URI than the settings' (a read-only one)."""
-        return cls(
-            filter_config(settings),
-            stats=stats,
-            action=settings.get("SIMHASH_ACTION", defaults.SIMHASH_ACTION),
-            backend=backend_uri(settings, spider_name) if backend is None else backend,
-            backends=settings.getdict("SIMHASH_BACKENDS", defaults.SIMHASH_BACKENDS),
-            item_fields=settings.getlist("SIMHASH_ITEM_FIELDS", defaults.SIMHASH_ITEM_FIELDS),
-            threads=settings.getint("SIMHASH_THREADS", defaults.SIMHASH_THREADS),
-            processes=processes_setting(settings),
-            debug=settings.getbool("SIMHASH_DEBUG", defaults.SIMHASH_DEBUG),
-            index_retry_seconds=settings.getfloat("SIMHASH_INDEX_RETRY_SECONDS", defaults.SIMHASH_INDEX_RETRY_SECONDS),
-            avoid=avoid_options(settings),
-            on_index_error=settings.get("SIMHASH_ON_INDEX_ERROR", defaults.SIMHASH_ON_INDEX_ERROR),
-            readonly=readonly,
-        )
+    def for_crawler(cls, crawler: Crawler) -> CrawlFilter:
+        """The crawler's filter, held by its :class:`SimhashExtension`, for a component that shares it.
+
+        Raises ``NotConfigured``: when ``SIMHASH_ENABLED`` is False; silently when the filter could not start (one
+        ERROR line said why: ``SIMHASH_BACKEND``, the URI with its secrets masked, the reason; the spider is closed
+        as soon as it opens, before any request, ``finish_reason`` ``simhash_start_failed``) or when an inspection
+        command checks no page; with a message when the extension is not enabled.
+        """
+        if not crawler.settings.getbool("SIMHASH_ENABLED", SIMHASH_ENABLED):
+            raise NotConfigured("SIMHASH_ENABLED is False")
+        held = crawler.get_extension(SimhashExtension)
+        if held is None:
+            raise NotConfigured(
+                "the simhash filter's extension is not enabled: add ADDONS = {'simhash_filter.SimhashAddon': 0}, or "
+                "EXTENSIONS = {'simhash_filter.SimhashExtension': 0} beside the components listed by hand"
+            )
+        if held.filter is None:
+            raise NotConfigured
+        return held.filter
 
     @classmethod
-    def _for_inspection(cls, crawler: Crawler, spider_name: str | None, inspecting: Inspection) -> CrawlFilter | None:
+    def start(cls, crawler: Crawler) -> CrawlFilter | None:
+        """The crawler's filter, connected to its signals and logged (one INFO line): a crawl's, or an inspection
+        command's (None: it checks no page).  Raises what stops it (a bad setting or URI, an index that is locked,
+        damaged, of another model or unreachable: :class:`IndexUnavailable`)."""
+        assert crawler.stats is not None
+        spider_name = getattr(crawler.spider, "name", None) or getattr(crawler.spidercls, "name", None)
+        options = FilterOptions.from_settings(crawler.settings, spider_name)
+        inspecting = inspection(crawler.settings)
+        if inspecting is None:
+            found: CrawlFilter | None = cls(options, crawler.stats)
+        else:
+            found = cls._for_inspection(crawler, options, inspecting)
+        if found is None:
+            return None
+        found.report_command = report_command(crawler.settings.getdict("FEEDS"), spider_name, found.action)
+        if found.avoider is not None:
+            found.avoider.requeue = lambda request: _engine(crawler).crawl(request)
+        found.stop_crawl = lambda reason: _stop_failed(crawler, reason)
+        crawler.signals.connect(found.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(found.spider_closed, signal=signals.spider_closed)
+        for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
+            crawler.signals.connect(found.items.item_done, signal=signal)
+        logger.info(
+            "simhash filter: action=%s, k=%d, backend=%s, model %s, %s",
+            found.action,
+            found.config.max_distance,
+            redact_uri(found.options.backend),
+            found.config.fingerprint.model_id(),
+            f"fingerprinting {found.executor.where(planned=True)}",
+            extra={"crawler": crawler},
+        )
+        found.report.index_opened(found.index_where, uri_scheme(found.options.backend), len(found.index),
+                                  found.guard.rows())  # fmt: skip
+        found.stats_keys = stats_keys(avoid=found.avoider is not None, warc=found.writes_warc(crawler.settings))
+        return found
+
+    @classmethod
+    def _for_inspection(cls, crawler: Crawler, options: FilterOptions, inspecting: Inspection) -> CrawlFilter | None:
         """The filter of an inspection command: reading the crawl's index without a lock, or None when no page is
         checked (``SIMHASH_INSPECT = "skip"``, an index that cannot be opened read-only or read at all), which one
         INFO line says.  A missing index is not created: the pages are checked against an empty one."""
-        settings, stats = crawler.settings, crawler.stats
-        assert stats is not None
-        crawl_uri = backend_uri(settings, spider_name)  # once: the default path may move an index of the old one
-        uri = None if inspecting.mode == "skip" else readonly_uri(crawl_uri)
+        assert crawler.stats is not None
+        uri = None if inspecting.mode == "skip" else readonly_uri(options.backend)
         why: str | None = None
         found: CrawlFilter | None = None
         if uri is None:
-            scheme = uri_scheme(crawl_uri)
+            scheme = uri_scheme(options.backend)
             why = None if inspecting.mode == "skip" else f"a {scheme}:// index cannot be opened read-only"
         else:
             try:
                 try:
-                    found = cls.from_settings(settings, stats, spider_name, backend=uri, readonly=True)
-                except FileNotFoundError:  # no index there yet: nothing to check against, and none is created
-                    found = cls.from_settings(settings, stats, spider_name, backend="memory://", readonly=True)
-            except open_errors() as exc:
-                if getattr(exc, "simhash_backend", None) is None:
-                    raise  # a wrong setting: it stops the command as it stops a crawl
-                why = f"the index cannot be read: {_start_error(exc)}"
+                    found = cls(options.read_only(uri), crawler.stats)
+                except IndexUnavailable as exc:
+                    if not isinstance(exc.error, FileNotFoundError):
+                        raise
+                    # no index there yet: nothing to check against, and none is created
+                    found = cls(options.read_only("memory://"), crawler.stats)
+            except IndexUnavailable as exc:
+                why = f"the index cannot be read: {exc}"
         logger.info(inspecting.message(why if found is None else None), extra={"crawler": crawler})
         return found
-
-    @classmethod
-    def for_crawler(cls, crawler: Crawler) -> CrawlFilter:
-        """The crawler's filter, created by the first component that asks for it.
-
-        Raises ``NotConfigured`` when ``SIMHASH_ENABLED`` is False.  A filter that cannot start (a bad
-        setting or URI; an index that is locked, damaged, of another model or unreachable) stops the crawl:
-        while Scrapy starts a crawl, one ERROR line says why (``SIMHASH_BACKEND``, the URI with its secrets
-        masked, the reason), the components step aside with a silent ``NotConfigured`` and the spider is
-        closed as soon as it opens, before any request (``finish_reason`` ``simhash_start_failed``).
-        Components built outside a crawl get the error itself.
-        """
-        if not crawler.settings.getbool("SIMHASH_ENABLED", defaults.SIMHASH_ENABLED):
-            raise NotConfigured("SIMHASH_ENABLED is False")
-        found = _FILTERS.get(crawler)
-        if found is None:
-            if crawler in _FAILED:
-                raise NotConfigured  # reported once; the spider is closed when it opens
-            if crawler in _UNCHECKED:
-                raise NotConfigured  # an inspection that checks nothing (said once)
-            assert crawler.stats is not None
-            spider_name = getattr(crawler.spider, "name", None) or getattr(crawler.spidercls, "name", None)
-            try:
-                found = cls._create(crawler, spider_name)
-            except open_errors() as exc:
-                if not crawler.crawling or not _stop_at_start(crawler, exc):
-                    raise
-                raise NotConfigured from exc
-            if found is None:
-                _UNCHECKED.add(crawler)
-                raise NotConfigured
-            _FILTERS[crawler] = found
-            found.report_command = report_command(crawler.settings.getdict("FEEDS"), spider_name, found.action)
-            if found.avoider is not None:
-                found.avoider.requeue = lambda request: crawler.engine.crawl(request)
-            found.stop_crawl = lambda reason: _stop_failed(crawler, reason)
-            crawler.signals.connect(found.spider_opened, signal=signals.spider_opened)
-            crawler.signals.connect(found.spider_closed, signal=signals.spider_closed)
-            for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
-                crawler.signals.connect(found.items.item_done, signal=signal)
-            logger.info(
-                "simhash filter: action=%s, k=%d, backend=%s, model %s, %s",
-                found.action,
-                found.config.max_distance,
-                redact_uri(found.backend_uri),
-                found.config.fingerprint.model_id(),
-                f"fingerprinting {found.executor.where(planned=True)}",
-                extra={"crawler": crawler},
-            )
-            found.report.index_opened(found.index_where, uri_scheme(found.backend_uri), len(found.index),
-                                      found.guard.rows())  # fmt: skip
-            found.stats_keys = stats_keys(avoid=found.avoider is not None, warc=found.writes_warc(crawler.settings))
-        return found
-
-    @classmethod
-    def _create(cls, crawler: Crawler, spider_name: str | None) -> CrawlFilter | None:
-        """The crawler's filter: a crawl's, or an inspection command's (None: it checks no page)."""
-        assert crawler.stats is not None
-        inspecting = inspection(crawler.settings)
-        if inspecting is not None:
-            return cls._for_inspection(crawler, spider_name, inspecting)
-        return cls.from_settings(crawler.settings, crawler.stats, spider_name)
 
     def writes_warc(self, settings: BaseSettings) -> bool:
         """Whether the crawl writes ``SIMHASH_WARC``: never an inspection (the crawl's WARC holds the crawl)."""
@@ -343,8 +276,8 @@ class CrawlFilter:
         url = response.url
         skip = self.policy.skip(request, response)
         if skip is not None:
-            if skip.reason == DONT_META_KEY:
-                self.report.skip(url, DONT_META_KEY)  # counted, not logged nor remembered
+            if skip.reason is SkipReason.DONT_SIMHASH:
+                self.report.skip(url, skip.reason)  # counted, not logged nor remembered
                 return None
             return self._skip(url, skip.reason, level=skip.level)
         if "dataloss" in response.flags:
@@ -366,14 +299,14 @@ class CrawlFilter:
             try:
                 fp, work, charset_error = await self.executor.fingerprint(body, encoding)
             except WorkerDied as exc:
-                return self._skip(url, WORKER_DIED, exc_info=exc)
+                return self._skip(url, SkipReason.WORKER_DIED, exc_info=exc)
             except Exception:
-                return self._skip(url, ERROR, exc_info=True)
+                return self._skip(url, SkipReason.ERROR, exc_info=True)
             if charset_error:
                 message = f"bytes invalid in the page's charset ({fp.encoding}); fingerprinted as decoded"
                 self.report.count_once("simhash/charset_errors", url, message)
             if not fp.ok or fp.value is None:
-                return self._skip(url, str(fp.status), work=work)
+                return self._skip(url, SkipReason(fp.status.value), work=work)
             if fp.truncated:
                 message = "a huge page; fingerprinted its beginning only (work caps)"
                 self.report.count_once("simhash/truncated", url, message)
@@ -393,16 +326,17 @@ class CrawlFilter:
         """Remember a decision of the index; with ``SIMHASH_ON_INDEX_ERROR = "stop"``, a page the index failed to
         check stops the crawl (it goes through unchecked itself, counted), and the index is called no more: the
         pages after it go through at once (``simhash/skipped/after_stop``) while the spider closes."""
-        if decision.status == INDEX_ERROR and self.on_index_error == "stop" and self.stop_crawl is not None:
-            stop, self.stop_crawl = self.stop_crawl, None  # once
+        stop = self.stop_crawl if self.options.on_index_error == "stop" else None
+        if decision.status == SkipReason.INDEX_ERROR and stop is not None:
+            self.stop_crawl = None  # once
             logger.error("simhash: the index failed and SIMHASH_ON_INDEX_ERROR is 'stop': the crawl stops (%s); "
                          "the pages after it go through without calling the index (simhash/skipped/%s)",
-                         INDEX_ERROR_STOP, AFTER_STOP)  # fmt: skip
+                         INDEX_ERROR_STOP, SkipReason.AFTER_STOP)  # fmt: skip
             self.guard.stop()
             stop(INDEX_ERROR_STOP)
         return self.items.remember(decision)
 
-    def _skip(self, url: str, reason: str, **kwargs: Any) -> Decision:
+    def _skip(self, url: str, reason: SkipReason, **kwargs: Any) -> Decision:
         """A page let through unchecked: counted, logged once, remembered for its items."""
         return self.items.remember(self.report.skip(url, reason, **kwargs))
 
@@ -426,7 +360,7 @@ class CrawlFilter:
     @property
     def index_where(self) -> str:
         """Where the index is, fit to show: its URI with secrets masked, or its directory."""
-        uri = self.backend_uri
+        uri = self.options.backend
         return redact_uri(uri) if "://" in uri else os.path.abspath(uri)
 
     def closing_index_size(self) -> int | str:
@@ -434,14 +368,13 @@ class CrawlFilter:
         credentials).  An index whose last call failed (the crawl stopped on it, or Redis went away) is not read:
         each read would wait out the client's timeout and its tries again.  Read once otherwise."""
         error = self.guard.last_error
-        if error is not None and not is_full(error):  # a full Redis still answers reads
+        if error is not None and not isinstance(error, IndexFullError):  # a full Redis still answers reads
             return f"{self.index_where} did not answer at the last page ({type(error).__name__}); not read again"
         try:
             return len(self.index)
-        except Exception as exc:
-            if isinstance(exc, OSError) or type(exc).__name__ in ("ConnectionError", "TimeoutError"):
-                return f"{self.index_where} did not answer ({type(exc).__name__})"
-            return error_message(exc, self.backend_uri)[:300]
+        except Exception as exc:  # the summary is written all the same: it is the crawl's record
+            why = f"{type(exc).__name__}: {error_message(exc, self.options.backend)}"
+            return f"{self.index_where} did not answer ({why})"[:300]
 
     def summary(self, index_size: int | str | None = None) -> str:
         """One line: what the filter did in this crawl (*index_size*: read now if not given)."""
@@ -469,3 +402,9 @@ class CrawlFilter:
         self.executor.close()
         self.guard.close()
         self.items.clear()
+
+
+def _engine(crawler: Crawler) -> Any:
+    """The crawler's engine (there once the crawl runs)."""
+    assert crawler.engine is not None
+    return crawler.engine

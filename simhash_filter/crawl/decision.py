@@ -5,6 +5,7 @@ through unchecked), its form in ``meta["simhash"]``, and its way to the items bu
 
 from __future__ import annotations
 
+import enum
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
@@ -13,30 +14,38 @@ from itemadapter import ItemAdapter
 
 from simhash_filter.model.fingerprint import Status
 
-__all__ = [
-    "AFTER_STOP",
-    "DONT_META_KEY",
-    "ERROR",
-    "INDEX_ERROR",
-    "META_KEY",
-    "WORKER_DIED",
-    "Decision",
-    "ItemDecisions",
-]
+__all__ = ["DONT_META_KEY", "META_KEY", "Decision", "ItemDecisions", "SkipReason"]
 
 #: ``request.meta`` / ``response.meta`` key of the decision (a dict, see :meth:`Decision.to_meta`).
 META_KEY = "simhash"
 #: ``request.meta`` key that exempts a request from the filter (like ``dont_filter``, ``dont_cache``).
 DONT_META_KEY = "dont_simhash"
-#: Reason of a page whose fingerprinting raised (a bug in the fingerprinter: please report it).
-ERROR = "error"
-#: Reason of a page whose worker process died twice while fingerprinting it (it was replaced in between).
-WORKER_DIED = "worker_died"
-#: Reason of a page whose index check failed (let through, added to the index when it answers again).
-INDEX_ERROR = "index_error"
-#: Reason of a page whose check came after a failed one stopped the crawl (``SIMHASH_ON_INDEX_ERROR = "stop"``):
-#: let through without a call to the index, which would only wait out its timeout again (nor added later).
-AFTER_STOP = "after_stop"
+
+
+class SkipReason(str, enum.Enum):
+    """Why a page is let through unchecked (``simhash/skipped/<reason>``, a :class:`Decision`'s ``status``): the
+    fingerprinter's statuses but ``ok`` (:class:`~simhash_filter.model.fingerprint.Status`), then the crawl's."""
+
+    EMPTY = Status.EMPTY.value
+    TOO_FEW_FEATURES = Status.TOO_FEW_FEATURES.value
+    NOT_HTML = Status.NOT_HTML.value
+    #: Not a 2xx response (Scrapy's HttpErrorMiddleware logs them).
+    HTTP_STATUS = "http_status"
+    #: The fingerprinter raised (a bug in the fingerprinter: please report it).
+    ERROR = "error"
+    #: The page's worker process died twice while fingerprinting it (it was replaced in between).
+    WORKER_DIED = "worker_died"
+    #: The index check failed (the page is added to the index when it answers again).
+    INDEX_ERROR = "index_error"
+    #: The check came after a failed one stopped the crawl (``SIMHASH_ON_INDEX_ERROR = "stop"``): no call to the
+    #: index, which would only wait out its timeout again (nor a late add).
+    AFTER_STOP = "after_stop"
+    #: The request is exempt (``meta["dont_simhash"]``): counted, never logged.
+    DONT_SIMHASH = DONT_META_KEY
+
+    def __str__(self) -> str:
+        return self.value
+
 #: Decisions remembered by URL for items that reach the pipeline without the spider middleware.
 RECENT_URLS = 10_000
 #: Items waiting for the pipeline with their response's decision, at most.

@@ -100,6 +100,11 @@ class FingerprintExecutor:
     # --- worker processes (SIMHASH_PROCESSES) -------------------------------------------------------
 
     @property
+    def workers(self) -> list[WorkerProcess]:
+        """The worker processes running now (none before :meth:`start`, after :meth:`close` or once given up)."""
+        return [] if self._pool is None else list(self._pool.workers)
+
+    @property
     def workers_ready(self) -> bool:
         """Whether a worker process is ready to take pages now (checked without waiting)."""
         return self._pool is not None and self._pool.ready

@@ -11,16 +11,16 @@ import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from simhash_filter.crawl.decision import AFTER_STOP, INDEX_ERROR, Decision
+from simhash_filter.crawl.decision import Decision, SkipReason
 from simhash_filter.crawl.report import Report, logger
 from simhash_filter.crawl.stats import PageWork
 from simhash_filter.crawl.waiting import in_executor, sleep
-from simhash_filter.index.backends import IndexFullError
+from simhash_filter.errors import IndexFullError
 from simhash_filter.index.nearduplicate import NearDuplicateIndex
 from simhash_filter.index.tables import Match
 from simhash_filter.model.fingerprint import Status
 
-__all__ = ["IndexGuard", "is_full"]
+__all__ = ["IndexGuard"]
 
 #: Waits between retries of a failed index check (seconds; doubled each time up to the maximum).
 RETRY_FIRST_DELAY, RETRY_MAX_DELAY = 0.5, 10.0
@@ -35,12 +35,6 @@ _Page = tuple[int, str, bytes | None]
 
 class _Stopped(Exception):
     """A check due after the crawl was stopped: not made (:meth:`IndexGuard.stop`)."""
-
-
-def is_full(exc: BaseException) -> bool:
-    """Whether *exc* says the index's store is full: Redis refusing a write with ``OOM`` (``maxmemory`` reached
-    under the ``noeviction`` policy), or the index at twice the pages its tables are built for."""
-    return isinstance(exc, IndexFullError) or type(exc).__name__ == "OutOfMemoryError" or str(exc).startswith("OOM ")
 
 
 def _own_entry(match: Match | None, value: int, url: str) -> bool:
@@ -90,7 +84,7 @@ class IndexGuard:
     def _after_stop(self, url: str, value: int, work: PageWork | None) -> Decision:
         """A page let through after the stop, counted; not remembered for a late add (the crawl is ending and the
         index is not called again)."""
-        return self.report.skip(url, AFTER_STOP, fingerprint=value, work=work)
+        return self.report.skip(url, SkipReason.AFTER_STOP, fingerprint=value, work=work)
 
     def _check_and_add_unless_stopped(self, value: int, url: str, sketch: bytes | None) -> tuple[Match | None, int]:
         """:meth:`_check_and_add`, in the index's thread, unless the crawl stopped while the call waited its turn
@@ -158,7 +152,7 @@ class IndexGuard:
                     return self._decided(url, value, match, added_late, work)
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                if error is None and self._last_error is not None and is_full(self._last_error):
+                if error is None and isinstance(self._last_error, IndexFullError):
                     return self._unchecked(url, value, sketch, self._last_error, work)  # still full, as far as known
                 return self._unchecked(url, value, sketch, error or False, work)
             self.report.count_once(
@@ -230,10 +224,10 @@ class IndexGuard:
         the index answers."""
         if len(self._unindexed) < UNINDEXED_LIMIT and not self.readonly:
             self._unindexed.append((value, url, sketch))
-        if isinstance(exc_info, BaseException) and is_full(exc_info):
+        if isinstance(exc_info, IndexFullError):
             self.report.index_full(url, exc_info)  # one plain line, no traceback
-            return self.report.skip(url, INDEX_ERROR, fingerprint=value, logged=True, work=work)
-        return self.report.skip(url, INDEX_ERROR, exc_info=exc_info, fingerprint=value, work=work)
+            return self.report.skip(url, SkipReason.INDEX_ERROR, fingerprint=value, logged=True, work=work)
+        return self.report.skip(url, SkipReason.INDEX_ERROR, exc_info=exc_info, fingerprint=value, work=work)
 
     def close(self) -> None:
         """Wait for the index check under way (the others are cancelled), then close the index."""

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from scrapy.commands import ScrapyCommand
 
-from simhash_filter.crawl import settings as defaults
+from simhash_filter.crawl.settings import SIMHASH_INSPECT
 from simhash_filter.index.backends import uri_scheme, with_uri_option
 
 if TYPE_CHECKING:
@@ -93,7 +93,7 @@ def running_command() -> str | None:
 def inspection(settings: BaseSettings) -> Inspection | None:
     """The inspection this run is (``SIMHASH_INSPECT``, by default read under an inspection command), or None
     for a crawl.  A wrong value raises ``ValueError`` naming the setting."""
-    value = settings.get("SIMHASH_INSPECT", defaults.SIMHASH_INSPECT)
+    value = settings.get("SIMHASH_INSPECT", SIMHASH_INSPECT)
     mode = str(value).strip().lower()
     if mode not in INSPECT_MODES:
         raise ValueError(f"SIMHASH_INSPECT must be one of {', '.join(map(repr, INSPECT_MODES))}, got {value!r}")

@@ -25,7 +25,8 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
 
 from simhash_filter.crawl.avoid import Avoidance
-from simhash_filter.crawl.crawlfilter import DONT_META_KEY, META_KEY, CrawlFilter, Decision, _stop_at_start
+from simhash_filter.crawl.crawlfilter import CrawlFilter, stop_at_start
+from simhash_filter.crawl.decision import DONT_META_KEY, META_KEY, Decision
 from simhash_filter.crawl.release import HeldPages
 from simhash_filter.crawl.warc import WarcOutput
 
@@ -81,7 +82,7 @@ class SimhashDownloaderMiddleware:
         #: The crawl's WARC output (``SIMHASH_WARC``; None when off).
         self.warc = warc
         #: Closes the browser page a dropped response holds (scrapy-playwright), which no callback will close.
-        self.held_pages = HeldPages(crawl_filter.stats)
+        self.held_pages = HeldPages(crawl_filter.report.count)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -89,8 +90,7 @@ class SimhashDownloaderMiddleware:
         try:
             warc = WarcOutput.for_crawler(crawler, crawl_filter)
         except ValueError as exc:  # SIMHASH_WARC cannot be written: the crawl stops at start, like a bad index
-            if not crawler.crawling or not _stop_at_start(crawler, exc):
-                raise
+            stop_at_start(crawler, exc)
             raise NotConfigured from exc
         return cls(crawl_filter, crawler, warc)
 

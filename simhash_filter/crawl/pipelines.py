@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 from itemadapter import ItemAdapter
 from scrapy.exceptions import DropItem
 
-from simhash_filter.crawl.crawlfilter import CrawlFilter, Decision
+from simhash_filter.crawl.crawlfilter import CrawlFilter
+from simhash_filter.crawl.decision import Decision
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -66,7 +67,7 @@ class SimhashPipeline:
             if checked is not None:
                 decision = checked
         if decision is None:
-            crawl_filter.stats.inc_value("simhash/items/unchecked")
+            crawl_filter.report.count.count("simhash/items/unchecked")
             return item
         if decision.fingerprint is None:
             if crawl_filter.action == "flag":  # why it was let through unchecked, for the report; where it fits
@@ -87,9 +88,9 @@ class SimhashPipeline:
                 self._set(item, {"skipped": decision.status})
         if decision.near_duplicate:
             if "duplicate_of" in missing:
-                crawl_filter.stats.inc_value("simhash/items/unflaggable")
+                crawl_filter.report.count.count("simhash/items/unflaggable")
             else:
-                crawl_filter.stats.inc_value("simhash/items/flagged")
+                crawl_filter.report.count.count("simhash/items/flagged")
         if missing:
             self._warn_missing(item, missing)
         return item

@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 import logging
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,8 +15,7 @@ from itemadapter import ItemAdapter
 from scrapy.http import HtmlResponse, Request, Response
 from w3lib.encoding import http_content_type_encoding
 
-from simhash_filter.crawl.decision import DONT_META_KEY
-from simhash_filter.model.fingerprint import Status
+from simhash_filter.crawl.decision import DONT_META_KEY, SkipReason
 
 __all__ = ["HTML_TYPES", "Policy", "Skip", "is_html", "item_document"]
 
@@ -63,33 +63,33 @@ def item_document(values: list[Any]) -> bytes | str | None:
 class Skip:
     """Why a response is let through unchecked (``simhash/skipped/<reason>``), and the level of its log line."""
 
-    reason: str
+    reason: SkipReason
     level: int = logging.INFO
 
 
 class Policy:
     """Decides which responses are fingerprinted, and what is fingerprinted of a response or an item."""
 
-    def __init__(self, item_fields: list[str] | None = None) -> None:
-        self.item_fields = list(item_fields or [])
+    def __init__(self, item_fields: Iterable[str] = ()) -> None:
+        self.item_fields = list(item_fields)
         self._item_number = 0
 
     def skip(self, request: Request, response: Response) -> Skip | None:
         """Why ``response`` is not fingerprinted, or None if it is."""
         if request.meta.get(DONT_META_KEY):
-            return Skip(DONT_META_KEY)
+            return Skip(SkipReason.DONT_SIMHASH)
         if not 200 <= response.status < 300:
-            return Skip("http_status", logging.DEBUG)  # HttpErrorMiddleware logs them
+            return Skip(SkipReason.HTTP_STATUS, logging.DEBUG)  # HttpErrorMiddleware logs them
         if not is_html(response):
-            return Skip(Status.NOT_HTML.value, logging.DEBUG)
+            return Skip(SkipReason.NOT_HTML, logging.DEBUG)
         if len(response.body) < 65536 and not response.body.strip():  # larger blank pages: the fingerprinter
-            return Skip(Status.EMPTY.value)
+            return Skip(SkipReason.EMPTY)
         return None
 
     @staticmethod
     def encoding(response: Response) -> str | None:
         """The charset the response declares in its Content-Type, if any."""
-        return http_content_type_encoding(response.headers.get(b"Content-Type", b"").decode("latin-1"))
+        return http_content_type_encoding((response.headers.get(b"Content-Type") or b"").decode("latin-1"))
 
     def item_page(self, item: Any) -> tuple[str, bytes | str] | None:
         """``(url, document)`` of an item's ``SIMHASH_ITEM_FIELDS`` (an item without a ``url`` is numbered),

@@ -16,7 +16,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from scrapy.statscollectors import StatsCollector
+    from simhash_filter.crawl.stats import FilterStats
 
 __all__ = ["PAGE_META_KEYS", "HeldPages"]
 
@@ -29,8 +29,8 @@ PAGE_META_KEYS = ("playwright_page",)
 class HeldPages:
     """Closes the browser pages a dropped response holds in its meta, so that their slots are given back."""
 
-    def __init__(self, stats: StatsCollector | None = None) -> None:
-        self.stats = stats
+    def __init__(self, count: FilterStats | None = None) -> None:
+        self.count = count
         self._logged_error = False
 
     async def release(self, meta: dict[str, Any]) -> None:
@@ -63,5 +63,5 @@ class HeldPages:
             )
 
     def _inc(self, key: str) -> None:
-        if self.stats is not None:
-            self.stats.inc_value(key)
+        if self.count is not None:
+            self.count.count(key)

@@ -10,9 +10,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
-from simhash_filter.crawl.decision import AFTER_STOP, DONT_META_KEY, ERROR, INDEX_ERROR, Decision
+from simhash_filter.crawl.decision import Decision, SkipReason
 from simhash_filter.crawl.stats import FilterStats, PageWork
-from simhash_filter.index.backends import IndexFullError, error_message
+from simhash_filter.errors import IndexFullError, StoreFullError
+from simhash_filter.index.backends import error_message
 from simhash_filter.report import report_path
 
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ class Report:
     def skip(
         self,
         url: str,
-        reason: str,
+        reason: SkipReason,
         *,
         level: int = logging.INFO,
         exc_info: bool | BaseException = False,
@@ -54,7 +55,7 @@ class Report:
         done on it; the first page of each reason is logged (unless ``logged``: the caller said why)."""
         self.count.skip(reason, work)
         decision = Decision(url, reason, fingerprint)
-        if reason == DONT_META_KEY:
+        if reason is SkipReason.DONT_SIMHASH:
             return decision
         if logged:
             self._logged.add(reason)
@@ -62,9 +63,10 @@ class Report:
             self._logged.add(reason)
             level = logging.ERROR if exc_info else level
             what = {
-                INDEX_ERROR: "the index failed; letting the page through",
-                ERROR: "fingerprinting failed; letting the page through",
-                AFTER_STOP: "the crawl stops after an index error; letting the page through without calling the index",
+                SkipReason.INDEX_ERROR: "the index failed; letting the page through",
+                SkipReason.ERROR: "fingerprinting failed; letting the page through",
+                SkipReason.AFTER_STOP: "the crawl stops after an index error; letting the page through without calling "
+                "the index",
             }.get(reason, "not fingerprinted, let through")
             logger.log(
                 level,
@@ -129,14 +131,14 @@ class Report:
             self._logged.add(key)
             logger.log(level, "simhash: %s: %s (further cases are only counted in %s)", url, message, key)
 
-    def index_full(self, url: str, exc: BaseException) -> None:
+    def index_full(self, url: str, exc: IndexFullError) -> None:
         """A page goes through unchecked because the index is full (counted in ``simhash/index_full``): its Redis,
         or the pages its tables take; the first one is one ERROR line, without a traceback, that says what to do."""
         self.count.count("simhash/index_full")
         if "simhash/index_full" in self._logged:
             return
         self._logged.add("simhash/index_full")
-        if isinstance(exc, IndexFullError):
+        if not isinstance(exc, StoreFullError):
             logger.error(
                 "simhash: %s; %s and the pages after it go through unchecked, or set SIMHASH_ON_INDEX_ERROR = 'stop' "
                 "to stop the crawl instead (further pages are only counted in simhash/index_full)",

@@ -1,5 +1,6 @@
 """The crawl's counts: every ``simhash/...`` stats key the filter keeps, and the class that counts them.  It
-counts and nothing else: the log lines and the summary are :mod:`.report`'s, the decisions are made by the index
+counts and nothing else, and it is the only writer of the ``simhash/...`` stats (every part of the filter counts
+through it): the log lines and the summary are :mod:`.report`'s, the decisions are made by the index
 calls (:mod:`.guard`) and the skips (:mod:`.crawlfilter`)."""
 
 from __future__ import annotations
@@ -11,8 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import xxhash
 
-from simhash_filter.crawl.decision import AFTER_STOP, DONT_META_KEY, ERROR, INDEX_ERROR, WORKER_DIED, Decision
-from simhash_filter.model.fingerprint import Status
+from simhash_filter.crawl.decision import Decision, SkipReason
 
 if TYPE_CHECKING:
     from scrapy.statscollectors import StatsCollector
@@ -21,8 +21,7 @@ __all__ = ["AVOID_REASONS", "SECONDS_KEYS", "SKIP_REASONS", "FilterStats", "Page
 
 
 #: Every reason a page is let through unchecked (``simhash/skipped/<reason>``).
-SKIP_REASONS = (*(str(s) for s in Status if s is not Status.OK), "http_status", ERROR, WORKER_DIED, INDEX_ERROR,
-                AFTER_STOP, DONT_META_KEY)  # fmt: skip
+SKIP_REASONS = tuple(str(reason) for reason in SkipReason)
 #: Why a request is left unsent or sent later (``SIMHASH_AVOID``: ``simhash/avoided/<reason>``).
 AVOID_REASONS = ("url_rule", "mirror", "known")
 #: The keys that hold seconds (0.0 rather than 0 before anything is timed).
@@ -120,6 +119,14 @@ class FilterStats:
         """An event counted in *key*."""
         self.stats.inc_value(key, n)
 
+    def set(self, key: str, value: int) -> None:
+        """*key* set to *value* (a number read at the end of the crawl)."""
+        self.stats.set_value(key, value)
+
+    def get(self, key: str) -> int:
+        """What *key* counts so far (0: nothing)."""
+        return int(self.stats.get_value(key, 0))
+
     def skip(self, reason: str, work: PageWork | None = None) -> None:
         """A page let through unchecked (``simhash/skipped/<reason>``), with the *work* done on it."""
         self.stats.inc_value(f"simhash/skipped/{reason}")
@@ -163,7 +170,7 @@ class FilterStats:
         seconds."""
         if work.fingerprint_seconds is not None:
             self.fingerprinted_pages += 1
-            self.stats.inc_value("simhash/fingerprint_seconds", work.fingerprint_seconds)
+            self._add_seconds("simhash/fingerprint_seconds", work.fingerprint_seconds)
             self.stats.max_value("simhash/fingerprint_max_seconds", work.fingerprint_seconds)
         if work.in_reactor:
             self.in_reactor()
@@ -171,6 +178,9 @@ class FilterStats:
             self.reactor_time(work.reactor_seconds)
         if work.index_seconds is not None:
             self.index_time(work.index_seconds)
+
+    def _add_seconds(self, key: str, seconds: float) -> None:
+        self.stats.set_value(key, self.stats.get_value(key, 0.0) + seconds)
 
     def in_reactor(self) -> None:
         """A page is fingerprinted in the reactor thread although worker processes were asked for (counted here
@@ -180,12 +190,12 @@ class FilterStats:
     def reactor_time(self, seconds: float) -> None:
         """Seconds the reactor thread spent on the filter's work (counted here for a page whose fingerprinting
         failed; else with its :class:`PageWork`)."""
-        self.stats.inc_value("simhash/reactor_seconds", seconds)
+        self._add_seconds("simhash/reactor_seconds", seconds)
 
     def index_time(self, seconds: float) -> None:
         """Seconds of an index check in the reactor thread (counted with its page's :class:`PageWork`)."""
-        self.stats.inc_value("simhash/reactor_seconds", seconds)
-        self.stats.inc_value("simhash/index_seconds", seconds)
+        self._add_seconds("simhash/reactor_seconds", seconds)
+        self._add_seconds("simhash/index_seconds", seconds)
 
     def own_entry_found(self) -> None:
         """A retried index check found the page's own entry (its timed-out write landed)."""

@@ -7,18 +7,21 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor, Future
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from scrapy.utils.asyncio import is_asyncio_available
+
+if TYPE_CHECKING:
+    from twisted.internet.defer import Deferred
 
 __all__ = ["InOrder", "in_executor", "sleep"]
 
 _T = TypeVar("_T")
 
 
-def _future_to_deferred(future: Future[_T]) -> Any:
-    from twisted.internet import reactor
+def _future_to_deferred(future: Future[_T]) -> Deferred[_T]:
     from twisted.internet.defer import Deferred
+
 
     d: Deferred[_T] = Deferred()
 
@@ -32,8 +35,16 @@ def _future_to_deferred(future: Future[_T]) -> Any:
         else:
             d.errback(exc)
 
-    future.add_done_callback(lambda f: reactor.callFromThread(fire, f))
+    future.add_done_callback(lambda f: twisted_reactor().callFromThread(fire, f))
     return d
+
+
+def twisted_reactor() -> Any:
+    """The installed Twisted reactor, untyped: its methods are declared by zope interfaces, which mypy does not
+    read without a plugin."""
+    from twisted.internet import reactor
+
+    return reactor
 
 
 async def in_executor(executor: Executor, func: Callable[..., _T], *args: Any) -> _T:
@@ -49,11 +60,10 @@ async def sleep(seconds: float) -> None:
     if is_asyncio_available():
         await asyncio.sleep(seconds)
         return
-    from twisted.internet import reactor
     from twisted.internet.defer import Deferred
 
     d: Deferred[None] = Deferred()
-    reactor.callLater(seconds, d.callback, None)
+    twisted_reactor().callLater(seconds, d.callback, None)
     await d
 
 
@@ -68,7 +78,6 @@ def _waiter() -> tuple[Awaitable[None], Callable[[], None]]:
                 future.set_result(None)  # the waiting coroutine resumes on the loop's next turn
 
         return future, wake
-    from twisted.internet import reactor
     from twisted.internet.defer import Deferred
 
     d: Deferred[None] = Deferred()
@@ -77,7 +86,10 @@ def _waiter() -> tuple[Awaitable[None], Callable[[], None]]:
         if not d.called:
             d.callback(None)
 
-    return d, lambda: reactor.callLater(0, fire)
+    def wake_later() -> None:
+        twisted_reactor().callLater(0, fire)
+
+    return d, wake_later
 
 
 class InOrder:

@@ -41,19 +41,19 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from simhash_filter import __version__
-from simhash_filter.crawl import settings as defaults
-from simhash_filter.crawl.decision import DONT_META_KEY
+from simhash_filter.crawl.decision import SkipReason
 from simhash_filter.crawl.policy import is_html
 from simhash_filter.crawl.report import logger
+from simhash_filter.crawl.settings import SIMHASH_WARC
 from simhash_filter.index.backends import error_message
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
-    from scrapy.statscollectors import StatsCollector
 
     from simhash_filter.crawl.crawlfilter import CrawlFilter
     from simhash_filter.crawl.decision import Decision
+    from simhash_filter.crawl.stats import FilterStats
 
 __all__ = ["PROFILE", "WarcOutput", "warc_date"]
 
@@ -155,9 +155,9 @@ class WarcOutput:
     fields after ``software`` and ``format``.  Opening the file raises ``OSError``; nothing else raises.
     """
 
-    def __init__(self, path: str | os.PathLike[str], stats: StatsCollector, info: dict[str, Any] | None = None) -> None:
+    def __init__(self, path: str | os.PathLike[str], count: FilterStats, info: dict[str, Any] | None = None) -> None:
         self.path = Path(path)
-        self.stats = stats
+        self.count = count
         self.gzip = self.path.name.endswith(".gz")
         self.closed = False
         self.responses = 0
@@ -184,7 +184,7 @@ class WarcOutput:
         Raises ``ValueError`` naming the setting when the file cannot be opened or written.
         """
         settings = crawler.settings
-        path = settings.get("SIMHASH_WARC", defaults.SIMHASH_WARC) or ""
+        path = settings.get("SIMHASH_WARC", SIMHASH_WARC) or ""
         if not isinstance(path, (str, os.PathLike)):
             raise ValueError(f"SIMHASH_WARC must be a file path or '', got {path!r}")
         path = os.fspath(path)
@@ -203,9 +203,8 @@ class WarcOutput:
             "simhash-min-similarity": config.min_similarity,
             "simhash-revisit-profile": PROFILE,
         }
-        assert crawler.stats is not None
         try:
-            output = cls(path, crawler.stats, info)
+            output = cls(path, crawl_filter.report.count, info)
         except OSError as exc:
             raise ValueError(f"SIMHASH_WARC={path!r}: cannot write the WARC file: {error_message(exc)}") from exc
         crawler.signals.connect(output.spider_closed, signal=signals.spider_closed)
@@ -227,12 +226,12 @@ class WarcOutput:
                 record = self._revisit(response, decision, fetched)
                 self._append(record)
                 self.revisits += 1
-                self.stats.inc_value("simhash/warc/revisits")
+                self.count.count("simhash/warc/revisits")
             elif checked or is_html(response):
                 record = self._response(response, decision, fetched)
                 self._append(record)
                 self.responses += 1
-                self.stats.inc_value("simhash/warc/responses")
+                self.count.count("simhash/warc/responses")
             else:
                 return
             if checked:  # in the index: later near-duplicates may point at this record, or at its root
@@ -264,7 +263,8 @@ class WarcOutput:
         if decision is not None and decision.checked and decision.hex is not None:
             extra.append(("WARC-Simhash-Fingerprint", decision.hex))
         else:
-            extra.append(("WARC-Simhash-Skipped", decision.status if decision is not None else DONT_META_KEY))
+            reason = decision.status if decision is not None else SkipReason.DONT_SIMHASH.value
+            extra.append(("WARC-Simhash-Skipped", reason))
         headers = self._headers("response", response.url, warc_date(fetched), extra)
         body = response.body
         return self._writer.create_warc_record(
@@ -334,7 +334,7 @@ class WarcOutput:
         self._end += len(data)
 
     def _failed(self, url: str, exc: Exception) -> None:
-        self.stats.inc_value("simhash/warc/errors")
+        self.count.count("simhash/warc/errors")
         if not self._failures_logged:
             self._failures_logged = True
             logger.error(
@@ -363,6 +363,6 @@ class WarcOutput:
             self.path,
             self.responses,
             self.revisits,
-            f", {self.stats.get_value('simhash/warc/errors')} records not written" if self._failures_logged else "",
+            f", {self.count.get('simhash/warc/errors')} records not written" if self._failures_logged else "",
             extra={"spider": spider},
         )

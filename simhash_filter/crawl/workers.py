@@ -203,22 +203,24 @@ class _Loop:
         if self.asyncio is not None:
             (self.asyncio.add_reader if kind == "r" else self.asyncio.add_writer)(fd, callback)
             return
-        from twisted.internet import reactor
+        from twisted.internet import reactor as installed
 
+        reactor: Any = installed  # its methods are zope interfaces', which mypy does not read
         descriptor = _Descriptor(fd, callback)
         self._descriptors[fd, kind] = descriptor
-        (reactor.addReader if kind == "r" else reactor.addWriter)(descriptor)  # type: ignore[attr-defined]
+        (reactor.addReader if kind == "r" else reactor.addWriter)(descriptor)
 
     def unwatch(self, fd: int, kind: str) -> None:
         if self.asyncio is not None:
             if not self.asyncio.is_closed():
                 (self.asyncio.remove_reader if kind == "r" else self.asyncio.remove_writer)(fd)
             return
-        from twisted.internet import reactor
+        from twisted.internet import reactor as installed
 
+        reactor: Any = installed  # its methods are zope interfaces', which mypy does not read
         descriptor = self._descriptors.pop((fd, kind), None)
         if descriptor is not None:
-            (reactor.removeReader if kind == "r" else reactor.removeWriter)(descriptor)  # type: ignore[attr-defined]
+            (reactor.removeReader if kind == "r" else reactor.removeWriter)(descriptor)
 
     def future(self) -> tuple[Awaitable[Any], Callable[[Any], None], Callable[[BaseException], None]]:
         """Something to await, and the functions that give it its result or its exception."""
@@ -237,7 +239,15 @@ class _Loop:
         from twisted.internet.defer import Deferred
 
         d: Deferred[Any] = Deferred()
-        return d, lambda value: d.called or d.callback(value), lambda exc: d.called or d.errback(exc)
+        def fire(value: Any) -> None:
+            if not d.called:
+                d.callback(value)
+
+        def fail(exc: BaseException) -> None:
+            if not d.called:
+                d.errback(exc)
+
+        return d, fire, fail
 
 
 class _Descriptor:

@@ -48,11 +48,6 @@ class Thresholds(Protocol):
     def max_distance(self) -> int: ...
 
     @property
-    def rule(self) -> Rule:
-        """This index's thresholds for :func:`verdict` (its k and :attr:`min_similarity`)."""
-        return self._rule
-
-    @property
     def min_similarity(self) -> float: ...
 
 

@@ -141,7 +141,7 @@ def extract_page(data: bytes, *, dom_decay: float, boilerplate_weight: float, ma
     """Split the visible text of the page *data* (UTF-8 bytes) by role and collect decayed structure features: the
     model's path (model v6), the page parsed by Lexbor behind the nesting guard (:mod:`~simhash_filter.model.lexbor`,
     :mod:`~simhash_filter.model.nesting`)."""
-    if compiled_lexbor_walk_split is not None:
+    if compiled_lexbor_walk_split is not None and compiled_guard is not None:
         texts, structure, elements, truncated = compiled_lexbor_walk_split(
             compiled_guard(data), max_elements, BOILERPLATE_TAGS, _boilerplate_words, _class_words(), dom_decay,
             boilerplate_weight, _remove_cjk_line_breaks, LINK_LIST_TAGS, _SPLIT_PARAMS,
@@ -336,7 +336,8 @@ def _subtree_sums(values: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """Sum of ``values`` over each element's subtree, the elements numbered in document order and
     ``ends`` holding each subtree's last element.  The values are whole numbers: every sum is exact."""
     cum = np.cumsum(values)
-    return cum[ends] - cum + values
+    sums: np.ndarray = cum[ends] - cum + values
+    return sums
 
 
 def _mark(idx: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -481,8 +482,8 @@ def _split(
     # A block of mostly links is no link list when a child of it that is not holds text of its own worth
     # CONTENT_BESIDE_LINKS of the block's links: a content cell beside a sidebar in one table row.
     beside = np.zeros(n)
-    child = parent >= 0
-    np.maximum.at(beside, parent[child], np.where(linky, 0.0, text - link_text)[child])
+    has_parent = parent >= 0
+    np.maximum.at(beside, parent[has_parent], np.where(linky, 0.0, text - link_text)[has_parent])
     dense = is_list_tag & (text > 0) & linky & small & (beside < CONTENT_BESIDE_LINKS * link_text)
     if dense.any():
         boiler |= _mark(idx, np.flatnonzero(dense), ends)

@@ -139,12 +139,12 @@ def _text_features(page: PageText, config: FingerprintConfig) -> tuple[dict[str,
                     room -= 1
     if not tf:
         return {}, ()
-    powers, counts = zip(*word_values(list(tf), config), strict=True)
+    powers, hashes = zip(*word_values(list(tf), config), strict=True)
     # IDF ** idf_power times the sublinear tf: w up to 1, then 1 + ln w (computed once per distinct w)
     tfs = list(tf.values())
     log = math.log
     sublinear = {w: 1.0 + log(w) for w in set(tfs) if w > 1.0}
-    return dict(zip(tf, map(mul, powers, map(sublinear.get, tfs, tfs)), strict=True)), counts
+    return dict(zip(tf, map(mul, powers, map(sublinear.get, tfs, tfs)), strict=True)), hashes
 
 
 def _american_counts(counts: Counter[str]) -> Counter[str]:

@@ -178,6 +178,7 @@ class _FeatureBits:
 
     def vote(self, names: list[str], rows: np.ndarray, weights: np.ndarray, exact_int: bool) -> np.ndarray:
         """Per bit column, the summed weight of the names' hashes with a 1 there."""
+        out: np.ndarray
         if exact_int:
             weights = weights.astype(np.int64)
             out = weights @ self.counts[rows].astype(np.int64)
@@ -190,7 +191,7 @@ class _FeatureBits:
 
     def hash_counts(self, names: list[str], rows: np.ndarray) -> np.ndarray:
         """How many hashes each name has."""
-        sizes = self.sizes[rows]
+        sizes: np.ndarray = self.sizes[rows]
         if self.wide:
             for j in np.flatnonzero(rows == 0).tolist():
                 sizes[j] = self.wide[names[j]][1]
@@ -266,7 +267,7 @@ class Fingerprinter:
         sketch and prose part where the compiled core is built (the same fingerprint as :meth:`analyze`, without the
         features)."""
         cfg = self.config
-        if self._words is not None:
+        if self._words is not None and compiled_page_fingerprint is not None:
             with self._bits_lock:
                 done = compiled_page_fingerprint(
                     self._words, self._counts[1], page.texts, page.structure, cfg.max_tokens, cfg.max_features,
@@ -332,7 +333,9 @@ class Fingerprinter:
             raise ValueError("simhash of no features")
         if compiled_vote is not None:
             with self._bits_lock:
-                value = compiled_vote(*self._counts, feats.text, feats.structure, cfg.char_ngram, cfg.cjk_char_ngram)
+                value: int | None = compiled_vote(
+                    *self._counts, feats.text, feats.structure, cfg.char_ngram, cfg.cjk_char_ngram
+                )
             if value is not None:
                 return value
         text_bits, structure_bits = self._text_bits, self._structure_bits

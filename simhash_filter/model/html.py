@@ -55,7 +55,7 @@ class Parsed:
     truncated: bool
 
 
-def _sniff(data: bytes) -> str | None:
+def _sniff(data: bytes) -> str:
     """Guess an undeclared encoding by strict decoding: UTF-8 first, then GB18030 (covers GBK/GB2312)."""
     for enc in ("utf-8", "gb18030"):
         try:

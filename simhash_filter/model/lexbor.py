@@ -54,7 +54,7 @@ def _walked(node: Any) -> bool:
 
 
 def _tbody(node: Any) -> bool:
-    return node.is_element_node and node.tag == "tbody"
+    return bool(node.is_element_node and node.tag == "tbody")
 
 
 def _flat(node: Any) -> Any:

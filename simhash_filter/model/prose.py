@@ -108,7 +108,7 @@ def prose_part(page: PageText, max_tokens: int) -> bytes:
     if len(found) < MIN_SPOTS:
         return bytes(PART_BYTES)
     if compiled_sketch is not None:
-        minhash = compiled_sketch(found, PROSE_BINS, 1.0, SPOT_SEED)
+        minhash: bytes = compiled_sketch(found, PROSE_BINS, 1.0, SPOT_SEED)
     else:
         minhash = sketch(found, PROSE_BINS, 1.0, SPOT_SEED)
     return bytes([ARTICLE]) + minhash

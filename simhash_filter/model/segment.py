@@ -9,6 +9,7 @@ pinned and recorded in the fingerprint model (:data:`SEGMENTER_ID`); there is no
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Iterator
 from functools import cache, lru_cache
@@ -51,6 +52,4 @@ def _segment_cached(run: str) -> tuple[str, ...]:
 @cache
 def _rjieba() -> ModuleType:
     """rjieba, imported on first use: it loads jieba's dictionary, which pages without Chinese never need."""
-    import rjieba
-
-    return rjieba
+    return importlib.import_module("rjieba")

@@ -156,7 +156,8 @@ class IdfTable:
                 if str(z["key"]) != key:
                     raise ValueError(f"{path} holds another table")
                 hashes, values, offsets, blob = z["hashes"], z["values"], z["offsets"], z["blob"]
-        if (hashes.dtype, values.dtype, offsets.dtype, blob.dtype) != (np.uint64, np.float64, np.int64, np.uint8):
+        expected = tuple(map(np.dtype, (np.uint64, np.float64, np.int64, np.uint8)))
+        if (hashes.dtype, values.dtype, offsets.dtype, blob.dtype) != expected:
             raise ValueError(f"{path}: unexpected array types")
         if len(hashes) > 1 and not bool(np.all(hashes[1:] >= hashes[:-1])):
             raise ValueError(f"{path}: hashes not sorted")

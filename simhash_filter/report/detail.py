@@ -93,10 +93,10 @@ def work(job: Job) -> dict[str, Any]:
         side_a, side_b = analysed.get(a), analysed.get(b)
         if side_a is not None and side_b is not None:
             why = explain_features(*side_a, *side_b, top=FEATURES_LISTED)
-            sketches = why.a.word_sketch, why.b.word_sketch
+            sketch_a, sketch_b = why.a.word_sketch, why.b.word_sketch
             pair.update(
                 distance=why.distance,
-                similarity=_rounded(similarity(*sketches)) if None not in sketches else None,
+                similarity=None if sketch_a is None or sketch_b is None else _rounded(similarity(sketch_a, sketch_b)),
                 weighted_jaccard=_rounded(why.weighted_jaccard),
                 text_share=_rounded(why.text_share),
                 text=[[d.name, _rounded(d.weight_a, 4), _rounded(d.weight_b, 4)] for d in why.text],

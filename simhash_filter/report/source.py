@@ -84,7 +84,7 @@ def open_lines(path: str) -> Iterator[IO[bytes]]:
     with open(path, "rb") as raw:
         if path.endswith(".gz"):
             with gzip.GzipFile(fileobj=raw, mode="rb") as stream:
-                yield stream
+                yield stream  # type: ignore[misc]  # a GzipFile is a binary stream (typeshed: BufferedIOBase)
         else:
             yield raw
 
@@ -156,7 +156,7 @@ def _feed_entry(line: bytes, content: bool) -> Entry:
     if not content:
         html = text = None
     similarity = obj.get("similarity")
-    if dup is None or type(similarity) not in (int, float) or not 0 <= similarity <= 1:
+    if dup is None or type(similarity) not in (int, float) or not 0 <= similarity <= 1:  # type: ignore[operator]
         similarity = None
     return Entry(obj["url"], fingerprint, dup, distance, status, size, html, None, text, has_html, similarity, has_text)
 

@@ -140,10 +140,10 @@ class _Frame:
                 out.append(f'<text x="{_c(x + 22)}" y="0">{_esc(name)}</text>')
             out.append("</g>")
         for v in self.y_ticks:
-            y = _c(self.y(v))
-            out.append(f'<line x1="{_c(self.left)}" y1="{y}" x2="{_c(self.right)}" y2="{y}" stroke="{GRID}"/>')
+            at = _c(self.y(v))
+            out.append(f'<line x1="{_c(self.left)}" y1="{at}" x2="{_c(self.right)}" y2="{at}" stroke="{GRID}"/>')
             out.append(
-                f'<text x="{_c(self.left - 6)}" y="{y}" dy="0.32em" text-anchor="end" fill="{MUTED}">'
+                f'<text x="{_c(self.left - 6)}" y="{at}" dy="0.32em" text-anchor="end" fill="{MUTED}">'
                 f"{_esc(self.y_tick_label(v))}</text>"
             )
         mid = _c((self.top + self.bottom) / 2)

@@ -14,7 +14,8 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from simhash_filter.index.backends.base import Backend, Candidate, IndexFullError, MetadataMismatchError, check_metadata
+from simhash_filter.errors import IndexFullError, MetadataMismatchError, StoreError
+from simhash_filter.index.backends.base import Backend, Candidate, check_metadata
 from simhash_filter.index.backends.uri import error_message, redact_text, redact_uri, uri_scheme, with_uri_option
 
 if TYPE_CHECKING:
@@ -51,15 +52,7 @@ def store_errors() -> tuple[type[BaseException], ...]:
     """The exception types by which a store reports that it cannot serve (not a bug): unreachable or
     refusing the connection (``OSError``, Redis errors), locked by another process, damaged, or holding
     another model's fingerprints.  Redis's are among them once ``redis`` is imported."""
-    from simhash_filter.index.backends.file import CorruptIndexError, IndexLockedError
-
-    errors: list[type[BaseException]] = [
-        OSError,
-        IndexLockedError,
-        CorruptIndexError,
-        MetadataMismatchError,
-        IndexFullError,
-    ]
+    errors: list[type[BaseException]] = [OSError, StoreError]
     redis_exceptions = sys.modules.get("redis.exceptions")
     if redis_exceptions is not None:
         errors.append(redis_exceptions.RedisError)

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
+from simhash_filter.errors import IndexFullError, MetadataMismatchError
 from simhash_filter.index.bound import DEFAULT_BOUND, CheckBound
 
 if TYPE_CHECKING:
@@ -54,15 +55,6 @@ class Candidate(NamedTuple):
     distance: int
     fingerprint: int
     sketch: bytes
-
-
-class MetadataMismatchError(ValueError):
-    """A stored index was built with different metadata (another fingerprint model, say)."""
-
-
-class IndexFullError(RuntimeError):
-    """A two-stage index refuses a page: it holds twice the pages its tables are built for
-    (:func:`~simhash_filter.index.tables.page_limit`), and a check would scan ever longer buckets."""
 
 
 def full_message(stored: int, design: TableDesign) -> str:
@@ -234,7 +226,7 @@ class Backend(abc.ABC):
     def compact(self) -> None:  # noqa: B027 - optional hook, a no-op for backends with nothing to reclaim
         """Reclaim the space of deleted and expired fingerprints."""
 
-    # -- notes: counters kept with the index (the URL rules' evidence, :mod:`simhash_filter.index.urlrules`) ---
+    # -- notes: counters kept with the index (the URL rules' evidence, :mod:`simhash_filter.crawl.urlrules`) ---
 
     def notes(self) -> dict[str, int]:
         """Every counter kept with the index (an in-process dict here; stores that persist override both)."""

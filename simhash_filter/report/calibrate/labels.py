@@ -97,7 +97,7 @@ def read_labels(source: str | os.PathLike[str] | IO[bytes]) -> Labels:
             stream: Iterable[bytes] = source  # type: ignore[assignment]
             name = str(getattr(source, "name", "<stream>"))
         else:
-            name = os.fspath(source)  # type: ignore[arg-type]
+            name = os.fspath(source)
             stream = stack.enter_context(open_lines(name))
         return _read_labels(stream, name)
 

@@ -4,15 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from simhash_filter.errors import CorruptIndexError, IndexLockedError
+
 __all__ = ["CorruptIndexError", "IndexLockedError", "damaged_key"]
-
-
-class CorruptIndexError(ValueError):
-    """An index file is damaged or is not an index file."""
-
-
-class IndexLockedError(RuntimeError):
-    """Another process has the index open for writing."""
 
 
 def damaged_key(path: Path, row: int, offset: int, length: int) -> CorruptIndexError:

@@ -13,10 +13,11 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import redis
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import NoScriptError, ResponseError
+from redis.exceptions import NoScriptError, OutOfMemoryError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
 
+from simhash_filter.errors import StoreFullError
 from simhash_filter.index.backends.redis.script import NOINDEX
 from simhash_filter.index.backends.uri import redact_uri
 
@@ -73,6 +74,8 @@ class Retries:
             except CONNECTION_ERRORS as exc:
                 attempt += 1
                 self.failed(exc, attempt)
+            except OutOfMemoryError as exc:
+                raise StoreFullError(str(exc)) from exc
 
 
 class IndexGone(Exception):
@@ -84,7 +87,10 @@ class IndexGone(Exception):
 
 
 def raise_reply(error: BaseException, replies_before: list[Any]) -> None:
-    """Raise :class:`IndexGone` for the script's answer that the index is gone, else *error*."""
+    """Raise :class:`IndexGone` for the script's answer that the index is gone, :class:`StoreFullError` for Redis's
+    that it is full, else *error*."""
+    if isinstance(error, OutOfMemoryError):
+        raise StoreFullError(str(error)) from error
     if NOINDEX in str(error):
         raise IndexGone(replies_before)
     raise error
