@@ -16,6 +16,14 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from simhash_filter.config import DEFAULTS, FilterConfig, FingerprintConfig
+from simhash_filter.errors import (
+    CorruptIndexError,
+    IndexFullError,
+    IndexLockedError,
+    MetadataMismatchError,
+    StoreError,
+    StoreFullError,
+)
 from simhash_filter.index.nearduplicate import NearDuplicateIndex, open_index
 from simhash_filter.index.tables import Match, hamming
 from simhash_filter.model.fingerprint import Fingerprint, Fingerprinter, Status, fingerprint
@@ -27,11 +35,15 @@ except PackageNotFoundError:  # running from a source tree that was never instal
 
 __all__ = [
     "DEFAULTS",
+    "CorruptIndexError",
     "FilterConfig",
     "Fingerprint",
     "FingerprintConfig",
     "Fingerprinter",
+    "IndexFullError",
+    "IndexLockedError",
     "Match",
+    "MetadataMismatchError",
     "NearDuplicateIndex",
     "NearDuplicateItem",
     "NearDuplicateResponse",
@@ -41,6 +53,8 @@ __all__ = [
     "SimhashPipeline",
     "SimhashSpiderMiddleware",
     "Status",
+    "StoreError",
+    "StoreFullError",
     "__version__",
     "fingerprint",
     "hamming",

@@ -101,7 +101,8 @@ ALLOWED = {
     "index": {"index", "model.sketch", "errors"},
     "top": {"model", "index", "top"},
     "crawl": {"model", "index", "top", "crawl"},
-    "cli": {"model", "index", "top", "cli", "serve.command", "crawl.urlrules"},  # the command line registers serve's command
+    # the command line registers serve's command; `index rules` reads the crawl's URL rules
+    "cli": {"model", "index", "top", "cli", "serve.command", "crawl.urlrules"},
     # the HTTP service: the crawl's counters, log line and worker processes, the command line's options
     "serve": {"model", "index", "top", "crawl", "cli", "serve"},
 }

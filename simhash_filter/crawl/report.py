@@ -26,6 +26,14 @@ __all__ = ["Report", "logger", "report_command"]
 logger = logging.getLogger("simhash_filter.crawl.crawlfilter")
 
 
+#: What the first page let through for a reason says (else: not fingerprinted).
+_SKIPPED_WHY: dict[str, str] = {
+    SkipReason.INDEX_ERROR: "the index failed; letting the page through",
+    SkipReason.ERROR: "fingerprinting failed; letting the page through",
+    SkipReason.AFTER_STOP: "the crawl stops after an index error; letting the page through without calling the index",
+}
+
+
 class Report:
     """Logs what the filter does, each kind once, beside its counts (:attr:`count`, the crawl's ``simhash/...``
     stats)."""
@@ -43,7 +51,7 @@ class Report:
     def skip(
         self,
         url: str,
-        reason: SkipReason,
+        reason: str,
         *,
         level: int = logging.INFO,
         exc_info: bool | BaseException = False,
@@ -54,20 +62,15 @@ class Report:
         """The decision for a page let through unchecked, counted in ``simhash/skipped/<reason>`` with the *work*
         done on it; the first page of each reason is logged (unless ``logged``: the caller said why)."""
         self.count.skip(reason, work)
-        decision = Decision(url, reason, fingerprint)
-        if reason is SkipReason.DONT_SIMHASH:
+        decision = Decision(url, str(reason), fingerprint)
+        if reason == SkipReason.DONT_SIMHASH:
             return decision
         if logged:
             self._logged.add(reason)
         if reason not in self._logged:
             self._logged.add(reason)
             level = logging.ERROR if exc_info else level
-            what = {
-                SkipReason.INDEX_ERROR: "the index failed; letting the page through",
-                SkipReason.ERROR: "fingerprinting failed; letting the page through",
-                SkipReason.AFTER_STOP: "the crawl stops after an index error; letting the page through without calling "
-                "the index",
-            }.get(reason, "not fingerprinted, let through")
+            what = _SKIPPED_WHY.get(reason, "not fingerprinted, let through")
             logger.log(
                 level,
                 "simhash: %s: %s (%s; further cases are only counted in simhash/skipped/%s)",

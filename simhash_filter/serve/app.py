@@ -163,7 +163,7 @@ def create_app(service: Service, *, token: str | None = None) -> Starlette:
     ]
 
     @asynccontextmanager
-    async def lifespan(app: Starlette):  # type: ignore[no-untyped-def]
+    async def lifespan(app: Starlette):
         await service.start()
         logger.info("simhash: serving: fingerprinting %s", service.executor.where())
         try:

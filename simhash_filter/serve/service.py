@@ -23,7 +23,7 @@ from typing import Any
 
 from simhash_filter.batch.dedup import MALFORMED, MAX_URL_CHARS
 from simhash_filter.config import FilterConfig
-from simhash_filter.crawl.decision import ERROR, WORKER_DIED, Decision
+from simhash_filter.crawl.decision import Decision, SkipReason
 from simhash_filter.crawl.executor import FingerprintExecutor, WorkerDied
 from simhash_filter.crawl.report import Report
 from simhash_filter.crawl.stats import PageWork, stats_keys
@@ -184,10 +184,10 @@ class Service:
         try:
             fp, work, charset_error = await self.executor.fingerprint(page.body, page.encoding)
         except WorkerDied:
-            return page, None, WORKER_DIED, None
+            return page, None, SkipReason.WORKER_DIED.value, None
         except Exception:  # a bug in the fingerprinter: this page is reported, the service goes on
             logger.exception("simhash: %s: fingerprinting failed", page.url)
-            return page, None, ERROR, None
+            return page, None, SkipReason.ERROR.value, None
         if charset_error:
             said = f"bytes invalid in the declared charset {fp.encoding}; decoded with replacements"
             self.report.count_once("simhash/charset_errors", page.url, said)
