@@ -210,7 +210,7 @@ class Service:
         start = time.perf_counter()
         try:
             if store:
-                match = index.check_and_add(fp.value, page.url, fp.sketch)
+                match = index.check_and_add(fp.value, page.url, fp.sketch or b"")
             else:
                 match = index.check(fp.value, fp.sketch or b"")
         except store_errors() as exc:
