@@ -374,6 +374,17 @@ def test_compiled_prose_part_is_the_references(texts, max_tokens):
     assert got.sketch[-PART_BYTES:] == prose_part(page, max_tokens)
 
 
+@needs_core
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=400))
+def test_compiled_control_byte_count_is_the_references(data):
+    """The count of control bytes that tells a binary page from text is the reference's (``bytes.translate``)."""
+    from simhash_filter.model import html
+
+    expected = len(data) - len(data.translate(None, html._CONTROL_BYTES))
+    assert core.compiled_control_bytes(data, html._CONTROL_TABLE) == expected
+
+
 _CLASS_PIECES = [
     "nav", "Nav", "menuBar", "sidebar", "side", "bar", "ads", "ad", "content", "Content", "post", "articleBody",
     "comment", "x", "Q", "7", "-", "_", ".", ":", " ", "\t", "\x1c", "é", "\u00a0", "\u212a",

@@ -17,7 +17,10 @@ from cpython.unicode cimport (
     Py_UNICODE_ISSPACE,
     PyUnicode_AsUTF8AndSize,
     PyUnicode_DecodeASCII,
+    PyUnicode_DATA,
     PyUnicode_DecodeUTF8,
+    PyUnicode_KIND,
+    PyUnicode_READ,
 )
 from libc.math cimport log, pow, rint, sqrt
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t, uintptr_t

@@ -401,3 +401,17 @@ def nesting_guard(bytes data not None, Py_ssize_t max_depth=_nesting.MAX_DEPTH):
         at = cuts.items[k + 1]
     memcpy(o + w, s + at, n - at)
     return out
+
+
+def control_bytes(bytes data not None, const uint8_t[::1] control not None):
+    """How many bytes of *data* are in the 256-entry table *control* (``html._check_binary``'s count of the control
+    bytes that text does not contain)."""
+    cdef const uint8_t* p = <const uint8_t*>(<const char*>data)
+    cdef const uint8_t* table
+    cdef Py_ssize_t i, n = len(data), count = 0
+    if control.shape[0] != 256:
+        raise ValueError("control must have 256 entries")
+    table = &control[0]
+    for i in range(n):
+        count += table[p[i]]
+    return count

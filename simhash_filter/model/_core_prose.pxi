@@ -35,38 +35,65 @@ cdef class _Chars:
         return 0
 
 
-cdef inline bint _block_end(Py_UCS4 c, str ends) noexcept:
+cdef struct _Ends:
+    bint ascii[128]  # the end marks below U+0080
+    Py_UCS4 other[16]  # the others
+    int n_other
+
+
+cdef int _ends_of(str ends, _Ends* out) except -1:
+    """The end marks of *ends* (``prose.BLOCK_END_CHARS``) as a table."""
+    cdef Py_UCS4 c
+    memset(out, 0, sizeof(_Ends))
+    for c in ends:
+        if c < 128:
+            out.ascii[c] = True
+        elif out.n_other < 16:
+            out.other[out.n_other] = c
+            out.n_other += 1
+        else:
+            raise ValueError("too many end marks")
+    return 0
+
+
+cdef inline bint _block_end(Py_UCS4 c, const _Ends* ends) noexcept:
     """Whether *c* ends a sentence or a quotation, so that a line break after it ends a block (``prose._BLOCK_END``'s
     look-behind)."""
-    cdef Py_UCS4 x
-    for x in ends:
-        if x == c:
+    cdef int i
+    if c < 128:
+        return ends.ascii[c]
+    for i in range(ends.n_other):
+        if ends.other[i] == c:
             return True
     return False
 
 
-cdef int _add_line(str text, Py_ssize_t start, Py_ssize_t end, _Chars lines, _Ints bounds) except -1:
-    """The block ``text[start:end]`` as the reference makes it a line: each run of white space holding a line break
-    one space (``\\s*\\n\\s*``), then stripped; appended to *lines* (its bounds to *bounds*) unless empty."""
+cdef int _add_line(int kind, void* data, Py_ssize_t start, Py_ssize_t end, _Chars lines, _Ints bounds) except -1:
+    """The block ``text[start:end]`` (*kind*, *data*: the text's) as the reference makes it a line: each run of white
+    space holding a line break one space (``\\s*\\n\\s*``), then stripped; appended to *lines* (its bounds to *bounds*)
+    unless empty."""
     cdef Py_ssize_t i = start, j, first = lines.n
     cdef Py_UCS4 c
     cdef bint line_break
     while i < end:
-        c = text[i]
+        c = PyUnicode_READ(kind, data, i)
         if not _char_flags(c) & _SPACE:
             lines.push(c)
             i += 1
             continue
         j = i
         line_break = False
-        while j < end and _char_flags(text[j]) & _SPACE:
-            line_break = line_break or text[j] == u"\n"
+        while j < end:
+            c = PyUnicode_READ(kind, data, j)
+            if not _char_flags(c) & _SPACE:
+                break
+            line_break = line_break or c == 10
             j += 1
         if line_break:
             lines.push(32)
         else:
             while i < j:
-                lines.push(text[i])
+                lines.push(PyUnicode_READ(kind, data, i))
                 i += 1
         i = j
     j = lines.n
@@ -86,37 +113,45 @@ cdef int _add_line(str text, Py_ssize_t start, Py_ssize_t end, _Chars lines, _In
     return 0
 
 
-cdef int _read_lines(tuple texts, double min_weight, Py_ssize_t room, str ends, _Chars lines,
+cdef int _read_lines(tuple texts, double min_weight, Py_ssize_t room, const _Ends* ends, _Chars lines,
                      _Ints bounds) except -1:
     """``prose._read_lines``: the blocks of the texts weighted at least *min_weight*, heaviest first, until *room*
     characters are read; a block ends after a line break that follows one of *ends* (with spaces or tabs between),
     the white space after that break dropped."""
     cdef Py_ssize_t n, pos, i, j, k
+    cdef int kind
+    cdef void* data
+    cdef Py_UCS4 c
     cdef str text
     for weight, text in texts:
         if weight < min_weight or room <= 0:
             break
         n = min(len(text), room)
         room -= n
+        kind = PyUnicode_KIND(text)
+        data = PyUnicode_DATA(text)
         pos = 0
         i = 1
         while True:
             k = -1
             while i < n:  # the next block end: a line break after an end mark, spaces or tabs between
-                if _block_end(text[i - 1], ends):
+                if _block_end(PyUnicode_READ(kind, data, i - 1), ends):
                     j = i
-                    while j < n and (text[j] == u" " or text[j] == u"\t"):
+                    while j < n:
+                        c = PyUnicode_READ(kind, data, j)
+                        if c != 32 and c != 9:
+                            break
                         j += 1
-                    if j < n and text[j] == u"\n":
+                    if j < n and PyUnicode_READ(kind, data, j) == 10:
                         k = j + 1
-                        while k < n and _char_flags(text[k]) & _SPACE:
+                        while k < n and _char_flags(PyUnicode_READ(kind, data, k)) & _SPACE:
                             k += 1
                         break
                 i += 1
             if k < 0:
-                _add_line(text, pos, n, lines, bounds)
+                _add_line(kind, data, pos, n, lines, bounds)
                 break
-            _add_line(text, pos, i, lines, bounds)
+            _add_line(kind, data, pos, i, lines, bounds)
             pos = k
             i = k + 1
     return 0
@@ -137,6 +172,7 @@ cdef object _prose_part(WordTable table, tuple texts, Py_ssize_t max_tokens, tup
     cdef uint64_t seed, h
     cdef int article
     cdef str ends, line
+    cdef _Ends end_marks
     cdef _Chars lines = _Chars()
     cdef _Ints bounds = _Ints()
     cdef _Buffer words = _Buffer()
@@ -156,7 +192,8 @@ cdef object _prose_part(WordTable table, tuple texts, Py_ssize_t max_tokens, tup
             total += len(<str>text)
     if total < min_spots * spot_chars:
         return bytes(part_bytes)  # too little text to tell
-    _read_lines(texts, min_weight, chars_per_word * max_words, ends, lines, bounds)
+    _ends_of(ends, &end_marks)
+    _read_lines(texts, min_weight, chars_per_word * max_words, &end_marks, lines, bounds)
     total = 0
     for i in range(0, bounds.n, 2):
         chars = bounds.items[i + 1] - bounds.items[i]

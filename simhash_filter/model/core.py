@@ -16,6 +16,7 @@ from typing import Any
 __all__ = [
     "PURE_ENV",
     "compiled_class_words",
+    "compiled_control_bytes",
     "compiled_counts",
     "compiled_guard",
     "compiled_lexbor_walk",
@@ -36,7 +37,7 @@ PURE_ENV = "SIMHASH_FILTER_PURE_PYTHON"
 
 
 _Compiled = Callable[..., Any] | None
-_NONE: tuple[_Compiled, ...] = (None,) * 11
+_NONE: tuple[_Compiled, ...] = (None,) * 12
 
 
 def _load() -> tuple[tuple[_Compiled, ...], str]:
@@ -47,6 +48,7 @@ def _load() -> tuple[tuple[_Compiled, ...], str]:
             ClassWords,
             FeatureCounts,
             WordTable,
+            control_bytes,
             lexbor_walk,
             lexbor_walk_split,
             nesting_guard,
@@ -64,7 +66,7 @@ def _load() -> tuple[tuple[_Compiled, ...], str]:
         )
         return _NONE, f"pure-Python core (compiled core not available: {exc})"
     compiled = (split, text_features, FeatureCounts, vote, sketch, WordTable, page_fingerprint, ClassWords,
-                nesting_guard, lexbor_walk, lexbor_walk_split)  # fmt: skip
+                nesting_guard, lexbor_walk, lexbor_walk_split, control_bytes)  # fmt: skip
     return compiled, "compiled core"
 
 
@@ -81,6 +83,7 @@ _compiled, _description = _load()
     compiled_guard,
     compiled_lexbor_walk,
     compiled_lexbor_walk_split,
+    compiled_control_bytes,
 ) = _compiled
 
 

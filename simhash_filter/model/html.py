@@ -10,7 +10,9 @@ everything after parsing walks the tree iteratively.
 from __future__ import annotations
 
 import codecs
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 
 from lxml import etree
 from w3lib.encoding import html_body_declared_encoding, http_content_type_encoding, read_bom, to_unicode
@@ -143,6 +145,16 @@ def decode(html: bytes | str, encoding: str | None = None, max_bytes: int = 4_00
 
 #: Control bytes that text does not contain (tab, newline, form feed, carriage return and escape excepted).
 _CONTROL_BYTES = bytes(c for c in range(1, 32) if c not in (9, 10, 12, 13, 27))
+#: The same as a table of 256 entries, 1 for a control byte (the compiled core's count).
+_CONTROL_TABLE = bytes(1 if c in _CONTROL_BYTES else 0 for c in range(256))
+
+
+@cache
+def _compiled_control_bytes() -> Callable[[bytes, bytes], int] | None:
+    """The compiled core's count of control bytes, or None (imported on first use: the core imports this module)."""
+    from simhash_filter.model.core import compiled_control_bytes
+
+    return compiled_control_bytes
 
 
 def _check_binary(head: bytes) -> None:
@@ -150,7 +162,11 @@ def _check_binary(head: bytes) -> None:
         return
     if b"\x00" in head:
         raise NotHtml("NUL bytes in the first 8 KiB: binary content, not an HTML page")
-    control = len(head) - len(head.translate(None, _CONTROL_BYTES))
+    count = _compiled_control_bytes()
+    if count is not None:
+        control = count(head, _CONTROL_TABLE)
+    else:
+        control = len(head) - len(head.translate(None, _CONTROL_BYTES))
     if head and control / len(head) > 0.05:
         raise NotHtml(f"{control} control bytes in the first {len(head)}: binary content, not an HTML page")
 
