@@ -41,7 +41,7 @@ demo-dedup: $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 SYSTEM_PACKAGES := $(if $(shell command -v redis-server),,redis-server) $(if $(shell command -v cc),,gcc libc6-dev) \
 	$(if $(shell command -v java),,default-jre-headless) $(if $(shell command -v chromium),,chromium fonts-wqy-zenhei) \
-	$(if $(shell command -v node),,nodejs) $(if $(shell command -v npm),,npm)
+	$(if $(shell command -v node),,nodejs) $(if $(shell command -v npm),,npm) $(if $(shell command -v curl),,curl)
 
 test: system
 	$(MAKE) --no-print-directory test-venv

@@ -57,6 +57,7 @@ STEPS: list[tuple[str, str, str]] = [
         "benchmarks.speed.bench_flood",
         "--pages 300 --repeat 1 --parts dedup --no-public --json {tmp}/flood.json",
     ),
+    ("all", "benchmarks.speed.bench_serve", "--pages 40 --parts throughput,kill --json {tmp}/serve.json"),
     ("quick", "benchmarks.scale.bench_disk", "build --size 20000 --dir {tmp}/disk"),
     ("quick", "benchmarks.scale.bench_disk", "check --dir {tmp}/disk --checks 200"),
     ("quick", "benchmarks.scale.bench_redis", "--only shared --size 5000 --checks 100 --repeat 1 --articles 0"),

@@ -17,11 +17,11 @@ import time
 from pathlib import Path
 
 import pytest
-from serve_helpers import Server
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from devsites.sample import sample
+from devsites.serve_server import Server
 from simhash_filter.cli.main import main as cli
 
 pytest.importorskip("starlette", reason="the serve extra is not installed: pip install -e '.[serve]'")

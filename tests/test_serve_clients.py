@@ -24,12 +24,12 @@ from pathlib import Path
 from urllib.parse import quote, unquote
 
 import pytest
-from serve_helpers import REPO, Server, free_port
 from test_warc_output import fetch, pywb_bin, wayback
 from warcio.archiveiterator import ArchiveIterator
 
 from devsites.demosite import build_site
 from devsites.localsite import HOSTS, LocalSite
+from devsites.serve_server import REPO, Server, free_port
 from simhash_filter.cli.main import main as cli
 
 pytest.importorskip("starlette", reason="the serve extra is not installed: pip install -e '.[serve]'")

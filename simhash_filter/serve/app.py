@@ -36,7 +36,8 @@ Handler = Callable[[Request, float], Awaitable[Response]]
 
 
 def json_response(obj: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
-    return Response(orjson.dumps(obj), status, headers, media_type="application/json")
+    """*obj* as JSON, ended by a newline (a shell's prompt after ``curl`` starts on its own line)."""
+    return Response(orjson.dumps(obj) + b"\n", status, headers, media_type="application/json")
 
 
 def error(status: int, message: str, headers: dict[str, str] | None = None) -> Response:

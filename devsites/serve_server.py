@@ -1,5 +1,10 @@
 """A real ``simhash-filter serve`` process on a free loopback port, and a plain HTTP client for it (http.client:
-what any crawler's client sends)."""
+what any crawler's client sends): for the tests (tests/test_serve*.py) and the service's benchmark
+(benchmarks/speed/bench_serve.py).
+
+    with Server("--index", "memory://", log=Path("serve.log")) as server:
+        print(server.post_page("https://a.example/", "<html>...</html>").json())
+"""
 
 from __future__ import annotations
 
@@ -41,7 +46,7 @@ class Server:
     :attr:`log` (a file), read by :meth:`output`."""
 
     def __init__(self, *args: str, log: Path, env: dict[str, str] | None = None, token: str | None = None,
-                 port: int | None = None) -> None:  # fmt: skip
+                 port: int | None = None, cwd: Path = REPO) -> None:  # fmt: skip
         self.port = port or free_port()
         self.args = [*args, "--port", str(self.port)]
         if "--workers" not in args:
@@ -49,12 +54,13 @@ class Server:
         self.log_path = log
         self.env = {**os.environ, **(env or {})}
         self.token = token
+        self.cwd = cwd
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self, wait: bool = True) -> Server:
         self.log_file = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
         cmd = [sys.executable, "-m", "simhash_filter", "serve", *self.args]
-        self.process = subprocess.Popen(cmd, stdout=self.log_file, stderr=subprocess.STDOUT, env=self.env, cwd=REPO)
+        self.process = subprocess.Popen(cmd, stdout=self.log_file, stderr=subprocess.STDOUT, env=self.env, cwd=self.cwd)
         if wait:
             self.wait_ready()
         return self
