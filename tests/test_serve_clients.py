@@ -101,7 +101,7 @@ def test_a_crawlee_crawler_skips_the_near_duplicates_the_service_reports(request
     site, truth = build_site(10, seed=48)
     decided = tmp_path / "decided.jsonl"
     with LocalSite(site) as web, Server("--index", "memory://", log=tmp_path / "serve.log") as service:
-        env = {**os.environ, "SIMHASH_URL": f"http://127.0.0.1:{service.port}", "CRAWL_OUTPUT": str(decided),
+        env = {**os.environ, "FILTER_URL": f"http://127.0.0.1:{service.port}", "CRAWL_OUTPUT": str(decided),
                "CRAWL_CONCURRENCY": "1", "CRAWLEE_STORAGE_DIR": str(tmp_path / "storage")}  # fmt: skip
         done = subprocess.run(["node", "crawl.mjs", web.url("/"), web.url("/", host=HOSTS[1])], cwd=folder, env=env,
                               capture_output=True, text=True, timeout=600)  # fmt: skip
@@ -152,7 +152,7 @@ def test_warcprox_writes_near_duplicates_as_revisits_that_pywb_replays(request, 
     service = Server("--index", "memory://", log=tmp_path / "serve.log")
     with LocalSite(site, hosts=("127.0.0.3", HOSTS[1])) as web, service:
         port = free_port()
-        env = {**os.environ, "SIMHASH_URL": f"http://127.0.0.1:{service.port}",
+        env = {**os.environ, "FILTER_URL": f"http://127.0.0.1:{service.port}",
                "PYTHONPATH": str(REPO / "clients" / "warcprox")}  # fmt: skip
         log = (tmp_path / "warcprox.log").open("wb")
         proxy = subprocess.Popen([str(bin_dir / "warcprox"), "-p", str(port), "-b", "127.0.0.1", "-d", str(warcs),

@@ -1,15 +1,15 @@
 // A Crawlee crawler (CheerioCrawler) that asks simhash-filter serve about every HTML page it downloads and skips
 // the near-duplicates: their data is not saved and their links are not followed.
 //
-//   SIMHASH_URL=http://127.0.0.1:8750 node crawl.mjs https://example.com/ [more start URLs]
+//   FILTER_URL=http://127.0.0.1:8750 node crawl.mjs https://example.com/ [more start URLs]
 //
-// Environment: SIMHASH_URL (the service; default http://127.0.0.1:8750), SIMHASH_SERVE_TOKEN (its token, if it
+// Environment: FILTER_URL (the service; default http://127.0.0.1:8750), SIMHASH_SERVE_TOKEN (its token, if it
 // has one), CRAWL_OUTPUT (a JSON Lines file: one line per page, the service's decision, in the order decided),
 // CRAWL_MAX_PAGES (default 1000), CRAWL_CONCURRENCY (default 4).
 import { appendFileSync } from 'node:fs';
 import { CheerioCrawler, Configuration, log } from '@crawlee/cheerio';
 
-const service = (process.env.SIMHASH_URL ?? 'http://127.0.0.1:8750').replace(/\/$/, '');
+const service = (process.env.FILTER_URL ?? 'http://127.0.0.1:8750').replace(/\/$/, '');
 const token = process.env.SIMHASH_SERVE_TOKEN;
 const output = process.env.CRAWL_OUTPUT;
 const startUrls = process.argv.slice(2);

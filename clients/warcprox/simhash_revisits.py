@@ -2,10 +2,10 @@
 near-duplicate is written as a ``revisit`` record that points at the capture kept (its URL, its WARC-Date, its
 payload digest), which pywb replays with the kept page's body.
 
-    PYTHONPATH=clients/warcprox SIMHASH_URL=http://127.0.0.1:8750 \\
+    PYTHONPATH=clients/warcprox FILTER_URL=http://127.0.0.1:8750 \\
         warcprox --plugin simhash_revisits.NearDuplicateRevisits --dedup-db-file /dev/null -z -d warcs
 
-Environment: ``SIMHASH_URL`` (default ``http://127.0.0.1:8750``), ``SIMHASH_SERVE_TOKEN`` (the service's token, if
+Environment: ``FILTER_URL`` (default ``http://127.0.0.1:8750``), ``SIMHASH_SERVE_TOKEN`` (the service's token, if
 it has one).  This file needs warcprox and the standard library only: it runs in warcprox's own environment.
 
 How it fits warcprox's plugin interface: a plugin of ``CHAIN_POSITION = "early"`` runs first in warcprox's chain of
@@ -44,7 +44,7 @@ class NearDuplicateRevisits(warcprox.BaseStandardPostfetchProcessor):
 
     def __init__(self, options: warcprox.Options = warcprox.Options(), controller: object = None) -> None:  # noqa: B008
         super().__init__(options=options)
-        self.service = os.environ.get("SIMHASH_URL", "http://127.0.0.1:8750").rstrip("/")
+        self.service = os.environ.get("FILTER_URL", "http://127.0.0.1:8750").rstrip("/")
         self.token = os.environ.get("SIMHASH_SERVE_TOKEN")
         #: URL -> (kept URL, its WARC-Date, its payload digest): the capture a page's revisit points at.
         self.kept: dict[str, tuple[bytes, bytes, object]] = {}
