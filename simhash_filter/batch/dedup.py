@@ -21,7 +21,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -185,8 +185,14 @@ def parse_line(line: bytes | str) -> tuple[str | None, str | None, str | None]:
 
 # An input item: a JSON line, or a page already read.
 _Item = bytes | Page
-# A fingerprinted line before the index sees it: (url, fingerprint, status, reason, sketch).
-_Prepared = tuple[str | None, int | None, str | None, str | None, bytes | None]
+class _Prepared(NamedTuple):
+    """A fingerprinted line before the index sees it: its fingerprint and sketch, or why it has none."""
+
+    url: str | None
+    value: int | None
+    status: str | None
+    reason: str | None
+    sketch: bytes | None
 
 _worker_fingerprinter: Fingerprinter | None = None
 
@@ -198,17 +204,19 @@ def _init_worker(config: FingerprintConfig) -> None:
 
 def _prepare(fingerprinter: Fingerprinter, line: _Item) -> _Prepared:
     encoding = None
+    url: str | None
+    html: bytes | str | None
     if isinstance(line, Page):
         url, html, encoding = line.url, line.html, line.encoding
     else:
         url, html, reason = parse_line(line)
         if html is None:
-            return url, None, MALFORMED, reason, None
+            return _Prepared(url, None, MALFORMED, reason, None)
     try:
         fp = fingerprinter.fingerprint(html, encoding)
     except Exception as exc:  # one bad page must not end a run over millions
-        return url, None, ERROR, f"{type(exc).__name__}: {exc}", None
-    return url, fp.value, None if fp.ok else str(fp.status), None, fp.sketch
+        return _Prepared(url, None, ERROR, f"{type(exc).__name__}: {exc}", None)
+    return _Prepared(url, fp.value, None if fp.ok else str(fp.status), None, fp.sketch)
 
 
 def _prepare_chunk(lines: list[_Item]) -> list[_Prepared]:
@@ -353,8 +361,8 @@ def _worker_died(line: _Item) -> _Prepared:
     else:
         url, _, reason = parse_line(line)
         if reason is not None:
-            return url, None, MALFORMED, reason, None
-    return url, None, ERROR, "its worker process died (killed, or out of memory)", None
+            return _Prepared(url, None, MALFORMED, reason, None)
+    return _Prepared(url, None, ERROR, "its worker process died (killed, or out of memory)", None)
 
 
 def auto_workers(input_bytes: int | None) -> int:
@@ -405,7 +413,7 @@ def _dedup(
         prepared = _prepared(noted(lines), config.fingerprint, workers)
         for n, (url, value, status, reason, sketch) in enumerate(prepared, 1):
             extra = fields.popleft()
-            if value is None or url is None:
+            if value is None or url is None or sketch is None:
                 yield Outcome(n, url, status=status, reason=reason, fields=extra)
                 continue
             try:

@@ -8,7 +8,7 @@ import gzip
 import io
 import os
 from collections.abc import Iterator, Sequence
-from typing import IO
+from typing import IO, cast
 
 from simhash_filter.batch.dedup import Page
 from simhash_filter.batch.inputs import GZIP_MAGIC, JSONL, WARC, kind
@@ -20,7 +20,7 @@ __all__ = ["InputReader"]
 def _unzipped(raw: IO[bytes]) -> IO[bytes]:
     """``raw`` (a buffered binary stream), decompressed when its first bytes are gzip's, whatever its name."""
     if raw.peek(2)[:2] == GZIP_MAGIC:  # type: ignore[attr-defined]
-        return gzip.GzipFile(fileobj=raw, mode="rb")
+        return cast(IO[bytes], gzip.GzipFile(fileobj=raw, mode="rb"))
     return raw
 
 
@@ -101,7 +101,7 @@ class InputReader:
         stream: IO[bytes] = raw
         if known is None:  # standard input: the first bytes tell
             if not hasattr(raw, "peek"):
-                raw = io.BufferedReader(raw)  # type: ignore[arg-type]
+                raw = cast(IO[bytes], io.BufferedReader(cast(io.RawIOBase, raw)))
             stream = _unzipped(raw)
             known = WARC if stream.peek(5)[:5] == b"WARC/" else JSONL  # type: ignore[attr-defined]
         if known == WARC:

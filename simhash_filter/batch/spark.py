@@ -45,7 +45,7 @@ import io
 import json
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -103,8 +103,9 @@ def input_files(spark: SparkSession, paths: list[str], *, exclude: Sequence[str]
     one ``simhash-filter dedup`` applies): a file itself, a directory's JSON Lines and WARC files at any depth (not
     under a name that starts with ``.`` or ``_``, not *exclude*: the output), the files a glob matches; once each,
     sorted.  Raises :class:`FileNotFoundError` naming an input that gives no file."""
-    jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
-    conf = spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[attr-defined]
+    jvm, jsc = spark.sparkContext._jvm, spark.sparkContext._jsc
+    assert jvm is not None and jsc is not None, "a Spark session without its JVM"
+    conf = jsc.hadoopConfiguration()
 
     def qualified(name: str) -> str:
         path = jvm.org.apache.hadoop.fs.Path(name)
@@ -255,8 +256,16 @@ def spark_dedup(
     for name in plain:
         base = numbers[name] << FILE_SHIFT
         lines = sc.textFile(name, minPartitions=sc.defaultParallelism, use_unicode=False).zipWithIndex()
-        items = items.union(lines.map(lambda pair, base=base: (base + pair[1], pair[0])))
-    rows = items.mapPartitions(lambda part: _fingerprint_partition(part, config))
+
+        def numbered(pair: tuple[Any, int], base: int = base) -> tuple[int, bytes]:  # bytes: use_unicode=False
+            return base + pair[1], pair[0]
+
+        items = items.union(lines.map(numbered))
+
+    def fingerprinted(part: Iterable[tuple[int, bytes | Page]]) -> Iterator[tuple[Any, ...]]:
+        return _fingerprint_partition(iter(part), config)
+
+    rows = items.mapPartitions(fingerprinted)
     schema = T.StructType(
         [T.StructField("number", T.LongType(), False), T.StructField("url", T.StringType()),
          T.StructField("fp", T.LongType()), T.StructField("sketch", T.BinaryType()),
@@ -330,6 +339,7 @@ def write_output(result: DataFrame, output: str, fmt: str) -> dict[str, int]:
         F.sum(F.when(F.col("status").isNotNull() & (F.col("status") != MALFORMED), 1).otherwise(0)).alias("skipped"),
         F.sum(F.when(F.col("duplicate_of").isNotNull(), 1).otherwise(0)).alias("duplicates"),
     ).first()
+    assert summary is not None  # an aggregate has one row
     counts.update({k: int(summary[k] or 0) for k in ("malformed", "skipped", "duplicates")})
     counts["pages"] = int(summary["lines"]) - counts["malformed"]
     counts["kept"] = counts["pages"] - counts["skipped"] - counts["duplicates"]

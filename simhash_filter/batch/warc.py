@@ -242,7 +242,7 @@ def iter_warc_pages(
         counts.files += 1
         yield from iter_warc_stream(stream, str(getattr(stream, "name", "<stream>")), counts, max_bytes=max_bytes)
     else:
-        yield from WarcReader(source, max_bytes=max_bytes, counts=counts)  # type: ignore[arg-type]
+        yield from WarcReader(source, max_bytes=max_bytes, counts=counts)
 
 
 def iter_warc_stream(
@@ -405,9 +405,9 @@ class _Quiet:
     def _decompress(self, data: bytes) -> bytes:
         if self.error is not None:
             return b""
-        if self.decompressor is not None and data and self.num_block_read > 0:  # type: ignore[attr-defined]
+        if self.decompressor is not None and data and self.num_block_read > 0:
             try:
-                return self.decompressor.decompress(data)  # type: ignore[attr-defined]
+                return self.decompressor.decompress(data)
             except Exception as exc:  # zlib.error, brotli.error
                 self.error = str(exc) or type(exc).__name__
                 return b""
@@ -443,7 +443,8 @@ class _Records(WARCIterator):
 
     def __init__(self, stream: IO[bytes]) -> None:
         super().__init__(stream)
-        self.reader = _QuietFileReader(self.fh, block_size=self.reader.block_size)
+        block_size: int = getattr(self, "reader").block_size  # noqa: B009 - warcio's own reader, replaced here
+        self.reader = _QuietFileReader(self.fh, block_size=block_size)
         self.misaligned = False
         self.gzipped = False  # the records so far were in gzip members
 

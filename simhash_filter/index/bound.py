@@ -41,7 +41,7 @@ import functools
 import heapq
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -163,7 +163,7 @@ def take(
 
 #: One page of a block, for :func:`block_pass`: ``(order, fingerprint, key, sketch)``, the fingerprint and the
 #: sketch (its bytes read little-endian) as non-negative ints; more fields may follow, carried along.
-BlockPage = TypeVar("BlockPage", bound=tuple)
+BlockPage = TypeVar("BlockPage", bound=tuple[Any, ...])
 #: A block holding more pages than this is scanned with numpy, fewer in Python.
 _NUMPY_SCAN_MIN = 48
 

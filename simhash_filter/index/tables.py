@@ -280,7 +280,7 @@ SIZED_TABLES = ("13+13+13+13+12/k4", "11+11+11+11+10+10/k4", "8x8/k5")
 def capacity(design: TableDesign) -> int:
     """The pages *design* is built for: as many as make its shortest lead's buckets hold :data:`BUCKET_LIMIT`
     random fingerprints each."""
-    return 2 ** min(design.lead_bits) * BUCKET_LIMIT
+    return int(2 ** min(design.lead_bits)) * BUCKET_LIMIT
 
 
 def page_limit(design: TableDesign) -> int:

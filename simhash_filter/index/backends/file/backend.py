@@ -10,7 +10,7 @@ import os
 import secrets
 import time
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
@@ -197,7 +197,7 @@ class FileBackend(TablesBackend):
 
     def _scan(
         self, records_fd: int, urls_fd: int, n: int, generation: int
-    ) -> Iterator[tuple[int, int, str, int, bytes | None]]:
+    ) -> Generator[tuple[int, int, str, int, bytes | None], None, None]:
         """(row, fingerprint, key, added, sketch or None) of the rows ``0..n-1`` of the open files of
         *generation*, in order, each key verified."""
         rows = self._store

@@ -36,7 +36,7 @@ import numpy as np
 from simhash_filter.index.backends.base import MetadataMismatchError
 from simhash_filter.index.backends.file.errors import CorruptIndexError
 from simhash_filter.index.backends.file.runfiles import MergeCancelled, RunFile, run_names, write_run
-from simhash_filter.index.backends.memory.tables import BoundedTables
+from simhash_filter.index.backends.memory.tables import BoundedTables, Part
 
 if TYPE_CHECKING:
     from simhash_filter.index.backends.file.rows import FileRows
@@ -296,7 +296,7 @@ class DiskTables:
             if merger is self._merger:  # it stopped without swapping (closing, or a failure)
                 return
 
-    def lower_buckets(self, fingerprint: int, leads: list[int]) -> Iterator[tuple[np.ndarray, np.ndarray, Any]]:
+    def lower_buckets(self, fingerprint: int, leads: list[int]) -> Iterator[Part]:
         """Per run file, the rows of the page's blocks (its buckets' rows whose whole lead is the page's), their
         fingerprints (in memory: the entries are row numbers) and tables, in one numpy pass."""
         for run in self._disk:

@@ -115,7 +115,8 @@ def record_dtype(sketch_bytes: int) -> np.dtype:
     and a ``sketch`` field of that many bytes)."""
     if not sketch_bytes:
         return RECORD
-    return np.dtype([*((name, RECORD.fields[name][0]) for name in RECORD.names), ("sketch", "u1", (sketch_bytes,))])
+    fields: Mapping[str, Any] = RECORD.fields or {}
+    return np.dtype([*((name, fields[name][0]) for name in fields), ("sketch", "u1", (sketch_bytes,))])
 
 
 def sketch_hash(sketch: bytes) -> int:
@@ -142,7 +143,7 @@ def sketch_hashes(sketches: np.ndarray) -> np.ndarray:
     return s
 
 
-def key_check(key: bytes) -> int:
+def key_check(key: bytes | memoryview) -> int:
     """The key check of a record: the CRC-32 of the key's UTF-8 bytes."""
     return zlib.crc32(key)
 
@@ -185,7 +186,8 @@ def record_checks(records: np.ndarray, salt: int) -> np.ndarray:
     h ^= h >> u64(33)
     h *= u64(_P[4])
     h ^= h >> u64(29)
-    return (h & u64(0xFFFFFFFF)).astype(np.uint32)
+    checks: np.ndarray = (h & u64(0xFFFFFFFF)).astype(np.uint32)
+    return checks
 
 
 def length_refused(length: int, refused: int, bits: int = LENGTH_BITS) -> int:
@@ -196,12 +198,14 @@ def length_refused(length: int, refused: int, bits: int = LENGTH_BITS) -> int:
 
 def key_lengths(records: np.ndarray, bits: int = LENGTH_BITS) -> np.ndarray:
     """The key length of each of *records* (``uint64``, to add to offsets); *bits*: :func:`length_bits`."""
-    return (records["length_refused"] & np.uint32((1 << bits) - 1)).astype(np.uint64)
+    lengths: np.ndarray = (records["length_refused"] & np.uint32((1 << bits) - 1)).astype(np.uint64)
+    return lengths
 
 
 def refusals(records: np.ndarray, bits: int = LENGTH_BITS) -> np.ndarray:
     """The tables that refused each of *records* (bit t: table t); *bits*: :func:`length_bits`."""
-    return (records["length_refused"] >> np.uint32(bits)).astype(np.uint8 if bits == LENGTH_BITS else np.uint16)
+    refused: np.ndarray = records["length_refused"] >> np.uint32(bits)
+    return refused.astype(np.uint8 if bits == LENGTH_BITS else np.uint16)
 
 
 def tombstone_check(row: int, salt: int) -> int:

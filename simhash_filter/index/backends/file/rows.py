@@ -14,7 +14,7 @@ import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -37,8 +37,13 @@ from simhash_filter.index.backends.file.records import (
 from simhash_filter.index.backends.memory.rows import Columns
 from simhash_filter.index.backends.memory.tables import Part
 
-if TYPE_CHECKING:
-    from simhash_filter.index.backends.file.disktables import DiskTables
+
+class LowerTables(Protocol):
+    """What the rows call of the tables kept on disk below them (:class:`~.disktables.DiskTables`)."""
+
+    def lower_buckets(self, fingerprint: int, leads: list[int]) -> Iterator[Part]: ...
+
+    def spill(self) -> bool: ...
 
 __all__ = ["FileRows"]
 
@@ -67,7 +72,7 @@ class FileRows(Columns):
         self.max_age = max_age
         self.clock = clock
         #: The run files of the older rows (set once built; None: every row's tables are in memory).
-        self.disk: DiskTables | None = None
+        self.disk: LowerTables | None = None
         #: The open generation: its number, its files' descriptors, its header's fields.
         self.generation = 0
         self.fds: dict[str, int] = {}
@@ -201,7 +206,7 @@ class FileRows(Columns):
                 f"{self.file_name()}: record {row} (bytes {at}..{at + size}) is damaged, or the run file holding its "
                 "row is"
             )
-        return record["sketch"][0].tobytes()
+        return bytes(record["sketch"][0])
 
     def cutoff(self) -> int:
         """Rows added before this Unix time are expired (0: none)."""
@@ -231,5 +236,5 @@ class FileRows(Columns):
         return self.disk.lower_buckets(fingerprint, leads)
 
     def spill(self) -> bool:
-        """Write the rows in memory as a run file if it is due (:meth:`DiskTables.spill`)."""
+        """Write the rows in memory as a run file if it is due (:meth:`~.disktables.DiskTables.spill`)."""
         return self.disk is not None and self.disk.spill()

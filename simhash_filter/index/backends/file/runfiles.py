@@ -121,7 +121,7 @@ def _bucket_chunks(
 
 def _block_checks(entries: np.ndarray, block: int) -> np.ndarray:
     """The CRC-32 of each *block* entries of *entries* (the last block may be shorter)."""
-    view = memoryview(entries).cast("B")
+    view = memoryview(entries.data).cast("B")
     size = block * ENTRY.itemsize
     return np.array([zlib.crc32(view[i : i + size]) for i in range(0, len(view), size)], dtype="<u4")
 
@@ -240,7 +240,8 @@ class RunColumns:
         base = int(directory[low])
         if len(row) != int(directory[high + 1]) - base:
             raise CorruptIndexError(f"table {t}'s directory does not match the rows of the run")
-        return (row[first - base : last - base] + np.uint64(self.start)).astype(ENTRY)
+        entries: np.ndarray = (row[first - base : last - base] + np.uint64(self.start)).astype(ENTRY)
+        return entries
 
 
 class _Table:
@@ -250,11 +251,11 @@ class _Table:
 
     def __init__(self, directory: np.ndarray, drop: int, entries_at: int, count: int, checks: np.ndarray) -> None:
         self.offsets = directory
-        self.directory = memoryview(directory)  # a Python int per index: faster than numpy's scalars
+        self.directory = memoryview(directory.data)  # a Python int per index: faster than numpy's scalars
         self.drop = drop
         self.entries_at = entries_at
         self.count = count
-        self.checks = memoryview(checks)
+        self.checks = memoryview(checks.data)
 
 
 class RunFile:
@@ -445,7 +446,7 @@ def _read_columns(fd: int, path: Path, columns: tuple[np.ndarray, ...]) -> int:
     crc = 0
     at = HEADER_SIZE
     for column in columns:
-        view = memoryview(column).cast("B")
+        view = memoryview(column.data).cast("B")
         _read_into(fd, view, at, path)
         crc = zlib.crc32(view, crc)
         at += len(view)
@@ -472,4 +473,4 @@ def _table_fields(
     for table in tables:
         if not (isinstance(table, list) and len(table) == 6 and all(isinstance(v, int) and v >= 0 for v in table)):
             raise CorruptIndexError(f"{path}: the header is damaged (a table {table!r})")
-        yield tuple(table)  # type: ignore[misc]
+        yield tuple(table)

@@ -80,14 +80,14 @@ class Columns(abc.ABC):
 
     def sketch(self, row: int) -> bytes:
         """The sketch of a row at or past the sketch base."""
-        return self.sketches[row - self.sketch_base].tobytes()
+        return bytes(self.sketches[row - self.sketch_base])
 
     def sketch_rows(self, rows: np.ndarray) -> np.ndarray:
         """The sketches of *rows* (an ``(len(rows), sketch_bytes)`` array): of rows past the sketch base from
         memory, of the others through :meth:`sketch`."""
         base = self.sketch_base
         if not len(rows) or int(rows.min()) >= base:
-            return self.sketches[rows - base]
+            return np.asarray(self.sketches[rows - base])
         out = np.empty((len(rows), self.sketch_bytes), dtype=np.uint8)
         for i, row in enumerate(rows.tolist()):
             out[i] = np.frombuffer(self.sketch(row), dtype=np.uint8)

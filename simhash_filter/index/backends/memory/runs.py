@@ -74,5 +74,5 @@ def build_run(fps: np.ndarray, start: int, design: TableDesign, refused: np.ndar
         rows = local.astype(row_dtype)
         if start:
             rows += row_dtype(start)
-        tables.append((offsets, memoryview(offsets), fps[local], rows, drop))
+        tables.append((offsets, memoryview(offsets.data), fps[local], rows, drop))
     return Run(start, end, tables)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Iterator
 from itertools import accumulate
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 
@@ -37,7 +37,7 @@ _ROW_MASK = (1 << _DISTANCE_SHIFT) - 1
 
 #: One bucket read for a query: ``(values, rows, table)``: the entries' fingerprints, their rows, and their table
 #: (an int), or each entry's table (an array: tables kept on disk).
-Part = tuple[np.ndarray, np.ndarray, Any]
+Part = tuple[np.ndarray, np.ndarray, int | np.ndarray]
 
 
 class RowSource(Protocol):
@@ -235,7 +235,8 @@ class BoundedTables:
         row and it shares the page's lead there (a ``(tables, len(xb))`` boolean array, rows innermost)."""
         refused = self.source.refusals[self.sealed : self.sealed + len(xb)]
         bits = self._table_bits.astype(refused.dtype, copy=False)
-        return ((bits[:, None] & refused) == 0) & ((self._lead_masks[:, None] & xb) == 0)
+        took: np.ndarray = ((bits[:, None] & refused) == 0) & ((self._lead_masks[:, None] & xb) == 0)
+        return took
 
     def _may_fill(self, parts: list[Part], buffer: int, limit: int) -> bool:
         """Whether a table's buckets and the buffer hold *limit* entries or more in all (else no block is full:
@@ -392,7 +393,7 @@ class BoundedTables:
 def _xor(values: list[np.ndarray], fingerprint: int) -> np.ndarray:
     """The *values* side by side, each XOR *fingerprint* (a new array: the values are views of the tables)."""
     if len(values) == 1:
-        return values[0] ^ np.uint64(fingerprint)
+        return np.asarray(values[0] ^ np.uint64(fingerprint))
     x = np.concatenate(values)
     x ^= np.uint64(fingerprint)
     return x

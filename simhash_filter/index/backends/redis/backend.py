@@ -382,10 +382,10 @@ class RedisBackend(Backend):
             args: list[Any] = [pack_fingerprint(fp)] if keys is None else [pack_fingerprint(fp), encode_key(keys[0])]
             if sketches is not None:
                 args.append(sketches[0])
-            buckets = self._item_keys(fp)
+            item_buckets = self._item_keys(fp)
             if tables is not None:
-                buckets = [buckets[t] for t in tables]
-            return [([self._meta_key, *buckets], args)]
+                item_buckets = [item_buckets[t] for t in tables]
+            return [([self._meta_key, *item_buckets], args)]
         buckets = bucket_keys(self._design, self._prefix, self._bucket_bits, fingerprints)
         packed = fingerprints.astype(">u8").tobytes()
         out = []
@@ -432,13 +432,13 @@ class RedisBackend(Backend):
         calls = (
             self._calls(fingerprints, keys, sketches, tables, masks) if len(fingerprints) else [([self._meta_key], [])]
         )
-        masks = self._masks if op in ("d", "p") else b""
+        lead_masks = self._masks if op in ("d", "p") else b""
         n_tables = self._design.n_tables
         chosen = range(n_tables) if tables is None else tables
         if tables is not None:
-            masks, n_tables = b"".join(self._masks[8 * t : 8 * t + 8] for t in tables), len(tables)
+            lead_masks, n_tables = b"".join(self._masks[8 * t : 8 * t + 8] for t in tables), len(tables)
         header: list[Any] = [op, str(k), self._tag, str(n_tables), "0", str(self._max_age)]
-        header += [str(self._record), masks]
+        header += [str(self._record), lead_masks]
         if bound is None:
             header += ["0", "0", "0"]
         else:
@@ -533,7 +533,7 @@ class RedisBackend(Backend):
         checked = self._checked_sketches(sketches, len(fingerprints))
         if self._sketch_in_key and checked is not None:
             home = [mask[-1:] == b"1" for mask in masks]
-            keys = [s + encode_key(k) if h else k for s, k, h in zip(checked, keys, home, strict=True)]
+            keys = [s + encode_key(k) if h else k for s, k, h in zip(checked, keys, home, strict=True)]  # type: ignore[misc]  # a key with its sketch: bytes
             checked = [s[: self._verify_bytes] for s in checked]
         if len(fingerprints):
             self._call("m", 0, fingerprints, keys, checked, masks=masks)

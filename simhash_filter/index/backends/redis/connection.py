@@ -197,7 +197,7 @@ class ScriptRunner:
         pipe = self._client.pipeline(transaction=False)
         for call_keys, args in calls:
             pipe.evalsha(self._sha, len(call_keys), *call_keys, *header, *args)
-        results = pipe.execute(raise_on_error=False)
+        results: list[Any] = pipe.execute(raise_on_error=False)
         for i, result in enumerate(results):
             if isinstance(result, NoScriptError):
                 self._sha = self._client.script_load(self._script)

@@ -92,8 +92,8 @@ def bucket_keys(design: TableDesign, prefix: str, bucket_bits: int, fingerprints
 
 def record_dtype(width: int) -> np.dtype:
     """The numpy dtype of one record of *width* bytes (its sketch, if any, left out)."""
-    layout = {"names": ["fp", "end", "added"], "formats": [">u8", ">u4", ">u4"], "offsets": [0, 8, 12]}
-    return np.dtype({**layout, "itemsize": width})
+    return np.dtype({"names": ["fp", "end", "added"], "formats": [">u8", ">u4", ">u4"], "offsets": [0, 8, 12],
+                     "itemsize": width})  # fmt: skip
 
 
 def pack_fingerprint(fingerprint: int) -> bytes:

@@ -73,7 +73,7 @@ import dataclasses
 import hashlib
 import json
 import zlib
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -310,7 +310,9 @@ class ShardedRedisBackend(Backend):
                 out[c.fingerprint, hashed_key(c.key)] = (c.key, c.sketch)
         wanted = list({(c.fingerprint, c.key) for c in found if c.key.startswith(HASHED)} - out.keys() - known.keys())
         if wanted:
-            asks = [(self._home_record, (*pair, claim), {}) for pair in wanted]
+            asks: list[tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]] = [
+                (self._home_record, (*pair, claim), {}) for pair in wanted
+            ]
             out.update(zip(wanted, self._together(asks), strict=True))
         return out
 
