@@ -17,14 +17,13 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
 from urllib.parse import quote, unquote
 
 import pytest
-from test_warc_output import fetch, pywb_bin, wayback
+from test_warc_output import fetch, pywb_bin, tool_bin, wayback
 from warcio.archiveiterator import ArchiveIterator
 
 from devsites.demosite import build_site
@@ -116,20 +115,6 @@ def test_a_crawlee_crawler_skips_the_near_duplicates_the_service_reports(request
     assert len(crawled & set(truth)) >= 15 and {k.split("/", 1)[0] for k in crawled & set(truth)} == set(HOSTS)
 
 
-def warcprox_bin(cache: Path) -> Path:
-    """The ``bin`` directory of a virtualenv with warcprox in pytest's cache, made once."""
-    venv = cache / "warcprox-venv"
-    bin_dir = venv / "bin"
-    if not (bin_dir / "warcprox").exists():
-        try:
-            subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True, capture_output=True)
-            subprocess.run([str(bin_dir / "python"), "-m", "pip", "install", "--quiet", WARCPROX_REQUIREMENT],
-                           check=True, capture_output=True, timeout=900)  # fmt: skip
-        except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
-            _unavailable(f"cannot install {WARCPROX_REQUIREMENT}: {getattr(exc, 'stderr', b'') or exc}")
-    return bin_dir
-
-
 def _through(proxy: str, url: str) -> bytes:
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": proxy}))
     with opener.open(url, timeout=60) as answer:
@@ -142,7 +127,7 @@ def test_warcprox_writes_near_duplicates_as_revisits_that_pywb_replays(request, 
     responses; the decisions are dedup's on the same pages in order; pywb replays every revisit with the kept page's
     body."""
     cache = request.config.cache.mkdir("serve-clients")
-    bin_dir = warcprox_bin(cache)
+    bin_dir = tool_bin(cache / "warcprox-venv", WARCPROX_REQUIREMENT, "warcprox")
     # warcprox refuses to fetch from 127.0.0.1 (and ::1): the site is served on 127.0.0.3 and its mirror 127.0.0.2
     built, truth = build_site(6, seed=48)
     site = {key.replace(f"{HOSTS[0]}/", "127.0.0.3/", 1) if key.startswith(f"{HOSTS[0]}/") else key: page

@@ -462,15 +462,20 @@ PYWB_REQUIREMENT = "pywb>=2.8,<3"
 def pywb_bin(cache_dir: Path) -> Path:
     """The ``bin`` directory of a virtualenv with pywb under ``cache_dir``, made once (``pip install pywb``);
     the test fails under CI and is skipped elsewhere when pywb cannot be installed."""
-    venv = cache_dir / "pywb-venv"
+    return tool_bin(cache_dir / "pywb-venv", PYWB_REQUIREMENT, "wayback")
+
+
+def tool_bin(venv: Path, requirement: str, script: str) -> Path:
+    """The ``bin`` directory of the virtualenv *venv* with *requirement* installed (made once: when its *script* is
+    missing); the test fails under CI and is skipped elsewhere when it cannot be installed."""
     bin_dir = venv / "bin"
-    if not (bin_dir / "wayback").exists():
+    if not (bin_dir / script).exists():
         try:
             subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True, capture_output=True)
-            subprocess.run([str(bin_dir / "python"), "-m", "pip", "install", "--quiet", PYWB_REQUIREMENT],
+            subprocess.run([str(bin_dir / "python"), "-m", "pip", "install", "--quiet", requirement],
                            check=True, capture_output=True, timeout=900)  # fmt: skip
         except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
-            message = f"cannot install {PYWB_REQUIREMENT}: {getattr(exc, 'stderr', b'') or exc}"
+            message = f"cannot install {requirement}: {getattr(exc, 'stderr', b'') or exc}"
             if os.environ.get("CI"):
                 pytest.fail(message)
             pytest.skip(message)

@@ -5,7 +5,6 @@ input).  Every refusal is a :class:`BadRequest` with its HTTP status and one lin
 
 from __future__ import annotations
 
-import codecs
 import io
 import zlib
 from collections.abc import AsyncIterator
@@ -78,7 +77,6 @@ def _charset(content_type: str | None) -> str | None:
         named = content_type.lower().split("charset=", 1)[1].split(";", 1)[0].strip(" \"'")
         raise BadRequest(415, f"charset {named[:40]!r} is not known; send the page with a known charset, or none to "
                               "have it sniffed as the crawl does")  # fmt: skip
-    codecs.lookup(encoding)
     return encoding
 
 
