@@ -12,6 +12,7 @@ segments in the order of an event walk (an element's text at its start, its tail
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.unicode cimport (
+    PyUnicode_1BYTE_KIND,
     Py_UNICODE_ISALNUM,
     Py_UNICODE_ISDECIMAL,
     Py_UNICODE_ISSPACE,

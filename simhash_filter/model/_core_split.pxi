@@ -200,7 +200,7 @@ cdef tuple _split(list tag_of, list seg_text, Py_ssize_t* tid, Py_ssize_t* paren
     seg_text = list(seg_text)
     for k in range(m):
         seg = seg_text[k]
-        if not seg.isascii() and "\n" in seg:
+        if PyUnicode_KIND(seg) != PyUnicode_1BYTE_KIND and "\n" in seg:  # a CJK line break needs CJK characters
             seg = seg_text[k] = line_break(seg)
         visible = words = digit_words = cjk = 0
         in_space = True  # str.split(): runs of whitespace separate words, none at the ends

@@ -35,7 +35,7 @@ cdef class ClassWords:
     and no content word."""
     cdef bytes blob  # the words, each as a length byte then its letters; chrome words first
     cdef Py_ssize_t chrome  # where the content words start
-    cdef uint64_t lengths, firsts  # the words' lengths (below 64) and first bytes (mod 64), as bit sets
+    cdef uint64_t lengths, firsts, lasts  # the words' lengths (below 64), first and last bytes (mod 64), as bit sets
 
     def __cinit__(self, frozenset chrome not None, frozenset content not None):
         parts = []
@@ -47,6 +47,7 @@ cdef class ClassWords:
                 parts.append(bytes([len(data)]) + data)
                 self.lengths |= (<uint64_t>1) << min(len(data), 63)
                 self.firsts |= (<uint64_t>1) << (data[0] & 63)
+                self.lasts |= (<uint64_t>1) << (data[len(data) - 1] & 63)
             if words is chrome:
                 self.chrome = sum(map(len, parts))
         self.blob = b"".join(parts)
@@ -63,7 +64,8 @@ cdef class ClassWords:
         """1 for a chrome word, 2 for a content word, 0 for another (*word* lower-cased)."""
         cdef const char* blob = self.blob
         cdef Py_ssize_t i = 0, end = len(self.blob)
-        if not (self.lengths >> min(n, 63)) & 1 or not (self.firsts >> (word[0] & 63)) & 1:
+        if (not (self.lengths >> min(n, 63)) & 1 or not (self.firsts >> (word[0] & 63)) & 1
+                or not (self.lasts >> (word[n - 1] & 63)) & 1):
             return 0
         while i < end:
             if blob[i] == n and memcmp(blob + i + 1, word, n) == 0:

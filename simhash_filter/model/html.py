@@ -138,7 +138,7 @@ def decode(html: bytes | str, encoding: str | None = None, max_bytes: int = 4_00
         data = _cut_utf8_safely(html, max_bytes) if truncated else html
         _check_binary(data[:8192])
         enc, text = _to_unicode(data, encoding)
-    if "\x00" in text[:8192]:
+    if text.find("\x00", 0, 8192) >= 0:
         raise NotHtml("NUL characters in the text: not an HTML page")
     return text, enc, truncated
 
@@ -182,13 +182,20 @@ def page_bytes(html: bytes | str, encoding: str | None = None, max_bytes: int = 
         _check_binary(data[:8192])
         enc, bom, sniffed = _encoding(data, encoding)
         if not bom and _is_utf8(enc) and (sniffed or _valid_utf8(data)):
-            if "\x00" in data[: 4 * 8192].decode("utf-8", "replace")[:8192]:  # decode()'s test, on the same text
+            if _nul_in_first_chars(data, 8192):  # decode()'s test, on the same text
                 raise NotHtml("NUL characters in the text: not an HTML page")
             return (data if data.strip(_ASCII_SPACE) else b""), enc, truncated
     text, enc, truncated = decode(html, encoding, max_bytes)
     if not text or text.isspace():
         return b"", enc, truncated
     return text.encode("utf-8", "replace"), enc, truncated
+
+
+def _nul_in_first_chars(data: bytes, chars: int) -> bool:
+    """Whether the first *chars* characters of the valid UTF-8 *data* hold a NUL (only a zero byte decodes to one:
+    the text is decoded only when the first 4 * *chars* bytes hold a zero byte)."""
+    at = data.find(b"\x00", 0, 4 * chars)
+    return at >= 0 and len(data[:at].decode("utf-8")) < chars
 
 
 #: The ASCII characters ``str.isspace`` counts as white space.
