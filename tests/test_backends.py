@@ -349,7 +349,7 @@ def test_two_stage_bad_sketches_are_refused(make_backend: Factory) -> None:
     with pytest.raises(ValueError, match="64"):
         backend.add_and_candidates(5, "x", b"short", K)
     with pytest.raises(ValueError, match="sketch"):
-        backend.add_many(np.array([5], dtype=np.uint64), ["x"])
+        backend.add_many(np.array([5], dtype=np.uint64), ["x"], [])
     assert len(backend) == 0
 
 

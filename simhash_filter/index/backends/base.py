@@ -179,16 +179,29 @@ class Backend(abc.ABC):
         sketch; the rest, the prose part of model v6, is read by the decision rule alone)."""
         return self._verify_bytes
 
-    @abc.abstractmethod
-    def add_many(self, fingerprints: np.ndarray, keys: Sequence[str], sketches: Sequence[bytes] | None = None) -> None:
-        """Store ``uint64`` *fingerprints* with *keys* (and, in an index that keeps sketches, *sketches* of
-        :attr:`sketch_bytes` each; all the same length), in order."""
+    def checked_sketches(self, sketches: Sequence[bytes], m: int) -> list[bytes]:
+        """*sketches* as a list, checked: one of :attr:`sketch_bytes` bytes for each of *m* keys (else
+        ``ValueError``)."""
+        size = self._sketch_bytes
+        if len(sketches) != m:
+            raise ValueError(f"this index keeps a {size}-byte sketch beside each fingerprint: give one per key")
+        out = list(sketches)
+        for sketch in out:
+            if not isinstance(sketch, bytes) or len(sketch) != size:
+                got = f"{len(sketch)} bytes" if isinstance(sketch, bytes) else type(sketch).__name__
+                raise ValueError(f"a sketch must be {size} bytes, got {got}")
+        return out
 
-    def add(self, fingerprint: int, key: str, sketch: bytes | None = None) -> None:
+    @abc.abstractmethod
+    def add_many(self, fingerprints: np.ndarray, keys: Sequence[str], sketches: Sequence[bytes]) -> None:
+        """Store ``uint64`` *fingerprints* with *keys* and *sketches* of :attr:`sketch_bytes` each (all the same
+        length), in order, unchecked."""
+
+    def add(self, fingerprint: int, key: str, sketch: bytes) -> None:
         """Store one fingerprint and its sketch, unchecked."""
         import numpy as np
 
-        self.add_many(np.array([fingerprint], dtype=np.uint64), [key], None if sketch is None else [sketch])
+        self.add_many(np.array([fingerprint], dtype=np.uint64), [key], [sketch])
 
     @abc.abstractmethod
     def add_and_candidates(

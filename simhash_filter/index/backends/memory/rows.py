@@ -93,15 +93,14 @@ class Columns(abc.ABC):
             out[i] = np.frombuffer(self.sketch(row), dtype=np.uint8)
         return out
 
-    def append_one(self, fingerprint: int, key: str, sketch: np.ndarray | None, refused: int) -> None:
-        """Store one row (*sketch*: a row of ``sketch_bytes``, None in an index without sketches)."""
+    def append_one(self, fingerprint: int, key: str, sketch: np.ndarray, refused: int) -> None:
+        """Store one row (*sketch*: a row of ``sketch_bytes``)."""
         n = self.stored
         if n == len(self.fingerprints) or n - self.sketch_base == len(self.sketches):
             self.reserve(n + 1)
         self.fingerprints[n] = fingerprint
         s = n - self.sketch_base
-        if sketch is not None:
-            self.sketches[s] = sketch
+        self.sketches[s] = sketch
         self.refusals[n] = refused
         self.keep(self.fingerprints[n : n + 1], [key], self.sketches[s : s + 1], self.refusals[n : n + 1])
         self.stored = n + 1

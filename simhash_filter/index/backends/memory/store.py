@@ -30,7 +30,7 @@ class RowStore(RowSource, Protocol):
     @property
     def nbytes(self) -> int: ...
 
-    def append_one(self, fingerprint: int, key: str, sketch: np.ndarray | None, refused: int) -> None: ...
+    def append_one(self, fingerprint: int, key: str, sketch: np.ndarray, refused: int) -> None: ...
 
     def append_many(self, fingerprints: np.ndarray, keys: Sequence[str], sketches: np.ndarray) -> None: ...
 
@@ -92,28 +92,23 @@ class TablesBackend(Backend):
 
     # -- writes ----------------------------------------------------------------------------------
 
-    def _sketch_rows(self, sketches: Sequence[bytes] | None, m: int) -> np.ndarray:
-        """*sketches* as an ``(m, sketch_bytes)`` array, checked: one per key."""
-        size = self._sketch_bytes
-        if sketches is None or len(sketches) != m:
-            raise ValueError(f"this index keeps a {size}-byte sketch beside each fingerprint: give one per key")
-        for sketch in sketches:
-            if not isinstance(sketch, bytes) or len(sketch) != size:
-                raise ValueError(f"a sketch must be {size} bytes, got {type(sketch).__name__} of {len(sketch)}")
-        return np.frombuffer(b"".join(sketches), dtype=np.uint8).reshape(m, size)
+    def _sketch_rows(self, sketches: Sequence[bytes], m: int) -> np.ndarray:
+        """*sketches* checked, as an ``(m, sketch_bytes)`` array."""
+        checked = self.checked_sketches(sketches, m)
+        return np.frombuffer(b"".join(checked), dtype=np.uint8).reshape(m, self._sketch_bytes)
 
     def _add_one(self, fingerprint: int, key: str, sketch: np.ndarray, refused: int = 0) -> None:
         self._rows.append_one(fingerprint, key, sketch, refused)
         self.tables.added()
 
-    def add(self, fingerprint: int, key: str, sketch: bytes | None = None) -> None:
+    def add(self, fingerprint: int, key: str, sketch: bytes) -> None:
         """Store one fingerprint and its sketch."""
-        rows = self._sketch_rows(None if sketch is None else [sketch], 1)
+        rows = self._sketch_rows([sketch], 1)
         with self._lock:
             self.ensure_open()
             self._add_one(fingerprint, key, rows[0])
 
-    def add_many(self, fingerprints: np.ndarray, keys: Sequence[str], sketches: Sequence[bytes] | None = None) -> None:
+    def add_many(self, fingerprints: np.ndarray, keys: Sequence[str], sketches: Sequence[bytes]) -> None:
         """Store many fingerprints; a large batch becomes one sorted run directly."""
         rows = self._sketch_rows(sketches, len(fingerprints))
         with self._lock:

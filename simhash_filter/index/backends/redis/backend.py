@@ -253,20 +253,6 @@ class RedisBackend(Backend):
                                                         self._unlink()))  # fmt: skip
         return size
 
-    def _checked_sketches(self, sketches: Sequence[bytes] | None, m: int) -> list[bytes] | None:
-        """*sketches* checked: one of :attr:`sketch_bytes` per key."""
-        size = self._sketch_bytes
-        if sketches is None and not m:
-            return None
-        if sketches is None or len(sketches) != m:
-            raise ValueError(f"this index keeps a {size}-byte sketch beside each fingerprint: give one per key")
-        out = list(sketches)
-        for sketch in out:
-            if not isinstance(sketch, bytes) or len(sketch) != size:
-                got = f"{len(sketch)} bytes" if isinstance(sketch, bytes) else type(sketch).__name__
-                raise ValueError(f"a sketch must be {size} bytes, got {got}")
-        return out
-
     # -- introspection ---------------------------------------------------------------------------
 
     @property
@@ -478,9 +464,9 @@ class RedisBackend(Backend):
 
     # -- writes ----------------------------------------------------------------------------------
 
-    def add_many(self, fingerprints: np.ndarray, keys: Sequence[str], sketches: Sequence[bytes] | None = None) -> None:
-        """Store many fingerprints (with their sketches, in an index that keeps them), in order, pipelined."""
-        checked = self._checked_sketches(sketches, len(fingerprints))
+    def add_many(self, fingerprints: np.ndarray, keys: Sequence[str], sketches: Sequence[bytes]) -> None:
+        """Store many fingerprints with their sketches, in order, pipelined."""
+        checked = self.checked_sketches(sketches, len(fingerprints))
         if len(fingerprints):
             self._call("a", 0, fingerprints, keys, checked)
 
@@ -492,7 +478,7 @@ class RedisBackend(Backend):
         the buckets of the tables that take it (a table whose block holds ``duplicates`` verified near-duplicates
         of it, or this very page, does not; none: no record either).  A call tried again after a timeout that
         finds the page stored (its first attempt ran) answers as that attempt did, and stores nothing."""
-        checked = self._checked_sketches([sketch], 1)
+        checked = self.checked_sketches([sketch], 1)
         (reply,) = self._call("d", k, [fingerprint], [key], checked, bound)
         return decode_candidates(reply[0])
 
@@ -515,7 +501,7 @@ class RedisBackend(Backend):
         candidates stored here by another shard's page come without a sketch (and a hashed key); *supplied* brings
         the ones the client found (script.py, ARGV[18]); None: a verdict needs one that is not here, nothing was
         stored (call again with it)."""
-        checked = self._checked_sketches([sketch], 1)
+        checked = self.checked_sketches([sketch], 1)
         keys: list[Any] = [key]
         if self._sketch_in_key:
             keys, checked = [sketch + encode_key(key)] if count else keys, [sketch[: self._verify_bytes]]
@@ -530,8 +516,8 @@ class RedisBackend(Backend):
         meta hash's ``pages`` when the mask's last byte is ``1``: a sharded index's bulk load, one script call per
         :data:`BATCH` pages with the bucket keys of those tables only, pipelined (on one server; one call after the
         other in a cluster)."""
-        checked = self._checked_sketches(sketches, len(fingerprints))
-        if self._sketch_in_key and checked is not None:
+        checked = self.checked_sketches(sketches, len(fingerprints))
+        if self._sketch_in_key:
             home = [mask[-1:] == b"1" for mask in masks]
             keys = [s + encode_key(k) if h else k for s, k, h in zip(checked, keys, home, strict=True)]  # type: ignore[misc]  # a key with its sketch: bytes
             checked = [s[: self._verify_bytes] for s in checked]

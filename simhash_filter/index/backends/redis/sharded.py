@@ -374,12 +374,11 @@ class ShardedRedisBackend(Backend):
             raise error
         return results
 
-    def add_many(self, fingerprints: np.ndarray, keys: Sequence[str], sketches: Sequence[bytes] | None = None) -> None:
+    def add_many(self, fingerprints: np.ndarray, keys: Sequence[str], sketches: Sequence[bytes]) -> None:
         """Store every page in all its tables (no check): per shard, the pages it owns a bucket of, each with the
         mask of its tables there, in one script call per :data:`~.layout.BATCH` pages, the shards at the same time;
         a page's home counts it and keeps its URL, the others a hash of it."""
-        if sketches is None or len(sketches) != len(keys):
-            raise ValueError(f"this index keeps a {self._sketch_bytes}-byte sketch beside each fingerprint")
+        sketches = self.checked_sketches(sketches, len(keys))
         n_tables = self._design.n_tables
         parts: dict[int, tuple[list[int], list[str], list[bytes], list[bytes]]] = {}
         index = {id(shard): s for s, shard in enumerate(self._shards)}
