@@ -230,9 +230,10 @@ def placements(n: int):
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--processes", type=int, nargs="+", default=[2, 3])
+    parser.add_argument("--protocols", default="before,fixed", help="before, fixed, or both (comma-separated)")
     args = parser.parse_args(argv)
     failed = False
-    for fixed in (False, True):
+    for fixed in [name == "fixed" for name in args.protocols.split(",")]:
         for n in args.processes:
             for duplicates in (1, 2, NEVER):
                 counts = {"more": 0, "none": 0}

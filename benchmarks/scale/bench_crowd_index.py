@@ -4,12 +4,13 @@ distinct pages of the same template, with the fingerprinting left out.
 ``bench_crowd`` times whole ``dedup`` runs (parsing and fingerprinting included); this script fingerprints the
 crowd and the distinct pages once (``devsites/crowd.py``: ``--pages`` look-alikes of one real template, then
 as many distinct pages of it; cached in ``--cache``), then times ``check_and_add`` of every page into a fresh
-index (``memory://``, ``file://`` in a temporary directory), ``--rounds`` times each, and reports the median CPU
-microseconds per check (process time), the crowd ÷ distinct ratio of pages per CPU s, and the pages kept (every
-crowd page is distinct: all are kept).  ``--digest`` prints a hash of every decision and every table's refusals,
-to compare two trees.
+index (``memory://``, ``file://`` in a temporary directory, ``redis``: one real ``redis-server``), ``--rounds``
+times each, and reports the median CPU microseconds per check (process time), the crowd ÷ distinct ratio of pages
+per CPU s, and the pages kept (every crowd page is distinct: all are kept); for ``redis``, the server's time per
+check (``EVALSHA``, every command logged in ``SLOWLOG``): p50, p99 and the slowest, medians over the rounds.  Each
+row has a hash of every decision (and, in memory, every table's refusals), to compare two trees.
 
-    python -m benchmarks.scale.bench_crowd_index [--pages 20000] [--parts memory,file] [--rounds 3]
+    python -m benchmarks.scale.bench_crowd_index [--pages 20000] [--parts memory,file,redis] [--rounds 3]
                                                  [--cache /tmp/crowd-fps.npz] [--json out.json]
 """
 
@@ -28,6 +29,7 @@ import numpy as np
 
 from benchmarks.benchlib.report import make_parser, write_json
 from devsites import crowd
+from devsites.redis_server import RedisServer
 from simhash_filter import DEFAULTS, fingerprint, open_index
 
 
@@ -56,9 +58,30 @@ def pages(path: Path, n: int, template: str) -> dict[str, tuple[list[int], list[
     return out
 
 
+#: Server calls of at least this many µs are logged (SLOWLOG): the checks of a crowd, and few of the commands a
+#: script calls (all of them would be 50 or more a check); a percentile of 0 means "less than this".
+_LOGGED_US = 50
+
+
 def run(part: str, fps: list[int], sketches: list[bytes], workdir: Path) -> dict[str, Any]:
-    """Every page checked and added into a fresh index: CPU µs per check, pages kept, decisions' digest."""
-    uri = "memory://" if part == "memory" else f"file://{tempfile.mkdtemp(dir=workdir)}/idx"
+    """Every page checked and added into a fresh index: CPU µs per check, pages kept, decisions' digest (and, for
+    ``redis``, the server's µs per check)."""
+    if part == "redis":
+        with RedisServer(Path(tempfile.mkdtemp(dir=workdir))) as server:
+            with server.client() as client:
+                client.config_set("slowlog-max-len", 4 * len(fps) + 1000)
+                client.config_set("slowlog-log-slower-than", _LOGGED_US)
+            row = _checks(f"{server.url}?prefix=crowd", fps, sketches)
+            with server.client() as client:
+                calls = client.slowlog_get(4 * len(fps) + 1000)
+            slow = sorted(e["duration"] for e in calls if e["command"][:7].lower() == b"evalsha")
+            every = [0] * (len(fps) - len(slow)) + slow  # one call a check; those not logged took less
+            row["server_us_p50_p99_max"] = [every[len(every) // 2], every[int(0.99 * (len(every) - 1))], every[-1]]
+            return row
+    return _checks("memory://" if part == "memory" else f"file://{tempfile.mkdtemp(dir=workdir)}/idx", fps, sketches)
+
+
+def _checks(uri: str, fps: list[int], sketches: list[bytes]) -> dict[str, Any]:
     index = open_index(DEFAULTS, uri)
     digest = hashlib.sha256()
     kept = 0
@@ -104,6 +127,10 @@ def main(argv: list[str] | None = None) -> int:
                     "kept": rs[0]["kept"],
                     "digest": rs[0]["digest"],
                 }
+                if "server_us_p50_p99_max" in rs[0]:
+                    row[kind]["server_us_p50_p99_max"] = [
+                        statistics.median(r["server_us_p50_p99_max"][i] for r in rs) for i in range(3)
+                    ]
             row["crowd_vs_distinct_us"] = (
                 row["crowd"]["cpu_us_per_check_median"] - row["distinct"]["cpu_us_per_check_median"]
             )

@@ -14,7 +14,8 @@ Memory is ``MEMORY USAGE`` of the index's keys on each node.  The table design i
 Redis server and the 3-node cluster with ``shards=3``, alternated ``--repeat`` times: wall seconds (medians), whether
 the decisions (``url``, ``duplicate_of``, ``distance`` of every line) equal ``memory://``'s, and the index's memory
 (``MEMORY USAGE`` of its keys) on each node, in all and by kind of key (buckets, records, URLs, the rest), beside
-one server's (targets: each node 20-50 % of the index, all nodes <= 1.3x one server, wall <= 1.5x one server's).
+one server's, and what a user measures: ``used_memory`` grown by the run on each node, and the keys (``DBSIZE``)
+(targets: each node 20-50 % of the index, all nodes <= 1.3x one server, wall <= 1.5x one server's).
 
     python -m benchmarks.scale.bench_sharded --public [--repeat 3]
 """
@@ -122,6 +123,10 @@ def measure(
         for lo in range(0, size, step):
             backend.add_many(np.array(fps[lo : lo + step], dtype=np.uint64), keys[lo : lo + step],
                              sketches[lo : lo + step])  # fmt: skip
+            if (lo + step) % 1_000_000 == 0:  # a long fill says how far it got, and what each node holds then
+                grown = [after - before for after, before in zip(_used(nodes), used_before, strict=True)]
+                print(f"  {lo + step:,} pages in {time.perf_counter() - start:.0f} s, used_memory grown by {grown}",
+                      file=sys.stderr, flush=True)  # fmt: skip
         fill = time.perf_counter() - start
         rng = np.random.default_rng(2)
         q_fps, q_keys, q_sketches = _pages(checks, 3)
@@ -203,6 +208,8 @@ def public(repeat: int, tmp: Path) -> dict:
     walls: dict[str, list[float]] = {"memory": [], "one server": [], "3 shards": []}
     same: dict[str, bool] = {}
     memory: dict[str, list[dict[str, int]]] = {}
+    used: dict[str, list[int]] = {}  # used_memory grown by the run, each node
+    keys: dict[str, list[int]] = {}
     with RedisServer(tmp / "one") as one, RedisCluster(tmp / "cluster") as cluster:
         uris = {
             "memory": ("memory://", []),
@@ -214,6 +221,7 @@ def public(repeat: int, tmp: Path) -> dict:
                 for node in nodes:
                     with node.client() as client:
                         client.flushall()
+                before = _used(nodes)
                 out = tmp / f"{name.replace(' ', '_')}.jsonl"
                 cmd = [sys.executable, "-m", "simhash_filter", "dedup", str(source), "--workers", "1",
                        "--no-progress", "--output", str(out), "--index", uri]  # fmt: skip
@@ -222,6 +230,11 @@ def public(repeat: int, tmp: Path) -> dict:
                 walls[name].append(time.perf_counter() - start)
                 if r == 0 and nodes:
                     memory[name] = _memory_by_kind(nodes, "{pub*")
+                    used[name] = [after - b for after, b in zip(_used(nodes), before, strict=True)]
+                    keys[name] = []
+                    for node in nodes:
+                        with node.client() as client:
+                            keys[name].append(int(client.dbsize()))
                 print(f"  {name}: {walls[name][-1]:.1f} s", file=sys.stderr, flush=True)
             reference = _decisions(tmp / "memory.jsonl")
             for name in ("one server", "3 shards"):
@@ -239,6 +252,11 @@ def public(repeat: int, tmp: Path) -> dict:
         "share_by_node": [round(m / sum(shard_totals), 3) for m in shard_totals],
         "node_over_one_server": [round(m / one_total, 3) for m in shard_totals],
         "all_nodes_over_one_server": round(sum(shard_totals) / one_total, 3),
+        "used_memory_one_server": used["one server"][0],
+        "used_memory_3_shards_by_node": used["3 shards"],
+        "used_memory_all_nodes_over_one_server": round(sum(used["3 shards"]) / used["one server"][0], 3),
+        "keys_one_server": keys["one server"][0],
+        "keys_3_shards_by_node": keys["3 shards"],
     }
 
 

@@ -268,9 +268,14 @@ local function blocks(q, base, kq, buckets, all)
       size = #s / E
       local count = BLOCK > 0 and size >= BLOCK and byte(WIDE, t) == 49 -- "1": the bucket holds several blocks
       if count then size = 0 end
+      -- The most bits an entry's fold may differ in and the entry still be taken: kq, then, once PER_TABLE are
+      -- taken, one less than the farthest of them (never below 0: hits at distance 0 are all kept).  A fold never
+      -- differs in more bits than the fingerprint, so the entries passed over could not be taken: a crowd's full
+      -- blocks cost one fold comparison per entry, not a distance.
+      local cut = kq
       for i = 1, #s, E do
         local e1, e2, e3, e4 = byte(s, i + 4, i + 7)
-        local pass = every or d1[e1] + d2[e2] + d3[e3] + d4[e4] <= kq
+        local pass = every or d1[e1] + d2[e2] + d3[e3] + d4[e4] <= cut
         if pass or count then
           local c5, c6, c7, c8 = byte(s, i + 8, i + 11) -- the low half; the high half is the fold XOR it
           local c1, c2, c3, c4 = bxor(e1, c5), bxor(e2, c6), bxor(e3, c7), bxor(e4, c8)
@@ -301,6 +306,7 @@ local function blocks(q, base, kq, buckets, all)
                   end
                   list[at] = h
                   if n < PER_TABLE then n = n + 1 end
+                  if n == PER_TABLE then cut = list[n][1] > 0 and list[n][1] - 1 or 0 end
                 end
               end
             end
