@@ -28,6 +28,7 @@ import orjson
 from simhash_filter.config import FilterConfig, FingerprintConfig, available_cpus
 from simhash_filter.index.backends import store_errors
 from simhash_filter.index.nearduplicate import NearDuplicateIndex, open_index
+from simhash_filter.index.tables import is_count
 from simhash_filter.model.fingerprint import Fingerprinter
 
 __all__ = [
@@ -391,7 +392,7 @@ def dedup(
     Without ``index`` a memory index for ``config`` is used and closed at the end; a given ``index`` is used
     with its own settings and left open.  Lines are read lazily, as the outcomes are consumed.
     """
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+    if not is_count(workers, 1):
         raise ValueError(f"workers must be an int >= 1, got {workers!r}")
     return _dedup(lines, config, workers, index)
 

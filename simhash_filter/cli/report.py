@@ -6,12 +6,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 import time
 from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
 from typing import Any
 
 from simhash_filter.cli.common import filter_config
+from simhash_filter.index.backends.file.osfiles import replace_whole, write_all
 from simhash_filter.report import DEFAULT_MAX_PAIRS, DEFAULT_TEXT_CAP, report_path
 
 __all__ = ["add_report_parser"]
@@ -90,16 +91,10 @@ def cmd_report(args: argparse.Namespace, config: Any) -> int:
 
 def _write(path: str, document: str) -> None:
     """Write beside ``path`` and rename over it: a failed run leaves no half report."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, partial = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".partial", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(document)
-        os.chmod(partial, 0o644)
-        os.replace(partial, path)
-    except BaseException:
-        os.unlink(partial)
-        raise
+    target = Path(path).absolute()
+    data = document.encode("utf-8")
+    partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
+    replace_whole(target, partial, lambda fd: write_all(fd, data), sync=False, mode=0o666)
 
 
 def add_report_parser(sub: Any, threshold: argparse.ArgumentParser, model: argparse.ArgumentParser) -> None:

@@ -45,6 +45,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from simhash_filter.index.tables import is_count
+
 __all__ = [
     "DEFAULT_BLOCK_PAGES",
     "DEFAULT_BOUND",
@@ -84,7 +86,7 @@ class CheckBound:
     def __post_init__(self) -> None:
         for name in ("per_table", "duplicates", "block_pages"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            if not is_count(value, 1):
                 raise ValueError(f"{_NAMES[name]} must be an int >= 1, got {value!r}")
         if self.duplicates > self.per_table:
             raise ValueError(

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import combinations
-from typing import NamedTuple
+from typing import NamedTuple, TypeGuard
 
 import numpy as np
 
@@ -47,6 +47,11 @@ F = 64
 _MASK64 = (1 << F) - 1
 #: More tables than this is a mistake (memory grows by 12 bytes per fingerprint per table).
 _MAX_TABLES = 1024
+
+
+def is_count(value: object, low: int = 0, high: int | None = None) -> TypeGuard[int]:
+    """Whether *value* is an ``int`` (not a ``bool``) of at least *low* (and at most *high*)."""
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value and (high is None or value <= high)
 
 
 def check_fingerprint(fingerprint: object) -> int:
@@ -303,7 +308,7 @@ def block_limit(design: TableDesign, expected_pages: int) -> int:
     :data:`BLOCK_PAGES_MIN`.  At the expected size a block of random pages holds the mean give or take its square
     root, so ordinary blocks never reach it (at 1,000,000 pages and five tables: a mean of 244, a limit of 512); a
     crowd of look-alike pages fills its blocks up to it, and a check reads at most that many entries a table."""
-    if isinstance(expected_pages, bool) or not isinstance(expected_pages, int) or expected_pages < 1:
+    if not is_count(expected_pages, 1):
         raise ValueError(f"the expected number of pages must be an int >= 1, got {expected_pages!r}")
     mean = expected_pages / 2 ** min(design.lead_bits)
     return max(BLOCK_PAGES_MIN, 1 << math.ceil(math.log2(max(1.0, BLOCK_HEADROOM * mean))))
@@ -311,7 +316,7 @@ def block_limit(design: TableDesign, expected_pages: int) -> int:
 
 def tables_for(expected_pages: int) -> str:
     """The first of :data:`SIZED_TABLES` whose :func:`capacity` is at least *expected_pages* (the last beyond)."""
-    if isinstance(expected_pages, bool) or not isinstance(expected_pages, int) or expected_pages < 1:
+    if not is_count(expected_pages, 1):
         raise ValueError(f"the expected number of pages must be an int >= 1, got {expected_pages!r}")
     for name in SIZED_TABLES:
         if capacity(TableDesign.parse(name)) >= expected_pages:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 from simhash_filter.errors import IndexFullError, MetadataMismatchError
 from simhash_filter.index.bound import DEFAULT_BOUND, CheckBound
+from simhash_filter.index.tables import is_count
 
 if TYPE_CHECKING:
     import numpy as np
@@ -97,7 +98,7 @@ def verified_part(metadata: Mapping[str, Any], sketch_bytes: int) -> int:
     """``metadata["verify_bytes"]``: the leading bytes of a stored sketch that every engine verifies itself (the
     word sketch; model v6 stores its prose part after them); all of it when the metadata does not say."""
     part = metadata.get("verify_bytes", sketch_bytes)
-    if isinstance(part, bool) or not isinstance(part, int) or not 0 <= part <= sketch_bytes:
+    if not is_count(part, 0, sketch_bytes):
         raise ValueError(f"metadata verify_bytes must be an int in [0, sketch_bytes={sketch_bytes}], got {part!r}")
     return part
 
@@ -128,7 +129,7 @@ class Backend(abc.ABC):
     def __init__(self, *, k: int, design: TableDesign, metadata: Mapping[str, Any] | None = None) -> None:
         self._metadata: dict[str, Any] = dict(metadata or {})
         sketch_bytes = self._metadata.get("sketch_bytes", 0)
-        if isinstance(sketch_bytes, bool) or not isinstance(sketch_bytes, int) or sketch_bytes < 0:
+        if not is_count(sketch_bytes):
             raise ValueError(f"metadata sketch_bytes must be an int >= 0, got {sketch_bytes!r}")
         self._sketch_bytes = sketch_bytes
         self._verify_bytes = verified_part(self._metadata, sketch_bytes)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from simhash_filter.index.backends.file.errors import CorruptIndexError, IndexLockedError
-from simhash_filter.index.backends.file.osfiles import close_all, fsync_dir, pread, write_all
+from simhash_filter.index.backends.file.osfiles import close_all, pread, replace_whole, write_all
 from simhash_filter.index.backends.file.records import (
     DELETED_MAGIC,
     FORMAT,
@@ -147,15 +147,8 @@ class IndexDirectory:
 
     def write_current(self, generation: int) -> None:
         """Make *generation* current: write ``CURRENT.tmp``, then rename it to ``CURRENT`` (atomically)."""
-        tmp = self.path / "CURRENT.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            write_all(fd, f"{generation}\n".encode("ascii"))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, self.path / "CURRENT")
-        fsync_dir(self.path)
+        line = f"{generation}\n".encode("ascii")
+        replace_whole(self.path / "CURRENT", self.path / "CURRENT.tmp", lambda fd: write_all(fd, line))
 
     def current_is(self, generation: int) -> bool:
         """Whether CURRENT names *generation* (False if it cannot be read)."""

@@ -37,6 +37,7 @@ from simhash_filter.index.backends.base import MetadataMismatchError
 from simhash_filter.index.backends.file.errors import CorruptIndexError
 from simhash_filter.index.backends.file.runfiles import MergeCancelled, RunFile, run_names, write_run
 from simhash_filter.index.backends.memory.tables import BoundedTables, Part
+from simhash_filter.index.tables import is_count
 
 if TYPE_CHECKING:
     from simhash_filter.index.backends.file.rows import FileRows
@@ -66,7 +67,7 @@ class DiskTables:
     ) -> None:
         if mode not in TABLE_MODES:
             raise ValueError(f"tables must be one of {', '.join(TABLE_MODES)}, got {mode!r}")
-        if isinstance(spill_rows, bool) or not isinstance(spill_rows, int) or spill_rows < 1:
+        if not is_count(spill_rows, 1):
             raise ValueError(f"spill_rows must be an int >= 1, got {spill_rows!r}")
         self._rows = rows
         self._tables = tables

@@ -34,6 +34,7 @@ from simhash_filter.index.backends.file.records import (
     tombstone_check,
     unwritten,
 )
+from simhash_filter.index.tables import is_count
 
 if TYPE_CHECKING:
     from simhash_filter.index.backends.file.disktables import DiskTables
@@ -115,7 +116,7 @@ class GenerationLoader:
         """Keep sketches of the stored *sketch_bytes* (the index's metadata says) in records of *record_bytes* (the
         header says); an index without sketches was written by an earlier version."""
         r = self._rows
-        if isinstance(sketch_bytes, bool) or not isinstance(sketch_bytes, int) or sketch_bytes < 0:
+        if not is_count(sketch_bytes):
             raise CorruptIndexError(f"{path}: the header is damaged (sketch_bytes {sketch_bytes!r})")
         if not sketch_bytes:
             raise MetadataMismatchError(earlier_version(f"the index {path.parent}", f"rm -r {path.parent}"))

@@ -8,7 +8,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from simhash_filter.index.backends.file.osfiles import fsync_dir, write_all
+from simhash_filter.index.backends.file.osfiles import replace_whole, write_all
 
 __all__ = ["NotesFile"]
 
@@ -47,16 +47,7 @@ class NotesFile:
         for key, n in increments.items():
             notes[key] = notes.get(key, 0) + int(n)
         target = self.path / self.NOTES_FILE
-        tmp = target.with_name(f".{self.NOTES_FILE}.{os.getpid()}.tmp")
         data = json.dumps(notes, sort_keys=True, separators=(",", ":")).encode("utf-8")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            write_all(fd, data)
-            if self.sync:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, target)
-        if self.sync:
-            fsync_dir(self.path)
+        replace_whole(target, target.with_name(f".{self.NOTES_FILE}.{os.getpid()}.tmp"), lambda fd: write_all(fd, data),
+                      sync=self.sync)  # fmt: skip
         return notes

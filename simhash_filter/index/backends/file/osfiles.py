@@ -1,15 +1,15 @@
-"""The few operations on file descriptors the on-disk backend needs: whole writes and reads, closing a set of
-files, syncing a directory, handing freed memory back."""
+"""The few operations on file descriptors the on-disk backend needs: whole writes and reads, a file replaced whole
+or not at all, closing a set of files, syncing a directory, handing freed memory back."""
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
-__all__ = ["close_all", "fsync_dir", "pread", "release_freed_memory", "write_all"]
+__all__ = ["close_all", "fsync_dir", "pread", "release_freed_memory", "replace_whole", "write_all"]
 
 
 def write_all(fd: int, data: bytes | memoryview) -> None:
@@ -17,6 +17,29 @@ def write_all(fd: int, data: bytes | memoryview) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
+
+
+def replace_whole(
+    path: Path, tmp: Path, write: Callable[[int], object], *, sync: bool = True, mode: int = 0o644
+) -> None:
+    """Write *path* whole or not at all: *write* fills the file descriptor of *tmp* (made with *mode*, less the
+    umask: an index's files 0o644, a user's output 0o666 as ``open()`` makes it), which then replaces *path*; with
+    *sync*, the file and the rename are made durable first.  On an error *tmp* is removed and *path* is left as it
+    was."""
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    try:
+        write(fd)
+        if sync:
+            os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    os.close(fd)
+    os.replace(tmp, path)
+    if sync:
+        fsync_dir(path.parent)
 
 
 def pread(fd: int, size: int, offset: int) -> bytes:

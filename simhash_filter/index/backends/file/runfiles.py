@@ -39,9 +39,9 @@ from typing import Any
 import numpy as np
 
 from simhash_filter.index.backends.file.errors import CorruptIndexError
-from simhash_filter.index.backends.file.osfiles import fsync_dir, pread, write_all
+from simhash_filter.index.backends.file.osfiles import pread, replace_whole, write_all
 from simhash_filter.index.backends.file.records import HEADER_SIZE, header, read_header
-from simhash_filter.index.tables import TableDesign
+from simhash_filter.index.tables import TableDesign, is_count
 
 __all__ = [
     "BLOCK_ENTRIES",
@@ -145,9 +145,8 @@ def write_run(
     size = len(fps)
     end = start + size
     path = directory / run_name(generation, start, end)
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
+
+    def fill(fd: int) -> None:
         at = HEADER_SIZE
         os.lseek(fd, at, os.SEEK_SET)
         crc = 0
@@ -197,15 +196,8 @@ def write_run(
             "end": end, "design": design.name, "refused_bytes": refused.dtype.itemsize, "tables": tables, "crc": crc,
         }  # fmt: skip
         os.pwrite(fd, header(RUN_MAGIC, fields), 0)
-        os.fsync(fd)
-    except BaseException:
-        os.close(fd)
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
-    os.close(fd)
-    os.replace(tmp, path)
-    fsync_dir(directory)
+
+    replace_whole(path, path.with_name(path.name + ".tmp"), fill)
     return path
 
 
@@ -436,7 +428,7 @@ def _layout(fields: dict[str, Any], path: Path) -> int:
     if run_format != RUN_FORMAT or isinstance(run_format, bool):
         raise CorruptIndexError(f"{path} is in run-file format {run_format!r}, which this version does not read")
     block = fields.get("block_entries", BLOCK_ENTRIES)
-    if isinstance(block, bool) or not isinstance(block, int) or block < 1:
+    if not is_count(block, 1):
         raise CorruptIndexError(f"{path}: the header is damaged (block_entries {block!r})")
     return block
 

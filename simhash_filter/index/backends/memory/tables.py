@@ -21,7 +21,7 @@ import numpy as np
 from simhash_filter.index.backends.base import Candidate
 from simhash_filter.index.backends.memory.runs import Run, build_run
 from simhash_filter.index.bound import CheckBound, take
-from simhash_filter.index.tables import Match, TableDesign
+from simhash_filter.index.tables import Match, TableDesign, is_count
 
 __all__ = ["BoundedTables", "Part", "RowSource"]
 
@@ -100,9 +100,9 @@ class BoundedTables:
     """
 
     def __init__(self, source: RowSource, *, design: TableDesign, buffer_size: int, merge_factor: int) -> None:
-        if isinstance(buffer_size, bool) or not isinstance(buffer_size, int) or buffer_size < 1:
+        if not is_count(buffer_size, 1):
             raise ValueError(f"buffer_size must be an int >= 1, got {buffer_size!r}")
-        if isinstance(merge_factor, bool) or not isinstance(merge_factor, int) or merge_factor < 1:
+        if not is_count(merge_factor, 1):
             raise ValueError(f"merge_factor must be an int >= 1, got {merge_factor!r}")
         self.source = source
         self.design = design

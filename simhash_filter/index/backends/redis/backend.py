@@ -55,7 +55,7 @@ from simhash_filter.index.backends.redis.layout import (
 )
 from simhash_filter.index.backends.redis.script import FULL, INIT_SCRIPT, NOTES_SCRIPT, SCRIPT
 from simhash_filter.index.bound import DEFAULT_BOUND, CheckBound
-from simhash_filter.index.tables import Match, TableDesign, page_limit
+from simhash_filter.index.tables import Match, TableDesign, is_count, page_limit
 
 __all__ = ["RedisBackend"]
 
@@ -103,10 +103,10 @@ class RedisBackend(Backend):
         if not isinstance(prefix, str) or not prefix or "{" in prefix or "}" in prefix:
             raise ValueError(f"prefix must be a non-empty string without braces, got {prefix!r}")
         if bucket_bits is not None and (
-            isinstance(bucket_bits, bool) or not isinstance(bucket_bits, int) or not 1 <= bucket_bits <= 32
+            not is_count(bucket_bits, 1, 32)
         ):
             raise ValueError(f"bucket_bits must be an int in [1, 32], got {bucket_bits!r}")
-        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+        if not is_count(retries):
             raise ValueError(f"retries must be an int >= 0, got {retries!r}")
         if not retry_backoff >= 0:
             raise ValueError(f"retry_backoff must be >= 0, got {retry_backoff!r}")
@@ -243,7 +243,7 @@ class RedisBackend(Backend):
         """The sketch size of the stored metadata, which sets the record size (an index without sketches was
         written by an earlier version)."""
         size = self._metadata.get("sketch_bytes", 0) if isinstance(self._metadata, dict) else 0
-        if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+        if not is_count(size):
             raise MetadataMismatchError(
                 f"the Redis index {self._prefix!r} ({self._location}) stores sketch_bytes {size!r} in its "
                 f"metadata, not an int >= 0: {self._way_out()}"
