@@ -215,14 +215,17 @@ def explore(model: Model) -> dict[str, list[str] | None]:
     return bad
 
 
-def placements(n: int):
+def placements(n: int, every_shard: bool = False):
     """Every placement of *n* pages over 3 shards: a home each, and the other shards it touches; every two pages
-    touch a shard in common (they are candidates of each other).  Up to relabelling the shards, page 0's home is 0."""
+    touch a shard in common (they are candidates of each other).  Up to relabelling the shards, page 0's home is 0.
+    With *every_shard*, only those where every page touches all three (the most interleavings)."""
     options = [Page(h, frozenset({h, *extra})) for h in range(3) for r in range(3)
                for extra in itertools.combinations([s for s in range(3) if s != h], r)]  # fmt: skip
     for rest in itertools.product(options, repeat=n - 1):
         for first in (p for p in options if p.home == 0):
             pages = [first, *rest]
+            if every_shard and any(len(p.shards) < 3 for p in pages):
+                continue
             if all(a.shards & b.shards for a, b in itertools.combinations(pages, 2)):
                 yield pages
 
@@ -231,6 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--processes", type=int, nargs="+", default=[2, 3])
     parser.add_argument("--protocols", default="before,fixed", help="before, fixed, or both (comma-separated)")
+    parser.add_argument("--every-shard", action="store_true", help="only placements where each page touches all")
     args = parser.parse_args(argv)
     failed = False
     for fixed in [name == "fixed" for name in args.protocols.split(",")]:
@@ -239,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
                 counts = {"more": 0, "none": 0}
                 first: dict[str, tuple[list[Page], list[str]] | None] = {"more": None, "none": None}
                 total = 0
-                for pages in placements(n):
+                for pages in placements(n, args.every_shard):
                     total += 1
                     for what, trace in explore(Model(pages, duplicates, fixed)).items():
                         if trace is not None:
