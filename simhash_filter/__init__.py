@@ -18,6 +18,7 @@ from typing import Any
 from simhash_filter.config import DEFAULTS, FilterConfig, FingerprintConfig
 from simhash_filter.errors import (
     CorruptIndexError,
+    DesignMismatchError,
     IndexFullError,
     IndexLockedError,
     MetadataMismatchError,
@@ -36,6 +37,7 @@ except PackageNotFoundError:  # running from a source tree that was never instal
 __all__ = [
     "DEFAULTS",
     "CorruptIndexError",
+    "DesignMismatchError",
     "FilterConfig",
     "Fingerprint",
     "FingerprintConfig",

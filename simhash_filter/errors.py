@@ -7,6 +7,7 @@ from __future__ import annotations
 
 __all__ = [
     "CorruptIndexError",
+    "DesignMismatchError",
     "IndexFullError",
     "IndexLockedError",
     "MetadataMismatchError",
@@ -29,6 +30,10 @@ class CorruptIndexError(StoreError, ValueError):
 
 class MetadataMismatchError(StoreError, ValueError):
     """A stored index was built with different metadata (another fingerprint model, say)."""
+
+
+class DesignMismatchError(MetadataMismatchError):
+    """A stored index was built with another table design (``simhash-filter index`` then tries the others)."""
 
 
 class IndexFullError(StoreError, RuntimeError):

@@ -42,7 +42,6 @@ def test_no_error_is_recognised_by_its_name_or_message() -> None:
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if _BY_NAME.search(line) or _BY_MESSAGE.search(line):
                 found.append(f"{path.relative_to(PACKAGE)}:{n}: {line.strip()}")
-    # Redis's script replies are texts; `index` opening a stored index by its design reads a metadata refusal's
-    # text (to be typed: a design mismatch of its own)
-    allowed = ("index/backends/redis/", "cli/index.py")
+    # Redis's script replies are texts
+    allowed = ("index/backends/redis/",)
     assert [f for f in found if not f.startswith(allowed)] == []

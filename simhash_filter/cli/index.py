@@ -19,9 +19,9 @@ from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
 from simhash_filter.config import DEFAULTS
+from simhash_filter.errors import DesignMismatchError
 from simhash_filter.index.backends import (
     Backend,
-    MetadataMismatchError,
     error_message,
     open_backend,
     open_errors,
@@ -67,8 +67,8 @@ def _open_stored(uri: str, k: int, metadata: dict[str, Any] | None, designs: tup
     for name in designs:
         try:
             backend = open_backend(uri, k=k, design=TableDesign.parse(name), metadata=metadata)
-        except MetadataMismatchError as exc:
-            if "design" in str(exc) and name != designs[-1]:
+        except DesignMismatchError:
+            if name != designs[-1]:
                 continue
             raise
         if backend.stored_design == name or backend.stored_design not in SIZED_TABLES:

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 import numpy as np
 from redis.exceptions import ResponseError
 
+from simhash_filter.errors import DesignMismatchError
 from simhash_filter.index.backends.base import (
     Backend,
     Candidate,
@@ -229,7 +230,7 @@ class RedisBackend(Backend):
                 f"{self._way_out()}"
             )
         if stored.get("design") != self._design.name:
-            raise MetadataMismatchError(
+            raise DesignMismatchError(
                 f"{where} was built with table design {stored.get('design')}, this index asks for "
                 f"{self._design.name} (another k or design): {self._way_out()}"
             )
