@@ -118,9 +118,10 @@ class SimhashExtension:
         #: The filter; None when it could not start (said once; the spider is closed when it opens) or when an
         #: inspection command checks no page (said once).
         self.filter: CrawlFilter | None = None
+        start_errors: tuple[type[BaseException], ...] = (IndexUnavailable, *open_errors())
         try:
             self.filter = CrawlFilter.start(crawler)
-        except open_errors() as exc:
+        except start_errors as exc:  # a bad setting, an index that cannot be opened
             stop_at_start(crawler, exc)
 
     @classmethod
