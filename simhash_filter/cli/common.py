@@ -8,9 +8,10 @@ import argparse
 import errno
 import re
 import sys
-from typing import IO
+from typing import IO, NamedTuple
 
 from simhash_filter.config import DEFAULTS, FilterConfig, FingerprintConfig
+from simhash_filter.model.fingerprint import Fingerprinter
 
 
 class UsageError(Exception):
@@ -78,3 +79,29 @@ def unreadable(arg: str, exc: OSError) -> str:
     neither a file that can be read nor a fingerprint."""
     why = "no such file" if exc.errno == errno.ENOENT else f"cannot read ({exc.strerror or exc})"
     return why + ("" if arg == "-" else ", and not a 16-hex-digit fingerprint")
+
+
+class PageRead(NamedTuple):
+    """An HTML file fingerprinted for ``index query``: its fingerprint and sketch, or why it has none."""
+
+    value: int | None
+    sketch: bytes | None
+    problem: str | None
+
+
+class PageModel:
+    """The fingerprint model a command's options describe, for the HTML files ``index query`` is given, and the
+    index metadata of that model (an index of another model is refused)."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.fingerprinter = Fingerprinter(fingerprint_config(args))
+        self.metadata = filter_config(args).index_metadata()
+
+    def read(self, path: str) -> PageRead:
+        try:
+            fp = self.fingerprinter.fingerprint(read_bytes(path))
+        except OSError as exc:
+            return PageRead(None, None, unreadable(path, exc))
+        if fp.value is None:
+            return PageRead(None, None, f"cannot fingerprint: {fp.status}")
+        return PageRead(fp.value, fp.sketch, None)

@@ -35,15 +35,11 @@ from simhash_filter.cli.common import (
     UsageError,
     by_reason,
     filter_config,
-    fingerprint_config,
-    read_bytes,
     stdin_bytes,
-    unreadable,
     warn,
 )
 from simhash_filter.config import DEFAULTS, FilterConfig
 from simhash_filter.index.backends import error_message, open_errors, redact_uri
-from simhash_filter.model.fingerprint import Fingerprinter
 
 if TYPE_CHECKING:
     from simhash_filter.batch.warc import WarcCounts
@@ -307,24 +303,6 @@ def _failed(out: _Output, summary: Summary, start: float, message: str, warc: Wa
     warn(message + (f" ({out.path} not written)" if out.is_file else ""))
     print(_summary_line(summary, time.perf_counter() - start, warc), file=sys.stderr)
     return EXIT_FAILED
-
-
-def page_model(
-    args: argparse.Namespace,
-) -> tuple[Callable[[str], tuple[int | None, bytes | None, str | None]], dict[str, Any]]:
-    """For ``index query``: a function that fingerprints an HTML file, and the model's index metadata."""
-    fingerprinter = Fingerprinter(fingerprint_config(args))
-
-    def fingerprint_page(path: str) -> tuple[int | None, bytes | None, str | None]:
-        try:
-            fp = fingerprinter.fingerprint(read_bytes(path))
-        except OSError as exc:
-            return None, None, unreadable(path, exc)
-        if fp.value is None:
-            return None, None, f"cannot fingerprint: {fp.status}"
-        return fp.value, fp.sketch, None
-
-    return fingerprint_page, filter_config(args).index_metadata()
 
 
 DEDUP_EPILOG = """\

@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
+from simhash_filter.cli.common import PageModel
 from simhash_filter.config import DEFAULTS
 from simhash_filter.errors import DesignMismatchError
 from simhash_filter.index.backends import (
@@ -37,10 +38,6 @@ __all__ = ["add_index_parser"]
 
 _HEX = re.compile(r"[0-9a-fA-F]{16}")
 
-#: Given the parsed arguments: a function that fingerprints an HTML file (``(value, sketch, None)`` or
-#: ``(None, None, why not)``), and the index metadata of that fingerprint model.
-PageFingerprint = Callable[[str], tuple[int | None, bytes | None, str | None]]
-PageModel = Callable[[argparse.Namespace], tuple[PageFingerprint, dict[str, Any]]]
 
 
 def _open(
@@ -129,12 +126,12 @@ def cmd_stats(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_query(args: argparse.Namespace, page_model: PageModel) -> int:
+def cmd_query(args: argparse.Namespace) -> int:
     """Print the stored pages near each query (a 16-hex fingerprint or an HTML file).
 
     The candidates within k (``-k``), nearest first, each with its sketch similarity to a page given as a file,
     and whether that verifies it (a bare fingerprint has no sketch: its candidates are listed unverified)."""
-    fingerprint_page, model_metadata = page_model(args)
+    page_model = PageModel(args)
     queries: list[tuple[str, int, bytes | None]] = []
     status = 0
     pages = False
@@ -143,13 +140,13 @@ def cmd_query(args: argparse.Namespace, page_model: PageModel) -> int:
             queries.append((arg, int(arg, 16), None))
             continue
         pages = True
-        value, sketch, problem = fingerprint_page(arg)
+        value, sketch, problem = page_model.read(arg)
         if value is None:
             print(f"simhash-filter: {arg}: {problem}", file=sys.stderr)
             status = 1
         else:
             queries.append((arg, value, sketch))
-    metadata = model_metadata if pages else None  # pages must be fingerprinted by the index's model
+    metadata = page_model.metadata if pages else None  # pages must be fingerprinted by the index's model
     with (
         _open(args.index, args.max_distance, write=False, metadata=metadata) as backend,
         NearDuplicateIndex(args.max_distance, backend=backend, min_similarity=args.min_similarity) as index,
@@ -365,7 +362,6 @@ def add_index_parser(
     sub: Any,
     threshold: argparse.ArgumentParser,
     model: argparse.ArgumentParser,
-    page_model: PageModel,
 ) -> None:
     """Add ``index`` and its subcommands to the ``simhash-filter`` parser."""
     p = sub.add_parser(
@@ -403,7 +399,7 @@ def add_index_parser(
     c = command("query", "the stored pages within k of fingerprints or HTML pages", [threshold, model])
     c.add_argument("queries", nargs="+", metavar="QUERY", help="16-hex-digit fingerprint or HTML file")
     c.add_argument("--json", action="store_true", help="one JSON object per query")
-    c.set_defaults(func=_guarded(lambda args: cmd_query(args, page_model)))
+    c.set_defaults(func=_guarded(cmd_query))
 
     c = command("export", "every stored page as JSON Lines: url, fingerprint, added")
     c.add_argument("-o", "--output", metavar="OUT", help="output file (default: stdout)")

@@ -24,7 +24,7 @@ from simhash_filter import __version__
 from simhash_filter.cli.calibrate import add_calibrate_parser
 from simhash_filter.cli.common import EXIT_FAILED, PROG, UsageError
 from simhash_filter.cli.compare import add_compare_parser
-from simhash_filter.cli.dedup import add_dedup_parser, page_model
+from simhash_filter.cli.dedup import add_dedup_parser
 from simhash_filter.cli.fingerprint import add_fingerprint_parser
 from simhash_filter.cli.index import add_index_parser
 from simhash_filter.cli.report import add_report_parser
@@ -78,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_fingerprint_parser(sub, model)
     add_compare_parser(sub, threshold, model)
     add_dedup_parser(sub, threshold, model)
-    add_index_parser(sub, threshold, model, page_model)
+    add_index_parser(sub, threshold, model)
     add_report_parser(sub, threshold, model)
     add_calibrate_parser(sub, threshold, model)
     add_serve_parser(sub, threshold, model)
