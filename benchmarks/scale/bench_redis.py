@@ -495,7 +495,7 @@ def crawl_rate(server: RedisServer, articles: int, processes: int, workdir: Path
     }
 
 
-def print_classic(report: dict[str, Any], args: argparse.Namespace) -> None:
+def print_shared(report: dict[str, Any], args: argparse.Namespace) -> None:
     version, single, pair = report["redis_version"], report["one_process"], report["two_processes"]
     fp_cpu = report["fingerprint_cpu_ms_per_page"] / 1000
     m = report["memory"]
@@ -587,7 +587,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     global TWO_STAGE
     TWO_STAGE = TableDesign.parse(tables_for(args.expected_pages or args.size))
-    classic, staged = args.only in (None, "shared"), args.only in (None, "two-stage")
+    shared, staged = args.only in (None, "shared"), args.only in (None, "two-stage")
     flooded = args.only == "flood"
 
     report: dict[str, Any] = {"runs": {}}
@@ -595,7 +595,7 @@ def main(argv: list[str] | None = None) -> int:
         with server.client() as client:
             version = client.info("server")["redis_version"]
         report["redis_version"] = version
-        if classic:
+        if shared:
             report["memory"] = fill(server, args.size, args.bucket_bits)
             memory = MemoryBackend(k=K2, design=TWO_STAGE, metadata=META2)
             memory.add_many(stored(args.size), stored_keys(args.size), [ZERO] * args.size)
@@ -616,7 +616,7 @@ def main(argv: list[str] | None = None) -> int:
             report["runs"]["two_stage"] = staged_runs
         if flooded:
             report["flood"] = flood(server, args.flood)
-    if classic:
+    if shared:
         single, pair = median_of(singles), median_of(pairs)
         single["page_cpu_ratio"] = (fp_cpu + single["client_cpu_us_per_call"] / 1e6) / (
             fp_cpu + single["memory_cpu_us_per_call"] / 1e6
@@ -632,7 +632,7 @@ def main(argv: list[str] | None = None) -> int:
             report["crawl"] = {"one_process": median_of(crawls1), "two_processes": median_of(crawls2)}
             report["runs"]["crawl"] = {"one_process": crawls1, "two_processes": crawls2}
 
-        print_classic(report, args)
+        print_shared(report, args)
     if staged:
         print_two_stage(report, args)
     if flooded:
