@@ -131,7 +131,7 @@ def test_a_late_add_of_a_page_whose_timed_out_check_ran_anyway_stores_it_once(
         assert other.meta["simhash"]["status"] == "ok" and other.meta["simhash"]["duplicate_of"] is None
         assert stored_keys(mw, request) == [url]
         assert "simhash/index_added_late" not in stats(mw) and len(mw.filter.index) == 2
-        respond(mw, "http://a.test/third", OTHER.replace("<p>", "<p>Third. ", 1))  # nothing is left to add late
+        respond(mw, "http://a.test/third", OTHER.replace(b"<p>", b"<p>Third. ", 1))  # nothing is left to add late
         assert "simhash/index_added_late" not in stats(mw)
         _, dropped = respond(mw, "http://b.test/copy", COPY)
         assert isinstance(dropped, NearDuplicateResponse) and dropped.duplicate_of == url
