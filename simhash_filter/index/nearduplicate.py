@@ -213,17 +213,18 @@ class NearDuplicateIndex:
         part = self._backend.verify_bytes
         prose = part < len(sketch)
         best: Match | None = None
+        best_similarity = -1.0  # below every similarity: no best yet
         for c in candidates:  # each one found by the tables: within k, sharing a lead
             s = similarity(sketch[:part], c.sketch[:part])
-            if verdict(c.distance, True, s, self._rule) and (best is None or s > best.similarity):  # type: ignore[operator]
-                best = Match(c.key, c.distance, c.fingerprint, s)
+            if verdict(c.distance, True, s, self._rule) and s > best_similarity:
+                best, best_similarity = Match(c.key, c.distance, c.fingerprint, s), s
         if best is not None or not prose:
             return best
         for c in candidates:
             if spots_verdict(c.distance, True, spots_of(sketch, c.sketch, part), self._rule):
                 s = similarity(sketch[:part], c.sketch[:part])
-                if best is None or s > best.similarity:  # type: ignore[operator]
-                    best = Match(c.key, c.distance, c.fingerprint, s)
+                if s > best_similarity:
+                    best, best_similarity = Match(c.key, c.distance, c.fingerprint, s), s
         return best
 
     @property
@@ -352,15 +353,12 @@ def open_index(
     config: FilterConfig, backend: str = "memory://", backends: Mapping[str, Any] | None = None
 ) -> NearDuplicateIndex:
     """The index of *config* (its k, tables, sketches and similarity threshold, tagged with the fingerprint model's
-    id) in the store at the URI *backend* (*backends*: more stores by scheme, ``SIMHASH_BACKENDS``).  A store that
-    cannot be opened raises with the URI as the exception's ``simhash_backend`` (the crawl's start error names it)."""
+    id) in the store at the URI *backend* (*backends*: more stores by scheme, ``SIMHASH_BACKENDS``).  Raises
+    ``ValueError`` for a bad URI or option, :class:`~simhash_filter.errors.StoreError` for a store that is locked,
+    damaged, of another model or full, ``OSError`` (and Redis's errors) for one that cannot be reached."""
     metadata = config.index_metadata()
-    try:
-        store = open_backend(backend, k=config.max_distance, design=TableDesign.parse(config.tables),
-                             metadata=metadata, backends=backends)  # fmt: skip
-    except Exception as exc:
-        exc.simhash_backend = backend  # type: ignore[attr-defined]
-        raise
+    store = open_backend(backend, k=config.max_distance, design=TableDesign.parse(config.tables),
+                         metadata=metadata, backends=backends)  # fmt: skip
     return NearDuplicateIndex(config.max_distance, backend=store, metadata=metadata,
                               min_similarity=config.min_similarity, per_table=config.candidates_per_table,
                               duplicates=config.block_duplicates, block_pages=config.bound.block_pages)  # fmt: skip
