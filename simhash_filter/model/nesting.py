@@ -121,16 +121,23 @@ _UNQUOTED = re.compile(rb"[^\t\n\f\r >]*")
 _RAW_END: dict[bytes, re.Pattern[bytes]] = {}
 
 
+def _past(pattern: re.Pattern[bytes], data: bytes, i: int) -> int:
+    """Where *pattern*, which matches at *i* (the empty string at least, or a character checked before), ends."""
+    found = pattern.match(data, i)
+    assert found is not None
+    return found.end()
+
+
 def _tag_end(data: bytes, i: int) -> int:
     """Where the tag whose attributes start at *i* ends (after its ``>``), or -1 when the page ends inside it."""
     n = len(data)
     while True:
-        i = _WS_SLASH.match(data, i).end()  # type: ignore[union-attr]
+        i = _past(_WS_SLASH, data, i)
         if i >= n:
             return -1
         if data[i] == 0x3E:  # >
             return i + 1
-        i = _ATTR_NAME.match(data, i).end()  # type: ignore[union-attr]
+        i = _past(_ATTR_NAME, data, i)
         m = _EQUALS.match(data, i)
         if m is None:
             continue
@@ -144,7 +151,7 @@ def _tag_end(data: bytes, i: int) -> int:
                 return -1
             i = j + 1
         else:
-            i = _UNQUOTED.match(data, i).end()  # type: ignore[union-attr]
+            i = _past(_UNQUOTED, data, i)
 
 
 def _raw_end(data: bytes, i: int, name: bytes) -> int:
@@ -301,7 +308,7 @@ def guard(data: bytes, max_depth: int = MAX_DEPTH) -> bytes:
                 break
             c = data[i + 2]
             if _is_letter(c):
-                name_end = _NAME.match(data, i + 2).end()  # type: ignore[union-attr]
+                name_end = _past(_NAME, data, i + 2)
                 end = _tag_end(data, name_end)
                 if end < 0:
                     break
@@ -316,7 +323,7 @@ def guard(data: bytes, max_depth: int = MAX_DEPTH) -> bytes:
                     break
                 i = j + 1
         elif _is_letter(c):
-            name_end = _NAME.match(data, i + 1).end()  # type: ignore[union-attr]
+            name_end = _past(_NAME, data, i + 1)
             end = _tag_end(data, name_end)
             if end < 0:
                 break
