@@ -194,12 +194,8 @@ class NearDuplicateIndex:
         """Smallest sketch similarity of a verified candidate (two-stage detection)."""
         return self._min_similarity
 
-    def _check_sketch(self, sketch: object) -> bytes:
-        size = self._backend.sketch_bytes
-        if not isinstance(sketch, bytes) or len(sketch) != size:
-            got = f"{type(sketch).__name__}" + (f" of {len(sketch)} bytes" if isinstance(sketch, bytes) else "")
-            raise ValueError(f"this index verifies candidates with {size}-byte sketches: got {got}")
-        return sketch
+    def _check_sketch(self, sketch: bytes) -> bytes:
+        return self._backend.checked_sketches([sketch], 1)[0]
 
     def best(self, candidates: Sequence[Candidate], sketch: bytes) -> Match | None:
         """The most similar of *candidates* whose word-sketch similarity to *sketch* is at least
@@ -285,12 +281,9 @@ class NearDuplicateIndex:
         if not set(map(type, keys)) <= {str}:
             bad = next(x for x in keys if not isinstance(x, str))
             raise TypeError(f"keys must be str, got {type(bad).__name__} {bad!r}")
-        if sketches is None or len(sketches) != len(arr):
-            raise ValueError(f"got {len(arr)} fingerprints but {0 if sketches is None else len(sketches)} sketches")
-        for sketch in sketches:
-            self._check_sketch(sketch)
+        checked = self._backend.checked_sketches(sketches, len(arr))
         self._room(len(arr))
-        self._backend.add_many(arr, keys, sketches)
+        self._backend.add_many(arr, keys, checked)
         self._written()
 
     def query(self, fingerprint: int, k: int | None = None) -> list[Match]:
