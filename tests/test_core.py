@@ -365,12 +365,13 @@ def test_compiled_prose_part_is_the_references(texts, max_tokens):
 
     from simhash_filter.model.extract import PageText
     from simhash_filter.model.prose import PART_BYTES, prose_part
+    from simhash_filter.model.sketch import SITE_BYTES
 
     config = FingerprintConfig(max_tokens=max_tokens, min_features=1)
     page = PageText(texts=tuple(texts), structure=Counter({"c|div>p|1": 1.0}))
     fingerprinter = Fingerprinter(config)
     got = fingerprinter.fingerprint_page(page)
-    assert got.sketch is not None and got.prose_bytes == PART_BYTES
+    assert got.sketch is not None and got.prose_bytes == SITE_BYTES + PART_BYTES  # model v7's site part first
     assert got.sketch[-PART_BYTES:] == prose_part(page, max_tokens)
 
 

@@ -622,7 +622,7 @@ def test_index_is_tagged_with_the_model():
     mw = middleware()
     index: NearDuplicateIndex = mw.filter.index
     # the word sketch (64 bytes) and the prose part after it (64): the engines verify the first 64 alone
-    assert index.metadata == {"model": FingerprintConfig().model_id(), "sketch_bytes": 128, "verify_bytes": 64}
+    assert index.metadata == {"model": FingerprintConfig().model_id(), "sketch_bytes": 164, "verify_bytes": 64}
 
 
 def test_a_dropped_response_still_counts_as_received():

@@ -15,7 +15,7 @@ from simhash_filter.model.core import compiled_sketch
 from simhash_filter.model.extract import PageText
 from simhash_filter.model.fingerprint import Fingerprinter
 from simhash_filter.model.prose import ARTICLE, PART_BYTES, PROSE_BINS, SPOT_SEED, prose_part, prose_similarity, spots
-from simhash_filter.model.sketch import similarity, sketch
+from simhash_filter.model.sketch import SITE_BYTES, similarity, sketch
 
 NOUNS = tuple(
     "harbour council river engineer budget bridge ferry school market garden tunnel station library museum factory "
@@ -79,13 +79,13 @@ def test_an_article_is_article_like_and_a_menu_is_not() -> None:
     fp = Fingerprinter()
     article = fp.fingerprint(page(prose(1)))
     menu = fp.fingerprint(menu_page(2))
-    assert article.prose_bytes == menu.prose_bytes == PART_BYTES
+    assert article.prose_bytes == menu.prose_bytes == SITE_BYTES + PART_BYTES  # the site part, then the prose part
     assert article.sketch is not None and menu.sketch is not None
     assert article.sketch[-PART_BYTES] == ARTICLE
     assert menu.sketch[-PART_BYTES:] == bytes(PART_BYTES)
     assert prose_similarity(menu.sketch[-PART_BYTES:], menu.sketch[-PART_BYTES:]) is None
     assert prose_similarity(article.sketch[-PART_BYTES:], article.sketch[-PART_BYTES:]) == 1.0
-    assert article.word_sketch == article.sketch[:-PART_BYTES]
+    assert article.word_sketch == article.sketch[: -SITE_BYTES - PART_BYTES]
 
 
 def test_the_part_is_the_same_compiled_or_not() -> None:
@@ -145,7 +145,7 @@ def test_the_index_is_tagged_with_the_verified_part() -> None:
     """The index metadata says how many leading bytes of a stored sketch are the word sketch; a model without
     the prose verifier stores the word sketch alone, and its model id differs."""
     on, off = FilterConfig(), FilterConfig(fingerprint=FingerprintConfig(prose=False))
-    assert on.index_metadata()["sketch_bytes"] == 64 + PART_BYTES
+    assert on.index_metadata()["sketch_bytes"] == 64 + SITE_BYTES + PART_BYTES
     assert on.index_metadata()["verify_bytes"] == 64
     assert "verify_bytes" not in off.index_metadata() and off.index_metadata()["sketch_bytes"] == 64
     assert on.fingerprint.model_id() != off.fingerprint.model_id()

@@ -2,7 +2,8 @@
 of ``Fingerprinter.fingerprint`` with ``FingerprintConfig(prose=True)`` (the default) against ``prose=False`` (the
 same model without the prose part), on the same pages in one process, alternated run by run, medians of
 ``--repeat`` runs; and the prose part alone (:func:`~simhash_filter.model.prose.prose_part` of the extracted
-pages).  Each run uses a fresh ``Fingerprinter`` after one untimed warm-up pass over the pages (word tables, the
+pages), and model v7's site part alone (:func:`~simhash_filter.model.sitepart.site_part`: ``prose=True`` carries
+it too).  Each run uses a fresh ``Fingerprinter`` after one untimed warm-up pass over the pages (word tables, the
 segmenter and the memos warm, as in a long crawl).
 
     python -m benchmarks.speed.bench_prose [PAGES.jsonl.gz ...] [--limit 1500] [--repeat 5]
@@ -25,6 +26,7 @@ from benchmarks.benchlib.data import PUBLIC_PAGES
 from simhash_filter.model.config import FingerprintConfig
 from simhash_filter.model.fingerprint import Fingerprinter
 from simhash_filter.model.prose import prose_part
+from simhash_filter.model.sitepart import site_part
 
 
 def read_pages(path: Path, limit: int) -> list[str]:
@@ -49,7 +51,7 @@ def main(argv: list[str] | None = None) -> None:
         pages = read_pages(path, args.limit)
         on, off = FingerprintConfig(), FingerprintConfig(prose=False)
         texts = [t for t in (Fingerprinter(off).page_text(h)[0] for h in pages) if t is not None]
-        times: dict[str, list[float]] = {"prose": [], "no prose": [], "prose part alone": []}
+        times: dict[str, list[float]] = {"prose": [], "no prose": [], "prose part alone": [], "site part alone": []}
         for run in range(args.repeat):
             order = [("prose", on), ("no prose", off)][:: 1 if run % 2 else -1]
             for name, config in order:
@@ -57,11 +59,13 @@ def main(argv: list[str] | None = None) -> None:
                 cpu(fp.fingerprint, pages)  # warm-up
                 times[name].append(cpu(fp.fingerprint, pages))
             times["prose part alone"].append(cpu(lambda page, cap=on.max_tokens: prose_part(page, cap), texts))
+            times["site part alone"].append(cpu(site_part, texts))
         med = {k: statistics.median(v) for k, v in times.items()}
         print(f"{path} ({len(pages)} pages), CPU ms a page, median of {args.repeat}:")
         for name, value in med.items():
             print(f"  {name:18s} {1000 * value / len(pages):7.3f}")
-        print(f"  ratio prose / no prose: {med['prose'] / med['no prose']:.3f}")
+        print(f"  ratio prose / no prose: {med['prose'] / med['no prose']:.3f}; with the site part / without it: "
+              f"{med['prose'] / (med['prose'] - med['site part alone']):.3f}")
 
 
 if __name__ == "__main__":

@@ -63,7 +63,7 @@ from simhash_filter.batch.inputs import (
 )
 from simhash_filter.config import DEFAULTS, FilterConfig
 from simhash_filter.index.bound import CheckBound
-from simhash_filter.index.nearduplicate import spots_of, spots_verdict, verdict
+from simhash_filter.index.nearduplicate import apart, spots_of, spots_verdict, verdict
 from simhash_filter.index.tables import TableDesign
 from simhash_filter.model.fingerprint import Fingerprinter
 
@@ -301,20 +301,25 @@ def spark_dedup(
 def _prose_verified(
     pages: DataFrame, pairs: DataFrame, words: int, words_ok: Column, config: FilterConfig
 ) -> DataFrame:
-    """The pairs that verify under model v6's rule (:meth:`NearDuplicateIndex.best`), with their ``tier``: 2 where
-    the word sketch verifies (*words_ok*), 1 where only the spots do (:func:`spots_verdict`; chosen only when no
-    pair of the page has tier 2).  The prose parts are compared by the rule's own function, in Python."""
+    """The pairs that verify under the rule of :meth:`NearDuplicateIndex.best`, with their ``tier``: 2 where the
+    word sketch verifies (*words_ok*), 1 where only the spots do (:func:`spots_verdict`, model v6; chosen only when
+    no pair of the page has tier 2), neither where the two pages are :func:`apart` (model v7).  The parts after the
+    word sketch are compared by the rule's own functions, in Python."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
     spots = F.udf(lambda a, b: spots_of(bytes(a), bytes(b), 0), T.DoubleType())
-    prose = pages.select("number", F.expr(f"substring(sketch, {words + 1}, length(sketch) - {words})").alias("part"))
-    pairs = pairs.join(prose, "number").join(
-        prose.select(F.col("number").alias("of"), F.col("part").alias("of_part")), "of"
+    distinct = F.udf(lambda u, v, a, b: apart(u or "", v or "", bytes(a), bytes(b), 0), T.BooleanType())
+    parts = pages.select(
+        "number", "url", F.expr(f"substring(sketch, {words + 1}, length(sketch) - {words})").alias("part")
+    )
+    pairs = pairs.join(parts, "number").join(
+        parts.select(F.col("number").alias("of"), F.col("part").alias("of_part")), "of"
     )
     spots_ok = spots_verdict(F.col("distance"), F.lit(True), spots("part", "of_part"), config)
     tier = F.when(words_ok, F.lit(2)).when(spots_ok, F.lit(1)).otherwise(F.lit(0))
-    return pairs.withColumn("tier", tier).where("tier > 0").drop("part", "of_part")
+    pairs = pairs.withColumn("tier", tier).where("tier > 0")
+    return pairs.where(~distinct("url", "of_url", "part", "of_part")).drop("url", "part", "of_part")
 
 
 def _record(row: Any, line: int) -> dict[str, Any]:

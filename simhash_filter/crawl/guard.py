@@ -194,7 +194,7 @@ class IndexGuard:
         if sketch is None:
             raise ValueError(f"{url} is checked without its sketch")
         if self.readonly:
-            return self.index.check(value, sketch), 0
+            return self.index.check(value, sketch, url), 0
         match = self.index.check_and_add(value, url, sketch)
         pending, self._unindexed = self._unindexed, []
         if not pending:

@@ -4,7 +4,8 @@ open the index for a configuration (:func:`open_index`).
 The rule, in two stages: a pair is a *candidate* when its fingerprints are within k bits and share the lead of
 one of the permuted tables of :mod:`simhash_filter.index.tables` (the tables find it); a candidate is a
 *near-duplicate* when its sketches are at least ``min_similarity`` alike, or, for a page none of whose candidates
-is one, when both pages are article-like and their spots are alike (:func:`spots_verdict`, model v6).  Every
+is one, when both pages are article-like and their spots are alike (:func:`spots_verdict`, model v6); but never two
+pages of one host whose titles differ and whose word sequences are not alike (:func:`apart`, model v7).  Every
 decision uses it: the index
 (:meth:`NearDuplicateIndex.best`, so the crawl and ``dedup``), ``compare``, ``calibrate`` and the Spark job.  The
 two functions are written with ``<=``, ``>=`` and ``&`` only, so that they apply as they are to Python numbers, to
@@ -17,6 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
+from urllib.parse import urlsplit
 
 import numpy as np
 
@@ -33,12 +35,28 @@ from simhash_filter.index.tables import (
     page_limit,
     resolve_design,
 )
-from simhash_filter.model.sketch import prose_similarity, similarity
+from simhash_filter.model.sketch import (
+    PART_BYTES,
+    prose_similarity,
+    sequence_similarity,
+    similarity,
+    site_part_of,
+    titles_differ,
+)
 
 if TYPE_CHECKING:
     from simhash_filter.config import FilterConfig
 
-__all__ = ["NearDuplicateIndex", "Thresholds", "is_candidate", "open_index", "spots_of", "spots_verdict", "verdict"]
+__all__ = [
+    "NearDuplicateIndex",
+    "Thresholds",
+    "apart",
+    "is_candidate",
+    "open_index",
+    "spots_of",
+    "spots_verdict",
+    "verdict",
+]
 
 
 class Thresholds(Protocol):
@@ -83,12 +101,40 @@ def spots_verdict(distance: Any, shares_lead: Any, spots: Any, config: Threshold
 
 
 def spots_of(a: bytes, b: bytes, words: int) -> float:
-    """The spot similarity of two stored sketches whose first *words* bytes are the word sketch (-1.0 where either
-    page is not article-like or the sketches carry no prose part)."""
-    if len(a) <= words or len(b) <= words:
+    """The spot similarity of two stored sketches whose first *words* bytes are the word sketch and whose last
+    bytes are the prose part (-1.0 where either page is not article-like or the sketches carry no prose part)."""
+    if len(a) < words + PART_BYTES or len(b) < words + PART_BYTES:
         return -1.0
-    found = prose_similarity(a[words:], b[words:])
+    found = prose_similarity(a[-PART_BYTES:], b[-PART_BYTES:])
     return -1.0 if found is None else found
+
+
+#: The smallest similarity of the word sequences (:func:`~simhash_filter.model.sketch.sequence_similarity`) at which
+#: two pages of one host whose titles differ may still be near-duplicates (model v7).
+SEQUENCE_SIMILARITY = 0.5
+
+
+def host_of(key: str) -> str | None:
+    """The host of a page's key when the key is a URL, else None."""
+    try:
+        return urlsplit(key).hostname
+    except ValueError:
+        return None
+
+
+def apart(key: str, other: str, a: bytes, b: bytes, words: int) -> bool:
+    """Two pages that are distinct documents whatever their word sketches and spots say (model v7): pages of one
+    host (*key* and *other* are URLs of the same host) whose titles differ and whose word sequences are less than
+    :data:`SEQUENCE_SIMILARITY` alike (*a*, *b*: stored sketches whose first *words* bytes are the word sketch, then
+    the site part, :mod:`simhash_filter.model.sitepart`).  Sketches without a site part, keys that are not URLs,
+    and pages of two hosts are never apart: a mirror, a syndicated copy or a proxy's snapshot is judged as before.
+    Menu pages of a manual that share a long note, and reference pages of one template whose names differ, are
+    apart; a page under a second path, its printable view or a word-for-word alias are not."""
+    pa, pb = site_part_of(a, words), site_part_of(b, words)
+    if pa is None or pb is None or not titles_differ(pa, pb):
+        return False
+    host = host_of(key)
+    return host is not None and host == host_of(other) and sequence_similarity(pa, pb) < SEQUENCE_SIMILARITY
 
 
 def _check_k(k: object, limit: int | None = None) -> int:
@@ -197,9 +243,10 @@ class NearDuplicateIndex:
     def _check_sketch(self, sketch: bytes) -> bytes:
         return self._backend.checked_sketches([sketch], 1)[0]
 
-    def best(self, candidates: Sequence[Candidate], sketch: bytes) -> Match | None:
+    def best(self, candidates: Sequence[Candidate], sketch: bytes, key: str = "") -> Match | None:
         """The most similar of *candidates* whose word-sketch similarity to *sketch* is at least
-        :attr:`min_similarity` (ties: the first, i.e. the nearer, then the earlier), or None.
+        :attr:`min_similarity` (ties: the first, i.e. the nearer, then the earlier), or None.  A candidate
+        :func:`apart` from the page (*key*: its URL) is never its near-duplicate (model v7).
 
         With a prose part after the word sketch (model v6, :mod:`simhash_filter.model.prose`): where no candidate
         verifies, the candidates whose spots are at least
@@ -210,13 +257,14 @@ class NearDuplicateIndex:
         prose = part < len(sketch)
         best: Match | None = None
         best_similarity = -1.0  # below every similarity: no best yet
-        for c in candidates:  # each one found by the tables: within k, sharing a lead
+        kept = [c for c in candidates if not apart(key, c.key, sketch, c.sketch, part)] if prose else candidates
+        for c in kept:  # each one found by the tables: within k, sharing a lead
             s = similarity(sketch[:part], c.sketch[:part])
             if verdict(c.distance, True, s, self._rule) and s > best_similarity:
                 best, best_similarity = Match(c.key, c.distance, c.fingerprint, s), s
         if best is not None or not prose:
             return best
-        for c in candidates:
+        for c in kept:
             if spots_verdict(c.distance, True, spots_of(sketch, c.sketch, part), self._rule):
                 s = similarity(sketch[:part], c.sketch[:part])
                 if s > best_similarity:
@@ -294,18 +342,19 @@ class NearDuplicateIndex:
         """
         return self._backend.query(check_fingerprint(fingerprint), self._query_k(k))
 
-    def check(self, fingerprint: int, sketch: bytes) -> Match | None:
+    def check(self, fingerprint: int, sketch: bytes, key: str = "") -> Match | None:
         """What :meth:`check_and_add` would answer, nothing stored: the most similar verified candidate of the
-        page, or None."""
+        page (*key*: its URL, for :func:`apart`), or None."""
         checked = self._check_sketch(sketch)
-        return self.best(self._backend.candidates(check_fingerprint(fingerprint), self._k, self._bound), checked)
+        found = self._backend.candidates(check_fingerprint(fingerprint), self._k, self._bound)
+        return self.best(found, checked, key)
 
     def check_and_add(self, fingerprint: int, key: str, sketch: bytes) -> Match | None:
         """Atomically: store the page (unless *key* is stored with this fingerprint already, or every table's
         bound refuses it) and return its most similar verified candidate, or None."""
         fingerprint, key = check_fingerprint(fingerprint), _check_key(key)
         checked = self._check_sketch(sketch)
-        return self.best(self.add_and_candidates(fingerprint, key, checked), checked)
+        return self.best(self.add_and_candidates(fingerprint, key, checked), checked, key)
 
     def add_and_candidates(self, fingerprint: int, key: str, sketch: bytes) -> list[Candidate]:
         """The candidates of a page under :attr:`bound`, then the page stored where the tables take it (see

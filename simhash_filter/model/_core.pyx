@@ -45,3 +45,4 @@ include "_core_vote.pxi"          # the vote (model.fingerprint, the reference)
 include "_core_textfeatures.pxi"  # text features of single words (model.features)
 include "_core_onepass.pxi"       # one pass from a page's text segments to its fingerprint and sketch
 include "_core_prose.pxi"         # the prose part, from the same word table (model.prose, the reference)
+include "_core_sitepart.pxi"      # the site part's word sequences (model.sitepart, the reference)

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 #: Bump when the feature extraction changes in a way that changes fingerprints.
-MODEL_VERSION = 6
+MODEL_VERSION = 7
 
 
 @dataclass(frozen=True)
@@ -50,8 +50,8 @@ class FingerprintConfig:
     sketch_bins: int = 512
     #: A word counts once in the sketch per this much of its weight (at least once).
     sketch_step: float = 0.25
-    #: The second verifier for prose and the thin-page guard (:mod:`simhash_filter.model.prose`): their bytes follow
-    #: the word sketch in what the index stores.
+    #: The site part (:mod:`simhash_filter.model.sitepart`, model v7) and the second verifier for prose
+    #: (:mod:`simhash_filter.model.prose`): their bytes follow the word sketch in what the index stores.
     prose: bool = True
 
     def __post_init__(self) -> None:
@@ -81,10 +81,11 @@ class FingerprintConfig:
 
     @property
     def sketch_bytes(self) -> int:
-        """Bytes stored beside each fingerprint: the word sketch, then the prose part (when :attr:`prose`)."""
-        from simhash_filter.model.sketch import PART_BYTES
+        """Bytes stored beside each fingerprint: the word sketch, then the site part and the prose part (when
+        :attr:`prose`)."""
+        from simhash_filter.model.sketch import PART_BYTES, SITE_BYTES
 
-        return self.word_sketch_bytes + (PART_BYTES if self.prose else 0)
+        return self.word_sketch_bytes + (SITE_BYTES + PART_BYTES if self.prose else 0)
 
     def with_options(self, **changes: Any) -> FingerprintConfig:
         """A copy with some fields changed (``None`` values are ignored)."""
@@ -100,7 +101,9 @@ class FingerprintConfig:
         d["ngrams"] = list(self.ngrams)
         d.update(version=MODEL_VERSION, f=64, segmenter=SEGMENTER_ID, idf=IDF_SOURCE_ID)
         if self.prose:
-            d["prose"] = PROSE_ID
+            from simhash_filter.model.sitepart import SITE_ID
+
+            d["prose"], d["site"] = PROSE_ID, SITE_ID
         return d
 
     def model_id(self) -> str:

@@ -22,6 +22,7 @@ __all__ = [
     "compiled_lexbor_walk",
     "compiled_lexbor_walk_split",
     "compiled_page_fingerprint",
+    "compiled_sequence_bits",
     "compiled_sketch",
     "compiled_split",
     "compiled_text_features",
@@ -37,7 +38,7 @@ PURE_ENV = "SIMHASH_FILTER_PURE_PYTHON"
 
 
 _Compiled = Callable[..., Any] | None
-_NONE: tuple[_Compiled, ...] = (None,) * 12
+_NONE: tuple[_Compiled, ...] = (None,) * 13
 
 
 def _load() -> tuple[tuple[_Compiled, ...], str]:
@@ -53,6 +54,7 @@ def _load() -> tuple[tuple[_Compiled, ...], str]:
             lexbor_walk_split,
             nesting_guard,
             page_fingerprint,
+            sequence_bits,
             sketch,
             split,
             text_features,
@@ -66,7 +68,7 @@ def _load() -> tuple[tuple[_Compiled, ...], str]:
         )
         return _NONE, f"pure-Python core (compiled core not available: {exc})"
     compiled = (split, text_features, FeatureCounts, vote, sketch, WordTable, page_fingerprint, ClassWords,
-                nesting_guard, lexbor_walk, lexbor_walk_split, control_bytes)  # fmt: skip
+                nesting_guard, lexbor_walk, lexbor_walk_split, control_bytes, sequence_bits)  # fmt: skip
     return compiled, "compiled core"
 
 
@@ -84,6 +86,7 @@ _compiled, _description = _load()
     compiled_lexbor_walk,
     compiled_lexbor_walk_split,
     compiled_control_bytes,
+    compiled_sequence_bits,
 ) = _compiled
 
 

@@ -108,6 +108,7 @@ class PageText:
     structure: Counter[str] = field(default_factory=Counter)  # feature -> summed decayed weight
     elements: int = 0
     truncated: bool = False
+    title: str = ""  # the page's <title>, as written (model v7's site part reads it)
 
     def main_text(self) -> str:
         """The text the page is mostly about: its heaviest-weighted segments (the main content, outside

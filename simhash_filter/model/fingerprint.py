@@ -42,8 +42,9 @@ from simhash_filter.model.features import (
 from simhash_filter.model.html import NotHtml, page_bytes
 from simhash_filter.model.prose import ANTECEDENTS, CORE_PARAMS, PART_BYTES, prose_part
 from simhash_filter.model.segment import MAX_CACHED_RUN, segment_run, segment_slices
+from simhash_filter.model.sitepart import page_title, site_part
 from simhash_filter.model.sketch import SEED as SKETCH_SEED
-from simhash_filter.model.sketch import sketch
+from simhash_filter.model.sketch import SITE_BYTES, sketch
 from simhash_filter.model.spelling import irregular_spellings
 from simhash_filter.model.weights import TABLE_SEED, chinese_table, english_table
 
@@ -75,10 +76,11 @@ class Fingerprint:
     truncated: bool = False
     encoding: str | None = None
     #: What the index verifies with, with the value: the sketch of the page's words
-    #: (:func:`simhash_filter.model.sketch.sketch`), then its prose part
+    #: (:func:`simhash_filter.model.sketch.sketch`), then its site part
+    #: (:func:`simhash_filter.model.sitepart.site_part`) and its prose part
     #: (:func:`simhash_filter.model.prose.prose_part`).
     sketch: bytes | None = None
-    #: How many of the sketch's last bytes are the prose part (0: the model has no prose verifier).
+    #: How many of the sketch's last bytes follow the word sketch (the site and prose parts; 0: the model has neither).
     prose_bytes: int = 0
 
     @property
@@ -246,6 +248,7 @@ class Fingerprinter:
         if page.elements <= IMPLIED_ELEMENTS and not page.texts:  # only what the parser adds to any page
             return None, Status.EMPTY, enc
         page.truncated = page.truncated or truncated
+        page.title = page_title(data)
         return page, Status.OK, enc
 
     def features(self, html: bytes | str, encoding: str | None = None) -> tuple[Features | None, Status, str | None]:
@@ -279,13 +282,17 @@ class Fingerprinter:
                 n, value, page_sketch = done
                 if value is None:
                     return Fingerprint(None, Status.TOO_FEW_FEATURES, n, page.truncated, encoding)
+                if cfg.prose:  # the site part between the word sketch and the prose part (model v7)
+                    words = cfg.word_sketch_bytes
+                    page_sketch = page_sketch[:words] + site_part(page) + page_sketch[words:]
                 return Fingerprint(value, Status.OK, n, page.truncated, encoding, page_sketch,
-                                   PART_BYTES if cfg.prose else 0)  # fmt: skip
+                                   SITE_BYTES + PART_BYTES if cfg.prose else 0)  # fmt: skip
         return self._decide(page_features(page, cfg), Status.OK, encoding, page)
 
     def _prose(self, page: PageText) -> bytes:
-        """The page's prose part (nothing when the model has no prose verifier)."""
-        return prose_part(page, self.config.max_tokens) if self.config.prose else b""
+        """The parts after the word sketch: the site part, then the prose part (model v7; nothing when the model has
+        no prose verifier)."""
+        return site_part(page) + prose_part(page, self.config.max_tokens) if self.config.prose else b""
 
     def _word_values(self, words: list[str]) -> list[tuple[float, int]]:
         return word_values(words, self.config)

@@ -24,7 +24,22 @@ from collections.abc import Mapping
 import numpy as np
 import xxhash
 
-__all__ = ["ARTICLE", "PART_BYTES", "PROSE_BINS", "SEED", "prose_similarity", "similarity", "sketch", "sketch_bytes"]
+__all__ = [
+    "ARTICLE",
+    "PART_BYTES",
+    "PROSE_BINS",
+    "SEED",
+    "SEQUENCE_BINS",
+    "SITE_BYTES",
+    "TITLE_BYTES",
+    "prose_similarity",
+    "sequence_similarity",
+    "similarity",
+    "site_part_of",
+    "sketch",
+    "sketch_bytes",
+    "titles_differ",
+]
 
 #: xxhash64 seed of the words (another than the simhash's, so the two are independent).
 SEED = 0x5CE7C4
@@ -107,3 +122,29 @@ def prose_similarity(a: bytes, b: bytes) -> float | None:
     if not (a[0] & b[0] & ARTICLE):
         return None
     return similarity(a[1:], b[1:])
+
+
+#: Model v7 stores a *site part* between the word sketch and the prose part
+#: (:func:`simhash_filter.model.sitepart.site_part`): a 4-byte hash of the page's title, then a one-bit MinHash of
+#: the word 3-shingles of its visible text in this many bins.
+SEQUENCE_BINS = 256
+TITLE_BYTES = 4
+SITE_BYTES = TITLE_BYTES + SEQUENCE_BINS // 8
+
+
+def site_part_of(stored: bytes, words: int) -> bytes | None:
+    """The site part of a stored sketch whose first *words* bytes are the word sketch (None when it has none: a
+    sketch of the word sketch alone, or of the word sketch and the prose part)."""
+    part = stored[words : len(stored) - PART_BYTES]
+    return part if len(part) == SITE_BYTES else None
+
+
+def titles_differ(a: bytes, b: bytes) -> bool:
+    """Two site parts of pages whose titles differ (a page without a title differs from none)."""
+    ta, tb = a[:TITLE_BYTES], b[:TITLE_BYTES]
+    return ta != tb and any(ta) and any(tb)
+
+
+def sequence_similarity(a: bytes, b: bytes) -> float:
+    """The estimated Jaccard similarity of the word 3-shingles of two pages' visible text (from their site parts)."""
+    return similarity(a[TITLE_BYTES:], b[TITLE_BYTES:])

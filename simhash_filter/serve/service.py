@@ -212,7 +212,7 @@ class Service:
             if store:
                 match = index.check_and_add(fp.value, page.url, fp.sketch or b"")
             else:
-                match = index.check(fp.value, fp.sketch or b"")
+                match = index.check(fp.value, fp.sketch or b"", page.url)
         except store_errors() as exc:
             message = error_message(exc, self.uri)
             logger.error("simhash: the index %s failed: %s", redact_uri(self.uri), message)

@@ -1,5 +1,6 @@
-"""The labelled pairs measured: each pair's Hamming distance, sketch similarity (and, model v6, spot similarity),
-whether the index's tables can find it, and whether the filter's rule flags it at a given (k, t)."""
+"""The labelled pairs measured: each pair's Hamming distance, sketch similarity (and, model v6, spot similarity;
+model v7, whether the two pages are apart), whether the index's tables can find it, and whether the filter's rule
+flags it at a given (k, t)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from simhash_filter.config import DEFAULTS, FilterConfig
-from simhash_filter.index.nearduplicate import Rule, spots_of, spots_verdict, verdict
+from simhash_filter.index.nearduplicate import Rule, apart, spots_of, spots_verdict, verdict
 from simhash_filter.index.tables import TableDesign
 from simhash_filter.model.sketch import similarity
 from simhash_filter.report.calibrate.labels import LabelledPair
@@ -35,13 +36,16 @@ class PairResult:
     host: str = ""
     #: The two pages' spot similarity (model v6's prose verifier; -1: not both article-like).
     spots: float = -1.0
+    #: Two pages of one host that are distinct whatever their sketches say (model v7's :func:`apart`).
+    apart: bool = False
 
     def flagged(self, k: int, t: float) -> bool:
         """Whether the filter at (k, t) calls the two pages near-duplicates (judging this pair alone): the word
-        sketches verify, or (model v6) the spots of two article-like pages do."""
+        sketches verify, or (model v6) the spots of two article-like pages do, and (model v7) they are not apart."""
         rule = Rule(k, t)
-        return bool(verdict(self.distance, self.found, self.similarity, rule)) or bool(
-            spots_verdict(self.distance, self.found, self.spots, rule)
+        return not self.apart and (
+            bool(verdict(self.distance, self.found, self.similarity, rule))
+            or bool(spots_verdict(self.distance, self.found, self.spots, rule))
         )
 
 
@@ -74,7 +78,9 @@ def measure_pairs(
         words = config.fingerprint.word_sketch_bytes  # the word sketch, then (model v6) the prose part
         s = similarity(a.sketch[:words], b.sketch[:words])
         spots = spots_of(a.sketch, b.sketch, words)
-        out.append(PairResult(pair.url_a, pair.url_b, pair.duplicate, d, s, found, a.lang, host_of(pair.url_a), spots))
+        distinct = apart(pair.url_a, pair.url_b, a.sketch, b.sketch, words)
+        out.append(PairResult(pair.url_a, pair.url_b, pair.duplicate, d, s, found, a.lang, host_of(pair.url_a), spots,
+                              distinct))  # fmt: skip
     return out, skipped
 
 

@@ -265,11 +265,13 @@ class _Arrays:
         self.found = np.fromiter((p.found for p in pairs), dtype=bool, count=len(pairs))
         self.y = np.fromiter((p.duplicate for p in pairs), dtype=bool, count=len(pairs))
         self.spots = np.fromiter((p.spots for p in pairs), dtype=np.float64, count=len(pairs))
+        self.apart = np.fromiter((p.apart for p in pairs), dtype=bool, count=len(pairs))
 
     def flags(self, k: int, t: float) -> np.ndarray:
         """What the filter at (k, t) flags: the rule, pair by pair."""
         rule = Rule(k, t)
-        return verdict(self.d, self.found, self.s, rule) | spots_verdict(self.d, self.found, self.spots, rule)
+        near = verdict(self.d, self.found, self.s, rule) | spots_verdict(self.d, self.found, self.spots, rule)
+        return near & ~self.apart
 
     def metrics(self, flags: np.ndarray, mask: np.ndarray | None = None) -> Metrics:
         y = self.y
