@@ -8,8 +8,6 @@ would see on its first request.
 
 from __future__ import annotations
 
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 
 from simhash_filter import __version__
@@ -42,6 +40,9 @@ def is_url(arg: str) -> bool:
 def fetch(url: str, max_bytes: int, timeout: float = FETCH_TIMEOUT) -> Fetched:
     """GET *url* and read at most *max_bytes* of its body (a huge page costs no more than the work cap);
     :class:`FetchError` for an HTTP error status, an unreachable host, a timeout or a cut connection."""
+    import urllib.error  # on first use: every command imports this module, only ``compare URL`` fetches
+    import urllib.request
+
     request = urllib.request.Request(url, headers={"User-Agent": USER_AGENT, "Accept": "text/html,*/*;q=0.5"})
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from simhash_filter.cli.common import filter_config
-from simhash_filter.index.backends.file.osfiles import replace_whole, write_all
 from simhash_filter.report import DEFAULT_MAX_PAIRS, DEFAULT_TEXT_CAP, report_path
 
 __all__ = ["add_report_parser"]
@@ -91,6 +90,8 @@ def cmd_report(args: argparse.Namespace, config: Any) -> int:
 
 def _write(path: str, document: str) -> None:
     """Write beside ``path`` and rename over it: a failed run leaves no half report."""
+    from simhash_filter.index.backends.file.osfiles import replace_whole, write_all  # the on-disk engine: not at start
+
     target = Path(path).absolute()
     data = document.encode("utf-8")
     partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
