@@ -42,9 +42,9 @@ and hashed key, kept an hour), and A's own call to its home (or the ``x`` hash's
 answers them among A's candidates: either A's home had A when B asked (B meets A), or B's claim was there when A's
 home stored A (A meets B).  So two near-duplicates are never both kept (benchmarks/checks/sharded_race_model.py
 checks the protocol over every interleaving of two processes, and of three whose pages touch every shard; without
-the claim, B kept a page A also kept).  What sharding gives up: two pages that race through two shared blocks on two shards, in opposite orders,
-each meet the other, and neither is kept (one is, on one server; both stay in the index as candidates of later
-pages); ``tests/test_backend_sharded.py`` races four processes and counts it.
+the claim, B kept a page A also kept).  What sharding gives up: two pages that race through two shared blocks on
+two shards, in opposite orders, each meet the other, and neither is kept (one is, on one server; both stay in the
+index as candidates of later pages); ``tests/test_backend_sharded.py`` races four processes and counts it.
 
 **What it costs.** A check calls the shards it touches (at most the number of tables) at the same time, one
 thread each: about one round trip whatever their number, a second for a check whose candidates include pages of
