@@ -147,12 +147,12 @@ def cmd_query(args: argparse.Namespace) -> int:
         else:
             queries.append((arg, value, sketch))
     metadata = page_model.metadata if pages else None  # pages must be fingerprinted by the index's model
-    with (
-        _open(args.index, args.max_distance, write=False, metadata=metadata) as backend,
-        NearDuplicateIndex(args.max_distance, backend=backend, min_similarity=args.min_similarity) as index,
-    ):
+    with _open(args.index, args.max_distance, write=False, metadata=metadata) as backend:
+        # a Redis prefix never written has no model and no page: every query finds nothing
+        index = (NearDuplicateIndex(args.max_distance, backend=backend, min_similarity=args.min_similarity)
+                 if backend.sketch_bytes else None)  # fmt: skip
         for name, value, sketch in queries:
-            found = _found(index, value, sketch)
+            found = [] if index is None else _found(index, value, sketch)
             if args.json:
                 print(json.dumps({"query": name, "fingerprint": f"{value:016x}", "matches": [
                     {"url": key, "fingerprint": f"{fp:016x}", "distance": d, "similarity": sim, "verified": ok}

@@ -241,15 +241,16 @@ class RedisBackend(Backend):
         return stored
 
     def _stored_sketch_bytes(self) -> int:
-        """The sketch size of the stored metadata, which sets the record size (an index without sketches was
-        written by an earlier version)."""
+        """The sketch size of the stored metadata, which sets the record size: 0 for an index opened without a
+        model that holds nothing (``index stats`` of a prefix never written); an index whose model stored no sketch
+        size was written by an earlier version."""
         size = self._metadata.get("sketch_bytes", 0) if isinstance(self._metadata, dict) else 0
         if not is_count(size):
             raise MetadataMismatchError(
                 f"the Redis index {self._prefix!r} ({self._location}) stores sketch_bytes {size!r} in its "
                 f"metadata, not an int >= 0: {self._way_out()}"
             )
-        if not size:
+        if not size and self._metadata:
             raise MetadataMismatchError(earlier_version(f"the Redis index {self._prefix!r} ({self._location})",
                                                         self._unlink()))  # fmt: skip
         return size
