@@ -625,8 +625,8 @@ def debug_redis(tmp_path: Path) -> Iterator[RedisServer]:
 
 
 def page_sketch(key: str) -> bytes:
-    size = DEFAULTS.fingerprint.sketch_bytes  # blake2b gives at most 64 bytes a digest: two of them
-    return (hashlib.blake2b(key.encode(), digest_size=64).digest() * 2)[:size]
+    size = DEFAULTS.fingerprint.sketch_bytes  # blake2b gives at most 64 bytes a digest: as many as it takes
+    return (hashlib.blake2b(key.encode(), digest_size=64).digest() * (size // 64 + 1))[:size]
 
 
 class IndexLoop:
