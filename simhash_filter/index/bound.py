@@ -52,6 +52,7 @@ __all__ = [
     "DEFAULT_BOUND",
     "DEFAULT_DUPLICATES",
     "DEFAULT_PER_TABLE",
+    "EVERY",
     "BlockPage",
     "CheckBound",
     "block_pass",
@@ -106,6 +107,8 @@ _NAMES = {"per_table": "candidates_per_table", "duplicates": "block_duplicates",
 
 #: The bound of a backend call that names none.
 DEFAULT_BOUND = CheckBound()
+#: A bound that takes every page of a block (:meth:`~simhash_filter.index.backends.base.Backend.query`).
+EVERY = CheckBound(per_table=1 << 30, duplicates=1 << 30)
 
 
 @functools.cache

@@ -18,13 +18,13 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 from simhash_filter.errors import IndexFullError, MetadataMismatchError
-from simhash_filter.index.bound import DEFAULT_BOUND, CheckBound
-from simhash_filter.index.tables import is_count
+from simhash_filter.index.bound import DEFAULT_BOUND, EVERY, CheckBound
+from simhash_filter.index.tables import Match, is_count
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from simhash_filter.index.tables import Match, TableDesign
+    from simhash_filter.index.tables import TableDesign
 
 __all__ = [
     "Backend",
@@ -218,10 +218,10 @@ class Backend(abc.ABC):
         """The candidates within *k* under *bound* (see the class), nearest first, ties in insertion order;
         nothing stored."""
 
-    @abc.abstractmethod
     def query(self, fingerprint: int, k: int) -> list[Match]:
         """The stored fingerprints within *k* that share a table's lead with *fingerprint* (every one within
-        ``design.k``), nearest first, ties in insertion order."""
+        ``design.k``), nearest first, ties in insertion order: the candidates of a bound that takes them all."""
+        return [Match(c.key, c.distance, c.fingerprint) for c in self.candidates(fingerprint, k, EVERY)]
 
     @abc.abstractmethod
     def __len__(self) -> int:

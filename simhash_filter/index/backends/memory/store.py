@@ -19,7 +19,7 @@ import numpy as np
 from simhash_filter.index.backends.base import Backend, Candidate
 from simhash_filter.index.backends.memory.tables import BoundedTables, RowSource
 from simhash_filter.index.bound import DEFAULT_BOUND, CheckBound
-from simhash_filter.index.tables import Match, TableDesign
+from simhash_filter.index.tables import TableDesign
 
 __all__ = ["RowStore", "TablesBackend"]
 
@@ -138,9 +138,3 @@ class TablesBackend(Backend):
             if refused != self._all_tables:
                 self._add_one(fingerprint, key, row, refused)
             return found
-
-    def query(self, fingerprint: int, k: int) -> list[Match]:
-        """Every stored fingerprint within *k*, nearest first, ties in insertion order."""
-        with self._lock:
-            self.ensure_open()
-            return self.tables.matches(fingerprint, k)

@@ -21,7 +21,7 @@ import numpy as np
 from simhash_filter.index.backends.base import Candidate
 from simhash_filter.index.backends.memory.runs import Run, build_run
 from simhash_filter.index.bound import CheckBound, take
-from simhash_filter.index.tables import Match, TableDesign, is_count
+from simhash_filter.index.tables import TableDesign, is_count
 
 __all__ = ["BoundedTables", "Part", "RowSource"]
 
@@ -158,12 +158,7 @@ class BoundedTables:
         refused = self.source.refusals[start:end]
         return build_run(self.source.fingerprints[start:end], start, self.design, refused)
 
-    # -- exact queries ---------------------------------------------------------------------------
-
-    def matches(self, fingerprint: int, k: int) -> list[Match]:
-        """Every row within *k* not hidden, nearest first, ties in insertion order."""
-        key = self.source.key
-        return [Match(key(r), d, f) for d, r, f in self.hits(fingerprint, k)]
+    # -- the bounded check -----------------------------------------------------------------------
 
     def _leads(self, fingerprint: int) -> list[int]:
         """The fingerprint's lead value for every table (:meth:`TableDesign.lead_values`)."""
@@ -171,58 +166,27 @@ class BoundedTables:
             return self.design.lead_values(fingerprint)
         return [(fingerprint >> s) & m for s, m in self._spans]
 
-    def buckets(self, fingerprint: int, blocks: bool = False) -> list[Part]:
-        """The query's bucket in every table of every run (after the source's lower buckets), when not empty;
-        with *blocks*, only the entries of the page's block (a bucket names only a lead's top bits in a small run:
-        there the entries of other leads are left out, so that a flood in one block never costs a page of
-        another block more than a numpy pass)."""
+    def buckets(self, fingerprint: int) -> list[Part]:
+        """The entries of the page's block in every table of every run (after the source's lower buckets), when
+        not empty (a bucket names only a lead's top bits in a small run: a long one's entries of other leads are
+        left out, so that a flood in one block never costs a page of another block more than a numpy pass)."""
         parts: list[Part] = []
         masks = self.design.lead_masks
         leads = self._leads(fingerprint)
         parts.extend(self.source.lower_buckets(fingerprint, leads))
-        if self.runs:
-            for run in self.runs:
-                for t, ((_, off, values, rows, drop), lead) in enumerate(zip(run.tables, leads, strict=True)):
-                    b = lead >> drop
-                    lo = off[b]
-                    hi = off[b + 1]
-                    if hi == lo:
-                        continue
-                    part_values, part_rows = values[lo:hi], rows[lo:hi]
-                    if blocks and drop and hi - lo > _BLOCK_FILTER_MIN:  # (a short bucket's hits are checked after)
-                        same = ((part_values ^ np.uint64(fingerprint)) & np.uint64(masks[t])) == 0
-                        part_values, part_rows = part_values[same], part_rows[same]
-                    parts.append((part_values, part_rows, t))
+        for run in self.runs:
+            for t, ((_, off, values, rows, drop), lead) in enumerate(zip(run.tables, leads, strict=True)):
+                b = lead >> drop
+                lo = off[b]
+                hi = off[b + 1]
+                if hi == lo:
+                    continue
+                part_values, part_rows = values[lo:hi], rows[lo:hi]
+                if drop and hi - lo > _BLOCK_FILTER_MIN:  # (a short bucket's hits are checked after)
+                    same = ((part_values ^ np.uint64(fingerprint)) & np.uint64(masks[t])) == 0
+                    part_values, part_rows = part_values[same], part_rows[same]
+                parts.append((part_values, part_rows, t))
         return parts
-
-    def hits(self, fingerprint: int, k: int) -> list[tuple[int, int, int]]:
-        """(distance, row, fingerprint) of the rows within *k* found through the tables (all of them up to the
-        design's k), hidden ones left out, nearest first, ties in insertion order: the buckets and the buffer
-        verified in one pass."""
-        source = self.source
-        parts = self.buckets(fingerprint)
-        sealed, n = self.sealed, source.stored
-        values = [v for v, _, _ in parts]
-        if n > sealed:  # the buffer, scanned whole
-            values.append(source.fingerprints[sealed:n])
-        if not values:
-            return []
-        x = _xor(values, fingerprint)
-        dist = np.bitwise_count(x)
-        sel = np.flatnonzero(dist <= k)
-        if not len(sel):
-            return []
-        rows = np.concatenate([r for _, r, _ in parts]) if parts else np.empty(0, dtype=np.uint32)
-        total = len(rows)
-        hits = {
-            (d, int(rows[pos]) if pos < total else sealed + pos - total, xv ^ fingerprint)
-            for pos, d, xv in zip(sel.tolist(), dist[sel].tolist(), x[sel].tolist(), strict=True)
-        }  # a match is found through several tables
-        if source.hides_rows():
-            return sorted(hit for hit in hits if not source.hidden(hit[1]))
-        return sorted(hits)
-
-    # -- the bounded check -----------------------------------------------------------------------
 
     def _part_tables(self, parts: list[Part], lengths: list[int]) -> np.ndarray:
         """Each entry's table, the *parts* (of *lengths* entries) side by side."""
@@ -259,7 +223,7 @@ class BoundedTables:
         with pages near this one (that do not verify) costs a numpy pass, not a Python loop; and the tables whose
         block holds *limit* entries, hidden rows counted (bit *t*: table *t*; the bound's rule 3; 0: not asked)."""
         source = self.source
-        parts = self.buckets(fingerprint, blocks=True)
+        parts = self.buckets(fingerprint)
         sealed, n = self.sealed, source.stored
         values = [v for v, _, _ in parts]
         if n > sealed:  # the buffer, scanned whole

@@ -45,7 +45,6 @@ from simhash_filter.index.backends.redis.layout import (
     bucket_keys,
     decode_candidates,
     decode_key,
-    decode_matches,
     default_bucket_bits,
     encode_key,
     pack_fingerprint,
@@ -56,7 +55,7 @@ from simhash_filter.index.backends.redis.layout import (
 )
 from simhash_filter.index.backends.redis.script import FULL, INIT_SCRIPT, NOTES_SCRIPT, SCRIPT
 from simhash_filter.index.bound import DEFAULT_BOUND, CheckBound
-from simhash_filter.index.tables import Match, TableDesign, is_count, page_limit
+from simhash_filter.index.tables import TableDesign, is_count, page_limit
 
 __all__ = ["RedisBackend"]
 
@@ -549,13 +548,6 @@ class RedisBackend(Backend):
         stored."""
         (reply,) = self._call("p", k, [fingerprint], None, None, bound)
         return decode_candidates(reply[0])
-
-    # -- reads -----------------------------------------------------------------------------------
-
-    def query(self, fingerprint: int, k: int) -> list[Match]:
-        """Every stored fingerprint within *k*, nearest first, ties in insertion order."""
-        (reply,) = self._call("q", k, [fingerprint], None)
-        return decode_matches(reply[0])
 
     def entries(self) -> Iterator[Entry]:
         """Every stored fingerprint, oldest first (read chunk by chunk; not a snapshot)."""

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from simhash_filter.index.backends.base import Candidate
-from simhash_filter.index.tables import Match, TableDesign
+from simhash_filter.index.tables import TableDesign
 
 __all__ = [
     "BATCH",
@@ -25,7 +25,6 @@ __all__ = [
     "decode_candidates",
     "decode_claims",
     "decode_key",
-    "decode_matches",
     "default_bucket_bits",
     "encode_key",
     "pack_fingerprint",
@@ -115,13 +114,6 @@ def encode_key(key: str | bytes) -> bytes:
 def decode_key(value: bytes) -> str:
     """A stored key as str (:func:`encode_key` undone)."""
     return value.decode("utf-8", "surrogatepass")
-
-
-def decode_matches(item: list[Any]) -> list[Match]:
-    """A query's reply: (distance, fingerprint, key) triples."""
-    return [
-        Match(decode_key(item[i + 2]), int(item[i]), _FP.unpack(item[i + 1])[0]) for i in range(0, len(item), 3)
-    ]
 
 
 def split_key(stored: bytes, sketch_in_key: int) -> tuple[bytes | None, bytes]:

@@ -54,7 +54,7 @@ SCRIPT = (
 -- verify a page whose sketch is neither here nor in ARGV[18] stores nothing and its reply ends with 2 (the client
 -- calls again with the sketches).  The home's "d" check (SK, "2") answers, after its candidates, the pages that
 -- claimed it (op "r"): fingerprint, their key on their home (sketch and URL), "" each.
--- Ops: "a" add, "m" add to some tables (a sharded index's bulk load), "q" query, "d" add-and-candidates,
+-- Ops: "a" add, "m" add to some tables (a sharded index's bulk load), "d" add-and-candidates,
 -- "p" candidates, "n" count, "r" a page's record on its home (SK; one item: fingerprint, hashed key, and a claim,
 -- fingerprint, 4-byte length and key of the page asking, or "": its key there, else what the x hash keeps of it,
 -- else nil, and the claim kept: see simhash_filter/index/backends/redis/sharded.py).
@@ -97,24 +97,6 @@ local function p32(x)
   return char(floor(x / 16777216) % 256, floor(x / 65536) % 256, floor(x / 256) % 256, x % 256)
 end
 
--- The record of an id: fingerprint (8 bytes), end of its key (4), added (4), sketch (S).
-local function record(id)
-  local chunk = floor(id / C)
-  local at = (id - chunk * C) * R
-  return call("GETRANGE", P .. "f" .. chunk, at, at + R - 1)
-end
-
-local function key_of(id)
-  local chunk = floor(id / C)
-  local j = id - chunk * C
-  local fkey = P .. "f" .. chunk
-  local start = 0
-  if j > 0 then start = u32(call("GETRANGE", fkey, (j - 1) * R + 8, (j - 1) * R + 11), 1) end
-  local stop = u32(call("GETRANGE", fkey, j * R + 8, j * R + 11), 1)
-  if stop <= start then return "" end
-  return call("GETRANGE", P .. "u" .. chunk, start, stop - 1)
-end
-
 -- The tables' lead masks: leads[t][i] is byte i of table t's mask.
 local leads = {}
 for t = 1, #MASKS / 8 do
@@ -141,46 +123,6 @@ local slots = nil
 local function bucket(base, t)
   if slots then return slots[t] end
   return KEYS[base + t]
-end
-
--- Every stored fingerprint within kq of q in the item's buckets KEYS[base + 1 .. base + T], once each, as
--- {distance, id, fingerprint}.  buckets[t] receives the content of bucket t (false: none).  An entry whose
--- fold is more than kq from q's is passed over; the others are verified on the whole fingerprint, from the
--- entry's low half.  A record is read only for a hit under max_age (when it was added).
-local function probe(q, base, kq, buckets)
-  local q1, q2, q3, q4, q5, q6, q7, q8 = byte(q, 1, 8)
-  local d1, d2 = distances(bxor(q1, q5)), distances(bxor(q2, q6))
-  local d3, d4 = distances(bxor(q3, q7)), distances(bxor(q4, q8))
-  local hits, seen = {}, {}
-  for t = 1, T do
-    local name = bucket(base, t)
-    local s = name and call("GET", name)
-    buckets[t] = s
-    if s then
-      for i = 1, #s, E do
-        local e1, e2, e3, e4 = byte(s, i + 4, i + 7)
-        if d1[e1] + d2[e2] + d3[e3] + d4[e4] <= kq then
-          local a, b, c, d = byte(s, i, i + 3)
-          local id = ((a * 256 + b) * 256 + c) * 256 + d
-          if not seen[id] then
-            seen[id] = true
-            local c5, c6, c7, c8 = byte(s, i + 8, i + 11) -- the low half: the high half is the fold XOR it
-            local c1, c2, c3, c4 = bxor(e1, c5), bxor(e2, c6), bxor(e3, c7), bxor(e4, c8)
-            local x1, x2, x3, x4 = bxor(c1, q1), bxor(c2, q2), bxor(c3, q3), bxor(c4, q4)
-            local x5, x6, x7, x8 = bxor(c5, q5), bxor(c6, q6), bxor(c7, q7), bxor(c8, q8)
-            local dist = byte(POP, x1 + 1) + byte(POP, x2 + 1) + byte(POP, x3 + 1) + byte(POP, x4 + 1)
-              + byte(POP, x5 + 1) + byte(POP, x6 + 1) + byte(POP, x7 + 1) + byte(POP, x8 + 1)
-            if dist <= kq then
-              if oldest == 0 or u32(record(id), 13) >= oldest then
-                hits[#hits + 1] = {dist, id, char(c1, c2, c3, c4, c5, c6, c7, c8)}
-              end
-            end
-          end
-        end
-      end
-    end
-  end
-  return hits
 end
 
 -- The bits in which two fingerprints (8 bytes each) differ.
@@ -485,6 +427,26 @@ local function add(q, key, sketch, base, buckets, id, takes)
   end
 end
 
+-- Whether the page q is stored with `key` already (a retry whose first attempt ran): an entry of its fingerprint
+-- in one of its buckets (their content kept in buckets[t]), not older than max_age, with that key.
+local function stored_already(q, key, base, buckets)
+  local tail = fold(q) .. sub(q, 5, 8)
+  for t = 1, T do
+    local name = bucket(base, t)
+    local s = name and call("GET", name)
+    buckets[t] = s
+    if s then
+      for i = 1, #s, E do
+        if sub(s, i + 4, i + 11) == tail then
+          local id = u32(s, i)
+          if (oldest == 0 or u32(fetch(id), 13) >= oldest) and stored_key(id) == key then return true end
+        end
+      end
+    end
+  end
+  return false
+end
+
 -- A reply of a two-stage check: distance, fingerprint, key and sketch of each candidate.
 local function reply(chosen)
   local out = {}
@@ -503,7 +465,7 @@ if op == "n" then -- stored fingerprints not older than max_age (ids are in orde
   local lo, hi = 0, n
   while lo < hi do
     local mid = floor((lo + hi) / 2)
-    if u32(record(mid), 13) >= oldest then hi = mid else lo = mid + 1 end
+    if u32(fetch(mid), 13) >= oldest then hi = mid else lo = mid + 1 end
   end
   return n - lo
 end
@@ -532,21 +494,6 @@ if op == "r" then -- a page's record on its home, else a claim on it there (the 
   end
   return false
 end
-if op == "q" then -- read only
-  for i = H + 1, #ARGV do
-    local hits = probe(ARGV[i], 1 + (i - H - 1) * T, k, {})
-    table.sort(hits, nearest_first)
-    local out = {}
-    for _, h in ipairs(hits) do
-      out[#out + 1] = h[1]
-      out[#out + 1] = h[3]
-      out[#out + 1] = key_of(h[2])
-    end
-    results[#results + 1] = out
-  end
-  return results
-end
-
 local stride = 3 -- fingerprint, key, sketch
 if op == "m" then stride = 4 end -- and the tables to store it in ("1" or "0" each), then "1" to count it
 local m = (#ARGV - H) / stride
@@ -605,11 +552,7 @@ for item = 0, m - 1 do
     results[#results + 1] = out
   else -- "a", "m": stored unless a retry finds it stored
     local stored = false
-    if retry then
-      for _, h in ipairs(probe(q, base, 0, buckets)) do
-        if key_of(h[2]) == key then stored = true end
-      end
-    end
+    if retry then stored = stored_already(q, key, base, buckets) end
     if not stored then
       local takes, counts = nil, COUNT
       if op == "m" then

@@ -95,7 +95,7 @@ from simhash_filter.index.backends.redis.layout import (
 )
 from simhash_filter.index.backends.redis.script import KEEP_KEY_SCRIPT
 from simhash_filter.index.bound import DEFAULT_BOUND, CheckBound
-from simhash_filter.index.tables import Match, TableDesign
+from simhash_filter.index.tables import TableDesign
 
 __all__ = ["ShardedRedisBackend", "shard_prefixes"]
 
@@ -104,8 +104,6 @@ _TRIES = 100_000
 #: Rounds of a check's shard calls before it gives up (each round after the first brings sketches that new pages
 #: in its blocks need: only pages checked at the same moment add such pages).
 _ROUNDS = 50
-#: A bound that takes every page of a block (a query).
-_EVERY = CheckBound(per_table=1 << 30, duplicates=1 << 30)
 
 
 def shard_prefixes(
@@ -399,13 +397,6 @@ class ShardedRedisBackend(Backend):
                 for s, p in sorted(parts.items())
             ]
         )
-
-    def query(self, fingerprint: int, k: int) -> list[Match]:
-        """The stored pages within *k* that share a block with the query (each once), nearest first."""
-        seen: dict[tuple[str, int], Match] = {}
-        for c in self.candidates(fingerprint, k, _EVERY):
-            seen.setdefault((c.key, c.fingerprint), Match(c.key, c.distance, c.fingerprint))
-        return list(seen.values())
 
     def __len__(self) -> int:
         """The pages stored: those the shards counted."""
