@@ -19,15 +19,12 @@ import pytest
 from bounded_reference import BoundedReference
 
 from simhash_filter.index.backends import Candidate, MetadataMismatchError, open_backend
-from simhash_filter.index.backends.file import (
+from simhash_filter.index.backends.file import CorruptIndexError, FileBackend, IndexLockedError, parse_age
+from simhash_filter.index.backends.file.records import (
     FORMAT,
     HEADER_SIZE,
     LENGTH_BITS,
     RECORD,
-    CorruptIndexError,
-    FileBackend,
-    IndexLockedError,
-    parse_age,
     record_check,
     record_checks,
     record_dtype,

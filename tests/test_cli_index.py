@@ -289,7 +289,8 @@ def test_index_query_of_an_index_whose_run_file_is_damaged_answers_with_a_warnin
     import numpy as np
 
     from simhash_filter.config import DEFAULTS
-    from simhash_filter.index.backends.file import HEADER_SIZE, FileBackend
+    from simhash_filter.index.backends.file import FileBackend
+    from simhash_filter.index.backends.file.records import HEADER_SIZE
     from simhash_filter.index.tables import TableDesign
 
     index = tmp_path / "idx"

@@ -42,7 +42,8 @@ from simhash_filter import open_index
 from simhash_filter.cli.main import main
 from simhash_filter.config import DEFAULTS
 from simhash_filter.index.backends import MetadataMismatchError
-from simhash_filter.index.backends.file import HEADER_SIZE, CorruptIndexError, FileBackend
+from simhash_filter.index.backends.file import CorruptIndexError, FileBackend
+from simhash_filter.index.backends.file.records import HEADER_SIZE
 from simhash_filter.index.backends.uri import error_message
 from simhash_filter.index.tables import TableDesign
 

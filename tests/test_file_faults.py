@@ -18,8 +18,9 @@ import pytest
 from fault_helpers import fill, small_filesystem, tmpfs_problem
 
 from simhash_filter.cli.main import main
-from simhash_filter.index.backends.file import HEADER_SIZE, RECORD, CorruptIndexError, FileBackend, record_dtype
+from simhash_filter.index.backends.file import CorruptIndexError, FileBackend
 from simhash_filter.index.backends.file.directory import IndexDirectory
+from simhash_filter.index.backends.file.records import HEADER_SIZE, RECORD, record_dtype
 from simhash_filter.index.tables import Match, TableDesign
 
 DESIGN = TableDesign.parse("4x16/k3")

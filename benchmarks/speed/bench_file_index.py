@@ -28,7 +28,8 @@ from benchmarks.benchlib import ROOT
 from benchmarks.benchlib.data import BATCH, random_fingerprints, url_keys
 from benchmarks.benchlib.measure import median_of
 from benchmarks.benchlib.report import make_parser, write_json
-from simhash_filter.index.backends.file import HEADER_SIZE, FileBackend
+from simhash_filter.index.backends.file import FileBackend
+from simhash_filter.index.backends.file.records import HEADER_SIZE
 from simhash_filter.index.tables import TableDesign, tables_for
 
 K = 10

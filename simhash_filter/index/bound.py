@@ -1,39 +1,14 @@
-"""The bound on the work of one check (two-stage detection): a constant, whatever is stored.
+"""The bound on the work of one check: a constant, whatever is stored, with the same decisions in every engine
+(memory, on disk, the Redis script, Spark).  A *block* is one table's pages that share the page's lead there.
 
-Without a bound a check costs O(near-duplicates already stored): every page is stored, and a page's candidates
-are every stored page within k that shares a table's block with it (a *block*: one table's lead value).  A
-flood of near-duplicates (a crawler trap, a syndicated story on hundreds of hosts) makes that O(n²).  Two
-rules bound it, in every engine (memory, on disk, the Redis script, Spark), with the same decisions:
+1. A page's candidates are, per table, the :attr:`CheckBound.per_table` nearest stored pages within k in its block
+   (ties: the earliest stored); those of all tables, each once, nearest first.
+2. A table does not store the page when :attr:`CheckBound.duplicates` of its candidates from that table verify
+   (their sketches at least ``min_similarity`` alike), or its block holds this very page (key and fingerprint).
+3. A table does not store the page when its block holds :attr:`CheckBound.block_pages` entries.
 
-1. **At most** :attr:`CheckBound.per_table` **candidates per table**: of the stored pages in the page's block of
-   a table that are within k, the nearest (ties: the earliest stored).  A page's candidates are those of all
-   its tables, each once, nearest first; the most similar verified one is the page it duplicates, as before.
-2. **A block takes a page unless it holds enough of its near-duplicates already**: table *t* stores the page
-   unless :attr:`CheckBound.duplicates` of its candidates from table *t* verify (their sketches are at least
-   ``min_similarity`` similar), or the block holds this very page (its key with its fingerprint: a page seen
-   again, a call tried again).  A page no table takes is still decided; it only serves no later page as a
-   candidate, for a block that holds that many of its near-duplicates can stand in for it.
-
-3. **A block takes no more than** :attr:`CheckBound.block_pages` **pages** (C): a table whose block holds C
-   entries does not store the page (an entry counts while the block holds it: a page a table refused has none;
-   a deleted or expired page's entry counts until a compaction removes it).  C comes from the pages the index
-   is expected to hold (:func:`~simhash_filter.index.tables.block_limit`), so that the blocks of ordinary pages,
-   spread at random, never reach it; a crowd of look-alike pages that are candidates of each other and never
-   verify (a catalogue, a forum, one template's thousand pages) fills its blocks up to C and no further.
-
-So a flood's blocks stop growing after a few pages, a crowd's at C, and a check reads at most ``per_table``
-candidates per table, with their sketches, of blocks of at most C entries.  Whether a table takes a page depends
-on that table's block alone, never on the other tables or on the page's decision: Spark decides each block on its
-own, in parallel, and gets one machine's decisions.
-
-What the bound gives up: a page whose only near-duplicate is a page no table took (it stood in a full block),
-and that verifies against none of the pages the block kept, is kept where an unbounded index would have found
-it; and a block with more than ``per_table`` candidates within k of a page shows it only the nearest.  Both
-need ``duplicates`` verified near-duplicates of one page in one block first: ordinary inputs never get there
-(docs/speed.md measures it).  A full block (rule 3) gives up the pages it no longer takes as candidates of later
-pages through that table: a near-duplicate of such a page is found through its other tables, if one of them
-took it (docs/scaling.md measures it on a crowd).
-"""
+Whether a table takes a page depends on that table's block alone.  What the bound gives up, and what it costs:
+docs/how-it-works.md ("Bounded work per check") and docs/scaling.md ("A block takes no more than C pages")."""
 
 from __future__ import annotations
 

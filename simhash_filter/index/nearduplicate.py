@@ -1,16 +1,9 @@
-"""The two-stage near-duplicate index, and the one rule that decides a pair (:func:`verdict`) with the one way to
-open the index for a configuration (:func:`open_index`).
-
-The rule, in two stages: a pair is a *candidate* when its fingerprints are within k bits and share the lead of
-one of the permuted tables of :mod:`simhash_filter.index.tables` (the tables find it); a candidate is a
-*near-duplicate* when its sketches are at least ``min_similarity`` alike, or, for a page none of whose candidates
-is one, when both pages are article-like and their spots are alike (:func:`spots_verdict`, model v6); but never two
-pages of one host whose titles differ and whose word sequences are not alike (:func:`apart`, model v7).  Every
-decision uses it: the index
-(:meth:`NearDuplicateIndex.best`, so the crawl and ``dedup``), ``compare``, ``calibrate`` and the Spark job.  The
-two functions are written with ``<=``, ``>=`` and ``&`` only, so that they apply as they are to Python numbers, to
-numpy arrays (``calibrate``'s sweeps over k and t) and to Spark columns (the Spark job's pairs).
-"""
+"""The two-stage near-duplicate index (:class:`NearDuplicateIndex`, opened for a configuration by :func:`open_index`)
+and the one rule that decides a pair, which every decision uses (the index, so the crawl and ``dedup``; ``compare``,
+``calibrate`` and the Spark job): a *candidate* is within k bits and shares a table's lead (:func:`is_candidate`); a
+near-duplicate is a candidate whose sketches verify (:func:`verdict`), or, where none does, whose spots do
+(:func:`spots_verdict`), never one :func:`apart` from the page.  The rule's functions use ``<=``, ``>=`` and ``&``
+only, so that they apply to Python numbers, numpy arrays and Spark columns alike."""
 
 from __future__ import annotations
 
@@ -123,13 +116,10 @@ def host_of(key: str) -> str | None:
 
 
 def apart(key: str, other: str, a: bytes, b: bytes, words: int) -> bool:
-    """Two pages that are distinct documents whatever their word sketches and spots say (model v7): pages of one
-    host (*key* and *other* are URLs of the same host) whose titles differ and whose word sequences are less than
-    :data:`SEQUENCE_SIMILARITY` alike (*a*, *b*: stored sketches whose first *words* bytes are the word sketch, then
-    the site part, :mod:`simhash_filter.model.sitepart`).  Sketches without a site part, keys that are not URLs,
-    and pages of two hosts are never apart: a mirror, a syndicated copy or a proxy's snapshot is judged as before.
-    Menu pages of a manual that share a long note, and reference pages of one template whose names differ, are
-    apart; a page under a second path, its printable view or a word-for-word alias are not."""
+    """Whether two pages are distinct documents whatever their word sketches and spots say (model v7): pages of one
+    host (*key*, *other*: URLs) whose titles differ and whose word sequences are less than
+    :data:`SEQUENCE_SIMILARITY` alike (*a*, *b*: stored sketches, the word sketch's *words* bytes, then the site part).
+    Sketches without a site part, keys that are not URLs and pages of two hosts are never apart."""
     pa, pb = site_part_of(a, words), site_part_of(b, words)
     if pa is None or pb is None or not titles_differ(pa, pb):
         return False
@@ -154,27 +144,18 @@ def _check_key(key: object) -> str:
 
 
 class NearDuplicateIndex:
-    """The two-stage index: the pages within k of a page that share a table's lead with it are its *candidates*
-    (:mod:`simhash_filter.index.tables`), each is verified by the similarity of the two pages' sketches
-    (:mod:`simhash_filter.model.sketch`: at least *min_similarity*), and the page is a near-duplicate of the most
-    similar verified candidate (ties: the nearer, then the earlier).
-
-    Opened for a configuration by :func:`open_index`::
+    """The two-stage index: a page's candidates (within k, sharing a table's lead) are verified by their sketches
+    (at least *min_similarity* alike), and the page is a near-duplicate of the most similar verified one (ties: the
+    nearer, then the earlier)::
 
         with open_index(DEFAULTS) as index:
             match = index.check_and_add(fp.value, url, fp.sketch)  # None: new; else the page it duplicates
 
-    *design* is a :class:`TableDesign`, a name :meth:`TableDesign.parse` understands, or ``"auto"`` (the
-    :func:`~simhash_filter.index.tables.tables_for` *expected_size* pages).  *backend* is a URI for
-    :func:`~simhash_filter.index.backends.open_backend` or a :class:`Backend` instance; *metadata* (the fingerprint
-    model id and ``sketch_bytes``, the size of the sketch kept beside each fingerprint) is kept with the index, and
-    a persistent backend refuses to open an index stored with different metadata.
-
-    A page is stored, near-duplicate or not, so that a later variant finds the page it is closest to; but the work
-    of a check is bounded (:mod:`simhash_filter.index.bound`): at most *per_table* candidates per table, the
-    nearest, and a table whose block holds *duplicates* verified near-duplicates of a page, or *block_pages* pages
-    (default: :func:`~simhash_filter.index.tables.block_limit` of the design and *expected_size*), does not store
-    it.
+    *design* is a :class:`TableDesign`, a name, or ``"auto"`` (:func:`~simhash_filter.index.tables.tables_for`
+    *expected_size*); *backend* a URI for :func:`~simhash_filter.index.backends.open_backend` or a :class:`Backend`;
+    *metadata* (the model id and ``sketch_bytes``) is kept with the index, and a persistent backend refuses an index
+    stored with other metadata.  *per_table*, *duplicates* and *block_pages* (default:
+    :func:`~simhash_filter.index.tables.block_limit`) bound the work of a check (:mod:`simhash_filter.index.bound`).
     """
 
     def __init__(
@@ -244,15 +225,9 @@ class NearDuplicateIndex:
         return self._backend.checked_sketches([sketch], 1)[0]
 
     def best(self, candidates: Sequence[Candidate], sketch: bytes, key: str = "") -> Match | None:
-        """The most similar of *candidates* whose word-sketch similarity to *sketch* is at least
-        :attr:`min_similarity` (ties: the first, i.e. the nearer, then the earlier), or None.  A candidate
-        :func:`apart` from the page (*key*: its URL) is never its near-duplicate (model v7).
-
-        With a prose part after the word sketch (model v6, :mod:`simhash_filter.model.prose`): where no candidate
-        verifies, the candidates whose spots are at least
-        :data:`PROSE_SIMILARITY` similar (both pages article-like) verify, and the one of them with the most
-        similar word sketch is the near-duplicate (the spots decide, the words choose: the article's other copies
-        and variants share its spots as much as the original does, but not the original's words)."""
+        """The most similar of *candidates* whose word sketch verifies against *sketch* (ties: the first), else,
+        with a prose part, the one with the most similar word sketch among those whose spots verify
+        (:func:`spots_verdict`); never a candidate :func:`apart` from the page (*key*: its URL); or None."""
         part = self._backend.verify_bytes
         prose = part < len(sketch)
         best: Match | None = None

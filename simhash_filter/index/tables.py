@@ -1,19 +1,7 @@
-"""The permuted tables of the index over f = 64-bit simhash fingerprints (Manku, Jain, Das Sarma, WWW 2007).
-
-The 64 bits are split into blocks.  A stored fingerprint within Hamming distance k of a query
-differs in at most k blocks (pigeonhole), so it agrees exactly with the query on every choice of
-``len(blocks) - k`` blocks taken from the blocks where they agree.  The index keeps one table per
-such choice (a *permutation* that brings the chosen blocks to the front; here: the rows sorted by
-the table's *lead value*, its leading blocks side by side) and probes each table by exact match on
-its leading bits: every stored fingerprint within the design's k shares a lead with the query.  A
-two-stage index queries a larger k (10) through the same tables: its *candidates* are the fingerprints
-within that k that share a lead, and their sketches decide (:mod:`simhash_filter.index.nearduplicate`).
-
-:mod:`simhash_filter.index.tables` is the bottom layer: the value types (:class:`Match`), the table designs
-(:class:`TableDesign`, :data:`SIZED_TABLES`) and the bit helpers, importing no store.  The facade above it,
-:class:`~simhash_filter.index.nearduplicate.NearDuplicateIndex`, keeps the tables in a backend
-(:mod:`simhash_filter.index.backends`) chosen by URI, ``memory://`` by default.
-"""
+"""The permuted tables over f = 64-bit simhash fingerprints (Manku, Jain, Das Sarma, WWW 2007): the value types
+(:class:`Match`), the table designs (:class:`TableDesign`, :data:`SIZED_TABLES`) and the bit helpers; it imports no
+store.  A fingerprint within k of a query differs in at most k of the design's blocks, so it agrees exactly with
+the query on the leading blocks of one table; docs/how-it-works.md explains the scheme."""
 
 from __future__ import annotations
 

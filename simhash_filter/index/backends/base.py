@@ -1,14 +1,7 @@
-"""The interface every index backend implements.
-
-A backend stores (fingerprint, key) pairs and answers "which stored fingerprints are within k
-bits of this one" exactly.  The interface stays at that level (query, atomic check-and-add) so a
-server-side backend such as Redis can run probe + verify + add in one round trip; it never hands
-out its internal sorted tables.
-
-Arguments reaching a backend are already validated by
-:class:`~simhash_filter.index.nearduplicate.NearDuplicateIndex`: fingerprints are ints in [0, 2**64) (or
-``uint64`` arrays), keys are str, and ``k <= self.k``.
-"""
+"""The interface every index backend implements, at the level of a check (so that a server-side backend runs
+probe, verify and add in one round trip).  Arguments reaching a backend are validated by
+:class:`~simhash_filter.index.nearduplicate.NearDuplicateIndex`: fingerprints are ints in [0, 2**64) (or ``uint64``
+arrays), keys are str, and ``k <= self.k``."""
 
 from __future__ import annotations
 
@@ -106,21 +99,11 @@ def verified_part(metadata: Mapping[str, Any], sketch_bytes: int) -> int:
 class Backend(abc.ABC):
     """Storage of a two-stage near-duplicate index.
 
-    *k* is the largest query distance the backend must answer; *design* the permuted-table design; *metadata* a
-    JSON-like dict kept with the index (the fingerprint model id, the sketch's size): a persistent backend stores
-    it on creation and compares it on open (:func:`check_metadata`).
-
-    The index stores a sketch of ``metadata["sketch_bytes"]`` beside every fingerprint (its first
-    ``metadata["verify_bytes"]`` bytes, all by default, are what the bound verifies) and answers
-    :meth:`add_and_candidates` (atomic, also between threads and processes), whose distance may exceed
-    ``design.k``: its candidates are the stored fingerprints within that distance that agree with the query on
-    the leading bits of a table (all of them within ``design.k``, by the pigeonhole), at most
-    ``bound.per_table`` of them per table, the nearest; and a table stores the page only when its block holds
-    fewer than ``bound.duplicates`` verified near-duplicates of it (:mod:`simhash_filter.index.bound`: the
-    work of a check is bounded by a constant).  Every engine decides exactly as :func:`~simhash_filter.index.
-    bound.take` over the pages the tables hold (``tests/test_backends.py`` checks it against a brute-force
-    reference).  :meth:`query` returns the stored fingerprints within a distance that share a table's lead with
-    the query (every one within ``design.k``), nearest first, ties in insertion order.
+    *k* is the largest query distance the backend answers; *design* the permuted-table design; *metadata* a
+    JSON-like dict kept with the index (the fingerprint model id, ``sketch_bytes``: the size of the sketch kept beside
+    every fingerprint, ``verify_bytes``: its leading bytes that the bound verifies), stored by a persistent backend
+    on creation and compared on open (:func:`check_metadata`).  Every engine decides a check as
+    :func:`~simhash_filter.index.bound.take` over the pages its tables hold (``tests/test_backends.py``).
     """
 
     #: True for a backend that waits on the network (Redis): the crawl then calls it off the reactor thread.
@@ -208,15 +191,13 @@ class Backend(abc.ABC):
     def add_and_candidates(
         self, fingerprint: int, key: str, sketch: bytes, k: int, bound: CheckBound = DEFAULT_BOUND
     ) -> list[Candidate]:
-        """Atomically: the candidates within *k* under *bound* (see the class), nearest first, ties in insertion
-        order; then store this page in the tables that take it (none: it is not stored).  A table whose block
-        holds *key* with this *fingerprint* already (a page seen again, a call tried again after a timeout)
-        does not take it again: adding is idempotent."""
+        """Atomically: the candidates within *k* under *bound* (:mod:`~simhash_filter.index.bound`), nearest first,
+        ties in insertion order; then the page stored in the tables that take it (none: not stored).  Idempotent: a
+        table whose block holds *key* with this *fingerprint* does not take it again."""
 
     @abc.abstractmethod
     def candidates(self, fingerprint: int, k: int, bound: CheckBound = DEFAULT_BOUND) -> list[Candidate]:
-        """The candidates within *k* under *bound* (see the class), nearest first, ties in insertion order;
-        nothing stored."""
+        """:meth:`add_and_candidates`' candidates, nothing stored."""
 
     def query(self, fingerprint: int, k: int) -> list[Match]:
         """The stored fingerprints within *k* that share a table's lead with *fingerprint* (every one within

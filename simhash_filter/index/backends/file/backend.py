@@ -1,7 +1,5 @@
-"""The on-disk backend's class: options, deletion, export and compaction, over its helpers: the directory
-(:mod:`.directory`), the rows and their log (:mod:`.rows`), the loader of a generation (:mod:`.load`), the run files
-(:mod:`.disktables`) and the notes (:mod:`.notes`); the queries and the write path are
-:class:`~simhash_filter.index.backends.memory.store.TablesBackend`'s."""
+"""The on-disk backend's class: options, deletion, export and compaction, over its helpers; the queries and the
+write path are :class:`~simhash_filter.index.backends.memory.store.TablesBackend`'s."""
 
 from __future__ import annotations
 
@@ -49,16 +47,10 @@ __all__ = ["FileBackend"]
 class FileBackend(TablesBackend):
     """An index in a directory; ``file:///path/to/dir?sync=always&max_age=30d`` or a plain path.
 
-    Options: ``sync`` (``none``, the default: every add is written before it returns and survives
-    ``kill -9``; ``always``: also ``fdatasync``-ed, survives power loss), ``max_age`` (fingerprints
-    older than this are ignored, so their pages are kept again: seconds or ``12h``, ``30d``...;
-    ``0``, the default, keeps them forever), ``readonly`` (``1``: no lock, no writes; reads a
-    snapshot while another process writes), ``tables`` (``memory``: every row's tables and sketch in memory;
-    ``disk``: the older rows' tables in run files, their sketches read from the records -
-    :mod:`~simhash_filter.index.backends.file.disktables`, for an index of tens of millions of pages; ``auto``, the
-    default: on disk when the index has run files) and ``spill_rows`` (with tables on disk, the rows kept in memory
-    before they are written as a run file; 1,048,576), and the memory backend's ``buffer_size`` and
-    ``merge_factor``.  One process writes at a time (:class:`IndexLockedError` otherwise).
+    Options (docs/stores.md, "The on-disk index"): ``sync`` (``none`` or ``always``), ``max_age`` (seconds or
+    ``12h``, ``30d``...; 0: forever), ``readonly``, ``tables`` (``auto``, ``memory`` or ``disk``), ``spill_rows``,
+    and the memory backend's ``buffer_size`` and ``merge_factor``.  One process writes at a time
+    (:class:`IndexLockedError` otherwise).
     """
 
     def __init__(

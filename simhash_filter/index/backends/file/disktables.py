@@ -1,26 +1,7 @@
-"""Tables on disk for a large index (``?tables=disk``): the rows' tables written to run files, their sketches
-read from the records when a check needs them.
-
-With tables in memory an index of N pages holds its fingerprints, sketches and tables in memory: 137 bytes a page
-with five tables, 258 with fifteen, read from the records on every open.  With tables on disk only the newest
-rows (fewer than ``spill_rows``, a million by default) are kept so; older ones are in run files
-(:mod:`.runfiles`), and memory holds, per row, its fingerprint, added time and refusals (14 bytes with fifteen
-tables) and a sixteenth of a 4-byte offset per table.  A check reads one bucket per table and run file (one
-``pread`` of about 64 bytes each: row numbers, whose fingerprints are in memory) and, for each candidate, its
-record (the sketch: one ``pread`` of 96 bytes, checked).  Opening reads the run files' columns and directories
-and the records of the rows past them.
-
-Run files follow the memory backend's merge rule: the rows kept in memory are written as one run file once they
-are ``spill_rows`` (the add that reaches it waits for that file); a run file is rewritten together with the newer
-one after it while it is at most :data:`MERGE_FACTOR` (2) times larger, so there are a few of them (three at 100M
-rows) and each row is rewritten O(log N) times (from the columns in memory: the records are not read), in a
-thread of its own: a check never waits for a merge.
-
-Run files are derived data; the records are the truth.  A block of entries that fails its check when a check reads it is
-made again from the columns in memory (:class:`~.runfiles.RunColumns`), with a warning (once per run file;
-``info()["damaged_blocks"]`` counts them), and a writer writes that run file again in the merge thread.  A spill that
-fails (a full disk) leaves the rows in memory, stored (:meth:`DiskTables.spill` says why), and is tried again later.
-"""
+"""Tables on disk (``?tables=disk``): the older rows' tables written to run files (:mod:`.runfiles`) once the rows
+in memory reach ``spill_rows``, merged in a thread of their own; a check never waits for a merge.  Run files are
+derived from the records: a damaged block is made again from the columns in memory, and a spill that fails leaves
+the rows in memory, stored.  Memory, merging and failures: docs/stores.md ("Tables on disk")."""
 
 from __future__ import annotations
 
@@ -157,17 +138,8 @@ class DiskTables:
 
     def spill(self) -> bool:
         """Write the rows in memory as a run file once they are ``spill_rows`` (then merge run files): True if it
-        did (the tables then seal no run in memory: :meth:`~simhash_filter.index.backends.memory.tables.
-        BoundedTables.seal`), False if it is not due or failed (the buffer becomes a run in memory).
-
-        A spill that fails (a full disk, an I/O error) does not fail the add that reached it: the add's records are
-        written (:meth:`~.rows.FileRows.keep` returned), so the page is stored - it survives a crash and every open
-        finds it - and the run file is derived from those records. Failing the add would tell the caller "not stored"
-        about a page that is; rolling its records back instead would throw away pages the index can keep, all the adds
-        of a long full-disk spell rather than the one spill. So the rows stay in memory (in runs, as with
-        ``tables=memory``: their tables cost memory until a spill works), with a warning once, and the spill is tried
-        again after :meth:`_spill_pause` more rows. A disk still full then fails the next add's record write, which is
-        the add told that it failed (nothing of it stored)."""
+        did, False if it is not due or failed.  A failed spill (a full disk) fails no add: the rows are stored (their
+        records are written), stay in memory, and the spill is tried again after :meth:`_spill_pause` more rows."""
         if not self._spill_due():
             return False
         start, end = self.spilled, self._rows.stored

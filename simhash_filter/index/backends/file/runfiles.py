@@ -1,30 +1,12 @@
-"""Tables on disk (``?tables=disk``): a run of rows' permuted tables in one file, read a bucket at a time.
+"""Run files (``?tables=disk``): the permuted tables of rows ``start..end-1`` in ``tables.<generation>.<start>-<end>``,
+read a bucket at a time.
 
-A *run file* ``tables.<generation>.<start>-<end>`` holds, for the rows ``start..end-1`` of its generation's
-records, after a 4 KiB header (magic line + JSON: the index's format and salt, the run-file format, the rows, the
-design, where each part is, a CRC-32 of the columns, directories and block checks)::
-
-    columns      the rows' fingerprints (u64), added times (u32), refusals (the smallest unsigned type with a
-                 bit a table)
-    per table    its directory: ``(1 << bucket_bits) + 1`` u32 offsets, a bucket's entries being those from
-                 ``offsets[b]`` to ``offsets[b + 1]``; then its entries, the rows' numbers (u32), sorted by
-                 the bucket (the top bits of the table's lead) and then by row; then its block checks, the CRC-32
-                 of each :data:`BLOCK_ENTRIES` entries
-
-Opening one reads its columns straight into the backend's arrays (14 bytes a row with 9-16 tables: the backend
-keeps the fingerprints, times and refusals of every row in memory), its directories (a bucket holds
-:data:`BUCKET_ROWS` entries on average: 4 bytes per 16 rows per table) and its block checks (4 bytes per
-:data:`BLOCK_ENTRIES` entries per table), and checks their CRC; a check then reads the blocks that hold one bucket
-per table with one ``pread`` (a block: 1 KiB) and checks them, and takes the rows' fingerprints from memory.  An
-entry is 4 bytes, so that the page cache holds the tables of a large index (15 tables of 100M rows: 6 GB).  The
-entries are most of the file: they are checked a block at a time when a check reads them, never all on opening.
-A block whose check fails (a changed byte, a zeroed sector, a file cut while in use) is made again from the run's
-columns in memory (:class:`RunColumns`: the records' fingerprints and refusals, which the entries are derived
-from), kept in memory, and reported to the backend, which writes the run file again; never read as row numbers.
-A run file is derived from the records: written to ``<name>.tmp``, synced, then renamed, so that a run file present
-is whole; one that cannot be used (damaged columns, of another design) is left out, and its rows are read from the
-records.  A run file of an earlier run-file format is left out the same way.
-"""
+After a 4 KiB header (magic line + JSON: the index's format and salt, :data:`RUN_FORMAT`, the rows, the design,
+where each part is, a CRC-32 of the columns, directories and block checks) come the columns (the rows'
+fingerprints u64, added times u32, refusals), then per table its directory (``(1 << bucket_bits) + 1`` u32 offsets),
+its entries (row numbers u32, sorted by bucket, then row) and a CRC-32 of each :data:`BLOCK_ENTRIES` entries.  A run
+file is written to ``<name>.tmp``, synced and renamed; one that cannot be used is left out (its rows are read from
+the records); a block whose check fails is made again from :class:`RunColumns`, never read as row numbers."""
 
 from __future__ import annotations
 

@@ -1,30 +1,5 @@
-"""In-process backend: numpy arrays, an LSM of bucketed runs and a small unsorted buffer.
-
-Layout (per stored fingerprint, keys excluded):
-
-* the fingerprints once, in insertion order, as a ``uint64`` array (8 bytes); the row number is the
-  key id, and the keys live in a plain list beside it (the sketches in a ``(rows, sketch_bytes)`` array, and the
-  tables that refused the row, one byte);
-* per table and per *run* (a contiguous range of rows): the run's entries in bucket order
-  (:mod:`~simhash_filter.index.backends.memory.runs`): whole fingerprints and row ids (12 bytes);
-* the newest rows (fewer than ``buffer_size``) are in no run: queries scan them with one XOR and
-  popcount.  A full buffer becomes a run; a run is rebuilt together with the newer run after it
-  while it is at most ``merge_factor`` times larger, so there are few runs (about
-  log_merge_factor(n / buffer_size)) and each row is rebuilt O(log n) times.  Bulk adds become one
-  run directly.  The insert that triggers a large merge waits for it.
-
-With 5 tables that is 8 + 5 * 12 + 1 = 69 bytes per fingerprint, and the sketch.  A query reads one bucket per
-table and run, and verifies the buckets and the buffer exactly in one pass (XOR and popcount over contiguous
-memory).
-
-A two-stage check (:meth:`MemoryBackend.add_and_candidates`) is bounded (:mod:`simhash_filter.index.bound`):
-the hits of each table are its block's (the same whole lead), the nearest ``per_table`` of them are the
-candidates, and a table whose block holds ``duplicates`` verified near-duplicates of the page does not take it.
-
-The module holds the store (:class:`MemoryBackend`: its options, deletion and export); its rows are
-:class:`~.rows.MemoryRows`, its tables and their query engines :class:`~.tables.BoundedTables`, and the calls they
-share with the on-disk store :class:`~.store.TablesBackend`.
-"""
+"""The in-process backend (``memory://``): :class:`MemoryBackend`, the bounded tables of :mod:`.tables` over the
+rows of :mod:`.rows`; its layout and costs: docs/stores.md ("The memory index")."""
 
 from __future__ import annotations
 

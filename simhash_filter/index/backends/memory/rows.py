@@ -1,5 +1,5 @@
 """A store's rows in memory: the columns every store keeps (:class:`Columns`) and the memory store's rows
-(:class:`MemoryRows`: the keys in a list, deleted rows hidden), the :class:`~.tables.RowSource` of its tables."""
+(:class:`MemoryRows`: the keys in a list, deleted rows hidden)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
-"""A *run*: the bucketed permuted tables over a contiguous range of rows of the memory backend.
-
-Each table of a run holds the run's rows that the table takes (every row, but in a two-stage index a row a
-table refused: :mod:`simhash_filter.index.bound`), sorted by the table's bucket (the top bits of its lead
-value) and then by row, and a bucket -> offset array addressed directly by the bucket (at most 1/4 as many
-buckets as rows, and at most 2**lead_bits).  An entry is the row's whole fingerprint (``uint64``, 8 bytes) and
-its row id (``uint32``, 4 bytes), so that a bucket is verified exactly in one pass over contiguous memory and a
-match names its row at once.
-"""
+"""A *run*: the permuted tables over a contiguous range of rows.  Each table holds the rows it took, sorted by
+bucket (the top bits of the table's lead value), then by row, with a bucket -> offset array; an entry is the row's
+whole fingerprint (``uint64``) and its row id, so that a bucket is verified in one pass."""
 
 from __future__ import annotations
 

@@ -1,12 +1,5 @@
-"""The stores over bounded tables: :class:`TablesBackend`, the base of the memory and the on-disk stores.
-
-Both answer every call the same way: the rows' columns are appended to (:class:`~.rows.Columns`), the bounded tables
-(:class:`~.tables.BoundedTables`) are sealed when the buffer is full and answer the queries and the checks, all under
-one lock.  What differs is the rows object a store passes in: where a row's key and older sketches are kept, which
-rows are hidden, and whether rows move to tables on disk (:class:`~.tables.RowSource`).  So the write path and the
-query calls are written once here, and a store is its rows plus what it adds (opening, deleting, export); no store
-overrides a method of this class other than the public ones of :class:`~simhash_filter.index.backends.base.Backend`.
-"""
+""":class:`TablesBackend`, the base of the memory and the on-disk stores: the lock, the write path and the checks,
+over the rows object a store passes in (:class:`RowStore`) and the bounded tables over them."""
 
 from __future__ import annotations
 

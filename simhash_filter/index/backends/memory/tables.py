@@ -1,13 +1,5 @@
-"""The bounded tables: the runs, the buffer and the query engines over the rows of a store.
-
-:class:`BoundedTables` holds the permuted tables of a store's rows (the runs of :mod:`.runs`, oldest first, and the
-newest rows in no run: the buffer) and answers every question a store asks of them: the rows within k of a
-fingerprint (:meth:`~BoundedTables.hits`, :meth:`~BoundedTables.matches`) and the bounded check of two-stage
-detection (:meth:`~BoundedTables.bounded`, :mod:`simhash_filter.index.bound`), which share the bucket reading
-(:meth:`BoundedTables.buckets`) and the runs' layout.  It reads the rows only through :class:`RowSource`, the
-contract between the tables and a store (the memory store's rows in :mod:`.rows`, the on-disk store's in
-:mod:`simhash_filter.index.backends.file.rows`).
-"""
+""":class:`BoundedTables`: the runs and the buffer over a store's rows, and the bounded check
+(:mod:`simhash_filter.index.bound`) that reads them; the rows are read only through :class:`RowSource`."""
 
 from __future__ import annotations
 

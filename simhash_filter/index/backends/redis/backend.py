@@ -1,6 +1,5 @@
-"""The Redis backend's class: the index's options, its opening (stored settings checked, old layouts refused),
-and each call of the :class:`~simhash_filter.index.backends.base.Backend` interface as script calls.  One job, one
-class over 600 lines: every method turns one interface call into the script's arguments and reads its reply."""
+"""The Redis backend's class: the index's options, its opening, and each call of the
+:class:`~simhash_filter.index.backends.base.Backend` interface as script calls (:mod:`.script`)."""
 
 from __future__ import annotations
 
@@ -68,16 +67,12 @@ logger = logging.getLogger(__package__)  # simhash_filter.index.backends.redis
 class RedisBackend(Backend):
     """The index in Redis, shared by every process that opens the same server and prefix.
 
-    *client* is a ``redis.Redis`` or ``redis.cluster.RedisCluster``; *prefix* names the index (keys
-    ``{prefix}:...``); *bucket_bits* the width of the buckets' names (default: what the stored index
-    uses, else 14: about 60 fingerprints per bucket at a million); *retries* and *retry_backoff*
-    (seconds, doubled each time) how often and after how long a call that met a connection error or a
-    timeout is tried again; *max_age* (seconds, 0: never) hides fingerprints stored longer ago (they
-    stay in Redis); *sketch_in_key* (a new shard of a sharded index, :mod:`.sharded`; kept in the meta hash):
-    records keep no sketch, a page's key given with ``count`` (its home) is stored as its sketch and its URL.
-
-    Opening stores the design, the bucket width and *metadata* on first use, and refuses with
-    :class:`MetadataMismatchError` an index stored with others.
+    *client* is a ``redis.Redis`` or ``redis.cluster.RedisCluster``; *prefix* names the index (keys ``{prefix}:...``);
+    *bucket_bits* the width of the buckets' names (default: the stored index's, else :func:`default_bucket_bits`);
+    *retries* and *retry_backoff* how a call is tried again (:class:`~.connection.Retries`); *max_age* (seconds, 0:
+    never) hides older fingerprints; *sketch_in_key* (a new shard of a sharded index) keeps a home's sketch in its key.
+    Opening stores the design, the bucket width and *metadata* on first use, and refuses an index stored with others
+    (:class:`MetadataMismatchError`).
     """
 
     #: Calls go over the network and may block (up to the socket timeout, times the tries).
@@ -154,13 +149,8 @@ class RedisBackend(Backend):
     def from_uri(
         cls, uri: str, *, k: int, design: TableDesign, metadata: Mapping[str, Any] | None = None
     ) -> RedisBackend:
-        """``redis://[[user]:password@]host:port/db?prefix=NAME&...`` or ``rediss://...`` (TLS).
-
-        Options: ``prefix`` (default ``simhash``), ``bucket_bits``, ``cluster`` (``1``: Redis Cluster),
-        ``retries`` (default 2), ``retry_backoff`` (seconds, default 0.1), ``max_age`` (seconds), and
-        redis-py's connection options, among them ``socket_timeout`` and ``socket_connect_timeout``
-        (seconds, default 2 here), ``health_check_interval``, ``client_name`` and the ``ssl_*`` ones.
-        """
+        """``redis://[[user]:password@]host:port/db?prefix=NAME&...`` or ``rediss://...`` (TLS); the options:
+        docs/stores.md ("The Redis index")."""
         client, location, own = client_from_uri(uri)
         if own.pop("shards", 0) or own.pop("servers", ""):
             client.close()

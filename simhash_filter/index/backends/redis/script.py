@@ -1,9 +1,5 @@
-"""The server-side Lua scripts of the Redis index: the one that probes, verifies and adds (every call of
-:class:`~simhash_filter.index.backends.redis.RedisBackend` but the first), and the one that creates the index.
-
-Over 600 lines and one job: the text Redis runs.  Most of it is the check-and-add script, which must stay one
-Lua text (one ``EVALSHA`` is what makes a check and its adds atomic); the Python around it only builds the
-constant tables the script embeds."""
+"""The server-side Lua scripts of the Redis index: :data:`SCRIPT`, which probes, verifies and adds in one atomic step
+(every call but the first), and the small ones that create the index, add notes and keep a home's key."""
 
 from __future__ import annotations
 

@@ -1,71 +1,15 @@
 """One two-stage index sharded over the masters of a Redis Cluster (``?cluster=1&shards=N``) or over a list of
-Redis servers (``?servers=host2:port,host3:port``): memory and script time divide among the shards.
+Redis servers (``?servers=host2:port,host3:port``).
 
-**Where a page goes.** Each table's bucket (the table and the top ``bucket_bits`` of its lead) belongs to one shard,
-by a hash of the two; a shard is an ordinary layout-3 index under its own prefix (``PREFIX.i``; in a cluster
-``i`` is chosen when the index is created so that the shards' hash tags fall on different masters; the list
-is kept in ``{PREFIX}:shards``, so that every process agrees on it whatever the cluster does later).  A check of a
-page runs the script of :mod:`.script` once on each shard that owns one of its buckets, with those tables only: it
-reads the page's blocks there, takes the candidates, and stores the page in the tables that take it (a shard that
-stores it keeps its own record of the page: fingerprint, key, time).  The candidates of all shards are merged (a
-page seen through several shards once), nearest first.
-
-**A page's URL is kept once**, by its *home* shard: the shard that owns its bucket of table ``fingerprint % T`` (a
-function of its fingerprint that spreads the homes evenly over the shards). The other shards keep, in its place,
-:func:`hashed_key`: a mark and 16 hex digits of the URL's SHA-1 (17 bytes: enough to tell the page seen again, and a
-call tried again, as the URL does: a page always goes to the same shards in the same form). A candidate that comes
-with a hashed key gets its URL from its home (its records at distance 0 there), asked at the same time for every
-such candidate of a check: a second round trip, for checks that have candidates only. When the home's tables all
-refused a page that another shard stored (full blocks there: rules 2 and 3 of the bound), the home keeps its URL in
-a hash (``{home}:x``) after the calls.
-
-**So is its sketch**: its home keeps it at the start of the page's key there (sketch, then URL; and in ``{home}:x``),
-the other shards' records keep none.  A shard's script verifies a block's candidates (rule 2 of the bound) with the
-sketches it has: its own pages' and those the client brings.  When a verdict needs the sketch of a page stored there for
-another home, the script stores nothing and says so; the client gets that sketch from the page's home (the same lookup
-that finds its URL, which the check needs anyway) and calls that shard again with it, until the shard decides (new pages
-in the block since may need theirs: another round).  A page whose home has no record of it yet (its home's tables
-refused it and the home keeps it after the calls, or a check cut short between its calls) does not verify, and is not
-among the check's candidates.
-
-**Race-free without a cross-slot transaction.** Two near-duplicates are candidates of each other only through a
-table whose block they share, and that block is in one shard, where the script runs atomically: of two pages
-checked at the same moment, the one whose script runs second on that shard meets the other (stored there, unless
-its block held ``duplicates`` verified near-duplicates of it already: then the first page is itself a
-near-duplicate of those).  The sketches a client brings change nothing in this: a page's sketch never changes, and
-a script that lacks one stores nothing, so every page is stored by a script that saw its blocks as they were then
-and decided with every sketch it needed.  One hole remains, closed by a *claim*: the page met, A, may be stored
-there for another home, and its home not have it yet (A's call to its home has not run, or its home's tables
-refused it and the home keeps it after the calls).  Then B, the page that met it, cannot verify it; its lookup on
-A's home, in the same atomic step, leaves there B's fingerprint, URL and sketch (``{home}:c:`` and A's fingerprint
-and hashed key, kept an hour), and A's own call to its home (or the ``x`` hash's ``keep_key`` after the calls)
-answers them among A's candidates: either A's home had A when B asked (B meets A), or B's claim was there when A's
-home stored A (A meets B).  So two near-duplicates are never both kept (benchmarks/checks/sharded_race_model.py
-checks the protocol over every interleaving of two processes, and of three whose pages touch every shard; without
-the claim, B kept a page A also kept).  What sharding gives up: two pages that race through two shared blocks on
-two shards, in opposite orders, each meet the other, and neither is kept (one is, on one server; both stay in the
-index as candidates of later pages); ``tests/test_backend_sharded.py`` races four processes and counts it.
-
-**What it costs.** A check calls the shards it touches (at most the number of tables) at the same time, one
-thread each: about one round trip whatever their number, a second for a check whose candidates include pages of
-other homes (their URLs and sketches), a third when a shard waited for those sketches; a page stored in *m* shards
-has *m* records (16 bytes, and a 17-byte key hash, on the shards that are not its home): with five tables over
-three shards, 2.6 on average.
-
-**The page count** (``len``) is kept by the shards' scripts: the page's home counts it (``pages`` in its meta hash)
-when it stores it, in the same atomic step, so that a call tried again after a timeout whose first attempt ran
-counts nothing twice (the script finds the page stored, stores and counts nothing).  When the home's tables all
-refused the page and another shard stored it (a full block there: rule 2 or 3 of the bound), the home counts it
-when it keeps its URL after the calls, once (``HSETNX``) however often that is tried again.  ``len`` adds the
-shards' counts.
-
-An index whose shard list was written by an earlier version (a plain list, or without ``"sketches": "home"``) is
-refused: it is deleted and filled again.
-
-**Every call is tried again** after a connection error or a timeout, as a shard's own calls are (the index's
-``retries`` and ``retry_backoff``: :class:`~.connection.Retries`): a paused node delays a check, it does not fail
-it while its page is stored.
-"""
+Each table's bucket belongs to one shard (a hash of the table and the bucket); a shard is a layout-3
+:class:`RedisBackend` under its own prefix, listed in ``{prefix}:shards``.  A check runs the script on every shard
+that owns one of the page's buckets, with those tables only, the shards at the same time, and merges their
+candidates.  A page's URL and sketch are kept once, on its *home* (the owner of its bucket of table
+``fingerprint % T``); the other shards keep :func:`hashed_key`, and a candidate that comes with one gets its URL and
+sketch from its home.  A shard whose verdict needs a sketch it lacks stores nothing and is called again with it; a
+page met before its home has it leaves a *claim* there, answered by the page's own call.  Why no two near-duplicates
+are both kept, what sharding gives up and what it costs: docs/stores.md ("One index sharded over a cluster or
+several servers")."""
 
 from __future__ import annotations
 
