@@ -268,7 +268,7 @@ def test_read_mode_flags_a_copy_and_writes_nothing_under_a_writers_lock(tmp_path
         writer.check_and_add(fp.value, "http://a.test/rain", fp.sketch)
         before = snapshot(tmp_path / "index")
         mw = _middleware(SIMHASH_INSPECT="read", SIMHASH_BACKEND=str(tmp_path / "index"))
-        assert mw.filter.action == "flag" and mw.filter.readonly
+        assert mw.filter.options.action == "flag" and mw.filter.options.readonly
         meta = _respond(mw, "http://b.test/copy", p.ledger(p.RAINWATER).encode("utf-8"))
         assert meta["duplicate_of"] == "http://a.test/rain"
         assert _respond(mw, "http://c.test/other", p.gazette(p.LIGHTHOUSE).encode("utf-8"))["duplicate_of"] is None

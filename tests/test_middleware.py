@@ -580,9 +580,9 @@ def test_bad_settings_fail_at_start_naming_the_setting(settings, name):
 def test_settings_change_the_model_and_threshold():
     """SIMHASH_MAX_DISTANCE, SIMHASH_DOM_DECAY and SIMHASH_STRUCTURE_WEIGHT reach the filter's config."""
     mw = middleware(SIMHASH_MAX_DISTANCE=5, SIMHASH_DOM_DECAY=0.6, SIMHASH_STRUCTURE_WEIGHT=0.2)
-    assert mw.filter.config.max_distance == 5 and mw.filter.index.k == 5
-    assert mw.filter.config.fingerprint.dom_decay == 0.6
-    assert mw.filter.config.fingerprint.structure_weight == 0.2
+    assert mw.filter.options.config.max_distance == 5 and mw.filter.index.k == 5
+    assert mw.filter.options.config.fingerprint.dom_decay == 0.6
+    assert mw.filter.options.config.fingerprint.structure_weight == 0.2
 
 
 def test_components_of_one_crawler_share_one_filter():

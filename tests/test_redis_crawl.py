@@ -126,7 +126,7 @@ def test_redis_backend_setting_reaches_the_filter(redis_server: RedisServer, red
     try:
         assert isinstance(crawl_filter.index.backend, RedisBackend)
         assert crawl_filter.index.k == SIMHASH_MAX_DISTANCE
-        assert crawl_filter.index.metadata == crawl_filter.config.index_metadata()
+        assert crawl_filter.index.metadata == crawl_filter.options.config.index_metadata()
         assert crawl_filter.decide("https://a.example/", 0xFFFF, SKETCH).duplicate_of is None
         assert crawl_filter.decide("https://b.example/", 0xFFFE, SKETCH).duplicate_of == "https://a.example/"
     finally:

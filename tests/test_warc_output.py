@@ -127,7 +127,7 @@ def test_kept_page_is_a_response_and_its_dropped_copy_a_revisit(tmp_path: Path):
     fields = dict(line.split(": ", 1) for line in info.payload.decode().splitlines())
     assert fields["software"] == f"simhash-filter {__version__}"
     assert fields["format"] == "WARC File Format 1.0"
-    assert fields["simhash-model"] == mw.filter.config.fingerprint.model_id()
+    assert fields["simhash-model"] == mw.filter.options.config.fingerprint.model_id()
     assert fields["simhash-action"] == "drop"
 
     assert kept.type == "response" and kept.uri == "http://a.test/rain"

@@ -1,10 +1,5 @@
-"""The Scrapy add-on: one line in any project's ``settings.py`` turns the near-duplicate filter on.
-
-    ADDONS = {"simhash_filter.SimhashAddon": 0}
-
-It sets every ``SIMHASH_*`` default at add-on priority (the project's own values win) and adds the
-extension that holds the filter, the downloader middleware, the spider middleware and the item pipeline unless
-the project already lists them (so a project can move one, or disable it with ``None``).
+"""The Scrapy add-on, ``ADDONS = {"simhash_filter.SimhashAddon": 0}``: every ``SIMHASH_*`` default at add-on
+priority, and the filter's extension, middlewares and pipeline unless the project lists them already.
 """
 
 from __future__ import annotations

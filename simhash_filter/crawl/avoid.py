@@ -1,25 +1,8 @@
-"""Requests left unsent: URLs that the rules learned from the crawl's near-duplicates (:mod:`simhash_filter.crawl.
-urlrules`) say show a page already fetched or queued, and paths of a confirmed mirror host that its partner host
-already has (``SIMHASH_AVOID``).
-
-Before a request is downloaded, its URL is rewritten by its host's active rules; when the result is the URL of a
-request sent before (another URL of it: the same URL again is a retry or the dupe filter's business), or the
-same path on a mirror of its host was sent before, the request is *avoided*: dropped (``IgnoreRequest``,
-counted in ``simhash/avoided/url_rule`` or ``simhash/avoided/mirror``) or, with ``SIMHASH_AVOID_ACTION =
-"deprioritize"``, sent back to the scheduler once with a lower priority.  A share of the would-be-avoided
-requests (``SIMHASH_AVOID_VALIDATE``, chosen by a hash of the URL, so the same in every run) is fetched all the
-same to validate the rules (``simhash/avoid/validations``); one that shows another page counts against the rule
-(or the mirror) it was avoided by, and a rule whose evidence no longer reaches its precision bound
-(``SIMHASH_AVOID_MIN_PRECISION``, :func:`~simhash_filter.crawl.urlrules.is_active`) is withdrawn and the
-requests it avoided are queued again (``simhash/avoid/requeued``): their pages count as evidence too.
-
-A URL that an earlier crawl dropped as a near-duplicate of a page the index still holds is left unsent too
-(``simhash/avoided/known``, :mod:`simhash_filter.crawl.known`), while its record is younger than
-``SIMHASH_AVOID_KNOWN_MAX_AGE``.
-
-The evidence is counted in the index's notes (:meth:`Backend.add_notes`) every ``FLUSH_SECONDS`` and when the
-crawl ends: crawl processes sharing one index (Redis) learn together, and a recrawl with the on-disk index starts
-with what the last one learned, its kept URLs known as sent.
+"""Requests left unsent (``SIMHASH_AVOID``, docs/avoid.md): a URL that the host's active URL rules
+(:mod:`.urlrules`) rewrite to the URL of a request sent before, a path its confirmed mirror host already has, or a
+URL an earlier crawl dropped as a near-duplicate (:mod:`.known`).  A share of them (``SIMHASH_AVOID_VALIDATE``) is
+fetched to validate the rules; a withdrawn rule's requests are queued again.  The evidence is kept in the index's
+notes (every ``FLUSH_SECONDS`` and at the end), shared by the processes on one index and by recrawls.
 """
 
 from __future__ import annotations
@@ -122,11 +105,9 @@ class Avoider:
         self._flushing = False
         self.requeue: Any = None  # set by the crawl: schedules a request again
 
-    # --- start: what earlier crawls learned ------------------------------------------------------
-
     def load(self) -> None:
-        """Read the evidence kept with the index and take the URLs it keeps as sent (a recrawl avoids from its
-        first request), and the records of near-duplicates earlier crawls dropped whose kept page it holds."""
+        """Read the evidence kept with the index, its URLs as sent, and the records of near-duplicates earlier crawls
+        dropped whose kept page it holds."""
         notes = self.backend.notes()
         self._apply(self.book.merge(notes), initial=True)
         self.known.load(notes)
@@ -135,8 +116,7 @@ class Avoider:
         self.known.loaded()
 
     def _read_entries(self) -> None:
-        """The index's URLs as sent (the first :data:`MAX_SENT`), and every one to the known near-duplicates'
-        records (a record acts only when the index still holds its kept page)."""
+        """The index's URLs as sent (the first :data:`MAX_SENT`), and each to the known near-duplicates' records."""
         for n, entry in enumerate(self.backend.entries()):
             if n < MAX_SENT:
                 page = parse_url(entry.key)
@@ -146,8 +126,6 @@ class Avoider:
                 break
             if self.known.waiting:
                 self.known.held(entry.key)
-
-    # --- before download ------------------------------------------------------------------------
 
     def check(self, request: Request) -> Avoidance | None:
         """Whether *request* is left unsent (then counted and remembered), else it is remembered as sent."""
@@ -175,8 +153,7 @@ class Avoider:
         return self._leave_unsent(request, page, found)
 
     def _leave_unsent(self, request: Request, page: Url, found: Avoidance) -> Avoidance:
-        """Count *request* as avoided (or deprioritised) and remember it for a withdrawal of what it rests on.
-        A known near-duplicate is not validated: its record's age bounds how long it is trusted."""
+        """Count *request* as avoided (or deprioritised) and remember it for a withdrawal of what it rests on."""
         if self.action == "deprioritize":
             self.count.count(f"simhash/deprioritized/{found.reason}")
             return found
@@ -224,8 +201,6 @@ class Avoider:
         self._urls.add(url)
         self._raw.setdefault(page.host, []).append(url)
         self._sent.setdefault(page.host, {}).setdefault(hash(self.book.canonical(page)), url)
-
-    # --- after download: learning ------------------------------------------------------------------
 
     async def observed(self, decision: Decision, request: Request) -> None:
         """Learn from the decision on a response (a page checked in the index)."""
@@ -303,8 +278,6 @@ class Avoider:
         if not self.count.get(key):
             logger.warning("simhash: %s", message)
         self.count.count(key)
-
-    # --- the end ----------------------------------------------------------------------------------
 
     def summary(self) -> list[str]:
         """One line per active rule or mirror (and per withdrawn one)."""

@@ -1,17 +1,6 @@
-"""The near-duplicate filter of one Scrapy crawl, shared by the downloader middleware, the spider
-middleware and the item pipeline (one :class:`CrawlFilter` per crawler).
-
-A page (a response, or an item's own fields) is fingerprinted, in the reactor thread, in worker
-threads (``SIMHASH_THREADS``) or in worker processes (``SIMHASH_PROCESSES``), then checked and added in
-the index in the reactor thread (:meth:`NearDuplicateIndex.check_and_add` is atomic), in the order the
-pages arrived whatever order the workers finish them in: the outcome is a :class:`Decision`.  Nothing
-here raises into the crawl: a page that cannot be fingerprinted or checked is counted under
-``simhash/skipped/<reason>``, logged once, and let through.
-
-:class:`CrawlFilter` wires the parts of the filter together, each with one job: the options read from the
-settings (:mod:`.options`), which pages are checked and why not (:mod:`.policy`), where they are
-fingerprinted (:mod:`.executor`), the index calls and the decisions they make (:mod:`.guard`), the counts
-(:mod:`.stats`), the log lines (:mod:`.report`) and the decisions handed to the items (:mod:`.decision`).
+"""The near-duplicate filter of one Scrapy crawl (one :class:`CrawlFilter` per crawler, held by
+:class:`SimhashExtension`), shared by the middlewares and the pipeline.  Nothing here raises into the crawl: a page
+that cannot be fingerprinted or checked is counted under ``simhash/skipped/<reason>``, logged once, and let through.
 """
 
 from __future__ import annotations
@@ -41,10 +30,8 @@ from simhash_filter.index.nearduplicate import open_index
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Request, Response
-    from scrapy.settings import BaseSettings
     from scrapy.statscollectors import StatsCollector
 
-    from simhash_filter.config import FilterConfig
 
 __all__ = ["CrawlFilter", "IndexUnavailable", "SimhashExtension"]
 
@@ -69,29 +56,21 @@ class IndexUnavailable(Exception):
 
 
 def _close_at_start(spider: Any) -> None:
-    """``spider_opened`` handler of a crawl whose filter could not start: close the spider before it crawls
-    (a crawl must not run unfiltered when a filter was configured)."""
-    # Connected now, after every component's own handlers: the last one to run when the spider closes.
+    """``spider_opened`` handler of a crawl whose filter could not start: close the spider before it crawls."""
     spider.crawler.signals.connect(_mark_failed, signal=signals.spider_closed)
     raise CloseSpider(START_FAILED)
 
 
 def _mark_failed(spider: Any, reason: str) -> None:
-    """``spider_closed`` handler of a crawl whose filter could not start, or that a failed index check stopped
-    (:data:`FAILED_REASONS`): the crawl counts as one that failed, so ``scrapy crawl`` (and ``runspider``, and a
-    script that reads ``bootstrap_failed``) exits 1.
-
-    Scrapy has no public way to fail a crawl that ran: its crawler runners judge a crawl by its crawler's spider
-    (``bootstrap_failed`` is set when the crawler has none once the crawl is over), whatever its close reason.  The
-    spider is closed by now and nothing after this handler (connected last) uses it; tests/test_crawl.py's exit
-    status tests fail if Scrapy changes this."""
+    """``spider_closed`` handler (connected last) of a crawl closed for one of :data:`FAILED_REASONS`: ``scrapy
+    crawl`` exits 1.  Scrapy has no public way to fail a crawl that ran: its runners set ``bootstrap_failed`` when
+    the crawler has no spider at the end (tests/test_crawl.py's exit status tests fail if Scrapy changes this)."""
     if reason in FAILED_REASONS:
         spider.crawler.spider = None
 
 
 def _stop_failed(crawler: Crawler, reason: str) -> None:
-    """Close the crawler's spider with ``reason`` (as Scrapy's CloseSpider extension does), a failure: ``scrapy
-    crawl`` exits 1 (:func:`_mark_failed`, connected now: after every component's own ``spider_closed`` handler)."""
+    """Close the crawler's spider with ``reason``, a failure: ``scrapy crawl`` exits 1 (:func:`_mark_failed`)."""
     from scrapy.utils.defer import deferred_from_coro
 
     crawler.signals.connect(_mark_failed, signal=signals.spider_closed)
@@ -100,9 +79,8 @@ def _stop_failed(crawler: Crawler, reason: str) -> None:
 
 
 def stop_at_start(crawler: Crawler, exc: BaseException) -> None:
-    """A part of the filter cannot start: while Scrapy starts a crawl, log why in one line and close the spider as
-    soon as it opens (the caller then steps aside with ``NotConfigured``); else (outside a crawl, or before Scrapy
-    2.18, which cannot close a spider at start) raise *exc*, which stops the crawl with a traceback."""
+    """A part of the filter cannot start: in a crawl, log why in one line and close the spider as soon as it opens
+    (the caller then steps aside with ``NotConfigured``); else (or before Scrapy 2.18) raise *exc*."""
     if not crawler.crawling or not CLOSE_AT_START:
         raise exc
     logger.error("simhash filter cannot start, the crawl stops: %s", error_message(exc), extra={"crawler": crawler})
@@ -110,13 +88,11 @@ def stop_at_start(crawler: Crawler, exc: BaseException) -> None:
 
 
 class SimhashExtension:
-    """The crawl's filter, held by its crawler as one of its extensions (``crawler.get_extension``): made when the
-    crawler applies its settings, before the engine and the components that share the filter
-    (:meth:`CrawlFilter.for_crawler`).  Enabled by :class:`~simhash_filter.SimhashAddon`."""
+    """The crawl's filter, held by its crawler as an extension (``crawler.get_extension``), made before the
+    components that share it (:meth:`CrawlFilter.for_crawler`).  Enabled by :class:`~simhash_filter.SimhashAddon`."""
 
     def __init__(self, crawler: Crawler) -> None:
-        #: The filter; None when it could not start (said once; the spider is closed when it opens) or when an
-        #: inspection command checks no page (said once).
+        #: None when it could not start or an inspection command checks no page (said once).
         self.filter: CrawlFilter | None = None
         start_errors: tuple[type[BaseException], ...] = (IndexUnavailable, *open_errors())
         try:
@@ -132,8 +108,7 @@ class SimhashExtension:
 
 
 class CrawlFilter:
-    """The near-duplicate filter of one crawl: its policy, its fingerprinting executor, its index guard, its
-    report and its decisions for items, wired together."""
+    """The near-duplicate filter of one crawl: its policy, executor, index guard, report and item decisions."""
 
     def __init__(self, options: FilterOptions, stats: StatsCollector) -> None:
         self.options = options
@@ -164,33 +139,10 @@ class CrawlFilter:
         #: The ``simhash-filter report`` command for the crawl's feed, named at the end (set by :meth:`start`).
         self.report_command: str | None = None
 
-    @property
-    def config(self) -> FilterConfig:
-        return self.options.config
-
-    @property
-    def action(self) -> str:
-        return self.options.action
-
-    @property
-    def readonly(self) -> bool:
-        return self.options.readonly
-
-    @property
-    def item_fields(self) -> list[str]:
-        return self.policy.item_fields
-
-    # --- construction ------------------------------------------------------------------------
-
     @classmethod
     def for_crawler(cls, crawler: Crawler) -> CrawlFilter:
-        """The crawler's filter, held by its :class:`SimhashExtension`, for a component that shares it.
-
-        Raises ``NotConfigured``: when ``SIMHASH_ENABLED`` is False; silently when the filter could not start (one
-        ERROR line said why: ``SIMHASH_BACKEND``, the URI with its secrets masked, the reason; the spider is closed
-        as soon as it opens, before any request, ``finish_reason`` ``simhash_start_failed``) or when an inspection
-        command checks no page; with a message when the extension is not enabled.
-        """
+        """The crawler's filter, held by its :class:`SimhashExtension`, for a component that shares it.  Raises
+        ``NotConfigured`` when it is disabled, not enabled, could not start or checks no page (inspection)."""
         if not crawler.settings.getbool("SIMHASH_ENABLED", SIMHASH_ENABLED):
             raise NotConfigured("SIMHASH_ENABLED is False")
         held = crawler.get_extension(SimhashExtension)
@@ -205,9 +157,8 @@ class CrawlFilter:
 
     @classmethod
     def start(cls, crawler: Crawler) -> CrawlFilter | None:
-        """The crawler's filter, connected to its signals and logged (one INFO line): a crawl's, or an inspection
-        command's (None: it checks no page).  Raises what stops it (a bad setting or URI, an index that is locked,
-        damaged, of another model or unreachable: :class:`IndexUnavailable`)."""
+        """The crawler's filter, connected to its signals and logged (None: an inspection command checks no page).
+        Raises what stops it (a bad setting, :class:`IndexUnavailable`)."""
         assert crawler.stats is not None
         spider_name = getattr(crawler.spider, "name", None) or getattr(crawler.spidercls, "name", None)
         options = FilterOptions.from_settings(crawler.settings, spider_name)
@@ -218,7 +169,7 @@ class CrawlFilter:
             found = cls._for_inspection(crawler, options, inspecting)
         if found is None:
             return None
-        found.report_command = report_command(crawler.settings.getdict("FEEDS"), spider_name, found.action)
+        found.report_command = report_command(crawler.settings.getdict("FEEDS"), spider_name, options.action)
         if found.avoider is not None:
             found.avoider.requeue = lambda request: _engine(crawler).crawl(request)
         found.stop_crawl = lambda reason: _stop_failed(crawler, reason)
@@ -228,23 +179,24 @@ class CrawlFilter:
             crawler.signals.connect(found.items.item_done, signal=signal)
         logger.info(
             "simhash filter: action=%s, k=%d, backend=%s, model %s, %s",
-            found.action,
-            found.config.max_distance,
-            redact_uri(found.options.backend),
-            found.config.fingerprint.model_id(),
+            options.action,
+            options.config.max_distance,
+            redact_uri(options.backend),
+            options.config.fingerprint.model_id(),
             f"fingerprinting {found.executor.where(planned=True)}",
             extra={"crawler": crawler},
         )
-        found.report.index_opened(found.index_where, uri_scheme(found.options.backend), len(found.index),
+        found.report.index_opened(found.index_where, uri_scheme(options.backend), len(found.index),
                                   found.guard.rows())  # fmt: skip
-        found.stats_keys = stats_keys(avoid=found.avoider is not None, warc=found.writes_warc(crawler.settings))
+        # an inspection command writes no SIMHASH_WARC (the crawl's WARC holds the crawl)
+        warc = bool(crawler.settings.get("SIMHASH_WARC")) and not found.options.readonly
+        found.stats_keys = stats_keys(avoid=found.avoider is not None, warc=warc)
         return found
 
     @classmethod
     def _for_inspection(cls, crawler: Crawler, options: FilterOptions, inspecting: Inspection) -> CrawlFilter | None:
-        """The filter of an inspection command: reading the crawl's index without a lock, or None when no page is
-        checked (``SIMHASH_INSPECT = "skip"``, an index that cannot be opened read-only or read at all), which one
-        INFO line says.  A missing index is not created: the pages are checked against an empty one."""
+        """The filter of an inspection command, reading the crawl's index without a lock (a missing one is not
+        created: an empty one instead), or None when no page is checked (said in one INFO line)."""
         assert crawler.stats is not None
         uri = None if inspecting.mode == "skip" else readonly_uri(options.backend)
         why: str | None = None
@@ -259,18 +211,11 @@ class CrawlFilter:
                 except IndexUnavailable as exc:
                     if not isinstance(exc.error, FileNotFoundError):
                         raise
-                    # no index there yet: nothing to check against, and none is created
                     found = cls(options.read_only("memory://"), crawler.stats)
             except IndexUnavailable as exc:
                 why = f"the index cannot be read: {exc}"
         logger.info(inspecting.message(why if found is None else None), extra={"crawler": crawler})
         return found
-
-    def writes_warc(self, settings: BaseSettings) -> bool:
-        """Whether the crawl writes ``SIMHASH_WARC``: never an inspection (the crawl's WARC holds the crawl)."""
-        return bool(settings.get("SIMHASH_WARC")) and not self.readonly
-
-    # --- checking pages -----------------------------------------------------------------------
 
     async def check_response(self, request: Request, response: Response) -> Decision | None:
         """Fingerprint an HTML response and check-and-add it; ``None`` if the request is exempt."""
@@ -312,8 +257,7 @@ class CrawlFilter:
                 message = "a huge page; fingerprinted its beginning only (work caps)"
                 self.report.count_once("simhash/truncated", url, message)
             await self._order.wait(ticket)
-            # Started here (a local index decides at once; a remote one's call is queued in order), awaited
-            # below: the next page's turn comes when this one is in the index's queue, not when it has an answer.
+            # started in order, awaited below: the next page's turn comes when this one's call is queued
             decision = self.guard.check(url, fp.value, fp.sketch, work)
         finally:
             self._order.done(ticket)
@@ -324,9 +268,8 @@ class CrawlFilter:
         return self._index_checked(self.guard.decide(url, value, sketch))
 
     def _index_checked(self, decision: Decision) -> Decision:
-        """Remember a decision of the index; with ``SIMHASH_ON_INDEX_ERROR = "stop"``, a page the index failed to
-        check stops the crawl (it goes through unchecked itself, counted), and the index is called no more: the
-        pages after it go through at once (``simhash/skipped/after_stop``) while the spider closes."""
+        """Remember a decision of the index; with ``SIMHASH_ON_INDEX_ERROR = "stop"``, a failed check stops the
+        crawl and the index is called no more (``simhash/skipped/after_stop``)."""
         stop = self.stop_crawl if self.options.on_index_error == "stop" else None
         if decision.status == SkipReason.INDEX_ERROR and stop is not None:
             self.stop_crawl = None  # once
@@ -342,21 +285,10 @@ class CrawlFilter:
         return self.items.remember(self.report.skip(url, reason, **kwargs))
 
     def start_workers(self) -> None:
-        """Start the worker processes (``SIMHASH_PROCESSES``) without waiting for them: pages are
-        fingerprinted in the reactor thread until one of them is ready (about 0.3 s).  Called when the spider
-        opens; a filter used outside a crawl fingerprints in the reactor thread unless this is called."""
+        """Start the worker processes (``SIMHASH_PROCESSES``) without waiting for them (called when the spider
+        opens; a filter used outside a crawl fingerprints in the reactor thread unless this is called)."""
         if not self.closed:
             self.executor.start()
-
-    # --- decisions for items, stats and logging -------------------------------------------------
-
-    def remember_item(self, item: Any, decision: Decision) -> None:
-        """Attach the decision of the response that produced ``item`` (for the pipeline)."""
-        self.items.remember_item(item, decision)
-
-    def decision_for(self, item: Any) -> Decision | None:
-        """The decision of the response that produced ``item``, else of a recent page at its ``url``."""
-        return self.items.decision_for(item)
 
     @property
     def index_where(self) -> str:
@@ -365,9 +297,8 @@ class CrawlFilter:
         return redact_uri(uri) if "://" in uri else os.path.abspath(uri)
 
     def closing_index_size(self) -> int | str:
-        """The index's size at the end of the crawl, or why it is unknown, in words fit for the summary (no
-        credentials).  An index whose last call failed (the crawl stopped on it, or Redis went away) is not read:
-        each read would wait out the client's timeout and its tries again.  Read once otherwise."""
+        """The index's size at the end of the crawl, or why it is unknown (no credentials); an index whose last
+        call failed is not read (each read would wait out the client's timeout again)."""
         error = self.guard.last_error
         if error is not None and not isinstance(error, IndexFullError):  # a full Redis still answers reads
             return f"{self.index_where} did not answer at the last page ({type(error).__name__}); not read again"
@@ -381,8 +312,6 @@ class CrawlFilter:
         """One line: what the filter did in this crawl (*index_size*: read now if not given)."""
         size = self.closing_index_size() if index_size is None else index_size
         return self.report.summary(size, self.executor.where())
-
-    # --- the crawl's signals ------------------------------------------------------------------
 
     def spider_opened(self, spider: Any) -> None:
         self.report.count.start(self.stats_keys)  # every key a monitor reads is there from now on

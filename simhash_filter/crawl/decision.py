@@ -1,6 +1,5 @@
-"""What the filter decided about one page: the :class:`Decision`, its statuses (the reasons a page is let
-through unchecked), its form in ``meta["simhash"]``, and its way to the items built from that page
-(:class:`ItemDecisions`).
+"""What the filter decided about one page (:class:`Decision`), why a page is let through unchecked
+(:class:`SkipReason`), and the decisions waiting for the items built from their pages (:class:`ItemDecisions`).
 """
 
 from __future__ import annotations
@@ -54,15 +53,9 @@ PENDING_LIMIT = 100_000
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """What the filter decided about one page.
-
-    ``status`` is ``"ok"`` for a page checked in the index (then ``duplicate_of`` is the URL of the
-    kept page it duplicates, or None if it was kept), else why it was let through unchecked
-    (``not_html``, ``empty``, ``too_few_features``, ``index_error``, ...).  ``dropped`` is decided here, once,
-    where the index answers (:mod:`.guard`): a near-duplicate under ``SIMHASH_ACTION = "drop"``, whose items are
-    dropped and whose response is too unless it is :attr:`unchanged`; the stats, the middleware and the pipeline
-    read it.
-    """
+    """What the filter decided about one page: ``status`` ``"ok"`` for a page checked in the index (then
+    ``duplicate_of`` is the kept page it duplicates, or None), else a :class:`SkipReason`; ``dropped``, decided
+    where the index answers, is read by the stats, the middleware and the pipeline."""
 
     url: str
     status: str

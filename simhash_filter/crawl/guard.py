@@ -1,8 +1,6 @@
-"""The index guard: the crawl's index opened, and every check-and-add of a page in it made so that a failing
-index never raises into the crawl: a remote index called off the reactor thread, a failed check retried
-(``SIMHASH_INDEX_RETRY_SECONDS``) behind a circuit breaker, and the pages let through unchecked meanwhile
-added late, once, when the index answers again.  A full Redis (``OOM``) is said in one plain line
-(:meth:`Report.index_full`), not as a traceback.
+"""The index guard: every check-and-add of a crawl's page made so that a failing index never raises into the
+crawl (a remote index called off the reactor thread, retries behind a circuit breaker, the pages let through
+meanwhile added late, once, when the index answers again).
 """
 
 from __future__ import annotations
@@ -57,11 +55,11 @@ class IndexGuard:
         self.index = index
         self.report = report
         self.retry_seconds = retry_seconds
-        #: Check pages without storing them (an inspection command: :mod:`.inspection`).
+        #: Check pages without storing them (an inspection command).
         self.readonly = readonly
         #: Near-duplicates are dropped (``SIMHASH_ACTION = "drop"``), else flagged: :attr:`Decision.dropped`.
         self.drop = drop
-        # A remote index (Redis) waits on the network: its checks run in one thread of their own, in order.
+        # a remote index's checks run in one thread of their own, in order
         remote = self._remote = getattr(index.backend, "remote", False)
         self._index_executor = ThreadPoolExecutor(1, thread_name_prefix="simhash-index") if remote else None
         self._index_down_until = 0.0  # the breaker: monotonic time before which the index is not called
@@ -75,27 +73,23 @@ class IndexGuard:
         return self._last_error
 
     def stop(self) -> None:
-        """Call the index no more: the crawl stops because it failed (``SIMHASH_ON_INDEX_ERROR = "stop"``).  The
-        pages whose checks are due from now on, queued for the index's thread or waiting to retry, go through at
-        once (``simhash/skipped/after_stop``) instead of each waiting out the hung index's timeout while the
-        spider closes; the one check under way, if any, ends as it ends."""
+        """Call the index no more (``SIMHASH_ON_INDEX_ERROR = "stop"``): the checks due from now on go through at
+        once (``simhash/skipped/after_stop``); the one under way ends as it ends."""
         self._stopped = True
 
     def _after_stop(self, url: str, value: int, work: PageWork | None) -> Decision:
-        """A page let through after the stop, counted; not remembered for a late add (the crawl is ending and the
-        index is not called again)."""
+        """A page let through after the stop, counted; not remembered for a late add."""
         return self.report.skip(url, SkipReason.AFTER_STOP, fingerprint=value, work=work)
 
     def _check_and_add_unless_stopped(self, value: int, url: str, sketch: bytes | None) -> tuple[Match | None, int]:
-        """:meth:`_check_and_add`, in the index's thread, unless the crawl stopped while the call waited its turn
-        (then :class:`_Stopped`)."""
+        """:meth:`_check_and_add` in the index's thread, unless the crawl stopped meanwhile (:class:`_Stopped`)."""
         if self._stopped:
             raise _Stopped
         return self._check_and_add(value, url, sketch)
 
     def decide(self, url: str, value: int, sketch: bytes | None = None, work: PageWork | None = None) -> Decision:
         """Check-and-add one fingerprint in the index, once, in this thread; an error lets the page through.  The
-        check's seconds join the page's *work* (what fingerprinting it measured), counted with its decision."""
+        check's seconds join the page's *work*."""
         if self._stopped:
             return self._after_stop(url, value, work)
         work = PageWork() if work is None else work
@@ -109,17 +103,10 @@ class IndexGuard:
         return self._decided(url, value, match, added_late, work)
 
     async def check(self, url: str, value: int, sketch: bytes | None = None, work: PageWork | None = None) -> Decision:
-        """:meth:`decide` for the crawl: off the reactor thread for a remote index, and with a breaker.
-
-        After an index error the index is left alone for ``INDEX_BREAK_SECONDS`` (pages do not each wait
-        out a timeout) and then tried again.  Meanwhile a page waits and retries for up to
-        ``SIMHASH_INDEX_RETRY_SECONDS``, then goes through unchecked (``simhash/skipped/index_error``).
-
-        A failed attempt may still have run on the server (a timeout: the reply was lost, not the write), so
-        a retry that finds this page's own entry (its URL, its fingerprint) is taken as that write having
-        landed: the page is kept, counted in ``simhash/index_retry_own_entry``, not called a near-duplicate
-        of itself.  (A page kept by an earlier crawl, unchanged, that is found by a retry is counted so too.)
-        """
+        """:meth:`decide` for the crawl: off the reactor thread for a remote index, and with a breaker (after an
+        error the index is left alone for ``INDEX_BREAK_SECONDS``); a page retries for up to
+        ``SIMHASH_INDEX_RETRY_SECONDS``, then goes through unchecked.  A retry that finds the page's own entry
+        (a timed-out write that landed) keeps it (``simhash/index_retry_own_entry``)."""
         if self._index_executor is None and not self.retry_seconds and not self._index_down_until:
             return self.decide(url, value, sketch, work)  # the common case: a local index that works
         deadline = time.monotonic() + self.retry_seconds
@@ -166,18 +153,14 @@ class IndexGuard:
             delay = min(delay * 2, RETRY_MAX_DELAY)
 
     def rows(self) -> int | None:
-        """The rows a local index holds (the size kept current in the stats follows them): as the index noted them at
-        its last write, else read (when the crawl opens it; a read-only check writes nothing); None for a remote
-        index, whose size the decisions tell."""
+        """The rows a local index holds, as noted at its last write, else read; None for a remote index."""
         if self._remote:
             return None
         written = self.index.rows_written
         return self.index.backend.rows if written is None else written
 
     def _decided(self, url: str, value: int, match: Match | None, added_late: int, work: PageWork | None) -> Decision:
-        """The decision on a checked page, made here from the index's answer (*match*: the page it duplicates,
-        or None: kept) and the action (a near-duplicate dropped or flagged), then counted with the page's *work*,
-        the index's rows as its check noted them and the most candidates a check verified (no call to the index)."""
+        """The decision on a checked page from the index's answer (*match*; None: kept) and the action, counted."""
         if match is None:
             decision = Decision(url, Status.OK.value, value)
         else:
@@ -188,9 +171,8 @@ class IndexGuard:
                                    candidates=self.index.candidates_max)  # fmt: skip
 
     def _check_and_add(self, value: int, url: str, sketch: bytes | None) -> tuple[Match | None, int]:
-        """Check-and-add one page; then add the pages let through unchecked while the index failed (so
-        that their copies are caught from now on).  Returns the match and how many were added late.  A read-only
-        guard checks the page and stores nothing."""
+        """Check-and-add one page (a read-only guard only checks), then add the pages let through while the index
+        failed; the match and how many were added late."""
         if sketch is None:
             raise ValueError(f"{url} is checked without its sketch")
         if self.readonly:
@@ -207,10 +189,8 @@ class IndexGuard:
         return match, added
 
     def _add_late(self, pages: list[_Page]) -> int:
-        """Store the pages not in the index yet; how many were.  A page whose check timed out may have been
-        stored by it all the same (the call ran on the server, its reply was lost), and so may a late add
-        that timed out: a page is never stored twice (adding is idempotent: a page stored already is among its
-        candidates)."""
+        """Store the pages not in the index yet (one a timed-out call stored is found among its candidates); how
+        many were."""
         return sum(
             not any(c.key == url and c.distance == 0 for c in self.index.add_and_candidates(value, url, sketch))
             for value, url, sketch in pages
@@ -220,8 +200,8 @@ class IndexGuard:
     def _unchecked(
         self, url: str, value: int, sketch: bytes | None, exc_info: bool | BaseException, work: PageWork | None
     ) -> Decision:
-        """A page whose index check failed: let through (counted with its *work*), and remembered to be added when
-        the index answers."""
+        """A page whose index check failed: let through, counted, and remembered to be added when the index
+        answers."""
         if len(self._unindexed) < UNINDEXED_LIMIT and not self.readonly:
             self._unindexed.append((value, url, sketch))
         if isinstance(exc_info, IndexFullError):

@@ -1,11 +1,6 @@
 """Where a crawl's on-disk index lives when ``SIMHASH_BACKEND`` is unset: ``JOBDIR/simhash`` with ``JOBDIR``,
-else ``.scrapy/simhash/<project>/<spider>`` in the project's data directory.
-
-The project is in the path because spiders of different projects may share a name and a data directory:
-under Scrapyd every project runs in Scrapyd's working directory, where there is no ``scrapy.cfg``, so two
-projects' ``site`` spiders met in one ``.scrapy/simhash/site`` and the second found the first's pages there
-(and kept none).  The project is Scrapyd's (the ``SCRAPY_PROJECT`` variable it sets for each crawl), else the
-``BOT_NAME`` setting.
+else ``.scrapy/simhash/<project>/<spider>`` in the project's data directory (the project in the path: under
+Scrapyd, projects share one data directory and may share spider names).
 """
 
 from __future__ import annotations
@@ -28,8 +23,8 @@ DEFAULT_PROJECT = "scrapybot"
 
 
 def project_name(settings: BaseSettings) -> str:
-    """The crawl's project, as a directory name: Scrapyd's ``SCRAPY_PROJECT`` (Scrapy itself reads it as the
-    ``scrapy.cfg`` entry to use, ``default`` when unset), else ``BOT_NAME``."""
+    """The crawl's project, as a directory name: Scrapyd's ``SCRAPY_PROJECT`` (unless ``default``), else
+    ``BOT_NAME``."""
     name = os.environ.get("SCRAPY_PROJECT", "")
     if name in ("", "default"):
         name = str(settings.get("BOT_NAME") or DEFAULT_PROJECT)

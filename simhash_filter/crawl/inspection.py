@@ -1,18 +1,10 @@
 """Scrapy's inspection commands (``parse``, ``fetch``, ``shell``, ``check``, ``view``, ``bench``) leave the crawl's
-index alone: the filter reads it, never writes it, and flags near-duplicates instead of dropping them (or does
-not check pages at all), so that inspecting a page neither changes what the next crawl keeps nor hides the page
-the user asked for, and never fails on the lock a running crawl holds.
+index alone: the filter reads it without a lock, never writes it, and flags near-duplicates instead of dropping them
+(docs/usage.md, "Inspection commands").
 
-Why it matters: each such command runs a crawler with the project's settings, add-on included.  Writing the
-index from ``scrapy parse URL`` stored the page, so that ``scrapy parse`` of its mirror answered "No response
-downloaded" (dropped as a near-duplicate of the page inspected before), ``scrapy check`` passed only on its
-second run, and the next real crawl took the inspected pages for "unchanged since an earlier crawl".
-
-How the command is known: Scrapy hands no setting naming it (``parse`` and ``fetch`` set none; ``check`` sets
-``LOG_ENABLED`` only until ``-L`` overrides it), and ``scrapy.cmdline.execute`` pops its name out of
-``sys.argv``.  The command object itself is a local of ``execute``, on the main thread's stack for the whole run
-(the reactor runs inside it): its class names the command, a project's subclass of ``parse`` included.
-``SIMHASH_INSPECT`` says it explicitly, for a script or a command of one's own.
+Scrapy names the running command in no setting, and ``scrapy.cmdline.execute`` pops it out of ``sys.argv``: the
+command object is a local of ``execute`` on the main thread's stack for the whole run (:func:`running_command`;
+tests/test_inspection.py fails if Scrapy changes this).  ``SIMHASH_INSPECT`` says it explicitly.
 """
 
 from __future__ import annotations
@@ -36,8 +28,7 @@ __all__ = ["INSPECTION_COMMANDS", "INSPECT_MODES", "Inspection", "inspection", "
 
 #: Scrapy's commands that look at pages rather than crawl a site.
 INSPECTION_COMMANDS = frozenset({"bench", "check", "fetch", "parse", "shell", "view"})
-#: The values of ``SIMHASH_INSPECT``: ``auto`` (read under an inspection command), ``read`` and ``skip`` (this run
-#: is an inspection: read the index, or check nothing), ``crawl`` (never an inspection).
+#: The values of ``SIMHASH_INSPECT``.
 INSPECT_MODES = ("auto", "read", "skip", "crawl")
 
 
@@ -63,8 +54,7 @@ class Inspection:
 
 
 def _command_name(command: ScrapyCommand) -> str:
-    """The name of Scrapy's command that *command* is or extends (``scrapy.commands.<name>``), else the last part
-    of its own module's name (a project's command)."""
+    """The name of Scrapy's command that *command* is or extends, else the last part of its module's name."""
     for cls in type(command).__mro__:
         if cls.__module__.startswith("scrapy.commands."):
             return cls.__module__.rpartition(".")[2]
@@ -72,14 +62,12 @@ def _command_name(command: ScrapyCommand) -> str:
 
 
 def _main_frame() -> FrameType | None:
-    """The innermost frame of the main thread (this one's when called there; the shell's crawler may run in a
-    thread of its own)."""
+    """The innermost frame of the main thread (the shell's crawler may run in a thread of its own)."""
     return sys._current_frames().get(threading.main_thread().ident or 0)
 
 
 def running_command() -> str | None:
-    """The Scrapy command this process runs (``parse``, ``crawl``...), None when it was not started by
-    ``scrapy.cmdline.execute`` (a script, a test)."""
+    """The Scrapy command this process runs (``parse``, ``crawl``...), None outside ``scrapy.cmdline.execute``."""
     frame = _main_frame()
     while frame is not None:
         if frame.f_code.co_name == "execute":
@@ -106,8 +94,8 @@ def inspection(settings: BaseSettings) -> Inspection | None:
 
 
 def readonly_uri(uri: str) -> str | None:
-    """*uri* opened so that nothing is written and no lock taken: an on-disk index with ``readonly=1``, an
-    in-memory one as it is (this process's own, empty); None for a store that has no such mode (Redis)."""
+    """*uri* opened so that nothing is written and no lock taken (``readonly=1`` on disk; memory as it is); None
+    for a store that has no such mode (Redis)."""
     scheme = uri_scheme(uri)
     if scheme == "memory":
         return uri

@@ -1,16 +1,7 @@
-"""Known near-duplicates (``SIMHASH_AVOID``): a URL that an earlier crawl dropped as a near-duplicate of a page the
-index still holds is not downloaded again (``simhash/avoided/known``).
-
-The index stores a dropped page's fingerprint under its own URL but not which page it duplicated, and a recrawl
-takes the URLs the index holds as pages to fetch.  So a crawl records, for every near-duplicate it meets, one
-counter in the index's notes (:meth:`Backend.add_notes`, the store the URL rules use: ``notes.json`` on disk, a
-Redis hash): ``known|<hash of its URL>|<hash of the kept page's URL>`` whose value is the Unix time it was seen.
-Notes are counters, so a record seen again is moved to the new time by adding the difference.
-
-A record is acted on only while it is younger than ``SIMHASH_AVOID_KNOWN_MAX_AGE`` (and ``SIMHASH_MAX_AGE``
-when set), and only when the kept page's URL is still among the index's live entries: pages whose content may
-change are fetched again once their record is old, and nothing is skipped on the word of a page the index has
-forgotten.  Hashes are the first 8 bytes of BLAKE2b (stable across processes, unlike :func:`hash`).
+"""Known near-duplicates (``SIMHASH_AVOID``, docs/avoid.md, "Recrawls skip what they dropped"): a URL that an
+earlier crawl dropped as a near-duplicate of a page the index still holds is not downloaded again while its record,
+``known|<hash of its URL>|<hash of the kept page's URL>`` = the Unix time in the index's notes, is younger than
+``SIMHASH_AVOID_KNOWN_MAX_AGE``.  Hashes are the first 8 bytes of BLAKE2b (stable across processes).
 """
 
 from __future__ import annotations
@@ -23,8 +14,7 @@ __all__ = ["KNOWN_LIMIT", "KNOWN_PREFIX", "KnownDuplicates", "url_hash"]
 
 #: Name prefix of a record in the index's notes.
 KNOWN_PREFIX = "known|"
-#: Records an index takes at most (57 bytes each in ``notes.json``, 11 MiB in all; about 200 bytes each in the
-#: crawl's memory, 40 MiB); beyond, none is added.
+#: Records an index takes at most; beyond, none is added.
 KNOWN_LIMIT = 200_000
 #: A record this many seconds in the future is not trusted (two processes moved it at once): it is fetched again.
 CLOCK_SLACK = 60
@@ -51,11 +41,8 @@ def _parse(key: str) -> tuple[int, int] | None:
 
 
 class KnownDuplicates:
-    """The records of near-duplicates that earlier crawls dropped, and those this crawl adds.
-
-    *max_age* is in seconds (0: no record is acted on).  Memory: the records of the index's notes while loading,
-    the records by name and the usable ones by hash, bounded by :data:`KNOWN_LIMIT`.
-    """
+    """The records of near-duplicates that earlier crawls dropped, and those this crawl adds (*max_age* in
+    seconds; 0: no record is acted on)."""
 
     def __init__(self, max_age: float) -> None:
         self.max_age = max_age
@@ -65,8 +52,6 @@ class KnownDuplicates:
         self._wanted: dict[int, list[int]] = {}  # hash of a kept URL -> the dropped URLs waiting for it, at load
         self._targets: dict[int, str] = {}  # hash of a kept URL -> the URL (for the log)
         self._pending: dict[str, int] = {}
-
-    # --- start ------------------------------------------------------------------------------------
 
     def load(self, notes: Mapping[str, int], now: float | None = None) -> None:
         """Take the records of the index's notes; :meth:`held` then says which kept pages the index still has."""
@@ -104,8 +89,6 @@ class KnownDuplicates:
         """Every entry was read: the records whose kept page the index does not hold are left unused."""
         self._wanted.clear()
 
-    # --- before download --------------------------------------------------------------------------
-
     def target(self, url: str) -> str | None:
         """The kept page's URL when *url* is a known near-duplicate to leave unsent, else None."""
         if not self._usable:
@@ -113,15 +96,12 @@ class KnownDuplicates:
         kept = self._usable.get(url_hash(url))
         return None if kept is None else self._targets[kept]
 
-    # --- after download ---------------------------------------------------------------------------
-
     def dropped(self, url: str, kept: str, now: float | None = None) -> None:
         """Record that *url* was found a near-duplicate of the stored page *kept* (now)."""
         self._record(url_hash(url), url_hash(kept), now)
 
     def unchanged(self, url: str, now: float | None = None) -> None:
-        """*url* was fetched again and is what the index stored for it: a record too old to act on is renewed
-        (the page it duplicated is still held, and this page has not changed since)."""
+        """*url* was fetched again and is what the index stored for it: a record too old to act on is renewed."""
         dropped = url_hash(url)
         kept = self._expired.pop(dropped, None)
         if kept is not None:

@@ -1,18 +1,7 @@
-"""Scrapy middlewares of the near-duplicate filter.
-
-:class:`SimhashDownloaderMiddleware` fingerprints each HTML response as it arrives and checks-and-adds
-it in the crawl's index.  The decision goes into ``response.meta["simhash"]`` (``status``, ``fingerprint``,
-``duplicate_of``, ``distance``, ``similarity``, ``dropped``); a near-duplicate is dropped before the spider parses
-it (``dropped``, decided with the decision under ``SIMHASH_ACTION = "drop"``: :class:`NearDuplicateResponse`, an
-``IgnoreRequest``, so its links are not followed) or let through flagged (``"flag"``).  A page that duplicates
-itself (its URL was kept by an earlier crawl and it has not changed) always reaches the spider, so that a recrawl
-still follows its links; its items are dropped or flagged by the pipeline.  A request with ``meta["dont_simhash"]`` is
-not checked.  With ``SIMHASH_WARC`` each response is written to the crawl's WARC file right after its decision,
-a near-duplicate as a ``revisit`` record, before it is dropped (:mod:`.warc`).  A dropped response's browser page
-(scrapy-playwright's ``meta["playwright_page"]``) is closed, since no spider callback will (:mod:`.release`).
-
-:class:`SimhashSpiderMiddleware` hands the decision of a response to the items the spider builds from
-it, for :class:`~simhash_filter.crawl.pipelines.SimhashPipeline`.
+"""Scrapy middlewares of the near-duplicate filter (docs/usage.md): :class:`SimhashDownloaderMiddleware` checks
+each HTML response as it arrives, puts the decision in ``response.meta["simhash"]`` and drops a near-duplicate
+(:class:`NearDuplicateResponse`) or flags it; :class:`SimhashSpiderMiddleware` hands the decision to the items the
+spider builds from the response.
 """
 
 from __future__ import annotations
@@ -68,11 +57,8 @@ class AvoidedRequest(IgnoreRequest):
 
 
 class SimhashDownloaderMiddleware:
-    """Checks each HTML response against the pages kept so far; drops or flags near-duplicates.
-
-    Enabled at 540 by :class:`~simhash_filter.SimhashAddon`: after redirects (600), decompression
-    (590), meta refresh (580) and retries (550), so that only final, decoded responses are checked.
-    """
+    """Checks each HTML response against the pages kept so far; drops or flags near-duplicates.  Enabled at 540
+    by :class:`~simhash_filter.SimhashAddon`, so that only final, decoded responses are checked."""
 
     def __init__(
         self, crawl_filter: CrawlFilter, crawler: Crawler | None = None, warc: WarcOutput | None = None
@@ -95,16 +81,15 @@ class SimhashDownloaderMiddleware:
         return cls(crawl_filter, crawler, warc)
 
     def _received(self, request: Request, response: Response) -> None:
-        """A dropped response was downloaded all the same: say so (``response_received``), as the engine does for
-        the responses it passes on, so that ``response_received_count`` and ``CLOSESPIDER_PAGECOUNT`` count it."""
+        """Send ``response_received`` for a dropped response, as the engine does for those it passes on (so that
+        ``CLOSESPIDER_PAGECOUNT`` counts it)."""
         if self.crawler is not None:
             self.crawler.signals.send_catch_log(
                 signal=signals.response_received, response=response, request=request, spider=self.crawler.spider
             )
 
     def process_request(self, request: Request) -> Request | None:
-        """Leave the request unsent when the learned URL rules say it fetches a page already fetched
-        (``SIMHASH_AVOID``)."""
+        """Leave the request unsent when ``SIMHASH_AVOID`` says it fetches a page already fetched."""
         avoider = self.filter.avoider
         if avoider is None or request.meta.get(DONT_META_KEY):
             return None
@@ -125,8 +110,7 @@ class SimhashDownloaderMiddleware:
         if self.filter.avoider is not None:
             await self.filter.avoider.observed(decision, request)
         request.meta[META_KEY] = decision.to_meta()
-        # A page unchanged since an earlier crawl reaches the spider (its links are followed; its items are not
-        # stored again); another near-duplicate is dropped here, or flagged: as its decision says (logged with it).
+        # a page unchanged since an earlier crawl reaches the spider (its links are followed)
         if decision.dropped and not decision.unchanged:
             self._received(request, response)
             await self.held_pages.release(request.meta)
@@ -145,5 +129,5 @@ class SimhashSpiderMiddleware(BaseSpiderMiddleware):
         if response is not None and response.request is not None:
             decision = Decision.from_meta(response.url, response.meta.get(META_KEY))
             if decision is not None:
-                self.filter.remember_item(item, decision)
+                self.filter.items.remember_item(item, decision)
         return item

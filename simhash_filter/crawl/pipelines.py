@@ -1,15 +1,7 @@
-"""Scrapy item pipeline of the near-duplicate filter.
-
-:class:`SimhashPipeline` applies the decision made for the response an item came from (handed over by
-:class:`~simhash_filter.crawl.middlewares.SimhashSpiderMiddleware`, or found by the item's ``url``), or, for
-an item without a fingerprinted response, fingerprints its ``SIMHASH_ITEM_FIELDS``.  Items of any
-type work (dict, ``scrapy.Item``, dataclass, attrs: through itemadapter).  Every checked item gets
-``fingerprint`` (16 hex digits); with ``SIMHASH_ACTION = "flag"`` also ``duplicate_of`` (the URL of
-the kept page, or None) and ``distance``, ``similarity`` (the sketch similarity to that page, 3 decimals) where
-its type has room for it, and an item of a page let through unchecked gets ``skipped`` (why:
-``too_few_features``, ``empty``, ``index_error``: fingerprinted, but the index did not answer...) where its type
-has room for it; with ``"drop"`` a near-duplicate item
-is dropped with :class:`NearDuplicateItem`.
+"""Scrapy item pipeline of the near-duplicate filter: :class:`SimhashPipeline` applies the decision of the
+response an item came from (or fingerprints its ``SIMHASH_ITEM_FIELDS``) to items of any type, through itemadapter:
+``fingerprint``, and with ``SIMHASH_ACTION = "flag"`` ``duplicate_of``, ``distance``, ``similarity`` and
+``skipped`` where the item has room for them; with ``"drop"`` a near-duplicate item is dropped (docs/usage.md).
 """
 
 from __future__ import annotations
@@ -61,8 +53,8 @@ class SimhashPipeline:
 
     async def process_item(self, item: Any) -> Any:
         crawl_filter = self.filter
-        decision = crawl_filter.decision_for(item)
-        if (decision is None or decision.fingerprint is None) and crawl_filter.item_fields:
+        decision = crawl_filter.items.decision_for(item)
+        if (decision is None or decision.fingerprint is None) and crawl_filter.policy.item_fields:
             checked = await crawl_filter.check_item(item)
             if checked is not None:
                 decision = checked
@@ -70,7 +62,7 @@ class SimhashPipeline:
             crawl_filter.report.count.count("simhash/items/unchecked")
             return item
         if decision.fingerprint is None:
-            if crawl_filter.action == "flag":  # why it was let through unchecked, for the report; where it fits
+            if crawl_filter.options.action == "flag":  # why it was let through unchecked, where it fits
                 adapter = ItemAdapter(item)
                 if "skipped" not in adapter:
                     self._set(item, {"skipped": decision.status})
@@ -78,10 +70,10 @@ class SimhashPipeline:
         if decision.dropped:
             raise NearDuplicateItem(decision)
         values: dict[str, Any] = {"fingerprint": decision.hex}
-        if crawl_filter.action == "flag":
+        if crawl_filter.options.action == "flag":
             values.update(duplicate_of=decision.duplicate_of, distance=decision.distance)
         missing = self._set(item, values)
-        if crawl_filter.action == "flag":  # where the item has room for it (a declared field is optional)
+        if crawl_filter.options.action == "flag":  # where the item has room for it (a declared field is optional)
             similarity = None if decision.similarity is None else round(decision.similarity, 3)
             self._set(item, {"similarity": similarity})
             if not decision.checked and "skipped" not in ItemAdapter(item):  # fingerprinted, the index failed

@@ -1,12 +1,7 @@
-"""What a dropped response holds, released: a Playwright page (scrapy-playwright with
-``playwright_include_page=True``) rides in ``request.meta["playwright_page"]`` and is the spider's to close.  A
-response the filter drops never reaches the spider, so nobody would close it: scrapy-playwright's context keeps
-counting it against ``PLAYWRIGHT_MAX_PAGES_PER_CONTEXT``, and once that many are held the crawl waits for ever
-("Crawled N pages (at 0 pages/min)").  :class:`HeldPages` closes it when the response is dropped.
-
-The page is duck-typed (an object with a ``close()`` that may return an awaitable), so the filter does not import
-Playwright.  A page that fails to close is counted (``simhash/page_close_errors``) and the first failure logged;
-the drop goes on.  A flagged response reaches the spider, which closes its page as it would any other.
+"""What a dropped response holds, released: a Playwright page (scrapy-playwright's ``meta["playwright_page"]``)
+is the spider's to close, and a dropped response never reaches the spider; held, it would count against
+``PLAYWRIGHT_MAX_PAGES_PER_CONTEXT`` until the crawl waits for ever.  The page is duck-typed (no Playwright import);
+a failure to close it is counted (``simhash/page_close_errors``), the first logged, and the drop goes on.
 """
 
 from __future__ import annotations
@@ -50,7 +45,7 @@ class HeldPages:
                 self._inc("simhash/pages_closed")
 
     def _failed(self, key: str, exc: Exception) -> None:
-        """Count a failed close; log the first (the next ones would repeat it, once per dropped page)."""
+        """Count a failed close; log the first."""
         self._inc("simhash/page_close_errors")
         if not self._logged_error:
             self._logged_error = True

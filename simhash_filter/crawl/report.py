@@ -21,8 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Report", "logger", "report_command"]
 
-#: The filter's logger, shared by its parts: its log lines keep the name they had when the filter was one
-#: module (a project may set its level by that name).
+#: The filter's logger, shared by its parts (a project may set its level by this name).
 logger = logging.getLogger("simhash_filter.crawl.crawlfilter")
 
 
@@ -46,8 +45,6 @@ class Report:
         self.count = FilterStats(stats)
         self._logged: set[str] = set()
 
-    # --- decisions ----------------------------------------------------------------------------
-
     def skip(
         self,
         url: str,
@@ -59,8 +56,8 @@ class Report:
         logged: bool = False,
         work: PageWork | None = None,
     ) -> Decision:
-        """The decision for a page let through unchecked, counted in ``simhash/skipped/<reason>`` with the *work*
-        done on it; the first page of each reason is logged (unless ``logged``: the caller said why)."""
+        """The decision for a page let through unchecked, counted with its *work*; the first page of each reason
+        is logged (unless ``logged``: the caller said why)."""
         self.count.skip(reason, work)
         decision = Decision(url, str(reason), fingerprint)
         if reason == SkipReason.DONT_SIMHASH:
@@ -94,9 +91,7 @@ class Report:
         rows: int | None = None,
         candidates: int = 0,
     ) -> Decision:
-        """A checked page's *decision* (made by the index call, :mod:`.guard`), counted with the *work* its check
-        measured (:meth:`FilterStats.checked`, with the most *candidates* a check has verified so far) and logged:
-        a near-duplicate as :meth:`log_near_duplicate` says, a kept page with ``SIMHASH_DEBUG``."""
+        """A checked page's *decision*, counted (:meth:`FilterStats.checked`) and logged."""
         self.count.checked(decision, work, stored=stored, added_late=added_late, rows=rows, candidates=candidates)
         if decision.near_duplicate:
             self.log_near_duplicate(decision)
@@ -105,9 +100,7 @@ class Report:
         return decision
 
     def log_near_duplicate(self, decision: Decision) -> None:
-        """Log a near-duplicate, with what becomes of it (unchanged since it was kept: not indexed again, whether it
-        is a response, let through to the spider, or an item checked by its own fields, dropped or flagged as any
-        near-duplicate; else dropped or flagged): every one with ``SIMHASH_DEBUG``, else the first one only."""
+        """Log a near-duplicate and what becomes of it: every one with ``SIMHASH_DEBUG``, else the first only."""
         if decision.unchanged:
             what = "not indexed again (unchanged since it was kept)"
         else:
@@ -125,8 +118,6 @@ class Report:
                 hint,
             )
 
-    # --- events -------------------------------------------------------------------------------
-
     def count_once(self, key: str, url: str, message: str, level: int = logging.INFO) -> None:
         """Count an event in ``key``; the first one is logged with its page and ``message``."""
         self.count.count(key)
@@ -135,8 +126,8 @@ class Report:
             logger.log(level, "simhash: %s: %s (further cases are only counted in %s)", url, message, key)
 
     def index_full(self, url: str, exc: IndexFullError) -> None:
-        """A page goes through unchecked because the index is full (counted in ``simhash/index_full``): its Redis,
-        or the pages its tables take; the first one is one ERROR line, without a traceback, that says what to do."""
+        """A page goes through unchecked because the index is full (``simhash/index_full``); the first is one ERROR
+        line that says what to do."""
         self.count.count("simhash/index_full")
         if "simhash/index_full" in self._logged:
             return
@@ -190,11 +181,9 @@ class Report:
             fresh,
         )
 
-    # --- the end ------------------------------------------------------------------------------
-
     def summary(self, index_size: int | str, where: str) -> str:
-        """One line: what the filter did in this crawl (``where``: where pages were fingerprinted).  *index_size* is
-        the index's size, or why it is unknown (the line is written all the same: it is the crawl's record)."""
+        """One line: what the filter did in this crawl (*index_size*: or why it is unknown; ``where``: where pages
+        were fingerprinted)."""
         get = self.stats.get_value
         checked = get("simhash/checked", 0)
         skipped = sum(self.count.skipped.values())

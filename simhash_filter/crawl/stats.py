@@ -1,7 +1,5 @@
-"""The crawl's counts: every ``simhash/...`` stats key the filter keeps, and the class that counts them.  It
-counts and nothing else, and it is the only writer of the ``simhash/...`` stats (every part of the filter counts
-through it): the log lines and the summary are :mod:`.report`'s, the decisions are made by the index
-calls (:mod:`.guard`) and the skips (:mod:`.crawlfilter`)."""
+"""The crawl's counts: every ``simhash/...`` stats key the filter keeps (docs/settings.md, Stats), and
+:class:`FilterStats`, the only writer of them."""
 
 from __future__ import annotations
 
@@ -30,9 +28,8 @@ SECONDS_KEYS = frozenset({"simhash/fingerprint_seconds", "simhash/fingerprint_ma
 
 
 def stats_keys(*, avoid: bool = False, warc: bool = False) -> list[str]:
-    """The keys a monitor reads: every ``simhash/...`` key the crawl's stats hold from the start (0 until counted;
-    docs/settings.md, Stats), those of ``SIMHASH_AVOID`` and ``SIMHASH_WARC`` when they are on.  Only the distance
-    histogram (``simhash/distance/<d>``) is left out: its keys are the distances met."""
+    """Every ``simhash/...`` key the crawl's stats hold from the start (0 until counted), those of ``SIMHASH_AVOID``
+    and ``SIMHASH_WARC`` when they are on; not the distance histogram (``simhash/distance/<d>``)."""
     keys = ["simhash/checked", "simhash/kept", "simhash/near_duplicates", "simhash/dropped", "simhash/flagged",
             "simhash/unchanged", "simhash/refetched", *(f"simhash/skipped/{reason}" for reason in SKIP_REASONS),
             "simhash/truncated", "simhash/dataloss", "simhash/charset_errors", "simhash/items/flagged",
@@ -54,26 +51,19 @@ def stats_keys(*, avoid: bool = False, warc: bool = False) -> list[str]:
 
 @dataclass(slots=True)
 class PageWork:
-    """What one page's check measured, filled in as the page goes (where it is fingerprinted, then by the index
-    call) and counted with its decision or its skip, in one call (:meth:`FilterStats.checked`,
-    :meth:`FilterStats.skip`).  None: not measured (a page given with its fingerprint, a check off the reactor)."""
+    """What one page's check measured (None: not), counted with its decision or its skip in one call."""
 
-    #: The fingerprinter's seconds on the page (wherever it ran).
     fingerprint_seconds: float | None = None
-    #: Fingerprinted in the reactor thread although worker processes were asked for
-    #: (``simhash/fingerprinted_in_reactor``).
+    #: Fingerprinted in the reactor thread although worker processes were asked for.
     in_reactor: bool = False
-    #: Seconds the reactor thread spent fingerprinting the page (it ran there).
     reactor_seconds: float | None = None
     #: Seconds of the index check in the reactor thread.
     index_seconds: float | None = None
 
 
 class SeenUrls:
-    """The URLs checked in this crawl, approximately, in a fixed 16 MiB (allocated as pages are touched): a Bloom
-    filter of 2**27 bits and three hashes (false positives: about 0.001 % at a million URLs, 0.8 % at ten
-    million).  It only tells a page fetched twice in one crawl from a page unchanged since an earlier crawl, for
-    their counts."""
+    """The URLs checked in this crawl, approximately: a Bloom filter of 2**27 bits (16 MiB) and three hashes,
+    that tells a page fetched twice in one crawl from one unchanged since an earlier crawl, for their counts."""
 
     BITS = 1 << 27
 
@@ -109,8 +99,7 @@ class FilterStats:
         self._size, self._rows = 0, 0
 
     def start(self, keys: list[str]) -> None:
-        """Set every key of :func:`stats_keys` that is not counted yet to 0, so that a monitor reads
-        ``stats["simhash/kept"]`` whatever the crawl met."""
+        """Set every key of *keys* that is not counted yet to 0 (a monitor reads them whatever the crawl met)."""
         for key in keys:
             if self.stats.get_value(key) is None:
                 self.stats.set_value(key, 0.0 if key in SECONDS_KEYS else 0)
@@ -144,10 +133,8 @@ class FilterStats:
         rows: int | None = None,
         candidates: int = 0,
     ) -> None:
-        """A page checked in the index (*stored*: it added an entry, not its own one found again), with the *work*
-        its check measured; the late adds that went with it; ``simhash/index_size`` follows the index's *rows* (a
-        local index), else the adds; ``simhash/candidates/max``, the most *candidates* one check has verified so
-        far (the bound on a check's work, at most five times ``SIMHASH_CANDIDATES_PER_TABLE``)."""
+        """A page checked in the index (*stored*: it added an entry), with its *work*, the late adds that went with
+        it, the index's *rows* (a local index) and the *candidates* its check verified."""
         if work is not None:
             self._worked(work)
         self.stats.max_value("simhash/candidates/max", candidates)
@@ -166,8 +153,7 @@ class FilterStats:
         self.stats.inc_value("simhash/dropped" if decision.dropped else "simhash/flagged")
 
     def _worked(self, work: PageWork) -> None:
-        """What a page's check measured: its fingerprinting (wherever it was) and the reactor's and the index's
-        seconds."""
+        """What a page's check measured."""
         if work.fingerprint_seconds is not None:
             self.fingerprinted_pages += 1
             self._add_seconds("simhash/fingerprint_seconds", work.fingerprint_seconds)
@@ -183,13 +169,11 @@ class FilterStats:
         self.stats.set_value(key, self.stats.get_value(key, 0.0) + seconds)
 
     def in_reactor(self) -> None:
-        """A page is fingerprinted in the reactor thread although worker processes were asked for (counted here
-        for a page whose fingerprinting failed; else with its :class:`PageWork`)."""
+        """A page fingerprinted in the reactor thread although worker processes were asked for."""
         self.stats.inc_value("simhash/fingerprinted_in_reactor")
 
     def reactor_time(self, seconds: float) -> None:
-        """Seconds the reactor thread spent on the filter's work (counted here for a page whose fingerprinting
-        failed; else with its :class:`PageWork`)."""
+        """Seconds the reactor thread spent on the filter's work."""
         self._add_seconds("simhash/reactor_seconds", seconds)
 
     def index_time(self, seconds: float) -> None:
@@ -211,9 +195,8 @@ class FilterStats:
         self.stats.set_value("simhash/index_size", size)
 
     def _grown(self, rows: int | None, added: int) -> None:
-        """Keep ``simhash/index_size`` current after a check: from the local index's *rows* (exact, no call), else
-        by the pages *added* (a remote index: its own entry is not stored twice; the read at the end corrects the
-        count for other crawl processes' pages and for copies of a flood it did not store)."""
+        """Keep ``simhash/index_size`` current: from a local index's *rows*, else by the pages *added* (a remote
+        index's size is read again at the end)."""
         if rows is not None:
             self.stats.set_value("simhash/index_size", self._size + rows - self._rows)
         elif added:

@@ -1,56 +1,9 @@
-"""URL rules learned from near-duplicates: which URL variants of a host show the same page, and which hosts mirror
-which, so that a crawl can leave such URLs unfetched.
+"""URL rules learned from near-duplicates (docs/avoid.md): which URL variants of a host show the same page
+(``param:<name>``, ``index``, ``slash``, ``case``, ``prefix:<segment>``) and which hosts mirror which.
 
-A **rule** is a rewrite of one host's URLs that, the evidence says, does not change the page:
-
-- ``param:<name>``: drop the query parameter ``name`` (a session id, a tracking or sort parameter; ``;name=`` path
-  parameters such as ``;jsessionid=`` count as parameters too);
-- ``index``: ``.../index.html`` (``index.htm``, ``index.php``, ``default.htm``, ``default.aspx``) is ``.../``;
-- ``slash``: a path with a trailing slash is the path without it;
-- ``case``: the path in any letter case is the lower-case path;
-- ``prefix:<segment>``: ``/<segment>/rest`` is ``/rest`` (a ``print/`` or ``amp/`` view).
-
-A **mirror** is a pair of hosts whose pages at the same paths are near-duplicates.
-
-Evidence comes from the pages a crawl fetches and fingerprints (:meth:`RuleBook.observe`):
-
-- a near-duplicate pair whose URLs differ only by rewrites (the duplicate's URL and the kept page's) is a
-  *positive* example of each of those rewrites (or, across hosts at the same path, of the mirror);
-- a page whose URL one rule rewrites to the same URL as a page fetched before (the URL of that page itself, or
-  the URL that the rule also rewrites that page to: ``/a?id=4`` and ``/a?id=3`` are both ``/a`` without ``id``)
-  is a pair of that rule: positive when the filter found the two near-duplicates (or their fingerprints are within
-  ``same_distance`` bits), *negative* when the filter kept the page (the rule would lose a page the filter
-  stores) or found it a near-duplicate of another page more than ``distinct_distance`` bits from that one;
-- the pages a crawl still fetches to validate an active rule (:meth:`RuleBook.validated`) count the same way (a
-  negative one only when one rule made the rewrite: of several, the pairs above tell which was wrong).
-
-**Evidence both ways.**  A rule is a claim about a share: of the pairs of pages whose URLs differ by it, how
-many are the same page (its *precision*).  Each pair of stored pages counts once per rule (the kept page of each
-side: twenty session-id variants of one article are one example, not twenty), so the counts measure how many
-distinct pages agree, not how many URLs the crawl happened to fetch.  A rule (or a mirror) is **active** when it
-has at least ``min_examples`` positive pairs and the lower one-sided 95 % Wilson score bound of its precision,
-``positives / (positives + negatives)``, is at least ``min_precision`` (:func:`is_active`; 0.8 by default).
-Without a negative pair this needs ``positives >= z² · p / (1 - p)`` (11 for ``p = 0.8``): a rule cannot act on
-the first few pages of a site, before the site has had the chance to show that the part matters; with negatives
-it needs more positives (19 against one negative, 26 against two), and a rule whose pairs disagree often
-(``?page=``, ``&lang=``) never acts.  Negatives found later (validation fetches, the single-rule pairs of pages
-fetched all the same) pull the bound down and withdraw the rule; the requests it avoided are fetched again, and
-their pairs counted.
-
-**Why the end does not depend on the order.**  The verdict is a function of the two final counts only, and the
-counts are sums: merged in any order, from any number of processes, they give the same verdict.  What the crawl
-fetches does depend on what is active (an active rule's variants are not fetched, so its counts grow only by
-validation fetches), so the bound is set where a rule that the site supports reaches it whatever the order,
-long before the site's supply of pairs for it runs out, and a rule the site refutes meets its negatives first:
-the pairs are counted with the parts that active rules drop already dropped (``/a?id=4&sid=1`` against
-``/a?id=3``, once ``sid`` is known not to matter), so a part that matters shows it on the first pages that
-differ in it.
-A confirmed mirror's rules pool its partner's counts (:meth:`RuleBook._pooled`): once a host is a mirror, few of
-its own pages are fetched, and its own counts would stop wherever the crawl's order left them.
-
-The evidence is a set of counters (:meth:`RuleBook.counts`), which the index backends keep beside the index
-(``notes``), so that crawl processes sharing one index learn together and a recrawl starts with what the
-last crawl learned.  Nothing here does I/O.
+Each pair of stored pages whose URLs differ by a rule counts once for it or against it (:meth:`RuleBook.observe`,
+:meth:`RuleBook.validated`); a rule acts when :func:`is_active` says so of its two counts, whatever order they were
+counted or merged in.  The counts (:meth:`RuleBook.counts`) are kept beside the index; nothing here does I/O.
 """
 
 from __future__ import annotations
@@ -163,8 +116,7 @@ def explain(duplicate: Url, kept: Url) -> list[str] | None:
 
 def precision_bound(positives: int, negatives: int, z: float = Z95) -> float:
     """Lower Wilson score bound (one-sided 95 % with the default *z*) of the share of a rule's pairs that are the
-    same page.  Wilson's rather than the normal approximation's: it stays inside [0, 1] and is right for the
-    small counts a rule starts with (``n`` positives and no negative give ``n / (n + z²)``, not 1)."""
+    same page (``n`` positives and no negative give ``n / (n + z²)``)."""
     n = positives + negatives
     if n == 0:
         return 0.0
@@ -175,9 +127,8 @@ def precision_bound(positives: int, negatives: int, z: float = Z95) -> float:
 
 
 def is_active(positives: int, negatives: int, min_examples: int, min_precision: float) -> bool:
-    """Whether a rule with these counts acts: enough positive pairs, and evidence both ways that its precision is
-    at least *min_precision* (see the module).  A pure function of the final counts: the same verdict whatever the
-    order the pairs were counted or merged in."""
+    """Whether a rule with these counts acts: at least *min_examples* positives and a precision bound of at least
+    *min_precision*."""
     return positives >= min_examples and precision_bound(positives, negatives) >= min_precision
 
 
@@ -280,9 +231,8 @@ class RuleBook:
         self._partners.setdefault(b, set()).add(a)
 
     def _count(self, kind: str, host: str, rule: str, sign: str, pages: tuple[str, str]) -> None:
-        """Count one pair of stored pages (their kept URLs) for or against a rule: once, however many URL pairs
-        show the same two pages, so that a count is of distinct pages and not of the URLs a crawl happened to
-        fetch (which depend on its order)."""
+        """Count one pair of stored pages (their kept URLs) for or against a rule, once however many URL pairs
+        show the same two pages."""
         if kind == "mirror":  # a pair of hosts, in order
             host, rule = sorted((host, rule))
         key = f"{kind}|{host}|{rule}|{sign}"
@@ -328,11 +278,8 @@ class RuleBook:
         rules: Iterable[str],
         mirror: str | None,
     ) -> list[Verdict]:
-        """A page fetched although the rules would have left it (a validation fetch): compare it with the page
-        it would have been left for (*target*, if that was fingerprinted); the verdicts whose state changed.  A
-        page that shows another page than its target counts against the rewrite only when one rule (or the mirror
-        alone) made it: against several, it does not say which one is wrong, and :meth:`observe`'s pairs of one
-        rule each do."""
+        """A validation fetch: compare the page with the page it would have been left for (*target*); against
+        the rewrite only when one rule (or the mirror alone) made it.  The verdicts whose state changed."""
         page, known = parse_url(url), parse_url(target)
         other = self._pages.get(hash(known)) if known is not None else None
         if page is None or other is None:
@@ -350,10 +297,8 @@ class RuleBook:
         return self._refresh()
 
     def _sign(self, fingerprint: int, duplicate_of: str | None, other: _Fetched) -> str | None:
-        """What a page says of a rewrite that leads from it to *other*: for it when the filter found it a
-        near-duplicate of *other* (or of the page *other* is a near-duplicate of) or their fingerprints are within
-        ``same_distance``; against it when the filter kept it (a page the rewrite would lose) or found it a
-        near-duplicate of another page far from *other*."""
+        """``+`` when the page is a near-duplicate of *other* (or within ``same_distance``), ``-`` when it was
+        kept or duplicates a page beyond ``distinct_distance`` from *other*, else None."""
         distance = (fingerprint ^ other.fingerprint).bit_count()
         if duplicate_of is None:
             return "-"
@@ -373,11 +318,9 @@ class RuleBook:
             self._count("mirror", page.host, kept.host, "+", (duplicate_of, duplicate_of))
 
     def _variants(self, page: Url, fetched: _Fetched, duplicate_of: str | None) -> None:
-        """Each single rewrite of this URL is a pair with the page fetched before at the rewritten URL, or else
-        with the first page fetched before that the same rule rewrote to it; the parts that the host's other active
-        rules drop are dropped on both sides first (they are known not to matter, and a part that does shows it
-        on the first pages that differ in it alone).  So is the page at the same path on a host paired with this
-        one as a mirror."""
+        """Pair the page, for each single rewrite of its URL (the host's other active rules applied on both sides),
+        with the page fetched before at the rewritten URL or rewritten to it; and with the page at its path on
+        each partner host."""
         active = self._active.get(page.host, frozenset())
         for rule in self._single_rewrites(page):
             rewritten = _apply(page, active | {rule})
@@ -424,10 +367,7 @@ class RuleBook:
         return Verdict(kind, host, rule, pos, neg, is_active(pos, neg, self.min_examples, self.min_precision))
 
     def _pooled(self, host: str, rule: str) -> tuple[int, int]:
-        """The counts of a rule on *host* and on its confirmed mirrors.  A mirror serves the same pages at the
-        same paths, so the same parts of its URLs do not matter; and once a host is a confirmed mirror few of its
-        own pages are fetched (its partner has their paths), so its own counts stop where the crawl's order left
-        them: pooled, its rules are those its partner's evidence supports, in every order."""
+        """The counts of a rule on *host* and on its confirmed mirrors, pooled (docs/avoid.md)."""
         pos = neg = 0
         for name in (host, *sorted(self._mirrors.get(host, ()))):
             p, n = self._tally.get(("rule", name, rule), (0, 0))
@@ -448,8 +388,7 @@ class RuleBook:
         return sorted(out, key=lambda v: (not v.active, v.kind, v.host, v.rule))
 
     def _refresh(self) -> list[Verdict]:
-        """Apply the tallies touched since the last call, mirrors first (a rule's counts pool its host's confirmed
-        mirrors'); the verdicts whose state changed."""
+        """Apply the tallies touched since the last call, mirrors first; the verdicts whose state changed."""
         touched, self._touched = self._touched, set()
         changed = [v for v in map(self._verdict_of, sorted(k for k in touched if k[0] == "mirror")) if v]
         for verdict in changed:

@@ -1,22 +1,8 @@
-"""WARC output of a crawl (``SIMHASH_WARC``): every page the filter saw, near-duplicates as pointers.
-
-The file starts with a ``warcinfo`` record (the software, the model, the filter's options).  Then, for each
-response the downloader middleware checked: a page kept as a ``response`` record (the HTTP status line and
-headers as Scrapy received them, and the body); a near-duplicate as a ``revisit`` record (WARC/1.1) of the
-profile :data:`PROFILE` that holds the HTTP headers only.  The index holds every checked page, so the page a
-near-duplicate duplicates may be a near-duplicate too; the revisit refers to the ``response`` record at the root
-of that chain, the kept page (``WARC-Refers-To-Target-URI``, ``-Date``, ``WARC-Refers-To`` and that record's
-``WARC-Payload-Digest``, by which replay tools such as pywb find the body to show) while the root is remembered;
-the page the filter matched and this page's own digest are in ``WARC-Simhash-*`` headers.  An HTML page let
-through unchecked (an HTTP error, an empty page, too few features, ...) as a plain ``response`` record.
-Responses that are not HTML, and URLs that are not ``http(s)``, are not written.
-
-:class:`~simhash_filter.crawl.middlewares.SimhashDownloaderMiddleware` writes each record right after its
-decision, in the reactor thread and in both actions (a dropped near-duplicate is written before it is
-dropped).  A record is built in memory, then appended to the file in one write (``.gz``: one gzip member per
-record); a write that fails is undone (the file is cut back to its last whole record), counted in
-``simhash/warc/errors`` and logged once, never raised into the crawl.  The file is closed when the spider
-closes.  An existing file is appended to, so a resumed crawl (``JOBDIR``) continues its WARC.
+"""WARC output of a crawl (``SIMHASH_WARC``, docs/warc.md): a ``warcinfo`` record, then per HTML response the
+downloader middleware saw a ``response`` record (kept, or let through unchecked) or, for a near-duplicate, a
+``revisit`` record of :data:`PROFILE` that refers to the kept page's ``response`` record at the root of its chain.
+Each record is appended in one write (``.gz``: one gzip member a record); a failed write is undone, counted in
+``simhash/warc/errors`` and logged once, never raised into the crawl.
 """
 
 from __future__ import annotations
@@ -85,8 +71,7 @@ def _sha1_digest(data: bytes) -> str:
 
 
 def _protocol(response: Response) -> str:
-    """The HTTP version of the status line: Scrapy's ``response.protocol`` (``HTTP/1.1``; ``h2`` → ``HTTP/2``),
-    ``HTTP/1.1`` when Scrapy does not say."""
+    """The HTTP version of the status line (``h2`` → ``HTTP/2``; ``HTTP/1.1`` when Scrapy does not say)."""
     protocol = getattr(response, "protocol", None) or ""
     if protocol.upper().startswith("HTTP/"):
         return protocol.upper()
@@ -96,11 +81,8 @@ def _protocol(response: Response) -> str:
 
 
 def http_headers(response: Response, *, body: bool = True) -> StatusAndHeaders:
-    """The status line and headers of a response as Scrapy received them.  ``Transfer-Encoding`` (the body is
-    stored de-chunked) is renamed ``X-Crawler-Transfer-Encoding``; a ``Content-Length`` that differs from the
-    stored body (decompressed by Scrapy, or a download cut short) is renamed ``X-Crawler-Content-Length`` and the
-    body's length added.  Without the ``body`` (a revisit: a replay tool serves another record's body under
-    these headers) ``Content-Length`` is renamed ``X-Crawler-Content-Length`` and none added."""
+    """The status line and headers of a response as Scrapy received them, ``Transfer-Encoding`` and a
+    ``Content-Length`` that is not the stored body's (or, without the ``body``, any) renamed ``X-Crawler-*``."""
     headers: list[tuple[str, str]] = []
     body_length = len(response.body) if body else -1
     fix_length = False
@@ -132,8 +114,8 @@ class _Root:
 
 
 def _root_of(record: Any) -> _Root | None:
-    """The root a later revisit of this record's page refers to: the record itself when it is a ``response``
-    (with its payload digest, computed when it was written), else the root its own revisit referred to."""
+    """The root a later revisit of this record's page refers to: the record itself when it is a ``response``, else
+    the root its own revisit referred to."""
     headers = record.rec_headers
     if record.rec_type == "response":
         digest = headers.get_header("WARC-Payload-Digest")
@@ -149,11 +131,8 @@ def _root_of(record: Any) -> _Root | None:
 
 
 class WarcOutput:
-    """Writes a crawl's WARC file (``SIMHASH_WARC``); see the module's docstring.
-
-    ``path`` ending in ``.gz`` compresses each record as a gzip member of its own.  ``info``: the ``warcinfo``
-    fields after ``software`` and ``format``.  Opening the file raises ``OSError``; nothing else raises.
-    """
+    """Writes a crawl's WARC file; ``info``: the ``warcinfo`` fields after ``software`` and ``format``.  Opening
+    the file raises ``OSError``; nothing else raises."""
 
     def __init__(self, path: str | os.PathLike[str], count: FilterStats, info: dict[str, Any] | None = None) -> None:
         self.path = Path(path)
@@ -163,8 +142,7 @@ class WarcOutput:
         self.responses = 0
         self.revisits = 0
         self._failures_logged = False
-        #: Checked page URL → the ``response`` record at the root of its chain (its own record for a kept page),
-        #: or None when that root is not known; the most recent pages.
+        #: Checked page URL → the ``response`` record at the root of its chain (None: not known); the most recent.
         self._written: OrderedDict[str, _Root | None] = OrderedDict()
         self._writer = WARCWriter(BytesIO(), gzip=False, warc_version=WARC_VERSION)  # records only; gzip is ours
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -179,18 +157,16 @@ class WarcOutput:
 
     @classmethod
     def for_crawler(cls, crawler: Crawler, crawl_filter: CrawlFilter) -> WarcOutput | None:
-        """The crawl's WARC output (closed when the spider closes), or None when ``SIMHASH_WARC`` is empty.
-
-        Raises ``ValueError`` naming the setting when the file cannot be opened or written.
-        """
+        """The crawl's WARC output (closed when the spider closes), or None when ``SIMHASH_WARC`` is empty; raises
+        ``ValueError`` naming the setting when the file cannot be opened or written."""
         settings = crawler.settings
         path = settings.get("SIMHASH_WARC", SIMHASH_WARC) or ""
         if not isinstance(path, (str, os.PathLike)):
             raise ValueError(f"SIMHASH_WARC must be a file path or '', got {path!r}")
         path = os.fspath(path)
-        if not path or crawl_filter.readonly:  # an inspection command's pages are no part of the crawl's record
+        if not path or crawl_filter.options.readonly:  # an inspection command's pages are no part of the crawl's record
             return None
-        config = crawl_filter.config
+        config = crawl_filter.options.config
         spider = getattr(crawler.spidercls, "name", None)
         info = {
             "isPartOf": spider,
@@ -198,7 +174,7 @@ class WarcOutput:
             "robots": "obey" if settings.getbool("ROBOTSTXT_OBEY") else "ignore",
             "http-header-user-agent": settings.get("USER_AGENT"),
             "simhash-model": config.fingerprint.model_id(),
-            "simhash-action": crawl_filter.action,
+            "simhash-action": crawl_filter.options.action,
             "simhash-max-distance": config.max_distance,
             "simhash-min-similarity": config.min_similarity,
             "simhash-revisit-profile": PROFILE,
@@ -211,13 +187,8 @@ class WarcOutput:
         logger.info("simhash: writing the crawl's WARC to %s", os.path.abspath(path), extra={"crawler": crawler})
         return output
 
-    # --- records ------------------------------------------------------------------------------
-
     def write(self, response: Response, decision: Decision | None, fetched: datetime) -> None:
-        """Write the record of a response the filter saw (its ``decision``; None: exempt), fetched at ``fetched``.
-
-        Never raises: a failure is counted in ``simhash/warc/errors``, the first one logged.
-        """
+        """Write the record of a response the filter saw (its ``decision``; None: exempt); never raises."""
         if self.closed or not response.url.startswith(_SCHEMES):
             return
         try:
@@ -273,10 +244,8 @@ class WarcOutput:
         )  # fmt: skip
 
     def _revisit(self, response: Response, decision: Decision, fetched: datetime) -> Any:
-        """A ``revisit`` record of :data:`PROFILE` (WARC/1.1): the HTTP headers; the ``response`` record of the kept
-        page at the root of the chain (its URI, date, id and ``WARC-Payload-Digest``: what replay tools look
-        the stored body up by); the page the filter matched, the distance, the fingerprint, the similarity and
-        the digest of this page's own body, which was not stored, in headers of ours."""
+        """A ``revisit`` record of :data:`PROFILE` (WARC/1.1): the HTTP headers, the root ``response`` record it
+        refers to, and the filter's match in ``WARC-Simhash-*`` headers."""
         assert decision.duplicate_of is not None
         extra = [*self._ip_address(response), ("WARC-Profile", PROFILE)]
         root = self._root(decision.duplicate_of)
@@ -310,8 +279,6 @@ class WarcOutput:
         self._written.move_to_end(url)
         if len(self._written) > REFERS_TO_LIMIT:
             self._written.popitem(last=False)
-
-    # --- the file -----------------------------------------------------------------------------
 
     def _append(self, record: Any) -> None:
         """Serialize ``record`` and append it in one write; a failed write is undone (the file cut back)."""

@@ -1,21 +1,8 @@
-"""Fingerprinting pages off the crawl's reactor thread: in worker threads, or in worker processes.
-
-:class:`FingerprintJob` fingerprints one page and reports how long it took and whether its bytes were
-valid in their charset; it is thread-safe (one :class:`Fingerprinter` per thread).
-
-:class:`WorkerPool` runs it in worker processes (``python -m simhash_filter.crawl.workers``: a fresh
-interpreter that imports the fingerprint model and nothing else; never a fork of a process that runs a
-reactor).  Each worker holds one :class:`Fingerprinter` and answers its requests in order over its
-stdin/stdout: a length-prefixed pickle of ``(body, encoding)`` in (the body cut at the work cap), a plain
-tuple out, from which :func:`from_worker` rebuilds the :class:`Fingerprint`: the same value as in the
-parent, since a fingerprint is exact in integers and the same in every process.
-
-No thread in the parent: the pipes are non-blocking and watched by the running event loop (asyncio's,
-or the Twisted reactor's), so the reactor thread never waits for a worker nor hands the GIL to a helper
-thread.  (``concurrent.futures.ProcessPoolExecutor`` has two; measured with ``benchmarks/speed/bench_crawl.py``,
-their GIL hand-offs left the crawl process 1.5-2 ms of CPU per page above the crawl without the filter,
-against 0.1-0.7 ms with watched pipes.)  POSIX only (pipes cannot be watched on Windows).
-No Scrapy here.
+"""Fingerprinting pages off the crawl's reactor thread: :class:`FingerprintJob` (thread-safe), and
+:class:`WorkerPool`, worker processes (``python -m simhash_filter.crawl.workers``: a fresh interpreter, never a
+fork of a process that runs a reactor) that answer length-prefixed pickles of ``(body, encoding)`` in order over
+their stdin/stdout.  The pipes are non-blocking and watched by the running event loop: no thread in the parent
+(docs/speed.md, "Where pages are fingerprinted").  POSIX only.  No Scrapy here.
 """
 
 from __future__ import annotations
@@ -58,15 +45,13 @@ __all__ = [
     "serve",
 ]
 
-#: Fingerprinted once when a fingerprinter starts, so that loading the word tables (about a second) does
-#: not stall the first page.
+#: Fingerprinted once when a fingerprinter starts, so that loading the word tables does not stall the first page.
 WARM_UP = (
     "<html><body><article><p>Loading the word tables before the crawl starts, once.</p>"
     "<p>在抓取开始之前加载词表。</p></article></body></html>"
 )
 
-#: What a page's fingerprinting returns: the fingerprint, the seconds it took, and whether the bytes were
-#: invalid in the encoding the page was decoded with (a wrong declared charset).
+#: A page's fingerprint, the seconds it took, and whether its bytes were invalid in the charset it was decoded with.
 JobResult = tuple[Fingerprint, float, bool]
 #: The same as plain values, as it comes back from a worker process (cheap to pickle on every Python).
 WorkerResult = tuple[int | None, str, int, bool, str | None, float, bool, bytes | None, int]
@@ -142,11 +127,8 @@ def _frame(obj: Any) -> bytes:
 
 
 def serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
-    """A worker's life: a :class:`FingerprintConfig`, then ``(body, encoding)`` requests until end of input.
-
-    Answers, one frame each, in order: ``("ready", pid)`` once the word tables are loaded, then per request
-    ``("ok", WorkerResult)`` or ``("error", traceback)``.
-    """
+    """A worker's life: a :class:`FingerprintConfig`, then ``(body, encoding)`` requests until end of input;
+    answers ``("ready", pid)``, then per request ``("ok", WorkerResult)`` or ``("error", traceback)``."""
     config = _read_frame(stdin)
     if config is None:
         return
@@ -168,8 +150,7 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def _main() -> None:
-    # A stop signal reaches the whole process group: the crawl shuts down gracefully, and its workers with it
-    # when it closes their pipes; they must not die first (they fingerprint the pages still arriving).
+    # a stop signal to the process group: the workers end when the crawl closes their pipes, not before
     for signum in STOP_SIGNALS:
         signal.signal(signum, signal.SIG_IGN)
     with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the parent closed its end: just stop
@@ -322,8 +303,6 @@ class WorkerProcess:
         self._send(_frame((body, encoding)))
         return awaitable
 
-    # --- pipes ---
-
     def _send(self, data: bytes) -> None:
         if self._unsent:
             self._unsent += data
@@ -385,8 +364,6 @@ class WorkerProcess:
             else:
                 reject(WorkerError(value))
 
-    # --- the end ---
-
     def _gone(self, why: str) -> None:
         if self.lost:
             return
@@ -430,11 +407,8 @@ class WorkerProcess:
 
 
 class WorkerPool:
-    """``processes`` worker processes fingerprinting pages under ``config``; started at once, without
-    waiting for them (each is ready once it has loaded the word tables, about 0.3 s).
-
-    ``on_lost(worker)`` is called when a worker dies; :meth:`replace` starts another in its place.
-    """
+    """``processes`` worker processes, started without waiting for them; ``on_lost(worker)`` is called when one
+    dies, and :meth:`replace` starts another in its place."""
 
     def __init__(
         self, config: FingerprintConfig, processes: int, on_lost: Callable[[WorkerProcess], None] | None = None
@@ -448,8 +422,7 @@ class WorkerPool:
         self._on_lost = on_lost
         self.started = time.monotonic()
         self.workers: list[WorkerProcess] = []
-        # A pool never closed (a crawl that crashed) ends its workers when Python exits; were this process
-        # killed, they would exit by themselves (their input ends).
+        # a pool never closed ends its workers when Python exits (killed, they exit as their input ends)
         weakref.finalize(self, _close_all, self.workers)
         try:
             for _ in range(processes):
