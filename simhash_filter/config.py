@@ -1,6 +1,5 @@
-"""The filter's settings: the fingerprint model's (:class:`FingerprintConfig`) and the index's decision (k, the
-similarity threshold, the tables) — the one source of defaults for the command line and the crawler; and the CPUs
-this process may use (the default worker processes of ``dedup`` and of a crawl).
+"""The filter's settings (:class:`FilterConfig`: the fingerprint model's and the index's decision), the one
+source of defaults for the command line and the crawler, and the CPUs this process may use.
 """
 
 from __future__ import annotations
@@ -25,17 +24,14 @@ __all__ = [
     "available_cpus",
 ]
 
-#: Candidates of a page: kept fingerprints within this Hamming distance (k) that agree with the page's on the
-#: leading bits of a table of :data:`TABLES` (all of them up to distance 4, most of them beyond).
+#: Candidates of a page: kept fingerprints within this Hamming distance (k) that share a table's lead with it.
 DEFAULT_MAX_DISTANCE = 10
-#: A candidate is a near-duplicate when the two pages' sketches are at least this similar (estimated weighted
-#: Jaccard of their words).
+#: A candidate is a near-duplicate when the two pages' sketches are at least this similar.
 DEFAULT_MIN_SIMILARITY = 0.75
 #: The index's permuted tables up to 4 million pages: five blocks of 13 bits (12 for the last), one table per block.
 TABLES = "13+13+13+13+12/k4"
-#: The pages an index is built for: its tables follow (:func:`~simhash_filter.index.tables.tables_for`: the five
-#: tables of :data:`TABLES` up to 4,194,304 pages, then 15 tables of 20-22-bit leads up to 2**30, then 56), and it
-#: takes at most twice what its tables are built for.
+#: The pages an index is built for: its tables follow (:func:`~simhash_filter.index.tables.tables_for`); it takes
+#: at most twice that.
 DEFAULT_EXPECTED_PAGES = 1_000_000
 
 

@@ -6,6 +6,7 @@ option and ``OSError``), all of them :class:`StoreError`.
 from __future__ import annotations
 
 __all__ = [
+    "FINGERPRINT_ERROR",
     "CorruptIndexError",
     "DesignMismatchError",
     "IndexFullError",
@@ -14,6 +15,10 @@ __all__ = [
     "StoreError",
     "StoreFullError",
 ]
+
+#: The status of a page whose fingerprinter raised (a bug: please report it), in ``dedup``'s output and a crawl's
+#: skips (``simhash/skipped/error``).
+FINGERPRINT_ERROR = "error"
 
 
 class StoreError(Exception):

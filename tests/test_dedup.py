@@ -12,8 +12,9 @@ import pytest
 import worker_helpers
 
 from simhash_filter.batch import dedup as dedup_module
-from simhash_filter.batch.dedup import ERROR, MALFORMED, Outcome, Summary, dedup, parse_line
+from simhash_filter.batch.dedup import MALFORMED, Outcome, Summary, dedup, parse_line
 from simhash_filter.config import DEFAULTS
+from simhash_filter.errors import FINGERPRINT_ERROR
 
 
 @pytest.mark.parametrize(
@@ -188,7 +189,7 @@ def test_a_page_that_kills_its_worker_is_reported_and_the_run_goes_on(pages):
                                              worker_helpers.prepare_or_die, dedup_module._init_worker,
                                              (DEFAULTS.fingerprint,)))  # fmt: skip
     assert len(prepared) == len(lines)
-    assert prepared[70][:3] == ("https://x.example/70", None, ERROR)
+    assert prepared[70][:3] == ("https://x.example/70", None, FINGERPRINT_ERROR)
     assert "worker process died" in prepared[70][3]
     expected = list(dedup_module._prepared(lines[:70] + lines[71:], DEFAULTS.fingerprint, 1))
     assert prepared[:70] + prepared[71:] == expected

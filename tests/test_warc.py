@@ -19,7 +19,8 @@ from warcio.warcwriter import WARCWriter
 
 from simhash_filter import fingerprint
 from simhash_filter.batch.dedup import Outcome
-from simhash_filter.batch.warc import WarcCounts, WarcPage, is_warc_input, iter_warc_pages, iter_warc_stream, warc_files
+from simhash_filter.batch.inputs import JSONL, WARC, input_files, kind
+from simhash_filter.batch.warc import WarcCounts, WarcPage, iter_warc_stream
 from simhash_filter.cli.main import main
 from simhash_filter.crawl.policy import Policy
 
@@ -282,7 +283,8 @@ def test_content_encodings_and_chunks_are_decoded(pages, tmp_path):
     src = tmp_path / "encodings.warc.gz"
     write_warc(src, records)
     counts = WarcCounts()
-    got = list(iter_warc_pages(src, counts))
+    with open(src, "rb") as f:
+        got = list(iter_warc_stream(f, str(src), counts))
     assert [(p.url, p.html) for p in got] == [(f"https://a.example/{n}", body)
                                               for n in ("gzip", "deflate", "br", "chunked", "both")]  # fmt: skip
     assert dict(counts.skipped) == {"content_encoding": 1} and counts.damaged == []
@@ -318,7 +320,8 @@ def test_a_directory_and_a_glob_are_read_in_name_order(corpus, tmp_path, capsys)
     assert [r["url"] for r in read_records(capsys.readouterr().out)] == urls[:4]
     assert main(["dedup", str(crawl / "**" / "*.warc.gz")]) == 0
     assert [r["url"] for r in read_records(capsys.readouterr().out)] == urls[2:]
-    assert warc_files(crawl) == [str(crawl / "a.warc"), str(crawl / "b.warc.gz"), str(crawl / "sub" / "c.warc.gz")]
+    expected = [str(crawl / "a.warc"), str(crawl / "b.warc.gz"), str(crawl / "sub" / "c.warc.gz")]
+    assert input_files([str(crawl)]) == expected
 
 
 def test_an_input_with_no_warc_files_is_one_line(tmp_path, capsys):
@@ -334,14 +337,12 @@ def test_an_input_with_no_warc_files_is_one_line(tmp_path, capsys):
     assert "no .jsonl or .warc files" in capsys.readouterr().err
 
 
-def test_the_input_kind_is_chosen_by_the_path(tmp_path):
-    """.warc, .warc.gz, a directory and a glob are WARC input; anything else (and '-') is JSON Lines."""
-    literal = tmp_path / "odd*name.jsonl"
-    literal.write_text("")
-    for path in ("a.warc", "a.WARC.GZ", str(tmp_path), str(tmp_path / "*.warc.gz"), "crawl/part-?.gz"):
-        assert is_warc_input(path), path
-    for path in ("-", "pages.jsonl", "pages.jsonl.gz", str(literal)):
-        assert not is_warc_input(path), path
+def test_the_input_kind_is_chosen_by_the_name():
+    """A file ending with .warc or .warc.gz (any case) is WARC input; anything else is JSON Lines."""
+    for name in ("a.warc", "a.WARC.GZ", "crawl/part-0.warc.gz"):
+        assert kind(name) == WARC, name
+    for name in ("pages.jsonl", "pages.jsonl.gz", "part-0.gz", "odd*name.jsonl"):
+        assert kind(name) == JSONL, name
 
 
 def test_workers_give_the_same_output(pages, tmp_path, capsys):
@@ -363,8 +364,8 @@ def test_workers_give_the_same_output(pages, tmp_path, capsys):
     assert one == two
 
 
-def test_iter_warc_pages_reads_a_stream_and_counts_what_it_skips(pages, tmp_path):
-    """iter_warc_pages and iter_warc_stream (the Spark job's readers) read an open stream: pages with their
+def test_iter_warc_stream_reads_a_stream_and_counts_what_it_skips(pages, tmp_path):
+    """iter_warc_stream (the Spark job's reader) reads an open stream: pages with their
     bytes, the declared charset (as the crawl reads it), WARC-Date and WARC-Record-ID; the rest counted by
     reason."""
     body = _gbk(pages)
@@ -375,11 +376,11 @@ def test_iter_warc_pages_reads_a_stream_and_counts_what_it_skips(pages, tmp_path
     write_warc(src, [request("https://a.example/library"), page, metadata("https://a.example/library")])
     counts = WarcCounts()
     with open(src, "rb") as f:
-        got = list(iter_warc_pages(io.BytesIO(f.read()), counts))
+        got = list(iter_warc_stream(io.BytesIO(f.read()), str(src), counts))
     crawled = HtmlResponse("https://a.example/library", headers={"Content-Type": "text/html; charset=GBK"}, body=body)
     assert got == [WarcPage("https://a.example/library", body, Policy.encoding(crawled), "2024-05-14T08:21:07Z",
                             record_id)]  # fmt: skip
-    assert (counts.pages, dict(counts.skipped), counts.records, counts.files) == (1, {"not_response": 2}, 3, 1)
+    assert (counts.pages, dict(counts.skipped), counts.records) == (1, {"not_response": 2}, 3)
     assert list(iter_warc_stream(io.BytesIO(src.read_bytes()), str(src))) == got
     assert dict(got[0].record_fields()) == {"warc_date": "2024-05-14T08:21:07Z", "warc_record_id": record_id}
 

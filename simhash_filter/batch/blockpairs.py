@@ -1,15 +1,8 @@
-"""The Spark job's block stage over Arrow batches: the candidate pairs of every block, the bounded pass of
-:func:`~simhash_filter.index.bound.block_pass` made in numpy where nothing in the block is bounded.
-
-The rows come sorted by block (table, lead), then page number, in Arrow record batches (``mapInArrow``); a block may
-run on into the next batch, and is held until it ends. In a block of at most ``block_pages`` pages where every page
-has at most ``per_table`` earlier pages within k, fewer than ``duplicates`` of which verify, and none with its URL
-and fingerprint, the block takes every page, and a page's candidates are all the earlier pages within k: every pair
-of every such block of a batch is compared at once (XOR and popcount of the fingerprints, then of the sketches of
-the pairs within k), whatever the number of blocks (one table's blocks hold a few pages each at the size its design
-is built for). Any other block (a flood's, a crowded template's, a page seen twice) goes through :func:`block_pass`
-page by page, as before: the pairs are the same either way (``tests/test_spark.py`` checks both against the
-reference).
+"""The Spark job's block stage over Arrow batches (rows sorted by block, then page number; a block may run on
+into the next batch): the candidate pairs of every block.  A block that nothing bounds (at most ``block_pages``
+pages, none with ``per_table`` earlier pages within k, ``duplicates`` verified or its own URL and fingerprint) takes
+every page, and all its pairs are compared at once in numpy; any other goes through
+:func:`~simhash_filter.index.bound.block_pass` page by page.  The pairs are the same either way.
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
-"""Batch near-duplicate filtering of JSON Lines pages, in input order (the core of ``simhash-filter dedup``).
-
-Each input line is an object with at least ``url`` and ``html`` (strings); an input item may also be a
-:class:`Page` already read (from a WARC file, :mod:`simhash_filter.batch.warc`), whose HTML is bytes in its declared
-encoding.  Pages are fingerprinted (optionally in worker processes), then checked in input order against every
-page kept before them with :meth:`NearDuplicateIndex.check_and_add`.  Every input item yields exactly one
-:class:`Outcome`: a malformed line or a page that cannot be fingerprinted is reported, never dropped.
-
-The input is streamed: at most a few chunks of lines per worker are in flight at any time.
+"""Batch near-duplicate filtering of JSON Lines pages or :class:`Page` items, in input order (the core of
+``simhash-filter dedup``): every input item yields exactly one :class:`Outcome` (a malformed line or a page that
+cannot be fingerprinted is reported, never dropped).  Pages are fingerprinted in this process or in worker
+processes, the input streamed (a few chunks per worker in flight), then checked in input order.
 """
 
 from __future__ import annotations
@@ -26,13 +21,13 @@ from typing import Any, NamedTuple
 import orjson
 
 from simhash_filter.config import FilterConfig, FingerprintConfig, available_cpus
+from simhash_filter.errors import FINGERPRINT_ERROR
 from simhash_filter.index.backends import store_errors
 from simhash_filter.index.nearduplicate import NearDuplicateIndex, open_index
 from simhash_filter.index.tables import is_count
 from simhash_filter.model.fingerprint import Fingerprinter
 
 __all__ = [
-    "ERROR",
     "MALFORMED",
     "IndexFailed",
     "Outcome",
@@ -47,8 +42,6 @@ __all__ = [
 
 #: Status of an input line that is not a JSON object with string ``url`` and ``html``.
 MALFORMED = "malformed"
-#: Status of a page whose fingerprinting raised an unexpected error (a bug: please report it).
-ERROR = "error"
 #: A longer ``url`` makes a line malformed (an index stores keys of at most 1 MiB; no browser sends such a URL).
 MAX_URL_CHARS = 65_536
 #: Lines sent to a worker at a time, and chunks kept in flight per worker.
@@ -141,16 +134,8 @@ class Summary:
 
 
 def _loads(line: bytes | str) -> Any:
-    """The JSON value of a line: orjson's parse (about twice the standard library's speed on pages), or, for the
-    few lines orjson refuses, the standard library's, which decides them as before orjson was used.
-
-    orjson refuses a leading UTF-8 byte order mark, lone surrogates (``\\ud800`` escapes, or surrogates encoded
-    in the bytes), NaN and Infinity, numbers beyond a double's range, invalid UTF-8 and every malformed line.
-    The standard library reads the first four (a page with a lone surrogate is fingerprinted and its url written
-    escaped, as before) and rejects the rest with the message a malformed line is reported with.  One difference
-    remains: a line nested between the interpreter's recursion limit (~1000) and orjson's limit (1024) deep is now
-    read instead of being "nested too deeply".
-    """
+    """The JSON value of a line: orjson's parse, or for a line orjson refuses (a byte order mark, lone surrogates,
+    NaN, huge numbers, a malformed line) the standard library's, which reads or rejects it with its message."""
     try:
         return orjson.loads(line)
     except orjson.JSONDecodeError:
@@ -216,7 +201,7 @@ def _prepare(fingerprinter: Fingerprinter, line: _Item) -> _Prepared:
     try:
         fp = fingerprinter.fingerprint(html, encoding)
     except Exception as exc:  # one bad page must not end a run over millions
-        return _Prepared(url, None, ERROR, f"{type(exc).__name__}: {exc}", None)
+        return _Prepared(url, None, FINGERPRINT_ERROR, f"{type(exc).__name__}: {exc}", None)
     return _Prepared(url, fp.value, None if fp.ok else str(fp.status), None, fp.sketch)
 
 
@@ -249,10 +234,9 @@ def _prepared(lines: Iterable[_Item], config: FingerprintConfig, workers: int) -
 def fingerprint_items(
     items: Iterable[bytes | Page], *, config: FingerprintConfig, workers: int = 1
 ) -> Iterator[tuple[str | None, int | None, str | None, str | None, bytes | None]]:
-    """Fingerprint JSON lines or :class:`Page` items in input order, in this process or in ``workers`` processes
-    (as :func:`dedup` does, without an index): one ``(url, fingerprint, status, reason, sketch)`` per item, where
-    ``status`` is None for a fingerprinted page, else a :class:`~simhash_filter.model.fingerprint.Status` value,
-    :data:`MALFORMED` or :data:`ERROR` (with the ``reason``).  Raises :class:`WorkersFailed` as :func:`dedup`."""
+    """Fingerprint items in input order as :func:`dedup` does, without an index: one ``(url, fingerprint, status,
+    reason, sketch)`` per item (``status`` None, a fingerprint :class:`Status`, :data:`MALFORMED` or
+    :data:`~simhash_filter.errors.FINGERPRINT_ERROR`).  Raises :class:`WorkersFailed` as :func:`dedup`."""
     return _prepared(items, config, workers)
 
 
@@ -272,15 +256,10 @@ def _in_workers(
     initializer: Callable[..., None],
     initargs: tuple[Any, ...],
 ) -> Iterator[_Prepared]:
-    """``work(chunk)`` for each chunk in ``workers`` processes; the results in input order.
-
-    ``Pool.imap`` would read the whole input ahead of the workers; a bounded queue of chunks keeps memory
-    flat on inputs of any size.  A worker that dies (killed, out of memory) breaks the pool: a new pool is
-    started and the lines that were in flight are redone one at a time, alone in the pool, so that a page
-    that kills its worker twice is found and reported as :data:`ERROR` instead of being retried for ever.
-    After :data:`MAX_FRUITLESS_POOLS` pools in a row broke before finishing anything (workers that cannot
-    start), :class:`WorkersFailed` is raised.
-    """
+    """``work(chunk)`` for each chunk in ``workers`` processes, a bounded queue of chunks in flight; the results in
+    input order.  A worker that dies breaks the pool: a new one redoes the lines in flight one at a time, so that
+    a page that kills its worker twice is reported as an error.  After :data:`MAX_FRUITLESS_POOLS` pools in a row
+    broke before finishing anything, :class:`WorkersFailed` is raised."""
     ctx = multiprocessing.get_context("spawn")  # no fork of a threaded parent; same on every OS
 
     def start() -> ProcessPoolExecutor:
@@ -339,10 +318,8 @@ def _in_workers(
 
 
 def _unblock_broken(pool: ProcessPoolExecutor) -> None:
-    """Python 3.10: a broken pool's manager thread waits for the thread that feeds its work queue, which may
-    wait for ever to write into a pipe that no (dead) worker reads.  Read that pipe empty, discarding the
-    work, until the manager thread is done (3.11 and later close the pipe themselves).  The manager may close
-    the pipe meanwhile: a read then fails with OSError, EOFError, or TypeError (a handle gone mid-read)."""
+    """Python 3.10: read a broken pool's work pipe empty until its manager thread is done (its feeder thread may
+    wait for ever to write into a pipe no dead worker reads; 3.11 and later close the pipe themselves)."""
     thread = getattr(pool, "_executor_manager_thread", None)
     reader = getattr(getattr(pool, "_call_queue", None), "_reader", None)
     if sys.version_info >= (3, 11) or thread is None or reader is None:
@@ -363,13 +340,12 @@ def _worker_died(line: _Item) -> _Prepared:
         url, _, reason = parse_line(line)
         if reason is not None:
             return _Prepared(url, None, MALFORMED, reason, None)
-    return _Prepared(url, None, ERROR, "its worker process died (killed, or out of memory)", None)
+    return _Prepared(url, None, FINGERPRINT_ERROR, "its worker process died (killed, or out of memory)", None)
 
 
 def auto_workers(input_bytes: int | None) -> int:
-    """A ``workers`` value for an input of ``input_bytes`` (None: unknown, e.g. stdin): one process for
-    small inputs, else one worker per available CPU (at most :data:`AUTO_WORKERS_MAX`).  The output is
-    the same for every value; only the time differs (workers help on CPUs that are otherwise idle)."""
+    """A ``workers`` value for an input of ``input_bytes`` (None: unknown): one process for small inputs, else one
+    worker per available CPU (at most :data:`AUTO_WORKERS_MAX`).  The output is the same for every value."""
     if input_bytes is None or input_bytes < AUTO_WORKERS_MIN_BYTES:
         return 1
     cpus = available_cpus()
@@ -383,15 +359,9 @@ def dedup(
     workers: int = 1,
     index: NearDuplicateIndex | None = None,
 ) -> Iterator[Outcome]:
-    """One :class:`Outcome` per input line or :class:`Page`, in input order.
-
-    A page is a near-duplicate of the most similar page before it (in this run or already in ``index``) among its
-    candidates whose sketch is similar enough (``config.min_similarity``); every page is stored (under the bound
-    of :mod:`simhash_filter.index.bound`).
-
-    Without ``index`` a memory index for ``config`` is used and closed at the end; a given ``index`` is used
-    with its own settings and left open.  Lines are read lazily, as the outcomes are consumed.
-    """
+    """One :class:`Outcome` per input line or :class:`Page`, in input order, read lazily: a page checked and added
+    against the pages before it (in this run or already in ``index``; without one, a memory index for ``config``,
+    closed at the end)."""
     if not is_count(workers, 1):
         raise ValueError(f"workers must be an int >= 1, got {workers!r}")
     return _dedup(lines, config, workers, index)

@@ -1,15 +1,8 @@
-"""Which files a batch run reads: one rule for ``simhash-filter dedup`` and the Spark job
-(``simhash_filter.batch.spark``, which applies it to the names a Hadoop file system lists).
-
-- A file named on the command line is read whatever its name: as WARC when it ends with ``.warc`` or ``.warc.gz``
-  (any case), else as JSON Lines (gzipped or not: the first bytes tell).
-- A directory gives its input files at any depth: the names ending with one of :data:`WARC_SUFFIXES` or
-  :data:`JSONL_SUFFIXES` (any case), except those under a name that starts with ``.`` or ``_`` (hidden files,
-  ``dedup``'s unfinished ``.OUT.*.partial``, Spark's ``_SUCCESS`` and ``_temporary``: Hadoop's own rule), and
-  except the run's output file.
-- A glob (``*``, ``?``, ``**`` for any depth) gives the files it matches, a directory it matches as above.
-- The files of all inputs are read once each, sorted by path (the order the Spark job numbers pages in, so both
-  decide the same), whatever order the inputs are given in.
+"""Which files a batch run reads, one rule for ``simhash-filter dedup`` and the Spark job: a file named is read
+whatever its name (WARC when it ends with ``.warc`` or ``.warc.gz``, any case, else JSON Lines); a directory gives
+its files of :data:`WARC_SUFFIXES` and :data:`JSONL_SUFFIXES` at any depth, except under a name that starts with
+``.`` or ``_`` (Hadoop's rule) and the run's output; a glob gives what it matches.  The files are read once each,
+sorted by path (the order the Spark job numbers pages in).
 """
 
 from __future__ import annotations

@@ -1,40 +1,10 @@
-"""Batch near-duplicate detection of a corpus on Apache Spark: the decisions of ``simhash-filter dedup``, computed
-by stages that shuffle fingerprints, never pages.
-
-The decision rule is one machine's bounded two-stage check (:mod:`simhash_filter.index.bound`), which does not
-depend on the order pages are *processed* in, only on the order they are *numbered* in: a page's candidates in a
-table are the ``per_table`` nearest (then earliest) pages within k that its block of that table (the table's lead
-value of the page) took before it; a page is a near-duplicate of the most similar candidate whose sketch is at
-least ``min_similarity`` similar (ties: the nearer, then the earlier page); with none, it is kept.  A block takes a
-page unless ``duplicates`` of the page's candidates from that block verify, it holds ``block_pages`` pages already
-(from the expected pages, ``--expected-pages``: the same bound as ``dedup``'s index) or it holds an earlier page with
-the same URL and fingerprint: that depends on the block's own earlier pages alone, so every block is decided on its
-own.  Pages are numbered by input order: the input files sorted by path, then each file's lines or records in
-order.
-
-The stages:
-
-1. **read and fingerprint** in the executors: every input file is one task (``binaryFiles``: local paths and any
-   path Spark reads: HDFS, S3, ...); JSON Lines (``.jsonl``, ``.jsonl.gz``) and WARC files (``.warc``,
-   ``.warc.gz``) as ``simhash-filter dedup`` reads them, with the same model (the model id is checked);
-2. **block rows**: each fingerprinted page once per table, keyed by ``(table, lead value)``, shuffled so that a
-   block is in one partition, sorted by block then page number;
-3. **one pass per block** (:func:`simhash_filter.index.bound.block_pass`, over Arrow batches:
-   :mod:`simhash_filter.batch.blockpairs`): the pages the block took so far, each page's nearest of them within k,
-   their differing sketch bits, whether the block takes the page; out come the candidate pairs (later page,
-   earlier page, distance, differing bits);
-4. **verification and choice**: the sketch similarity of each pair in Spark SQL from its differing bits (the same
-   floating-point operations as :func:`simhash_filter.model.sketch.similarity`), filtered by ``min_similarity``;
-   a window per later page picks its best earlier page (a pair found in several tables is the same row each
-   time);
-5. **output** in input order: the JSON Lines of ``dedup`` (one file, or a directory of part files whose
-   concatenation in name order is that file) or Parquet.
-
-Nothing is collected to the driver but the list of input files (and, for a single-file output, the output lines,
-streamed in order).  ``pyspark`` is imported here only (``pip install simhash-filter[spark]``).
+"""Batch near-duplicate detection of a corpus on Apache Spark (docs/spark.md): the decisions of ``simhash-filter
+dedup`` on the same pages numbered in input order (the files sorted by path, then each file's lines or records),
+computed by stages that shuffle fingerprints, never pages: read and fingerprint in the executors, each page's rows
+shuffled by table block, one bounded pass per block (:func:`simhash_filter.index.bound.block_pass`), the pairs
+verified in Spark SQL by the index's rule, the output in input order.  ``pyspark`` is imported here only.
 
     python -m simhash_filter.batch.spark INPUT... --output OUT [--master local[2]] [--format jsonl|parquet]
-    spark-submit "$(python -c 'import simhash_filter.batch.spark as m; print(m.__file__)')" INPUT... --output OUT
 """
 
 from __future__ import annotations
@@ -99,10 +69,8 @@ def _unsigned(value: int) -> int:
 
 
 def input_files(spark: SparkSession, paths: list[str], *, exclude: Sequence[str] = ()) -> list[str]:
-    """Every input file under *paths* as Spark names them, by the rule of :mod:`simhash_filter.batch.inputs` (the
-    one ``simhash-filter dedup`` applies): a file itself, a directory's JSON Lines and WARC files at any depth (not
-    under a name that starts with ``.`` or ``_``, not *exclude*: the output), the files a glob matches; once each,
-    sorted.  Raises :class:`FileNotFoundError` naming an input that gives no file."""
+    """Every input file under *paths* as Spark names them, by ``dedup``'s rule (:mod:`simhash_filter.batch.inputs`;
+    not *exclude*), once each, sorted.  Raises :class:`FileNotFoundError` naming an input that gives no file."""
     jvm, jsc = spark.sparkContext._jvm, spark.sparkContext._jsc
     assert jvm is not None and jsc is not None, "a Spark session without its JVM"
     conf = jsc.hadoopConfiguration()
@@ -145,8 +113,7 @@ def input_files(spark: SparkSession, paths: list[str], *, exclude: Sequence[str]
 
 
 class _DamageParam:
-    """Spark accumulates the damaged places of WARC files as a set of ``(file, offset, reason)``: a task run twice
-    (a retry, a cache evicted) adds the same places again, which the set absorbs."""
+    """The damaged places of WARC files as a set of ``(file, offset, reason)`` (a task run twice adds nothing)."""
 
     def zero(self, value: frozenset[tuple[str, int, str]]) -> frozenset[tuple[str, int, str]]:
         return frozenset()
@@ -158,8 +125,7 @@ class _DamageParam:
 
 
 def damage_accumulator(spark: SparkSession) -> Any:
-    """An accumulator for :func:`spark_dedup`'s ``damage``: after an action on its result, its ``value`` holds
-    the damaged places of the WARC files read (:func:`damaged` lists them)."""
+    """An accumulator for :func:`spark_dedup`'s ``damage`` (:func:`damaged` lists what it holds)."""
     return spark.sparkContext.accumulator(frozenset(), _DamageParam())  # type: ignore[arg-type]
 
 
@@ -171,9 +137,7 @@ def damaged(accumulator: Any) -> list[Damage]:
 
 
 def _items(name: str, data: bytes, damage: Any = None) -> Iterator[bytes | Page]:
-    """The input items of one file, as ``dedup`` reads them: its JSON lines (gunzipped when its first bytes are
-    gzip's), or its WARC records that are pages (the others are skipped and take no number, as on one machine;
-    the damage met is added to the ``damage`` accumulator)."""
+    """The input items of one file, as ``dedup`` reads them (the WARC damage met added to ``damage``)."""
     if kind(name) == WARC:
         from simhash_filter.batch.warc import WarcCounts, iter_warc_stream
 
@@ -213,10 +177,8 @@ def _fingerprint_partition(
 
 
 def candidate_pairs(blocks: DataFrame, k: int, bound: CheckBound, sketch_bytes: int) -> DataFrame:
-    """The candidate pairs of the bounded check, ``number`` (the later page), ``of`` and ``of_url`` (the earlier),
-    ``distance`` and ``differ`` (differing sketch bits), a pair once per table that finds it: the rows of *blocks*
-    (``t``, ``lead``, ``number``, ``fp``, ``url``, ``sketch``) shuffled by block, sorted, and each block passed
-    through on its own, in Arrow batches (:func:`~simhash_filter.batch.blockpairs.arrow_block_pairs`)."""
+    """The candidate pairs of the bounded check (``number``, ``of``, ``of_url``, ``distance``, ``differ``), once per
+    table that finds them: *blocks* shuffled by block, sorted, each block passed through on its own."""
     bits = bound.differing_bits(sketch_bytes)
     ordered = blocks.select("t", "lead", "number", "fp", "url", "sketch").repartition("t", "lead")
     rows = ordered.sortWithinPartitions("t", "lead", "number")
@@ -231,11 +193,9 @@ def spark_dedup(
     exclude: Sequence[str] = (),
     damage: Any = None,
 ) -> DataFrame:
-    """One row per input line or WARC page, in input order (``number``): ``url``, ``fingerprint`` (16 hex digits),
-    ``duplicate_of``, ``distance``, ``status`` and ``fields`` (a WARC record's own fields, JSON).
-
-    ``exclude``: paths a directory's files leave out (the output); ``damage``: an accumulator of
-    :func:`damage_accumulator`, which the reading of damaged WARC files adds to."""
+    """One row per input line or WARC page, in input order (``number``): ``url``, ``fp``, ``duplicate_of``,
+    ``distance``, ``status`` and ``fields`` (JSON).  ``exclude``: paths left out (the output); ``damage``: an
+    accumulator of :func:`damage_accumulator`."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
@@ -245,8 +205,7 @@ def spark_dedup(
     words = config.fingerprint.word_sketch_bytes  # the verified part of the stored sketch
     bound = config.bound  # the bound of dedup's index (open_index)
     sc = spark.sparkContext
-    # Uncompressed JSON Lines files are split into line ranges (textFile; its line numbers by zipWithIndex), the
-    # others read whole, one task a file: either way no page crosses the network before it is fingerprinted.
+    # uncompressed JSON Lines files split into line ranges, the others read whole, one task a file
     plain = [name for name in files if kind(name) == JSONL and not name.lower().endswith(".gz")]
     whole = [name for name in files if name not in plain]
     items = sc.emptyRDD()
@@ -301,10 +260,8 @@ def spark_dedup(
 def _prose_verified(
     pages: DataFrame, pairs: DataFrame, words: int, words_ok: Column, config: FilterConfig
 ) -> DataFrame:
-    """The pairs that verify under the rule of :meth:`NearDuplicateIndex.best`, with their ``tier``: 2 where the
-    word sketch verifies (*words_ok*), 1 where only the spots do (:func:`spots_verdict`, model v6; chosen only when
-    no pair of the page has tier 2), neither where the two pages are :func:`apart` (model v7).  The parts after the
-    word sketch are compared by the rule's own functions, in Python."""
+    """The pairs that verify under the rule of :meth:`NearDuplicateIndex.best`, with their ``tier`` (2: the word
+    sketch verifies, 1: only the spots do), not those :func:`apart`; by the rule's own functions, in Python."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 

@@ -1,24 +1,13 @@
-"""Pages from WARC files (Common Crawl, Heritrix, Browsertrix): an input of ``simhash-filter dedup`` and of the
-Spark job, read with warcio.
-
-A ``response`` record becomes a :class:`WarcPage` when its HTTP status is 2xx and its payload is HTML: a
-Content-Type of ``text/html`` or ``application/xhtml+xml``, or none and a payload (or a URL) that looks like
-HTML.  The payload is de-chunked and decoded from its Content-Encoding (gzip, deflate, br); its charset is the
-one the HTTP Content-Type declares, read as the crawl reads it (``Policy.encoding``), and the fingerprinter
-falls back as it does for a crawled page when that names no charset or the bytes are not valid in it.
-
-Every other record is counted in :attr:`WarcCounts.skipped` by reason (:data:`SKIP_REASONS`), never an error.
-A damaged file (a record cut short, a damaged gzip member, bytes that are not a WARC record) keeps the pages
-read before the damage; the damage is counted in :attr:`WarcCounts.damaged` with the file and offset, and the
-rest of that file is not read (where a record ends is not known after it), the next file is.
+"""Pages from WARC files, an input of ``simhash-filter dedup`` and of the Spark job (docs/warc.md): a 2xx
+``response`` record whose payload is HTML becomes a :class:`WarcPage` (de-chunked, decoded from its
+Content-Encoding, with its declared charset); every other record is counted in :attr:`WarcCounts.skipped` by
+reason.  A damaged file keeps the pages before the damage, which is counted (:class:`Damage`), and the rest of that
+file is not read.  warcio's private internals are overridden in :class:`_Records` and :class:`_Quiet` only.
 """
 
 from __future__ import annotations
 
-import errno
-import glob
 import importlib
-import os
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -40,21 +29,8 @@ from warcio.recordloader import ArcWarcRecord
 from warcio.statusandheaders import StatusAndHeadersParserException
 
 from simhash_filter.batch.dedup import MAX_URL_CHARS, Page
-from simhash_filter.batch.inputs import WARC, WARC_SUFFIXES, is_input_name, kind
 
-__all__ = [
-    "HTML_TYPES",
-    "SKIP_REASONS",
-    "WARC_SUFFIXES",
-    "Damage",
-    "WarcCounts",
-    "WarcPage",
-    "WarcReader",
-    "is_warc_input",
-    "iter_warc_pages",
-    "iter_warc_stream",
-    "warc_files",
-]
+__all__ = ["HTML_TYPES", "SKIP_REASONS", "Damage", "WarcCounts", "WarcPage", "iter_warc_stream"]
 
 #: Content types that make a response a page (as the crawl's ``simhash_filter.crawl.policy.HTML_TYPES``).
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
@@ -80,10 +56,8 @@ _READ_ERRORS = (ArchiveLoadFailed, StatusAndHeadersParserException, ChunkedDataE
 
 @dataclass(frozen=True, slots=True)
 class WarcPage(Page):
-    """A page of a WARC file: ``url`` (its WARC-Target-URI), ``html`` (the HTTP payload's bytes, decoded from
-    its Content-Encoding), ``encoding`` (the charset its Content-Type declares, or None), and the record's
-    WARC-Date and WARC-Record-ID, which its ``dedup`` output record carries as ``warc_date`` and
-    ``warc_record_id``."""
+    """A page of a WARC file (``url``: its WARC-Target-URI), with the record's WARC-Date and WARC-Record-ID, which
+    its ``dedup`` output record carries as ``warc_date`` and ``warc_record_id``."""
 
     warc_date: str | None = None
     record_id: str | None = None
@@ -106,8 +80,7 @@ class Damage:
 
 @dataclass
 class WarcCounts:
-    """What reading WARC input met: the ``pages``, the records ``skipped`` by reason, the ``damaged`` places (one
-    a file at most) and the ``files`` opened."""
+    """What reading WARC input met: ``pages``, records ``skipped`` by reason, ``damaged`` places, ``files``."""
 
     pages: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
@@ -125,124 +98,6 @@ class WarcCounts:
         self.skipped.update(other.skipped)
         self.damaged.extend(other.damaged)
         self.files += other.files
-
-
-def _is_glob(path: str) -> bool:
-    return "*" in path or "?" in path
-
-
-def is_warc_input(path: str) -> bool:
-    """Whether ``dedup`` reads ``path`` as WARC: a ``.warc`` or ``.warc.gz`` file, a directory, or a glob (with
-    ``*`` or ``?``) that is not the name of a file; anything else is JSON Lines (``-``: standard input)."""
-    if path == "-":
-        return False
-    if path.lower().endswith(WARC_SUFFIXES) or os.path.isdir(path):
-        return True
-    return _is_glob(path) and not os.path.exists(path)
-
-
-def _warc_files_under(directory: str) -> list[str]:
-    """A directory's WARC files, as :mod:`simhash_filter.batch.inputs` takes them (not hidden, at any depth)."""
-    found = []
-    for parent, dirs, names in os.walk(directory):
-        dirs[:] = [d for d in dirs if not d.startswith((".", "_"))]
-        for name in names:
-            path = os.path.join(parent, name)
-            if kind(name) == WARC and is_input_name(os.path.relpath(path, directory)):
-                found.append(path)
-    return sorted(found)
-
-
-def warc_files(source: str | os.PathLike[str]) -> list[str]:
-    """The files of a WARC input, in the order read: a file itself; a directory's ``*.warc`` and ``*.warc.gz``
-    files at any depth, sorted by path; the files a glob matches (``**`` for any depth; a directory it matches
-    as a directory), sorted by path.  A file that does not exist, a directory without WARC files and a glob
-    that matches none raise :class:`FileNotFoundError`."""
-    path = os.fspath(source)
-    if os.path.isdir(path):
-        files = _warc_files_under(path)
-        if not files:
-            raise FileNotFoundError(errno.ENOENT, "no .warc or .warc.gz files in this directory", path)
-        return files
-    if os.path.exists(path):
-        return [path]
-    if not _is_glob(path):
-        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
-    files = []
-    for match in glob.glob(path, recursive=True):
-        if os.path.isdir(match):
-            files.extend(_warc_files_under(match))
-        else:
-            files.append(match)
-    if not files:
-        raise FileNotFoundError(errno.ENOENT, "no WARC files match", path)
-    return sorted(set(files))
-
-
-class WarcReader:
-    """The pages of a WARC input (:func:`warc_files`), in order, counting in :attr:`counts` what is not a page.
-
-    The files are listed when the reader is made (:class:`FileNotFoundError` when there are none) and opened
-    one at a time as the pages are read.  ``max_bytes``: read at most this much of each payload (the
-    fingerprinter's work cap and one byte; None: all of it).
-    """
-
-    def __init__(
-        self, source: str | os.PathLike[str], *, max_bytes: int | None = None, counts: WarcCounts | None = None
-    ) -> None:
-        self.files = warc_files(source)
-        self.max_bytes = max_bytes
-        self.counts = counts if counts is not None else WarcCounts()
-        self._sizes = [_size(path) for path in self.files]
-        self._done = 0  # bytes of the files read to their end
-        self._current: IO[bytes] | None = None
-
-    @property
-    def size(self) -> int:
-        """The files' total size in bytes (as stored: compressed)."""
-        return sum(self._sizes)
-
-    @property
-    def compressed(self) -> int:
-        """How many of :attr:`size`'s bytes are in ``.gz`` files."""
-        return sum(size for path, size in zip(self.files, self._sizes, strict=True) if path.lower().endswith(".gz"))
-
-    def position(self) -> int:
-        """Bytes of the files read so far (for a progress bar)."""
-        current = self._current
-        return self._done + (current.tell() if current is not None and not current.closed else 0)
-
-    def __iter__(self) -> Iterator[WarcPage]:
-        for path, size in zip(self.files, self._sizes, strict=True):
-            with open(path, "rb") as f:
-                self._current = f
-                self.counts.files += 1
-                yield from iter_warc_stream(f, path, self.counts, max_bytes=self.max_bytes)
-            self._current = None
-            self._done += size
-
-
-def _size(path: str) -> int:
-    try:
-        return os.stat(path).st_size
-    except OSError:
-        return 0  # opening it will say why
-
-
-def iter_warc_pages(
-    source: str | os.PathLike[str] | IO[bytes], counts: WarcCounts | None = None, *, max_bytes: int | None = None
-) -> Iterator[WarcPage]:
-    """The pages of a WARC file, a directory or a glob of them (:func:`warc_files`), or of an open binary
-    stream (gzip per record, one gzip stream, or uncompressed), in order.  What is not a page is counted in
-    ``counts`` (skipped records by reason, damage with its file and offset); nothing raises but a failed read
-    (``OSError``) or, for a path, :class:`FileNotFoundError` when it names no file."""
-    counts = counts if counts is not None else WarcCounts()
-    if hasattr(source, "read"):
-        stream: IO[bytes] = source  # type: ignore[assignment]
-        counts.files += 1
-        yield from iter_warc_stream(stream, str(getattr(stream, "name", "<stream>")), counts, max_bytes=max_bytes)
-    else:
-        yield from WarcReader(source, max_bytes=max_bytes, counts=counts)
 
 
 def iter_warc_stream(
@@ -320,8 +175,7 @@ def _page(record: ArcWarcRecord, max_bytes: int | None) -> WarcPage | str:
 
 def _payload(record: ArcWarcRecord, http: Any, max_bytes: int | None) -> bytes | None:
     """The HTTP payload de-chunked and decoded from its Content-Encoding (at most ``max_bytes``), or None when
-    that cannot be decoded.  A payload declared compressed that is not (its first bytes do not decompress) is
-    taken as it is, as warcio's ``content_stream()`` takes it."""
+    that cannot be decoded (one declared compressed that is not is taken as it is, as warcio does)."""
     coding = (http.get_header("Content-Encoding") or "").strip().lower()
     decomp = None
     if coding and coding != "identity":
@@ -437,9 +291,8 @@ class _Unparsable(ArchiveLoadFailed):
 
 
 class _Records(WARCIterator):
-    """warcio's iterator over WARC records (WARC only, no ARC), which notes damage instead of writing it to
-    stderr, and reads a ``.warc.gz`` compressed as one gzip stream instead of refusing it (seeking into such a
-    file is not possible, reading it through is)."""
+    """warcio's iterator over WARC records, which notes damage instead of writing it to stderr, and reads a
+    ``.warc.gz`` compressed as one gzip stream instead of refusing it."""
 
     def __init__(self, stream: IO[bytes]) -> None:
         super().__init__(stream)

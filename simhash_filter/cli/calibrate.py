@@ -1,8 +1,7 @@
 """``simhash-filter calibrate``: precision, recall and F1 of every (k, t) on pairs of pages labelled by hand, the
 settings to use, and plots (``--plot FILE.svg|.html|.png``).
 
-This module parses arguments, prints and writes files; the work is the :mod:`simhash_filter.report.calibrate` package's,
-imported when the command runs, so that building the parser stays cheap.
+The work is :mod:`simhash_filter.report.calibrate`'s, imported when the command runs.
 """
 
 from __future__ import annotations
@@ -13,18 +12,16 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
-from simhash_filter.cli.common import by_reason, filter_config
-from simhash_filter.cli.common import warn as _warn
+from simhash_filter.cli.common import EXIT_FAILED, EXIT_OK, UsageError, by_reason, filter_config, warn
 
 if TYPE_CHECKING:
     from simhash_filter.report.calibrate import Analysis, Calibration, Choice, Group, Metrics
 
 __all__ = ["add_calibrate_parser", "cmd_calibrate"]
 
-PROG = "simhash-filter"
-EXIT_OK, EXIT_FAILED, EXIT_MALFORMED = 0, 1, 2
+EXIT_MALFORMED = 2
 #: Malformed lines named on stderr (of the labels, and of the pages); the rest are counted.
 SHOWN = 20
 PLOT_SUFFIXES = (".svg", ".html", ".png")
@@ -42,11 +39,6 @@ examples:
 
 exit status: 0 success, 1 an input could not be read or no labelled pair could be used, 2 a usage error,
   malformed lines (labels or pages), a damaged WARC file, or --plot FILE.png without matplotlib"""
-
-
-def _usage(args: argparse.Namespace, message: str) -> NoReturn:
-    args.parser.error(message)  # exits with status 2, as the other commands' usage errors
-    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def add_calibrate_parser(sub: Any, threshold: argparse.ArgumentParser, model: argparse.ArgumentParser) -> None:
@@ -101,7 +93,7 @@ def _plot_kind(args: argparse.Namespace) -> str | None:
         return None
     suffix = os.path.splitext(args.plot)[1].lower()
     if suffix not in PLOT_SUFFIXES:
-        _usage(args, f"--plot {args.plot}: write a .svg, .html or .png file")
+        raise UsageError(f"--plot {args.plot}: write a .svg, .html or .png file")
     return suffix[1:]
 
 
@@ -116,12 +108,12 @@ def _has_matplotlib() -> bool:
 def cmd_calibrate(args: argparse.Namespace) -> int:
     config = filter_config(args)
     if args.workers is not None and args.workers < 1:
-        _usage(args, f"--workers must be >= 1, got {args.workers}")
+        raise UsageError(f"--workers must be >= 1, got {args.workers}")
     if "-" in args.pages:
-        _usage(args, "--pages cannot be '-': only the labels can be read from standard input")
+        raise UsageError("--pages cannot be '-': only the labels can be read from standard input")
     plot = _plot_kind(args)
     if plot == "png" and not _has_matplotlib():
-        _warn(MATPLOTLIB_MISSING.format(path=args.plot))
+        warn(MATPLOTLIB_MISSING.format(path=args.plot))
         return EXIT_MALFORMED
 
     from simhash_filter.batch.dedup import WorkersFailed
@@ -130,39 +122,39 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     try:
         labels = read_labels(sys.stdin.buffer if args.labels == "-" else args.labels)
     except (OSError, EOFError) as exc:
-        _warn(f"cannot read {args.labels}: {getattr(exc, 'strerror', None) or exc}")
+        warn(f"cannot read {args.labels}: {getattr(exc, 'strerror', None) or exc}")
         return EXIT_FAILED
     for n, why in labels.malformed_lines[:SHOWN]:
-        _warn(f"{args.labels}:{n}: malformed label: {why}")
+        warn(f"{args.labels}:{n}: malformed label: {why}")
     if labels.malformed > SHOWN:
-        _warn(f"{args.labels}: {labels.malformed - SHOWN} more malformed lines: counted, not shown")
+        warn(f"{args.labels}: {labels.malformed - SHOWN} more malformed lines: counted, not shown")
     if not labels.pairs:
-        _warn(f"no usable labelled pairs in {args.labels}: {_label_counts(labels.as_dict())}")
+        warn(f"no usable labelled pairs in {args.labels}: {_label_counts(labels.as_dict())}")
         return EXIT_FAILED
     try:
         result = calibrate(labels, args.pages, config=config, workers=args.workers)
     except FileNotFoundError as exc:
-        _warn(f"cannot open {exc.filename or exc}: {exc.strerror or exc}")
+        warn(f"cannot open {exc.filename or exc}: {exc.strerror or exc}")
         return EXIT_FAILED
     except PagesUnreadable as exc:
-        _warn(str(exc))
+        warn(str(exc))
         return EXIT_FAILED
     except OSError as exc:
-        _warn(f"cannot read {exc.filename or 'the pages'}: {exc.strerror or exc}")
+        warn(f"cannot read {exc.filename or 'the pages'}: {exc.strerror or exc}")
         return EXIT_FAILED
     except WorkersFailed as exc:
-        _warn(f"{exc}; try --workers 1")
+        warn(f"{exc}; try --workers 1")
         return EXIT_FAILED
     pages = result.pages
     for path, n, why in pages.malformed_lines[:SHOWN]:
-        _warn(f"{path}:{n}: malformed line: {why}")
+        warn(f"{path}:{n}: malformed line: {why}")
     if pages.malformed > SHOWN:
-        _warn(f"{pages.malformed - SHOWN} more malformed page lines: counted, not shown")
+        warn(f"{pages.malformed - SHOWN} more malformed page lines: counted, not shown")
     for damage in pages.warc.damaged[:SHOWN]:
-        _warn(str(damage))
+        warn(str(damage))
     if not result.analysis.pairs:
         skipped = ", ".join(f"{why} {n}" for why, n in sorted(result.skipped.items()))
-        _warn(f"no usable labelled pairs: all {len(labels.pairs)} pairs skipped ({skipped})")
+        warn(f"no usable labelled pairs: all {len(labels.pairs)} pairs skipped ({skipped})")
         return EXIT_FAILED
     if args.json:
         print(json.dumps(result.as_dict(), ensure_ascii=False))
@@ -172,7 +164,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         try:
             _write_plot(args.plot, plot, result)
         except OSError as exc:
-            _warn(f"cannot write {args.plot}: {exc.strerror or exc}")
+            warn(f"cannot write {args.plot}: {exc.strerror or exc}")
             return EXIT_FAILED
     malformed = labels.malformed or pages.malformed or pages.warc.damaged
     return EXIT_MALFORMED if malformed else EXIT_OK

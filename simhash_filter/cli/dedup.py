@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
 
 from simhash_filter.batch.dedup import (
-    ERROR,
     MALFORMED,
     IndexFailed,
     Outcome,
@@ -39,6 +38,7 @@ from simhash_filter.cli.common import (
     warn,
 )
 from simhash_filter.config import DEFAULTS, FilterConfig
+from simhash_filter.errors import FINGERPRINT_ERROR
 from simhash_filter.index.backends import error_message, open_errors, redact_uri
 
 if TYPE_CHECKING:
@@ -264,7 +264,7 @@ def cmd_dedup(args: argparse.Namespace) -> int:
                         warn(f"{name}:{line}: malformed line: {outcome.reason}")
                     elif summary.malformed == MALFORMED_SHOWN + 1:
                         warn(f"{name}: more malformed lines: counted in the summary, not shown")
-                elif outcome.status == ERROR:
+                elif outcome.status == FINGERPRINT_ERROR:
                     name, place, kind = reader.where(outcome.line)
                     where = f"{name}: page {place}" if kind == WARC else f"{name}:{place}"
                     warn(f"{where}: {outcome.url}: fingerprinting failed: {outcome.reason}")

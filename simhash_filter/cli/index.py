@@ -1,9 +1,5 @@
-"""``simhash-filter index``: look into and maintain a stored index (``stats``, ``query``, ``export``,
-``delete``, ``compact``, ``rebuild``).
-
-``INDEX`` is a backend URI or a directory path (the crawler's default index is
-``.scrapy/simhash/<project>/<spider name>`` in the project, or ``JOBDIR/simhash``).  The reading subcommands open
-an on-disk index read-only, so they work while a crawl writes it.
+"""``simhash-filter index``: look into and maintain a stored index (``stats``, ``query``, ``export``, ``rules``,
+``delete``, ``compact``, ``rebuild``); the reading subcommands open an on-disk index read-only.
 """
 
 from __future__ import annotations

@@ -1,15 +1,6 @@
-"""The ``simhash-filter`` command line: the parser and :func:`main`; one module per command (:mod:`.fingerprint`,
-:mod:`.compare`, :mod:`.dedup`, :mod:`.index`, :mod:`.report`, :mod:`.calibrate`), what they share in :mod:`.common`.
-
-Every default comes from :data:`simhash_filter.config.DEFAULTS`, the same object the crawler reads.
-This module only parses arguments, reads and writes files, and prints; the work is done by
-:mod:`~simhash_filter.model.fingerprint`, :mod:`~simhash_filter.model.explain` and :mod:`~simhash_filter.batch.dedup`.
-
-Exit status (each command's ``--help`` ends with its own): ``fingerprint``, ``dedup`` and ``index``: 0 on
-success; 1 when a page could not be fingerprinted, a file could not be read or written, or an index could
-not be opened or failed (one line on stderr each, no traceback); 2 for a usage error, or when ``dedup`` met
-malformed input lines or a damaged WARC file.  ``compare`` answers a question, like ``cmp``: 0 near-duplicate,
-1 distinct, 2 trouble (a usage error, an input that cannot be read or fingerprinted).
+"""The ``simhash-filter`` command line: the parser and :func:`main`; one module per command, what they share in
+:mod:`.common`.  Every default comes from :data:`simhash_filter.config.DEFAULTS`, the same object the crawler
+reads.  Exit statuses: docs/cli.md (each command's ``--help`` ends with its own).
 """
 
 from __future__ import annotations

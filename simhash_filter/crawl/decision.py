@@ -11,6 +11,7 @@ from typing import Any
 
 from itemadapter import ItemAdapter
 
+from simhash_filter.errors import FINGERPRINT_ERROR
 from simhash_filter.model.fingerprint import Status
 
 __all__ = ["DONT_META_KEY", "META_KEY", "Decision", "ItemDecisions", "SkipReason"]
@@ -31,7 +32,7 @@ class SkipReason(str, enum.Enum):
     #: Not a 2xx response (Scrapy's HttpErrorMiddleware logs them).
     HTTP_STATUS = "http_status"
     #: The fingerprinter raised (a bug in the fingerprinter: please report it).
-    ERROR = "error"
+    ERROR = FINGERPRINT_ERROR
     #: The page's worker process died twice while fingerprinting it (it was replaced in between).
     WORKER_DIED = "worker_died"
     #: The index check failed (the page is added to the index when it answers again).

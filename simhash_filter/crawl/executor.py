@@ -1,7 +1,6 @@
 """Where pages are fingerprinted, behind one call (:meth:`FingerprintExecutor.fingerprint`): in the reactor
-thread, in worker threads (``SIMHASH_THREADS``) or in worker processes (``SIMHASH_PROCESSES``), with the
-worker processes' start-up (pages go to the reactor thread until one is ready), their replacement when one
-dies, and giving up on them (back to the reactor thread) when they cannot start or die too often.
+thread, in worker threads (``SIMHASH_THREADS``) or in worker processes (``SIMHASH_PROCESSES``: pages go to the
+reactor thread while they start, or once they are given up).
 """
 
 from __future__ import annotations
@@ -27,8 +26,7 @@ from simhash_filter.model.fingerprint import Fingerprint, Fingerprinter
 
 __all__ = ["FingerprintExecutor", "Fingerprinted", "WorkerDied"]
 
-#: A page fingerprinted: its fingerprint, what fingerprinting it measured (counted with the page's decision) and
-#: whether its bytes were invalid in its charset.
+#: A page fingerprinted: its fingerprint, what that measured, and whether its bytes were invalid in its charset.
 Fingerprinted = tuple[Fingerprint, PageWork, bool]
 
 #: After this many replacements of dead worker processes, pages are fingerprinted in the reactor thread.
@@ -50,8 +48,7 @@ class FingerprintExecutor:
         self.report = report
         self.threads = threads
         self.processes = processes
-        # The reactor thread's fingerprinter: every page when SIMHASH_THREADS and SIMHASH_PROCESSES are 0, and
-        # with SIMHASH_PROCESSES the pages that arrive while the worker processes start.
+        # the reactor thread's fingerprinter (with SIMHASH_PROCESSES: while the workers start)
         self._job = FingerprintJob(Fingerprinter(config))
         self._job(WARM_UP, None)
         self._executor = ThreadPoolExecutor(threads, thread_name_prefix="simhash") if threads else None
@@ -77,7 +74,7 @@ class FingerprintExecutor:
 
     def _in_reactor(self, body: bytes | str, encoding: str | None, *, instead_of_workers: bool) -> Fingerprinted:
         """Fingerprint a page in the reactor thread (*instead_of_workers*: worker processes were asked for); its
-        reactor time goes with it, counted with its decision, unless fingerprinting fails: counted here then."""
+        reactor time is counted with its decision, or here when fingerprinting fails."""
         start = time.perf_counter()
         try:
             fingerprint, seconds, charset_error = self._job(body, encoding)
@@ -97,8 +94,6 @@ class FingerprintExecutor:
             return f"in {self.processes} worker process(es)"
         return "in the reactor thread"
 
-    # --- worker processes (SIMHASH_PROCESSES) -------------------------------------------------------
-
     @property
     def workers(self) -> list[WorkerProcess]:
         """The worker processes running now (none before :meth:`start`, after :meth:`close` or once given up)."""
@@ -110,8 +105,7 @@ class FingerprintExecutor:
         return self._pool is not None and self._pool.ready
 
     def start(self) -> None:
-        """Start the worker processes (``SIMHASH_PROCESSES``) without waiting for them: pages are
-        fingerprinted in the reactor thread until one of them is ready (about 0.3 s)."""
+        """Start the worker processes (``SIMHASH_PROCESSES``) without waiting for them."""
         if not self.processes or self._pool is not None or self._processes_failed or self.closed:
             return
         try:
@@ -137,8 +131,8 @@ class FingerprintExecutor:
         return False
 
     async def _in_processes(self, body: bytes | str, encoding: str | None) -> Fingerprinted:
-        """Fingerprint a page in the least busy worker process; if it dies, once more in another (or its
-        replacement, waiting for it to start): the page may have killed it, a second death skips it."""
+        """Fingerprint a page in the least busy worker process; if it dies, once more in another (the page may
+        have killed it: a second death skips it)."""
         body = self._job.for_worker(body)
         for attempt in range(2):
             worker = self._pool.pick(ready_only=attempt == 0) if self._pool is not None else None

@@ -167,8 +167,9 @@ class IndexGuard:
             decision = Decision(url, Status.OK.value, value, match.key, match.distance, match.similarity, self.drop)
         # an entry added: not by a read-only check, nor the page's own entry found again
         stored = not self.readonly and not (match is not None and match.key == url and match.fingerprint == value)
-        return self.report.decided(decision, work, stored=stored, added_late=added_late, rows=self.rows(),
-                                   candidates=self.index.candidates_max)  # fmt: skip
+        self.report.count.checked(decision, work, stored=stored, added_late=added_late, rows=self.rows(),
+                                  candidates=self.index.candidates_max)  # fmt: skip
+        return self.report.log_decision(decision)
 
     def _check_and_add(self, value: int, url: str, sketch: bytes | None) -> tuple[Match | None, int]:
         """Check-and-add one page (a read-only guard only checks), then add the pages let through while the index

@@ -81,26 +81,13 @@ class Report:
             logger.debug("simhash: skipped %s: %s", url, reason)
         return decision
 
-    def decided(
-        self,
-        decision: Decision,
-        work: PageWork | None = None,
-        *,
-        stored: bool,
-        added_late: int = 0,
-        rows: int | None = None,
-        candidates: int = 0,
-    ) -> Decision:
-        """A checked page's *decision*, counted (:meth:`FilterStats.checked`) and logged."""
-        self.count.checked(decision, work, stored=stored, added_late=added_late, rows=rows, candidates=candidates)
-        if decision.near_duplicate:
-            self.log_near_duplicate(decision)
-        elif self.debug:
-            logger.debug("simhash: kept %s (fingerprint %s)", decision.url, decision.hex)
-        return decision
-
-    def log_near_duplicate(self, decision: Decision) -> None:
-        """Log a near-duplicate and what becomes of it: every one with ``SIMHASH_DEBUG``, else the first only."""
+    def log_decision(self, decision: Decision) -> Decision:
+        """Log a checked page's *decision*: a near-duplicate and what becomes of it, the first only unless
+        ``SIMHASH_DEBUG``; a kept page with ``SIMHASH_DEBUG``."""
+        if not decision.near_duplicate:
+            if self.debug:
+                logger.debug("simhash: kept %s (fingerprint %s)", decision.url, decision.hex)
+            return decision
         if decision.unchanged:
             what = "not indexed again (unchanged since it was kept)"
         else:
@@ -117,6 +104,7 @@ class Report:
                 decision.hex,
                 hint,
             )
+        return decision
 
     def count_once(self, key: str, url: str, message: str, level: int = logging.INFO) -> None:
         """Count an event in ``key``; the first one is logged with its page and ``message``."""

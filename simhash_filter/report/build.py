@@ -1,11 +1,6 @@
-"""The report of what the filter did, built from a :class:`~simhash_filter.report.source.Source` in two reads.
-
-The first read takes each page's decision (no content): the near-duplicate clusters (a page joined to the page
-it was judged a near-duplicate of; the cluster's kept page is the one that duplicates no other), the near
-misses (kept pages within a few bits of an earlier page), the counts per host and the skipped pages.  The
-second read keeps the HTML (or text) of the pages of the first ``max_pairs`` pairs (cluster pairs, largest
-cluster first, then the nearest misses) in a temporary file; their details (main texts, explanation) are then
-worked out a chunk of pairs at a time, in worker processes, and written into the HTML as they come.
+"""The report of what the filter did (docs/report.md), built from a :class:`~simhash_filter.report.source.Source`
+in two reads: the decisions (clusters, near misses, hosts, skipped pages), then the content of the pages of the
+first ``max_pairs`` pairs, kept compressed in a temporary file, whose details are worked out a chunk at a time.
 """
 
 from __future__ import annotations

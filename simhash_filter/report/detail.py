@@ -1,7 +1,5 @@
-"""The report's detail of a pair of pages: each page's main text, and why the two fingerprints differ.
-
-One chunk of pairs is worked on at a time, in this process or in a worker process; each page of a chunk is
-read once (a kept page with many near-duplicates is one page of many pairs).
+"""The report's detail of a pair of pages: each page's main text, and why the two fingerprints differ; a chunk
+of pairs at a time, each of its pages read once.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""The report as one self-contained HTML file: the data gzip-compressed and base64-encoded in inert
-``<script type="application/octet-stream">`` blocks, the page's script and style sheet (``assets/``) and the
-SVG charts inlined, and a Content-Security-Policy that keeps the file off the network.
-
-The browser decodes the summary on load and each chunk of pair details on first use (``report.js``). The
-output depends on the input only: the same data gives the same bytes.
+"""The report as one self-contained HTML file: the data compressed in inert script blocks (decoded by
+``report.js``), the assets and charts inlined, and a Content-Security-Policy that keeps it off the network.  The
+same data gives the same bytes.
 """
 
 from __future__ import annotations

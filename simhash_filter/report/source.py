@@ -1,11 +1,10 @@
 """What the report reads: a crawl's feed (JSON Lines items with the filter's fields), or a ``dedup`` output with
 (optionally) its input, as one :class:`Entry` per page in input order.
 
-A feed item carries ``url``, ``fingerprint`` (16 hex digits, or absent for a page the filter did not check),
-``duplicate_of`` and ``distance`` (flag mode), ``skipped`` (why it was not checked), and ``html`` and/or
-``text``.  A ``dedup`` output line carries the same decision keys and ``status``; its input (JSON Lines of
-``url`` and ``html``, or WARC) gives each line's page, line for line.  Every source can be read again from
-the start (the report reads twice: the decisions first, then the pages it shows).
+A feed item carries the filter's fields (``fingerprint``, ``duplicate_of``, ``distance``, ``skipped``) and
+``html`` and/or ``text``; a ``dedup`` output line the same decision keys and ``status``, and its input (read as
+``dedup`` reads it) gives each line's page, line for line.  A source is read twice (the decisions, then the pages
+it shows).
 """
 
 from __future__ import annotations
@@ -17,7 +16,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import IO, Any
 
-from simhash_filter.batch.dedup import MALFORMED, parse_line
+from simhash_filter.batch.dedup import MALFORMED, Page, parse_line
+from simhash_filter.batch.inputs import input_files
+from simhash_filter.batch.reader import InputReader
 
 __all__ = ["UNCHECKED", "Entry", "MismatchError", "Source", "open_lines"]
 
@@ -97,11 +98,12 @@ class Source:
         self.path = path
         self.pages = pages
         self.max_bytes = max_bytes
-        for name in (path, pages):
-            if name is not None and name != "-":
-                _check_readable(name)
         if path == "-" or pages == "-":
             raise ValueError("the report reads its input twice: give a file, not standard input")
+        with open(path, "rb"):
+            pass
+        #: The files of ``pages``, as ``dedup`` takes them (FileNotFoundError when there are none).
+        self.page_files = None if pages is None else input_files([pages])
 
     def entries(self, content: bool) -> Iterator[Entry]:
         """Every page in input order; with ``content``, its HTML and/or text too."""
@@ -118,26 +120,10 @@ class Source:
                 yield _feed_entry(line, content)
 
     def _with_pages(self, content: bool) -> Iterator[Entry]:
-        from simhash_filter.batch.warc import WarcReader, is_warc_input
-
-        assert self.pages is not None
+        assert self.pages is not None and self.page_files is not None
+        items = iter(InputReader(self.page_files, max_bytes=self.max_bytes))
         with open_lines(self.path) as out:
-            if is_warc_input(self.pages):
-                items: Iterator[Any] = iter(WarcReader(self.pages, max_bytes=self.max_bytes))
-                yield from _aligned(out, items, content, self.pages)
-            else:
-                with open_lines(self.pages) as pages:
-                    yield from _aligned(out, (line for line in pages if line.strip()), content, self.pages)
-
-
-def _check_readable(path: str) -> None:
-    from simhash_filter.batch.warc import is_warc_input, warc_files
-
-    if is_warc_input(path):
-        warc_files(path)  # FileNotFoundError when there are none
-    else:
-        with open(path, "rb"):
-            pass
+            yield from _aligned(out, items, content, self.pages)
 
 
 def _feed_entry(line: bytes, content: bool) -> Entry:
@@ -161,7 +147,7 @@ def _feed_entry(line: bytes, content: bool) -> Entry:
     return Entry(obj["url"], fingerprint, dup, distance, status, size, html, None, text, has_html, similarity, has_text)
 
 
-def _aligned(out: IO[bytes], items: Iterator[Any], content: bool, pages_name: str) -> Iterator[Entry]:
+def _aligned(out: IO[bytes], items: Iterator[bytes | Page], content: bool, pages_name: str) -> Iterator[Entry]:
     """A ``dedup`` output's lines joined, line for line, with the input items they were made of."""
     for n, line in enumerate((line for line in out if line.strip()), 1):
         try:
@@ -173,6 +159,7 @@ def _aligned(out: IO[bytes], items: Iterator[Any], content: bool, pages_name: st
         item = next(items, None)
         if item is None:
             raise MismatchError(f"the output has more lines than {pages_name} has pages ({n - 1})")
+        html: bytes | str | None
         if isinstance(item, bytes):
             url, html, _ = parse_line(item)
             encoding = None

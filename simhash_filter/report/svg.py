@@ -1,11 +1,6 @@
-"""Plots as SVG of our own: a bar chart and a line chart, no dependencies.
-
-The output is a standalone ``<svg>`` element (no XML declaration, so that it can also be written inline into an
-HTML page): ``role="img"``, a ``viewBox`` and a ``<title>`` for screen readers, the system's sans-serif fonts,
-axis ticks at round numbers, and a ``<title>`` tooltip on every bar and every point with its value.  All text is
-XML-escaped (characters that XML cannot hold become U+FFFD); nothing depends on the time, on random numbers or on
-the machine, so the same arguments always give the same bytes.  No ``id`` attributes are used: charts can be
-stacked (:func:`stack`) or put side by side in one page without clashing.
+"""Plots as SVG of our own, no dependencies: a bar chart and a line chart, each a standalone ``<svg>`` element
+(accessible, a tooltip on every bar and point, no ``id`` attributes, so that charts can be stacked), the same bytes
+for the same arguments.
 """
 
 from __future__ import annotations

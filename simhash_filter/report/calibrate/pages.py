@@ -3,7 +3,6 @@ first page of a URL wins), fingerprinted as ``dedup`` does, each with its langua
 
 from __future__ import annotations
 
-import os
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
@@ -11,11 +10,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simhash_filter.batch.dedup import Page, auto_workers, fingerprint_items, parse_line
-from simhash_filter.batch.warc import WarcCounts, WarcReader, is_warc_input
+from simhash_filter.batch.inputs import input_files
+from simhash_filter.batch.reader import InputReader
+from simhash_filter.batch.warc import WarcCounts
 from simhash_filter.config import DEFAULTS, FilterConfig
 from simhash_filter.model.html import NotHtml, parse
 from simhash_filter.report.calibrate.labels import MAX_EXAMPLES
-from simhash_filter.report.source import open_lines
 
 __all__ = ["CJK_SHARE", "PageCounts", "PageInfo", "PagesUnreadable", "language", "load_pages"]
 
@@ -101,25 +101,23 @@ def language(html: bytes | str, encoding: str | None = None, max_bytes: int = DE
     return "zh" if letters and len(_CJK.findall(text)) >= CJK_SHARE * letters else "und"
 
 
-def _input_size(path: str) -> int:
-    """About how many bytes of pages a JSON Lines input holds (a ``.gz`` file counts five times its size)."""
-    size = os.stat(path).st_size
-    return size * 5 if path.endswith(".gz") else size
-
-
-def _json_pages(path: str, counts: PageCounts) -> Iterator[Page]:
-    with open_lines(path) as stream:
-        for n, line in enumerate(stream, 1):
-            if not line.strip():
-                continue
-            counts.lines += 1
-            url, html, why = parse_line(line)
-            if url is None or html is None:
-                counts.malformed += 1
-                if len(counts.malformed_lines) < MAX_EXAMPLES:
-                    counts.malformed_lines.append((path, n, why or "malformed"))
-                continue
-            yield Page(url, html)
+def _pages(reader: InputReader, counts: PageCounts) -> Iterator[Page]:
+    """The pages of one input as ``dedup`` reads it; its JSON lines that are not a page counted."""
+    for n, item in enumerate(reader, 1):
+        if isinstance(item, Page):
+            yield item
+            continue
+        if not item.strip():
+            continue
+        counts.lines += 1
+        url, html, why = parse_line(item)
+        if url is None or html is None:
+            counts.malformed += 1
+            if len(counts.malformed_lines) < MAX_EXAMPLES:
+                name, line, _ = reader.where(n)
+                counts.malformed_lines.append((name, line, why or "malformed"))
+            continue
+        yield Page(url, html)
 
 
 def load_pages(
@@ -130,35 +128,27 @@ def load_pages(
     workers: int | None = 1,
     lang_urls: Iterable[str] | None = None,
 ) -> tuple[dict[str, PageInfo], PageCounts]:
-    """Fingerprint the pages of ``inputs`` whose URL is in ``urls`` (the first page of each URL), in ``workers``
-    processes (None: as ``dedup`` chooses by the inputs' size), and tell the language of those in ``lang_urls``
-    (default: all).  Every input is checked first: one that does not exist raises :class:`FileNotFoundError`
-    before any work; a read error part way raises :class:`PagesUnreadable`."""
+    """Fingerprint the pages of ``inputs`` (each read as ``dedup`` reads it, in the order given) whose URL is in
+    ``urls`` (the first page of each URL), in ``workers`` processes (None: as ``dedup`` chooses by the inputs'
+    size), and tell the language of those in ``lang_urls`` (default: all).  An input that gives no file raises
+    :class:`FileNotFoundError` before any work; a read error part way raises :class:`PagesUnreadable`."""
     wanted = set(urls)
     langs_wanted = wanted if lang_urls is None else set(lang_urls) & wanted
     counts = PageCounts(inputs=list(inputs), wanted=len(wanted))
     max_bytes = config.fingerprint.max_bytes + 1  # the work cap, and a byte to know a page was cut
-    sources: list[tuple[str, Iterable[Page]]] = []
-    size = 0
-    for path in inputs:
-        if is_warc_input(path):
-            reader = WarcReader(path, max_bytes=max_bytes, counts=counts.warc)
-            size += reader.size + reader.compressed * 4
-            sources.append((path, reader))
-        else:
-            size += _input_size(path)
-            sources.append((path, _json_pages(path, counts)))
+    readers = [(path, InputReader(input_files([path]), max_bytes=max_bytes)) for path in inputs]
+    size = sum((reader.size or 0) + reader.compressed * 4 for _, reader in readers)
     langs: dict[str, str] = {}
 
     def items() -> Iterator[Page]:
         seen: set[str] = set()
-        for path, source in sources:
-            pages = iter(source)
+        for path, reader in readers:
+            pages = _pages(reader, counts)
             while True:
                 try:
                     page = next(pages, None)
                 except (OSError, EOFError) as exc:
-                    raise PagesUnreadable(path, exc) from exc
+                    raise PagesUnreadable(reader.current or path, exc) from exc
                 if page is None:
                     break
                 if page.url in wanted and page.url not in seen:
@@ -166,6 +156,7 @@ def load_pages(
                     if page.url in langs_wanted:
                         langs[page.url] = language(page.html, page.encoding, max_bytes)
                     yield page
+            counts.warc.update(reader.counts)
 
     if workers is None:
         workers = auto_workers(size)
