@@ -12,7 +12,7 @@ from simhash_filter.index.nearduplicate import open_index
 from simhash_filter.model.config import FingerprintConfig
 from simhash_filter.model.core import compiled_sequence_bits
 from simhash_filter.model.fingerprint import Fingerprinter
-from simhash_filter.model.sitepart import page_title, sequence_bits, sequence_hashes
+from simhash_filter.model.sitepart import MAX_CHARS, page_title, sequence_bits, sequence_hashes
 from simhash_filter.model.sketch import PART_BYTES, SITE_BYTES, site_part_of
 
 NOTE = (
@@ -143,11 +143,27 @@ def test_title_and_word_sequences_are_functions_of_the_page():
 
 @pytest.mark.skipif(compiled_sequence_bits is None, reason="the compiled core is not built")
 def test_the_compiled_word_sequences_are_the_reference_bit_for_bit():
+    """The compiled core reads the page's segments as site_part does: MAX_CHARS characters, joined by line breaks,
+    lower-cased as str.lower (capital sigma's final form, a dotted capital I's two characters, lone surrogates), the
+    first 4 * MAX_CHARS bytes of the UTF-8 (cut inside a character where it falls there)."""
     texts = ["", "!!", "one", "one two", "one two three", NOTE, menu_page("Shape"),
-             "caf\u00e9 na\u00efve d\u00e9j\u00e0 vu", "\u56fe\u5c42\u4e0b\u79fb abc\u56fe\u5c42 x\u3001y",
-             "a_b-c d.e " * 300]  # fmt: skip
-    for text in texts:
-        data = text.lower().encode("utf-8", "replace")
-        hashes = sequence_hashes(text)
+             "caf\u00e9 na\u00efve d\u00e9j\u00e0 vu CAF\u00c9", "\u56fe\u5c42\u4e0b\u79fb abc\u56fe\u5c42 x\u3001y",
+             "a_b-c d.e " * 300, "\u039f\u0394\u039f\u03a3 \u03a3\u0391\u03a3 \u03a3", "\u0130stanbul \u1e9e",
+             "x\ud800y \U0001f600 Hello \U0001d538"]  # fmt: skip
+    pages = [(text,) for text in texts] + [
+        ("First", "", "Second line"),  # an empty segment still joins
+        ("a" * 12_000, "B " * 6_000, "never read"),  # the characters end inside the second segment
+        ("a", "\U0001f600" * MAX_CHARS),  # the bytes end inside a character
+        ("\u03a3 " * 15_000, "\u0130" * 9_000),
+    ]
+    for segments in pages:
+        room, kept = MAX_CHARS, []
+        for segment in segments:
+            if room <= 0:
+                break
+            kept.append(segment[:room])
+            room -= len(segment)
+        hashes = sequence_hashes("\n".join(kept))
         expected = sequence_bits(hashes) if len(hashes) else None
-        assert compiled_sequence_bits(data, 256) == expected, text[:40]
+        texts_of_page = tuple((1.0, segment) for segment in segments)
+        assert compiled_sequence_bits(texts_of_page, MAX_CHARS, 4 * MAX_CHARS, 256) == expected, segments[0][:40]

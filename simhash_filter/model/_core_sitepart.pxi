@@ -21,12 +21,101 @@ cdef inline uint64_t _seq_mix(uint64_t x) noexcept nogil:
     return x * _SEQ_K1
 
 
-def sequence_bits(bytes data, int bins):
+# str.lower of one code point: 0 until first met, else the lower-case code point + 1, or _LOWER_GENERAL where str.lower
+# gives more than one character or reads the neighbours (capital sigma's final form): such a segment is lower-cased by
+# str.lower itself.
+cdef uint32_t _lower_table[0x110000]
+cdef enum:
+    _LOWER_GENERAL = 0xFFFFFFFF
+
+
+cdef uint32_t _lower_of(uint32_t c) except 0:
+    cdef str low = chr(c).lower()
+    cdef uint32_t v = ord(low) + 1 if len(low) == 1 and c != 0x3A3 else _LOWER_GENERAL
+    _lower_table[c] = v
+    return v
+
+
+cdef inline Py_ssize_t _put_utf8(uint32_t c, char* out) noexcept:
+    """The UTF-8 of code point *c* into *out* (a lone surrogate as ``?``, as ``encode("utf-8", "replace")``): its
+    length."""
+    if c < 0x80:
+        out[0] = <char>c
+        return 1
+    if c < 0x800:
+        out[0] = <char>(0xC0 | (c >> 6))
+        out[1] = <char>(0x80 | (c & 0x3F))
+        return 2
+    if 0xD800 <= c <= 0xDFFF:
+        out[0] = 63
+        return 1
+    if c < 0x10000:
+        out[0] = <char>(0xE0 | (c >> 12))
+        out[1] = <char>(0x80 | ((c >> 6) & 0x3F))
+        out[2] = <char>(0x80 | (c & 0x3F))
+        return 3
+    out[0] = <char>(0xF0 | (c >> 18))
+    out[1] = <char>(0x80 | ((c >> 12) & 0x3F))
+    out[2] = <char>(0x80 | ((c >> 6) & 0x3F))
+    out[3] = <char>(0x80 | (c & 0x3F))
+    return 4
+
+
+cdef Py_ssize_t _lowered(str segment, Py_ssize_t m, char* out, Py_ssize_t k, Py_ssize_t limit) except -1:
+    """Write the UTF-8 of ``segment[:m].lower()`` into *out* from *k*, stopping at *limit* bytes: the new end."""
+    cdef int kind = PyUnicode_KIND(segment)
+    cdef void* data = PyUnicode_DATA(segment)
+    cdef Py_ssize_t i, start = k, n
+    cdef uint32_t c, v
+    cdef const char* low
+    for i in range(m):
+        if k >= limit:
+            return limit
+        c = PyUnicode_READ(kind, data, i)
+        if c < 128:
+            out[k] = <char>(c + 32 if 65 <= c <= 90 else c)
+            k += 1
+            continue
+        v = _lower_table[c]
+        if v == 0:
+            v = _lower_of(c)
+        if v == _LOWER_GENERAL:  # str.lower over the whole segment
+            encoded = segment[:m].lower().encode("utf-8", "replace")
+            low, n = encoded, len(encoded)
+            n = min(n, limit - start)
+            memcpy(out + start, low, n)
+            return start + n
+        k += _put_utf8(v - 1, out + k)
+    return min(k, limit)
+
+
+def sequence_bits(tuple texts not None, Py_ssize_t max_chars, Py_ssize_t max_bytes, int bins):
     """The bits of :func:`simhash_filter.model.sitepart.sequence_bits` of the hashes
-    :func:`~simhash_filter.model.sitepart.sequence_hashes` gives for the text whose lower-cased UTF-8 is *data*
-    (already cut to the bytes read), or None when it has no token.  *bins*: a power of two up to 256."""
-    cdef const uint8_t* p = data
-    cdef Py_ssize_t n = len(data), i
+    :func:`~simhash_filter.model.sitepart.sequence_hashes` gives for the text :func:`~simhash_filter.model.sitepart.
+    site_part` reads from the page's *texts* (``PageText.texts``: the segments in order, *max_chars* characters in
+    all, joined by line breaks, lower-cased, the first *max_bytes* of its UTF-8), or None when it has no token.
+    *bins*: a power of two up to 256."""
+    cdef _Key buf = _Key()
+    cdef Py_ssize_t room = max_chars, k = 0, m
+    cdef str segment
+    cdef bint first = True
+    buf.reserve(max_bytes + 4)
+    for _weight, segment in texts:
+        if room <= 0 or k >= max_bytes:
+            break
+        if not first:
+            buf.data[k] = 10
+            k += 1
+        first = False
+        m = len(segment)
+        k = _lowered(segment, m if m < room else room, buf.data, k, max_bytes)
+        room -= m
+    return _sequence_bits(<const uint8_t*>buf.data, k, bins)
+
+
+cdef object _sequence_bits(const uint8_t* p, Py_ssize_t n, int bins):
+    """The site part's bits of the lower-cased UTF-8 text *p* (*n* bytes), or None when it has no token."""
+    cdef Py_ssize_t i
     cdef uint8_t c, prev = 0
     cdef uint64_t h = 0, m = 1, t0 = 0, t1 = 0, x, value
     cdef Py_ssize_t tokens = 0

@@ -185,6 +185,13 @@ def page_bytes(html: bytes | str, encoding: str | None = None, max_bytes: int = 
             if _nul_in_first_chars(data, 8192):  # decode()'s test, on the same text
                 raise NotHtml("NUL characters in the text: not an HTML page")
             return (data if data.strip(_ASCII_SPACE) else b""), enc, truncated
+    elif len(html) <= max_bytes // 4:  # str within the cap in any case: encoded once, NUL found in the bytes
+        if not html or html.isspace():
+            return b"", "unicode", False
+        data = html.encode("utf-8", "replace")
+        if _nul_in_first_chars(data, 8192):  # decode()'s test, on the same text
+            raise NotHtml("NUL characters in the text: not an HTML page")
+        return data, "unicode", False
     text, enc, truncated = decode(html, encoding, max_bytes)
     if not text or text.isspace():
         return b"", enc, truncated

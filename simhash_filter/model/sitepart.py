@@ -109,17 +109,16 @@ def site_part(page: PageText) -> bytes:
     the MinHash of its word sequences (zero bits for a page without words)."""
     title = xxhash.xxh32_intdigest(page.title.encode("utf-8"), SITE_SEED) if page.title else 0
     head = title.to_bytes(TITLE_BYTES, "little")
+    if compiled_sequence_bits is not None:  # the same text read, lower-cased and hashed in C
+        bits = compiled_sequence_bits(page.texts, MAX_CHARS, _MAX_BYTES, SEQUENCE_BINS)
+        return head + (bits if bits is not None else bytes(SITE_BYTES - TITLE_BYTES))
     text, room = [], MAX_CHARS
     for _weight, segment in page.texts:
         if room <= 0:
             break
         text.append(segment[:room])
         room -= len(segment)
-    joined = "\n".join(text)
-    if compiled_sequence_bits is not None:
-        bits = compiled_sequence_bits(joined.lower().encode("utf-8", "replace")[:_MAX_BYTES], SEQUENCE_BINS)
-        return head + (bits if bits is not None else bytes(SITE_BYTES - TITLE_BYTES))
-    hashes = sequence_hashes(joined)
+    hashes = sequence_hashes("\n".join(text))
     if not len(hashes):
         return head + bytes(SITE_BYTES - TITLE_BYTES)
     return head + sequence_bits(hashes)
