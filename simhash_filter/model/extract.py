@@ -29,10 +29,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from itertools import islice
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from lxml import etree
 
 from simhash_filter.model import lexbor
 from simhash_filter.model.core import (
@@ -43,6 +42,9 @@ from simhash_filter.model.core import (
 )
 from simhash_filter.model.nesting import guard
 from simhash_filter.model.segment import CJK_RUN
+
+if TYPE_CHECKING:  # lxml trees are read by extract() only (the benchmarks'); the model parses with Lexbor
+    from lxml import etree
 
 BOILERPLATE_TAGS = frozenset({"nav", "header", "footer", "aside", "menu", "form"})
 BOILERPLATE_WORDS = frozenset(
@@ -158,6 +160,7 @@ def extract(root: etree._Element, *, dom_decay: float, boilerplate_weight: float
     """Split the visible text under the lxml tree ``root`` by role and collect decayed structure features: the model
     before v6, whose parser was libxml2, in Python only (:func:`extract_page` is the model's path now; this one
     stays for the benchmarks that read lxml trees: ``bench_fingerprint``'s stages, ``bench_text_kinds``)."""
+    from lxml import etree
     # The elements in document order, each read once through a few C-level accessors; everything
     # else (parents, depths, subtree ends, text order, link and boilerplate marks) is computed from
     # these lists.  Trees with other nodes (comments, entities) or more than ``max_elements``
@@ -225,6 +228,7 @@ def extract(root: etree._Element, *, dom_decay: float, boilerplate_weight: float
 
 def _extract_walk(root: etree._Element, dom_decay: float, boilerplate_weight: float, max_elements: int) -> PageText:
     """:func:`extract` by an event walk over every node, stopping after ``max_elements`` elements."""
+    from lxml import etree
     tags: list[str] = []
     parents: list[int] = []
     depths: list[int] = []

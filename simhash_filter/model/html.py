@@ -13,8 +13,8 @@ import codecs
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
+from typing import TYPE_CHECKING
 
-from lxml import etree
 from w3lib.encoding import html_body_declared_encoding, http_content_type_encoding, read_bom, to_unicode
 
 #: Elements whose content is never visible text.
@@ -34,16 +34,24 @@ INVISIBLE_TAGS = (
     "button",
 )
 
-_PARSER = etree.HTMLParser(
-    encoding="utf-8",  # the text is decoded first; libxml2 is handed UTF-8 bytes
-    recover=True,
-    no_network=True,
-    remove_comments=True,
-    remove_pis=True,
-    compact=True,
-    default_doctype=False,
-    collect_ids=False,
-)
+if TYPE_CHECKING:  # lxml parses for parse() only (calibrate's page language, the benchmarks); the model uses Lexbor
+    from lxml import etree
+
+
+@cache
+def _parser() -> etree.HTMLParser:
+    from lxml import etree
+
+    return etree.HTMLParser(
+        encoding="utf-8",  # the text is decoded first; libxml2 is handed UTF-8 bytes
+        recover=True,
+        no_network=True,
+        remove_comments=True,
+        remove_pis=True,
+        compact=True,
+        default_doctype=False,
+        collect_ids=False,
+    )
 
 
 class NotHtml(ValueError):
@@ -232,9 +240,11 @@ def parse(html: bytes | str, encoding: str | None = None, max_bytes: int = 4_000
     text, enc, truncated = decode(html, encoding, max_bytes)
     if not text or text.isspace():  # what strip() would leave empty, without copying the page
         return Parsed(None, enc, truncated)
+    from lxml import etree
+
     data = text.encode("utf-8", "replace")
     try:
-        root = etree.fromstring(data, _PARSER)
+        root = etree.fromstring(data, _parser())
     except (etree.ParserError, etree.XMLSyntaxError, ValueError):
         root = None
     if root is None:

@@ -25,9 +25,10 @@ exactly what the compiled walk gives:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from selectolax.lexbor import LexborHTMLParser
+if TYPE_CHECKING:  # imported where the pure-Python walk parses (the compiled core has its own Lexbor)
+    from selectolax.lexbor import LexborHTMLParser
 
 from simhash_filter.model.html import INVISIBLE_TAGS
 
@@ -46,6 +47,8 @@ _INVISIBLE = frozenset(INVISIBLE_TAGS)
 
 def parse(data: bytes) -> LexborHTMLParser:
     """The tree of the page *data* (UTF-8 bytes, as the nesting guard left them)."""
+    from selectolax.lexbor import LexborHTMLParser
+
     return LexborHTMLParser(data, options=DOCUMENT_OPTIONS, scripting=SCRIPTING)
 
 
