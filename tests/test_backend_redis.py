@@ -27,7 +27,8 @@ from bounded_reference import BoundedReference
 from devsites.redis_server import RedisCluster, RedisServer
 from simhash_filter.index.backends import Candidate, MetadataMismatchError, open_backend
 from simhash_filter.index.backends.memory import MemoryBackend
-from simhash_filter.index.backends.redis import BATCH, CHUNK, ENTRY, ENTRY_LOW, RECORD, RedisBackend
+from simhash_filter.index.backends.redis import RedisBackend
+from simhash_filter.index.backends.redis.layout import BATCH, CHUNK, ENTRY, ENTRY_LOW, RECORD
 from simhash_filter.index.bound import DEFAULT_DUPLICATES, CheckBound
 from simhash_filter.index.nearduplicate import NearDuplicateIndex
 from simhash_filter.index.tables import Match, TableDesign

@@ -9,8 +9,6 @@ from __future__ import annotations
 import re
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
-__all__ = ["MASK", "error_message", "redact_text", "redact_uri", "uri_scheme", "with_uri_option"]
-
 #: What a masked secret is shown as.
 MASK = "***"
 #: Query options whose values are secrets (``password=``, ``ssl_password=``, ``token=``...).

@@ -2,8 +2,8 @@
 tables in memory or, with ``tables=disk``, in run files.  The files, their format, durability and what a damaged or
 torn file does: docs/stores.md ("The on-disk index")."""
 
+from simhash_filter.errors import CorruptIndexError, IndexLockedError
 from simhash_filter.index.backends.file.age import parse_age
 from simhash_filter.index.backends.file.backend import FileBackend
-from simhash_filter.index.backends.file.errors import CorruptIndexError, IndexLockedError
 
 __all__ = ["CorruptIndexError", "FileBackend", "IndexLockedError", "parse_age"]

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["parse_age"]
-
 _AGE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*", re.I)
 _AGE_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 

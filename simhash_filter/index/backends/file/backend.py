@@ -15,11 +15,11 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 import numpy as np
 
+from simhash_filter.errors import CorruptIndexError
 from simhash_filter.index.backends.base import Entry, MetadataMismatchError
 from simhash_filter.index.backends.file.age import parse_age
 from simhash_filter.index.backends.file.directory import IndexDirectory
 from simhash_filter.index.backends.file.disktables import DiskTables
-from simhash_filter.index.backends.file.errors import CorruptIndexError, damaged_key
 from simhash_filter.index.backends.file.load import GenerationLoader
 from simhash_filter.index.backends.file.notes import NotesFile
 from simhash_filter.index.backends.file.osfiles import close_all, pread, write_all
@@ -28,6 +28,7 @@ from simhash_filter.index.backends.file.records import (
     HEADER_SIZE,
     MAGIC,
     TOMBSTONE,
+    damaged_key,
     key_check,
     key_lengths,
     read_header,
@@ -40,8 +41,6 @@ from simhash_filter.index.backends.memory.store import TablesBackend
 from simhash_filter.index.backends.uri import redact_uri
 from simhash_filter.index.bound import refusal_dtype
 from simhash_filter.index.tables import TableDesign
-
-__all__ = ["FileBackend"]
 
 
 class FileBackend(TablesBackend):

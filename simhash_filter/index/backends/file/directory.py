@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from simhash_filter.index.backends.file.errors import CorruptIndexError, IndexLockedError
+from simhash_filter.errors import CorruptIndexError, IndexLockedError
 from simhash_filter.index.backends.file.osfiles import close_all, pread, replace_whole, write_all
 from simhash_filter.index.backends.file.records import (
     DELETED_MAGIC,
@@ -27,8 +27,6 @@ from simhash_filter.index.backends.file.records import (
 )
 from simhash_filter.index.backends.file.runfiles import run_names
 from simhash_filter.index.tables import TableDesign
-
-__all__ = ["KINDS", "IndexDirectory"]
 
 #: The files of a generation.
 KINDS = ("records", "urls", "deleted")

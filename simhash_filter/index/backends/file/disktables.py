@@ -14,16 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from simhash_filter.errors import CorruptIndexError
 from simhash_filter.index.backends.base import MetadataMismatchError
-from simhash_filter.index.backends.file.errors import CorruptIndexError
 from simhash_filter.index.backends.file.runfiles import MergeCancelled, RunFile, run_names, write_run
 from simhash_filter.index.backends.memory.tables import BoundedTables, Part
 from simhash_filter.index.tables import is_count
 
 if TYPE_CHECKING:
     from simhash_filter.index.backends.file.rows import FileRows
-
-__all__ = ["MERGE_FACTOR", "MODE_FILE", "TABLE_MODES", "DiskTables"]
 
 logger = logging.getLogger("simhash_filter.index.backends.file")
 

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from simhash_filter.errors import CorruptIndexError
 from simhash_filter.index.backends.base import MetadataMismatchError, check_metadata, earlier_version
 from simhash_filter.index.backends.file.directory import KINDS
-from simhash_filter.index.backends.file.errors import CorruptIndexError
 from simhash_filter.index.backends.file.osfiles import pread, release_freed_memory
 from simhash_filter.index.backends.file.records import (
     CHUNK,
@@ -40,8 +40,6 @@ if TYPE_CHECKING:
     from simhash_filter.index.backends.file.disktables import DiskTables
     from simhash_filter.index.backends.file.rows import FileRows
     from simhash_filter.index.backends.memory.tables import BoundedTables
-
-__all__ = ["GenerationLoader"]
 
 logger = logging.getLogger("simhash_filter.index.backends.file")
 

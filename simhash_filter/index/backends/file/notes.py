@@ -10,8 +10,6 @@ from pathlib import Path
 
 from simhash_filter.index.backends.file.osfiles import replace_whole, write_all
 
-__all__ = ["NotesFile"]
-
 
 class NotesFile:
     """``notes.json`` in the directory *path*, for :class:`~simhash_filter.index.backends.file.FileBackend`

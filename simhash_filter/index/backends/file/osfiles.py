@@ -9,8 +9,6 @@ import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-__all__ = ["close_all", "fsync_dir", "pread", "release_freed_memory", "replace_whole", "write_all"]
-
 
 def write_all(fd: int, data: bytes | memoryview) -> None:
     """Write all of *data* to *fd* (``write(2)`` may write less)."""

@@ -12,43 +12,9 @@ from typing import Any
 
 import numpy as np
 
+from simhash_filter.errors import CorruptIndexError
 from simhash_filter.index.backends.base import MetadataMismatchError, earlier_version
-from simhash_filter.index.backends.file.errors import CorruptIndexError
 from simhash_filter.index.backends.file.osfiles import pread
-
-__all__ = [
-    "CHUNK",
-    "DELETED_MAGIC",
-    "FORMAT",
-    "HEADER_SIZE",
-    "LENGTH_BITS",
-    "MAGIC",
-    "MAX_KEY_BYTES",
-    "MAX_WIDE_KEY_BYTES",
-    "READ_FORMATS",
-    "RECORD",
-    "RECORD_STRUCT",
-    "TOMBSTONE",
-    "URLS_MAGIC",
-    "WIDE_FORMAT",
-    "format_for",
-    "header",
-    "key_check",
-    "key_lengths",
-    "length_bits",
-    "length_refused",
-    "max_key_bytes",
-    "read_header",
-    "record_check",
-    "record_checks",
-    "record_chunks",
-    "record_dtype",
-    "refusals",
-    "sketch_hash",
-    "sketch_hashes",
-    "tombstone_check",
-    "unwritten",
-]
 
 #: The index format written for designs of up to 8 tables (earlier formats are refused: :func:`read_header`).
 FORMAT = 4
@@ -276,3 +242,12 @@ def unwritten(records: np.ndarray, first_row: int) -> np.ndarray:
             zeros |= part[:, b] == part[:, a]
         out[which] = zeros
     return out
+
+
+def damaged_key(path: Path, row: int, offset: int, length: int) -> CorruptIndexError:
+    """The error for the key of record *row* (*length* bytes at *offset* of the keys file *path*) that does not
+    match its key check."""
+    return CorruptIndexError(
+        f"{path}: the key of record {row} at offset {offset} ({length} bytes) is damaged (it does not match its "
+        "check) - the file was changed or damaged; it cannot be trusted (restore a copy, or start a new index)"
+    )

@@ -18,15 +18,16 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from simhash_filter.errors import CorruptIndexError
 from simhash_filter.index.backends.base import MetadataMismatchError
 from simhash_filter.index.backends.file.directory import IndexDirectory
-from simhash_filter.index.backends.file.errors import CorruptIndexError, damaged_key
 from simhash_filter.index.backends.file.osfiles import pread, write_all
 from simhash_filter.index.backends.file.records import (
     HEADER_SIZE,
     LENGTH_BITS,
     RECORD,
     RECORD_STRUCT,
+    damaged_key,
     key_check,
     length_refused,
     max_key_bytes,
@@ -44,8 +45,6 @@ class LowerTables(Protocol):
     def lower_buckets(self, fingerprint: int, leads: list[int]) -> Iterator[Part]: ...
 
     def spill(self) -> bool: ...
-
-__all__ = ["FileRows"]
 
 #: The most keys :attr:`FileRows.keys_read` keeps (about a megabyte).
 _KEYS_KEPT = 8192

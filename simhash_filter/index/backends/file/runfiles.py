@@ -20,24 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from simhash_filter.index.backends.file.errors import CorruptIndexError
+from simhash_filter.errors import CorruptIndexError
 from simhash_filter.index.backends.file.osfiles import pread, replace_whole, write_all
 from simhash_filter.index.backends.file.records import HEADER_SIZE, header, read_header
 from simhash_filter.index.tables import TableDesign, is_count
-
-__all__ = [
-    "BLOCK_ENTRIES",
-    "BUCKET_ROWS",
-    "ENTRY",
-    "RUN_FORMAT",
-    "RUN_MAGIC",
-    "MergeCancelled",
-    "RunColumns",
-    "RunFile",
-    "run_name",
-    "run_names",
-    "write_run",
-]
 
 RUN_MAGIC = b"simhash-filter tables\n"
 #: The run-file format written and read (it checks the entries a block at a time)

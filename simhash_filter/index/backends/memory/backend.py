@@ -13,8 +13,6 @@ from simhash_filter.index.backends.memory.store import TablesBackend
 from simhash_filter.index.bound import refusal_dtype
 from simhash_filter.index.tables import TableDesign
 
-__all__ = ["MemoryBackend"]
-
 
 class MemoryBackend(TablesBackend):
     """Everything in process memory; lost on exit.  ``memory://?buffer_size=2048&merge_factor=8``.

@@ -10,8 +10,6 @@ import numpy as np
 
 from simhash_filter.index.backends.memory.tables import Part
 
-__all__ = ["Columns", "MemoryRows"]
-
 
 class Columns(abc.ABC):
     """The rows' fingerprints, refusals (bit *t*: table *t* refused the row), sketches and, if *timed*, the times

@@ -8,8 +8,6 @@ import numpy as np
 
 from simhash_filter.index.tables import TableDesign, bucket_bits
 
-__all__ = ["Run", "Table", "build_run"]
-
 #: (bucket offsets, the same as a memoryview (its items are Python ints: faster to index one by one), the
 #: entries' fingerprints in bucket order, their row ids in bucket order, lead bits below
 #: the bucket)

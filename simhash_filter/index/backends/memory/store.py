@@ -14,8 +14,6 @@ from simhash_filter.index.backends.memory.tables import BoundedTables, RowSource
 from simhash_filter.index.bound import DEFAULT_BOUND, CheckBound
 from simhash_filter.index.tables import TableDesign
 
-__all__ = ["RowStore", "TablesBackend"]
-
 
 class RowStore(RowSource, Protocol):
     """A :class:`~.tables.RowSource` that rows are appended to (:class:`~.rows.Columns` is one)."""

@@ -15,8 +15,6 @@ from simhash_filter.index.backends.memory.runs import Run, build_run
 from simhash_filter.index.bound import CheckBound, take
 from simhash_filter.index.tables import TableDesign, is_count
 
-__all__ = ["BoundedTables", "Part", "RowSource"]
-
 #: A bounded check filters a bucket on the page's whole lead in numpy when it is longer than this (a bucket names
 #: only a lead's top bits in a small run); a shorter one's few hits within k are filtered after.
 _BLOCK_FILTER_MIN = 64

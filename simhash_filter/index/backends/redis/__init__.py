@@ -13,27 +13,5 @@ except ImportError as exc:  # pragma: no cover - the extra is installed in the t
     ) from exc
 
 from simhash_filter.index.backends.redis.backend import RedisBackend
-from simhash_filter.index.backends.redis.layout import (
-    BATCH,
-    CHUNK,
-    DEFAULT_BUCKET_BITS,
-    ENTRY,
-    ENTRY_LOW,
-    FORMAT,
-    MAX_SIZE,
-    RECORD,
-    bucket_keys,
-)
 
-__all__ = [
-    "BATCH",
-    "CHUNK",
-    "DEFAULT_BUCKET_BITS",
-    "ENTRY",
-    "ENTRY_LOW",
-    "FORMAT",
-    "MAX_SIZE",
-    "RECORD",
-    "RedisBackend",
-    "bucket_keys",
-]
+__all__ = ["RedisBackend"]

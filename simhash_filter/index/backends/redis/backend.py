@@ -56,8 +56,6 @@ from simhash_filter.index.backends.redis.script import FULL, INIT_SCRIPT, NOTES_
 from simhash_filter.index.bound import DEFAULT_BOUND, CheckBound
 from simhash_filter.index.tables import TableDesign, is_count, page_limit
 
-__all__ = ["RedisBackend"]
-
 #: Seconds the token of an :meth:`RedisBackend.add_notes` call is kept (far beyond any retry of it).
 NOTES_TOKEN_SECONDS = 3600
 

@@ -21,8 +21,6 @@ from simhash_filter.errors import StoreFullError
 from simhash_filter.index.backends.redis.script import NOINDEX
 from simhash_filter.index.backends.uri import redact_uri
 
-__all__ = ["CONNECTION_ERRORS", "IndexGone", "Retries", "ScriptRunner", "client_from_uri", "run_with_retries"]
-
 #: The errors after which a call is tried again (on a new connection).
 CONNECTION_ERRORS = (RedisConnectionError, RedisTimeoutError)
 #: redis-py options whose default differs here (seconds).

@@ -11,29 +11,6 @@ import numpy as np
 from simhash_filter.index.backends.base import Candidate
 from simhash_filter.index.tables import TableDesign
 
-__all__ = [
-    "BATCH",
-    "CHUNK",
-    "DEFAULT_BUCKET_BITS",
-    "ENTRY",
-    "ENTRY_LOW",
-    "FORMAT",
-    "MAX_SIZE",
-    "RECORD",
-    "bucket_keys",
-    "claim_record",
-    "decode_candidates",
-    "decode_claims",
-    "decode_key",
-    "default_bucket_bits",
-    "encode_key",
-    "pack_fingerprint",
-    "record_dtype",
-    "split_key",
-    "tag",
-    "text",
-]
-
 #: Format of the stored index (``format`` in the meta hash): its layout version.  A bucket entry keeps the id, a
 #: 32-bit fold of the fingerprint and its low half; a record the page's sketch.  A check leaves a page out of the
 #: buckets of the tables that refuse it (and writes no record when every table does).

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from simhash_filter.index.backends.redis.layout import CHUNK, ENTRY, ENTRY_LOW, RECORD
 
-__all__ = ["CLAIM_SECONDS", "FULL", "INIT_SCRIPT", "KEEP_KEY_SCRIPT", "NOINDEX", "NOTES_SCRIPT", "SCRIPT"]
-
 #: The error the script answers when the index is gone (its meta hash deleted).
 NOINDEX = "SIMHASH_NOINDEX"
 #: The script's error when a page would take the index past its limit: this, a space, the pages it holds.

@@ -41,8 +41,6 @@ from simhash_filter.index.backends.redis.script import KEEP_KEY_SCRIPT
 from simhash_filter.index.bound import DEFAULT_BOUND, CheckBound
 from simhash_filter.index.tables import TableDesign
 
-__all__ = ["ShardedRedisBackend", "shard_prefixes"]
-
 #: Names tried for a cluster shard's prefix before its hash tag falls on the master wanted.
 _TRIES = 100_000
 #: Rounds of a check's shard calls before it gives up (each round after the first brings sketches that new pages
