@@ -7,6 +7,7 @@ A URI may carry credentials (``redis://user:password@host``): show one only thro
 from __future__ import annotations
 
 import re
+from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 #: What a masked secret is shown as.
@@ -131,3 +132,33 @@ def with_uri_option(uri: str, name: str, value: str) -> str:
     if any(key == name for key, _ in parse_qsl(urlsplit(uri).query, keep_blank_values=True)):
         return uri
     return uri + ("&" if "?" in uri else "?") + f"{name}={quote(value)}"
+
+
+#: The values of a true-or-false option.
+_BOOLS = {**dict.fromkeys(("1", "true", "yes", "on"), True), **dict.fromkeys(("0", "false", "no", "off", ""), False)}
+_KINDS = {int: "an integer", float: "a number", bool: "true or false"}
+
+
+def uri_options(uri: str, query: str, kinds: dict[str, type]) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    """The options of *query* (the query of *uri*) named in *kinds*, each as its kind (``int``, ``float``, ``str``
+    or ``bool``: :data:`_BOOLS`), and the others, in order; a value of the wrong kind is a ``ValueError`` naming the
+    option and the URI (its secrets masked)."""
+    known: dict[str, Any] = {}
+    others = []
+    for name, value in parse_qsl(query, keep_blank_values=True):
+        kind = kinds.get(name)
+        if kind is None:
+            others.append((name, value))
+            continue
+        try:
+            known[name] = _BOOLS[value.lower()] if kind is bool else kind(value)
+        except (KeyError, ValueError):
+            what = _KINDS.get(kind, kind.__name__)
+            raise ValueError(f"option {name} must be {what}, got {value!r} in {redact_uri(uri)!r}") from None
+    return known, others
+
+
+def no_other_options(uri: str, others: list[tuple[str, str]], store: str) -> None:
+    """Raise the ``ValueError`` of an option that *store*'s URIs do not take, if *others* holds one."""
+    if others:
+        raise ValueError(f"unknown {store} backend option {others[0][0]!r} in {redact_uri(uri)!r}")

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import urlsplit
 
 from simhash_filter.index.backends.base import Entry
 from simhash_filter.index.backends.memory.rows import MemoryRows
 from simhash_filter.index.backends.memory.store import TablesBackend
+from simhash_filter.index.backends.uri import no_other_options, uri_options
 from simhash_filter.index.bound import refusal_dtype
 from simhash_filter.index.tables import TableDesign
 
@@ -42,14 +43,8 @@ class MemoryBackend(TablesBackend):
         parts = urlsplit(uri)
         if parts.netloc or parts.path:
             raise ValueError(f"a memory backend takes no location: {uri!r} (use 'memory://')")
-        options: dict[str, int] = {}
-        for name, value in parse_qsl(parts.query, keep_blank_values=True):
-            if name not in ("buffer_size", "merge_factor"):
-                raise ValueError(f"unknown memory backend option {name!r} in {uri!r}")
-            try:
-                options[name] = int(value)
-            except ValueError:
-                raise ValueError(f"option {name} must be an integer, got {value!r} in {uri!r}") from None
+        options, others = uri_options(uri, parts.query, {"buffer_size": int, "merge_factor": int})
+        no_other_options(uri, others, "memory")
         return cls(k=k, design=design, metadata=metadata, **options)
 
     def __len__(self) -> int:

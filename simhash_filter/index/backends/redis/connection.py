@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeVar
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import redis
 from redis.backoff import NoBackoff
@@ -19,7 +19,7 @@ from redis.retry import Retry
 
 from simhash_filter.errors import StoreFullError
 from simhash_filter.index.backends.redis.script import NOINDEX
-from simhash_filter.index.backends.uri import redact_uri
+from simhash_filter.index.backends.uri import redact_uri, uri_options
 
 #: The errors after which a call is tried again (on a new connection).
 CONNECTION_ERRORS = (RedisConnectionError, RedisTimeoutError)
@@ -28,8 +28,6 @@ _DEFAULTS = {"socket_timeout": 2.0, "socket_connect_timeout": 2.0}
 #: Tries again after a connection error or a timeout, and the first wait (seconds, doubled each time): the
 #: defaults of the URI options ``retries`` and ``retry_backoff``.
 DEFAULT_RETRIES, DEFAULT_BACKOFF = 2, 0.1
-#: The backend's own URI options (the others go to redis-py).
-OWN_OPTIONS = ("prefix", "bucket_bits", "cluster", "retries", "retry_backoff", "max_age", "shards", "servers")
 
 #: One script call: its KEYS and its ARGV after the header.
 Call = tuple[list[Any], list[Any]]
@@ -102,14 +100,6 @@ class Opened(NamedTuple):
     options: dict[str, Any]
 
 
-def _bool_option(name: str, value: str, uri: str) -> bool:
-    if value.lower() in ("1", "true", "yes", "on"):
-        return True
-    if value.lower() in ("0", "false", "no", "off", ""):
-        return False
-    raise ValueError(f"option {name} must be true or false, got {value!r} in {redact_uri(uri)!r}")
-
-
 def _redis_options() -> set[str]:
     """Keyword arguments of ``redis.Redis`` that a URI may carry (``socket_timeout``, ``ssl_ca_certs``...)."""
     names = set(inspect.signature(redis.Redis.__init__).parameters)
@@ -129,28 +119,13 @@ def client_from_uri(uri: str) -> Opened:
     parts = urlsplit(uri)
     if not parts.hostname:
         raise ValueError(f"a Redis backend needs a host: {redact_uri(uri)!r} (e.g. 'redis://127.0.0.1:6379/0')")
-    own: dict[str, Any] = {}
-    passed: list[tuple[str, str]] = []
+    kinds = {"prefix": str, "servers": str, "bucket_bits": int, "retries": int, "shards": int, "retry_backoff": float,
+             "max_age": float, "cluster": bool}  # fmt: skip
+    own, passed = uri_options(uri, parts.query, kinds)
     allowed = _redis_options()
-    for name, value in parse_qsl(parts.query, keep_blank_values=True):
-        if name in ("prefix", "servers"):
-            own[name] = value
-        elif name in ("bucket_bits", "retries", "shards"):
-            try:
-                own[name] = int(value)
-            except ValueError:
-                raise ValueError(f"option {name} must be an integer, got {value!r} in {redact_uri(uri)!r}") from None
-        elif name in ("retry_backoff", "max_age"):
-            try:
-                own[name] = float(value)
-            except ValueError:
-                raise ValueError(f"option {name} must be a number, got {value!r} in {redact_uri(uri)!r}") from None
-        elif name == "cluster":
-            own[name] = _bool_option(name, value, uri)
-        elif name in allowed:
-            passed.append((name, value))
-        else:
-            known = ", ".join(OWN_OPTIONS) + ", and redis-py's (socket_timeout, ...)"
+    for name, _ in passed:
+        if name not in allowed:
+            known = ", ".join(kinds) + ", and redis-py's (socket_timeout, ...)"
             raise ValueError(f"unknown Redis backend option {name!r} in {redact_uri(uri)!r}; known: {known}")
     scheme = parts.scheme.lower()
     names = {name for name, _ in passed}
