@@ -187,16 +187,15 @@ def small_index_writer(path: Path) -> FileBackend:
 
 
 COMPACTOR = """
-import sys, time
+import os, sys
 import numpy as np
 from simhash_filter.index.backends.file import FileBackend
 from simhash_filter.index.tables import TableDesign
 index = FileBackend(sys.argv[1], k=3, design=TableDesign.parse("4x16/k3"), metadata={"model": "m1", "sketch_bytes": 8})
 sys.stdout.write("ready\\n")
 sys.stdout.flush()
-deadline = time.monotonic() + float(sys.argv[2])
 n = 0
-while time.monotonic() < deadline:
+while not os.path.exists(sys.argv[2]):
     index.compact()
     n += 1
 index.close()
@@ -206,14 +205,15 @@ sys.stdout.write(f"{n}\\n")
 
 @pytest.mark.slow
 def test_readers_never_fail_while_another_process_compacts_in_a_loop(tmp_path: Path) -> None:
-    """While a process compacts the index over and over (~2.5 s), read-only opens and full exports in this
-    process all succeed and each sees every entry."""
+    """While a process compacts the index over and over, read-only opens and full exports in this process all
+    succeed and each sees every entry, over several generations (it compacts until the reads are done)."""
     fps = np.random.default_rng(5).integers(0, 2**64, size=20_000, dtype=np.uint64)
     keys = [f"https://site.example/{i}" for i in range(len(fps))]
     with open_index(tmp_path / "idx") as index:
         index.add_many(fps, keys, [S] * len(keys))
     proc = subprocess.Popen(
-        [sys.executable, "-c", COMPACTOR, str(tmp_path / "idx"), "2.5"], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", COMPACTOR, str(tmp_path / "idx"), str(tmp_path / "stop")], stdout=subprocess.PIPE,
+        text=True,
     )
     assert proc.stdout is not None
     assert proc.stdout.readline() == "ready\n"
@@ -221,7 +221,7 @@ def test_readers_never_fail_while_another_process_compacts_in_a_loop(tmp_path: P
     opens = exports = 0
     generations = set()
     try:
-        while proc.poll() is None and opens < 3000:
+        while proc.poll() is None and opens < 3000 and (opens < 60 or len(generations) <= 5):
             try:
                 with open_index(tmp_path / "idx", readonly=True) as reader:
                     opens += 1
@@ -232,10 +232,11 @@ def test_readers_never_fail_while_another_process_compacts_in_a_loop(tmp_path: P
             except Exception as exc:
                 errors.append(exc)
     finally:
+        (tmp_path / "stop").touch()
         out, _ = proc.communicate(timeout=60)
     compactions = int(out.split()[-1])
     assert not errors, f"{len(errors)} of {opens + len(errors)} reads failed: {errors[:3]!r}"
-    assert proc.returncode == 0 and compactions > 10 and opens > 50 and exports > 5 and len(generations) > 5
+    assert proc.returncode == 0 and compactions > 5 and opens >= 60 and exports >= 6 and len(generations) > 5
 
 
 # --- 10b: a full disk during a compaction or a creation leaves the index as it was ------------------------

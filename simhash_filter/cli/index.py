@@ -56,18 +56,13 @@ def _open(
 
 def _open_stored(uri: str, k: int, metadata: dict[str, Any] | None, designs: tuple[str, ...]) -> Backend:
     """The index at *uri* opened with the design it was built with: the first of *designs* a store accepts (a
-    Redis index names its own), then the one an on-disk index's header names."""
+    Redis index names its own; an on-disk index's header names it first)."""
     for name in designs:
         try:
-            backend = open_backend(uri, k=k, design=TableDesign.parse(name), metadata=metadata)
+            return open_backend(uri, k=k, design=TableDesign.parse(name), metadata=metadata)
         except DesignMismatchError:
-            if name != designs[-1]:
-                continue
-            raise
-        if backend.stored_design == name or backend.stored_design not in SIZED_TABLES:
-            return backend
-        backend.close()
-        return open_backend(uri, k=k, design=TableDesign.parse(backend.stored_design), metadata=metadata)
+            if name == designs[-1]:
+                raise
     raise AssertionError("unreachable: the last design's error is raised")  # pragma: no cover
 
 

@@ -142,12 +142,6 @@ class Backend(abc.ABC):
         return len(self)
 
     @property
-    def stored_design(self) -> str:
-        """The name of the design the stored index was built with (a reader may use another: its tables are
-        built on opening)."""
-        return self._design.name
-
-    @property
     def metadata(self) -> dict[str, Any]:
         """The metadata kept with the index (a copy)."""
         return dict(self._metadata)

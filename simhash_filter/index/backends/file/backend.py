@@ -11,7 +11,7 @@ import zlib
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import unquote, urlsplit
 
 import numpy as np
 
@@ -38,7 +38,7 @@ from simhash_filter.index.backends.file.records import (
 )
 from simhash_filter.index.backends.file.rows import FileRows
 from simhash_filter.index.backends.memory.store import TablesBackend
-from simhash_filter.index.backends.uri import redact_uri
+from simhash_filter.index.backends.uri import no_other_options, redact_uri, uri_options
 from simhash_filter.index.bound import refusal_dtype
 from simhash_filter.index.tables import TableDesign
 
@@ -109,23 +109,10 @@ class FileBackend(TablesBackend):
             raise ValueError(
                 f"a file backend needs a directory: {redact_uri(uri)!r} (e.g. 'file:///var/lib/crawl/simhash')"
             )
-        options: dict[str, Any] = {}
-        for name, value in parse_qsl(query, keep_blank_values=True):
-            if name in ("buffer_size", "merge_factor", "spill_rows"):
-                try:
-                    options[name] = int(value)
-                except ValueError:
-                    raise ValueError(
-                        f"option {name} must be an integer, got {value!r} in {redact_uri(uri)!r}"
-                    ) from None
-            elif name == "readonly":
-                if value not in ("0", "1", "true", "false"):
-                    raise ValueError(f"option readonly must be 0 or 1, got {value!r} in {redact_uri(uri)!r}")
-                options[name] = value in ("1", "true")
-            elif name in ("sync", "max_age", "tables"):
-                options[name] = value
-            else:
-                raise ValueError(f"unknown file backend option {name!r} in {redact_uri(uri)!r}")
+        kinds = {"buffer_size": int, "merge_factor": int, "spill_rows": int, "readonly": bool, "sync": str,
+                 "max_age": str, "tables": str}  # fmt: skip
+        options, others = uri_options(uri, query, kinds)
+        no_other_options(uri, others, "file")
         return cls(Path(location).expanduser(), k=k, design=design, metadata=metadata, **options)
 
     @staticmethod
@@ -343,12 +330,6 @@ class FileBackend(TablesBackend):
         """Take the time of each row written from now on from *clock* (``index rebuild`` keeps each page's age)."""
         self._store.clock = clock
 
-    @property
-    def stored_design(self) -> str:
-        """The design its records header names (the tables' refusals are theirs), else this backend's."""
-        rows = self._store
-        return rows.stored_design or self._design.name
-
     def info(self) -> dict[str, Any]:
         rows = self._store
         with self._lock:
@@ -391,15 +372,8 @@ class FileBackend(TablesBackend):
             self.ensure_open()
             return self._notes_file.add(increments)
 
-    def flush(self) -> None:
-        """Force what was written to the disk (``fsync``; adds are already safe from a process crash)."""
-        rows = self._store
-        with self._lock:
-            self.ensure_open()
-            for fd in rows.fds.values():
-                os.fsync(fd)
-
-    def _close_files(self) -> None:
+    def _release(self) -> None:
+        self._disk.close()
         rows = self._store
         for fd in rows.fds.values():
             with contextlib.suppress(OSError):
@@ -407,10 +381,6 @@ class FileBackend(TablesBackend):
                     os.fsync(fd)
                 os.close(fd)
         rows.fds = {}
-
-    def _release(self) -> None:
-        self._disk.close()
-        self._close_files()
         self._directory.release_lock()
 
     def close(self) -> None:

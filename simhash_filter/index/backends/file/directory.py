@@ -116,12 +116,9 @@ class IndexDirectory:
                 os.close(fd)
 
     def rewrite_headers(self, generation: int, fds: Mapping[str, int], write_format: int) -> None:
-        """Make the headers of *generation* (open as *fds*) say the format rows are written in (*write_format*: an
-        empty index of a design of more than 8 tables becomes :data:`WIDE_FORMAT`) and this backend's design,
-        the records file's first, each synced before the next: an older version refuses the records file
-        before any record it cannot read is written.  Only the bytes that change are written (one digit of the
-        format, when the design is the same), so a write cut short leaves a header of one version or the
-        other."""
+        """Make the headers of *generation* (open as *fds*) name *write_format* and this design, the records file's
+        first, each synced before the next, writing only the bytes that change (a write cut short leaves a header of
+        one version or the other)."""
         for kind, magic in (("records", MAGIC), ("urls", URLS_MAGIC), ("deleted", DELETED_MAGIC)):
             path = self.file(kind, generation)
             old = pread(fds[kind], HEADER_SIZE, 0)

@@ -138,9 +138,10 @@ class DiskTables:
         """Write the rows in memory as a run file once they are ``spill_rows`` (then merge run files): True if it
         did, False if it is not due or failed.  A failed spill (a full disk) fails no add: the rows are stored (their
         records are written), stay in memory, and the spill is tried again after :meth:`_spill_pause` more rows."""
-        if not self._spill_due():
-            return False
         start, end = self.spilled, self._rows.stored
+        due = end - start >= self.spill_rows and end >= self._spill_again_at
+        if self._table_mode != "disk" or self._readonly or not due:
+            return False
         try:
             run = self._spill(start, end)
         except (OSError, CorruptIndexError) as exc:
@@ -154,12 +155,6 @@ class DiskTables:
         self._rows.rebase_sketches(end, self._tables.buffer_size)  # nothing past the spilled rows yet
         self._merge_later()
         return True
-
-    def _spill_due(self) -> bool:
-        """Whether the rows in memory are to be written as a run file now."""
-        if self._table_mode != "disk" or self._readonly:
-            return False
-        return self._rows.stored - self.spilled >= self.spill_rows and self._rows.stored >= self._spill_again_at
 
     def _spill(self, start: int, end: int) -> RunFile:
         """The run file of rows ``start..end-1``, written (their keys and records synced first) and opened."""

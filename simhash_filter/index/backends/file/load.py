@@ -200,18 +200,16 @@ class GenerationLoader:
 
     def _check_refusals(self, path: Path) -> None:
         """Keep the refusals of the rows loaded if they are of this backend's tables (the design the header names);
-        else a reader drops them (every table holds every row: its candidates are still bounded) and a writer is
-        refused, for the rows it would add could not say which tables refused them."""
+        else a reader drops them and a writer is refused.  A writer of an index whose pages record no refusal makes
+        its headers name its design (and an empty index's format that of its design) first."""
         r = self._rows
-        r.write_format = r.format
-        if format_for(self.design.n_tables) == WIDE_FORMAT and r.write_format != WIDE_FORMAT and not r.stored:
-            r.write_format = WIDE_FORMAT  # nothing stored yet: its rows are written wide
-            if not self._readonly:
-                self._directory.rewrite_headers(r.generation, r.fds, r.write_format)
-                r.format, r.length_bits = WIDE_FORMAT, length_bits(WIDE_FORMAT)
-                r.stored_design = self.design.name
-        r.headers_stale = r.format != r.write_format or r.stored_design != self.design.name
-        if r.stored_design == self.design.name or not r.refusals[: r.stored].any():
+        refused = bool(r.refusals[: r.stored].any())
+        wide = format_for(self.design.n_tables) == WIDE_FORMAT and r.format != WIDE_FORMAT and not r.stored
+        if not self._readonly and not refused and (wide or r.stored_design != self.design.name):
+            fmt = WIDE_FORMAT if wide else r.format  # an empty index's rows are written wide
+            self._directory.rewrite_headers(r.generation, r.fds, fmt)
+            r.format, r.length_bits, r.stored_design = fmt, length_bits(fmt), self.design.name
+        if r.stored_design == self.design.name or not refused:
             return
         if not self._readonly:
             raise MetadataMismatchError(

@@ -80,14 +80,10 @@ class FileRows(Columns):
         self.stored_k: Any = None
         self.metadata: dict[str, Any] = {}
         self.record = record_dtype(0)
-        #: The format and the design the records file's header names; the bits of a record's key length in that
-        #: format, and the format a writer writes (an empty index takes its design's).
+        #: The format and the design the records file's header names, and the bits of a record's key length there.
         self.format = 0
         self.stored_design: Any = None
         self.length_bits = LENGTH_BITS
-        self.write_format = 0
-        #: Whether the headers must be rewritten before a row with refusals is written.
-        self.headers_stale = False
         #: Where the next key is written in the keys file.
         self.url_end = HEADER_SIZE
 
@@ -118,9 +114,6 @@ class FileRows(Columns):
                 "(`simhash-filter index rebuild INDEX --expected-pages N`), or open it with the design "
                 f"{self.stored_design}"
             )
-        if self.headers_stale and refused.any():  # a generation of another design takes its first refused row
-            self.directory.rewrite_headers(self.generation, self.fds, self.write_format)
-            self.headers_stale = False
         now = int(self.clock())
         encoded = [key.encode("utf-8", "surrogatepass") for key in keys]
         longest = max_key_bytes(self.format)
@@ -174,11 +167,10 @@ class FileRows(Columns):
         if key is None:
             if len(self.keys_read) >= _KEYS_KEPT:
                 self.keys_read.clear()
-            key = self.keys_read[row] = self.read_key(row)
+            key = self.keys_read[row] = self._read_key(row)
         return key
 
-    def read_key(self, row: int) -> str:
-        """A row's key, read from the keys file through its record, checked."""
+    def _read_key(self, row: int) -> str:
         record = pread(self.fds["records"], RECORD.itemsize, HEADER_SIZE + row * self.record.itemsize)
         _, offset, _, packed, crc, _ = RECORD_STRUCT.unpack(record)
         length = packed & ((1 << self.length_bits) - 1)
