@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import combinations
@@ -53,34 +53,13 @@ def check_fingerprint(fingerprint: object) -> int:
 
 
 def as_fingerprint_array(fingerprints: Iterable[int] | np.ndarray) -> np.ndarray:
-    """Return *fingerprints* as a contiguous ``uint64`` array, validating every value."""
-    if not isinstance(fingerprints, np.ndarray):
-        items = fingerprints if isinstance(fingerprints, Sequence) else list(fingerprints)
-        if isinstance(items, (str, bytes)) or not set(map(type, items)) <= {int}:
-            for x in items:  # numpy integers are fine; anything else gets a clear error
-                check_fingerprint(x)
-        try:
-            return np.array(items, dtype=np.uint64).reshape(-1)
-        except OverflowError:
-            bad = next(x for x in items if not 0 <= x <= _MASK64)
-            raise ValueError(f"a fingerprint must be in [0, 2**64), got {bad}") from None
-    arr = fingerprints
-    if arr.ndim != 1:
-        raise ValueError(f"fingerprints must be one-dimensional, got shape {arr.shape}")
-    if arr.dtype == np.uint64:
-        return np.ascontiguousarray(arr)
-    if arr.size == 0:
-        return np.empty(0, dtype=np.uint64)
-    kind = arr.dtype.kind
-    if kind == "u":
-        return arr.astype(np.uint64)
-    if kind == "i":
-        if arr.min() < 0:
-            raise ValueError(f"a fingerprint must be in [0, 2**64), got {int(arr.min())}")
-        return arr.astype(np.uint64)
-    if kind == "O":
-        return np.fromiter((check_fingerprint(x) for x in arr), dtype=np.uint64, count=arr.size)
-    raise TypeError(f"fingerprints must be integers, got an array of {arr.dtype}")
+    """*fingerprints* as a contiguous 1-D ``uint64`` array, each value checked (:func:`check_fingerprint`)."""
+    if isinstance(fingerprints, np.ndarray):
+        if fingerprints.ndim != 1:
+            raise ValueError(f"fingerprints must be one-dimensional, got shape {fingerprints.shape}")
+        if fingerprints.dtype == np.uint64:
+            return np.ascontiguousarray(fingerprints)
+    return np.fromiter(map(check_fingerprint, fingerprints), dtype=np.uint64)
 
 
 def hamming(a: int, b: int) -> int:
@@ -103,13 +82,9 @@ class Match(NamedTuple):
 
 @dataclass(frozen=True)
 class TableDesign:
-    """How the f = 64 bits are cut into blocks, and so which permuted tables the index keeps.
-
-    ``blocks`` are bit widths from the most significant bit down, summing to 64.  Each table
-    brings ``len(blocks) - k`` of the blocks to the front (its *leading bits*); there is one table
-    per choice, ``C(len(blocks), len(blocks) - k)`` in all.  A design built for k answers every
-    query distance up to k.
-    """
+    """How the f = 64 bits are cut into ``blocks`` (bit widths from the most significant bit down), and so which
+    tables the index keeps: one per choice of ``len(blocks) - k`` leading blocks, ``C(len(blocks), k)`` in all; a
+    design built for k finds every fingerprint within k."""
 
     blocks: tuple[int, ...]
     k: int
@@ -263,10 +238,7 @@ def bucket_bits(lead_bits: int, size: int) -> int:
 #: The entries a bucket holds at a design's :func:`capacity`, at most (on its shortest lead): the work of a check
 #: of a two-stage index scans at most this many per table, whatever it stores.
 BUCKET_LIMIT = 1024
-#: The designs of a two-stage index (candidates at k = 10), by the pages they are built for (:func:`tables_for`):
-#: five tables of 13-bit leads (one block each), then 15 tables of 20-22-bit leads (one per pair of six blocks),
-#: then 56 of 24-bit leads (one per triple of eight).  Each keeps at least 99 % of the first's candidates among the
-#: public set's near-duplicate pairs (``python -m benchmarks.scale.bench_scale designs``; docs/scaling.md).
+#: The designs of a two-stage index, by the pages they are built for (:func:`tables_for`; docs/scaling.md).
 SIZED_TABLES = ("13+13+13+13+12/k4", "11+11+11+11+10+10/k4", "8x8/k5")
 
 
@@ -290,12 +262,9 @@ BLOCK_PAGES_MIN = 64
 
 
 def block_limit(design: TableDesign, expected_pages: int) -> int:
-    """The most pages a block of *design* takes in an index expected to hold *expected_pages* (the bound's rule 3,
-    :mod:`simhash_filter.index.bound`): :data:`BLOCK_HEADROOM` times the mean size of a shortest-lead block at that
-    size (random fingerprints spread evenly over its 2^lead blocks), rounded up to a power of two, at least
-    :data:`BLOCK_PAGES_MIN`.  At the expected size a block of random pages holds the mean give or take its square
-    root, so ordinary blocks never reach it (at 1,000,000 pages and five tables: a mean of 244, a limit of 512); a
-    crowd of look-alike pages fills its blocks up to it, and a check reads at most that many entries a table."""
+    """The most pages a block of *design* takes in an index expected to hold *expected_pages* (rule 3 of
+    :mod:`simhash_filter.index.bound`): :data:`BLOCK_HEADROOM` times the mean size of a shortest-lead block of random
+    pages at that size, rounded up to a power of two, at least :data:`BLOCK_PAGES_MIN`."""
     if not is_count(expected_pages, 1):
         raise ValueError(f"the expected number of pages must be an int >= 1, got {expected_pages!r}")
     mean = expected_pages / 2 ** min(design.lead_bits)

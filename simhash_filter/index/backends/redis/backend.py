@@ -41,7 +41,6 @@ from simhash_filter.index.backends.redis.layout import (
     FORMAT,
     MAX_SIZE,
     RECORD,
-    bucket_keys,
     decode_candidates,
     decode_key,
     default_bucket_bits,
@@ -336,7 +335,7 @@ class RedisBackend(Backend):
     # -- the script ------------------------------------------------------------------------------
 
     def _item_keys(self, fingerprint: int) -> list[str]:
-        """The bucket keys of one fingerprint (the fast path of :func:`bucket_keys`)."""
+        """The bucket keys of one fingerprint, one per table."""
         return [
             head + format(lead >> shift, "x")
             for head, lead, shift in zip(self._heads, self._design.lead_values(fingerprint), self._shifts, strict=True)
@@ -350,29 +349,20 @@ class RedisBackend(Backend):
         tables: Sequence[int] | None = None,
         masks: Sequence[bytes] | None = None,
     ) -> list[Call]:
-        """Split a batch into script calls of at most :data:`BATCH` items: ``(KEYS, ARGV after the header)``; one
-        fingerprint's call may name only some *tables* (their buckets); *masks* end each item (op ``"m"``)."""
-        if isinstance(fingerprints, list):  # one fingerprint
-            ((fp,),) = (fingerprints,)
-            args: list[Any] = [pack_fingerprint(fp)] if keys is None else [pack_fingerprint(fp), encode_key(keys[0])]
-            if sketches is not None:
-                args.append(sketches[0])
-            item_buckets = self._item_keys(fp)
-            if tables is not None:
-                item_buckets = [item_buckets[t] for t in tables]
-            return [([self._meta_key, *item_buckets], args)]
-        buckets = bucket_keys(self._design, self._prefix, self._bucket_bits, fingerprints)
-        packed = fingerprints.astype(">u8").tobytes()
+        """Split a batch into script calls of at most :data:`BATCH` items: ``(KEYS, ARGV after the header)``; an item's
+        KEYS are its buckets of *tables* (default: every table), or of the tables its mask names (op ``"m"``: *masks*
+        end each item)."""
+        fps = fingerprints.tolist() if isinstance(fingerprints, np.ndarray) else fingerprints
         out = []
-        for lo in range(0, len(fingerprints), BATCH):
+        for lo in range(0, len(fps), BATCH):
             call_keys: list[Any] = [self._meta_key]
-            args = []
-            for i in range(lo, min(lo + BATCH, len(fingerprints))):
-                if masks is None:
-                    call_keys.extend(table[i] for table in buckets)
-                else:  # the tables the mask names only
-                    call_keys.extend(table[i] for table, on in zip(buckets, masks[i][:-1], strict=True) if on == 49)
-                args.append(packed[8 * i : 8 * i + 8])
+            args: list[Any] = []
+            for i in range(lo, min(lo + BATCH, len(fps))):
+                buckets = self._item_keys(fps[i])
+                if masks is not None:
+                    tables = [t for t, on in enumerate(masks[i][:-1]) if on == 49]
+                call_keys.extend(buckets if tables is None else (buckets[t] for t in tables))
+                args.append(pack_fingerprint(fps[i]))
                 if keys is not None:
                     args.append(encode_key(keys[i]))
                 if sketches is not None:

@@ -52,20 +52,6 @@ def tag(prefix: str) -> str:
     return "{" + prefix + "}:"
 
 
-def bucket_keys(design: TableDesign, prefix: str, bucket_bits: int, fingerprints: np.ndarray) -> list[list[str]]:
-    """The Redis key of each fingerprint's bucket in every table: ``result[t][i]``."""
-    head_of = tag(prefix)
-    out = []
-    for t, lead in enumerate(design.lead_bits):
-        shift = lead - min(bucket_bits, lead)
-        values = design.lead_array(fingerprints, t)
-        if shift:
-            values >>= np.uint64(shift)
-        head = f"{head_of}{t}:"
-        out.append([head + format(v, "x") for v in values.tolist()])
-    return out
-
-
 def record_dtype(width: int) -> np.dtype:
     """The numpy dtype of one record of *width* bytes (its sketch, if any, left out)."""
     return np.dtype({"names": ["fp", "end", "added"], "formats": [">u8", ">u4", ">u4"], "offsets": [0, 8, 12],
