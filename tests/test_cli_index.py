@@ -304,7 +304,7 @@ def test_index_query_of_an_index_whose_run_file_is_damaged_answers_with_a_warnin
             [f"https://a.example/{i}" for i in range(len(fps))],
             [rng.bytes(DEFAULTS.fingerprint.sketch_bytes) for _ in fps],
         )
-        backend.wait_for_merges()
+        backend.disk.wait_for_merges()
     run = max(index.glob("tables.*"), key=lambda p: p.stat().st_size)
     data = bytearray(run.read_bytes())
     table = json.loads(data[:HEADER_SIZE].split(b"\n", 1)[1])["tables"][0]
@@ -339,7 +339,7 @@ def test_index_query_of_an_index_with_tables_on_disk_answers_at_every_k(tmp_path
             [f"https://a.example/{i}" for i in range(len(fps))],
             [rng.bytes(DEFAULTS.fingerprint.sketch_bytes) for _ in fps],
         )
-        backend.wait_for_merges()
+        backend.disk.wait_for_merges()
     proc = run_cli("index", "query", str(index), "-k", str(k), f"{int(fps[7]):016x}")
     assert proc.returncode == 0, proc.stderr
     assert "https://a.example/7\n" in proc.stdout

@@ -76,10 +76,10 @@ def test_tables_on_disk_decide_as_tables_in_memory_across_reopening_and_merges(t
     assert backend.info()["rows_in_run_files"] >= 1400
     backend.close()
     backend = FileBackend(tmp_path, k=K, design=DESIGN, metadata=META, spill_rows=100, buffer_size=16, merge_factor=2)
-    assert backend.tables_on_disk
+    assert backend.disk.tables_on_disk
     fill(backend, reference, stream[1700:])
     same_answers(backend, reference)
-    backend.wait_for_merges()
+    backend.disk.wait_for_merges()
     info = backend.info()
     assert info["tables"] == "disk" and info["entries"] == len(reference)
     assert 1 <= info["run_files"] == len(runs(tmp_path)) <= 6  # merge factor 2: about log2(30)
@@ -155,13 +155,13 @@ def test_what_a_merge_cut_short_left_is_removed(tmp_path: Path) -> None:
     old = tmp_path / "old"
     with open_disk(tmp_path / "index") as backend:
         fill(backend, reference, stream[:250])
-        backend.wait_for_merges()
+        backend.disk.wait_for_merges()
         old.mkdir()
         before = runs(tmp_path / "index")
         for name in before:
             shutil.copy(tmp_path / "index" / name, old / name)
         fill(backend, reference, stream[250:])
-        backend.wait_for_merges()
+        backend.disk.wait_for_merges()
         after = runs(tmp_path / "index")
     assert set(before) - set(after)  # merged away
     for name in before:
@@ -194,7 +194,7 @@ def test_a_reader_reads_the_run_files_while_the_writer_goes_on(tmp_path: Path) -
     with open_disk(tmp_path) as writer:
         fill(writer, reference, pages(500))
         with FileBackend(tmp_path, k=K, design=DESIGN, metadata=META, readonly=True) as reader:
-            assert reader.tables_on_disk and reader.info()["rows_in_run_files"] >= 400
+            assert reader.disk.tables_on_disk and reader.info()["rows_in_run_files"] >= 400
             same_answers(reader, reference)
 
 
@@ -218,7 +218,7 @@ def test_options_are_checked(tmp_path: Path) -> None:
     backend = FileBackend.from_uri(
         f"file://{tmp_path}/d?tables=disk&spill_rows=5", k=K, design=DESIGN, metadata=META
     )
-    assert backend.tables_on_disk
+    assert backend.disk.tables_on_disk
     backend.close()
 
 
@@ -250,7 +250,7 @@ def test_merges_run_in_the_background_and_a_close_stops_one(tmp_path: Path, monk
     fill(backend, reference, stream[250:500])  # while the merge waits
     assert set(held) <= set(runs(tmp_path))
     release.set()
-    backend.wait_for_merges()
+    backend.disk.wait_for_merges()
     assert len(runs(tmp_path)) < len(held) + 3
     release.clear()
     merging.clear()
@@ -268,11 +268,11 @@ def test_the_choice_of_tables_on_disk_is_kept_with_the_index(tmp_path: Path) -> 
     FileBackend(tmp_path, k=K, design=DESIGN, metadata=META, tables="disk").close()
     assert (tmp_path / "TABLES").read_text() == "disk\n" and not runs(tmp_path)
     with FileBackend(tmp_path, k=K, design=DESIGN, metadata=META) as backend:
-        assert backend.tables_on_disk
+        assert backend.disk.tables_on_disk
     FileBackend(tmp_path, k=K, design=DESIGN, metadata=META, tables="memory").close()
     assert not (tmp_path / "TABLES").exists()
     with FileBackend(tmp_path, k=K, design=DESIGN, metadata=META) as backend:
-        assert not backend.tables_on_disk
+        assert not backend.disk.tables_on_disk
 
 
 def test_an_index_with_tables_on_disk_is_written_with_its_own_design_only(tmp_path: Path) -> None:
@@ -313,10 +313,10 @@ def test_a_merge_that_fails_leaves_the_run_files_and_is_tried_again(
     reference = MemoryBackend(k=K, design=DESIGN, metadata=META)
     with caplog.at_level(logging.WARNING), open_disk(tmp_path) as backend:
         fill(backend, reference, pages(250))
-        backend.wait_for_merges()
+        backend.disk.wait_for_merges()
         assert "merging run files failed ([Errno 28] No space left on device)" in caplog.text
         fill(backend, reference, pages(600, seed=3))
-        backend.wait_for_merges()
+        backend.disk.wait_for_merges()
         assert backend.info()["run_files"] <= 4
         same_answers(backend, reference)
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
@@ -355,7 +355,7 @@ def damage_source(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, np.nd
     with open_disk(path, spill_rows=1000, buffer_size=64) as backend:
         for lo in range(0, DAMAGE_ROWS, 500):
             backend.add_many(fps[lo : lo + 500], [f"u{i}" for i in range(lo, lo + 500)], sketches[lo : lo + 500])
-        backend.wait_for_merges()
+        backend.disk.wait_for_merges()
         assert backend.info()["rows_in_run_files"] == DAMAGE_ROWS
     return path, fps, sketches
 
@@ -425,7 +425,7 @@ def test_damaged_entries_are_made_again_from_the_records_never_a_miss_nor_a_re_a
                 assert [(c.key, c.distance) for c in found] == [(f"u{r}", 0)], r
             assert len(writer) == DAMAGE_ROWS
             assert writer.info()["damaged_blocks"] >= 1
-            writer.wait_for_merges()
+            writer.disk.wait_for_merges()
     told = [m for m in caplog.messages if "failed its check" in m]
     assert len(told) == 2 and run.name in told[0]  # once by the reader, once by the writer
     assert "written again" in told[1] and "Traceback" not in caplog.text
@@ -455,7 +455,7 @@ def test_a_run_file_of_an_earlier_run_file_format_is_left_out_and_its_rows_read_
             for r in range(0, DAMAGE_ROWS, 11):
                 assert Match(f"u{r}", 0, int(fps[r])) in reader.query(int(fps[r]), 0)
         with open_disk(path) as writer:
-            writer.wait_for_merges()  # the old file removed; the rows' tables written again in the current format
+            writer.disk.wait_for_merges()  # the old file removed; the rows' tables written again in the current format
             assert not run.exists() or json.loads(run.read_bytes()[:HEADER_SIZE].split(b"\n", 1)[1])["run_format"] == 2
             for r in range(0, DAMAGE_ROWS, 11):
                 found = writer.add_and_candidates(int(fps[r]), f"u{r}", sketches[r], K, BOUND)

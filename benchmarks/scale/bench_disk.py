@@ -94,7 +94,7 @@ def build(args: Any) -> dict[str, Any]:
         longest = max(longest, time.perf_counter() - t0)
         if lo // STEP % 10 == 9:
             print(f"{hi:,} pages, {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
-    backend.wait_for_merges()
+    backend.disk.wait_for_merges()
     seconds = time.perf_counter() - start
     info = backend.info()
     backend.close()

@@ -254,7 +254,7 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
         if path is not None and os.path.exists(into):
             raise FileExistsError(f"{into} is left from a rebuild that did not finish: remove it, then try again")
         if path is not None and isinstance(source, FileBackend):  # in place, the tables stay where they were
-            into = f"file://{quote(into)}?{source.table_options}"
+            into = f"file://{quote(into)}?{source.disk.table_options}"
         target = open_backend(into, k=source.k, design=design, metadata=source.metadata)
         added: list[float] = [0.0]
         if isinstance(target, FileBackend):

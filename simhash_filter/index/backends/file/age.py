@@ -9,12 +9,8 @@ _AGE_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 
 def parse_age(value: str | float | int, *, require_unit: bool = False) -> float:
-    """Seconds from ``3600``, ``"90s"``, ``"15m"``, ``"12h"``, ``"30d"`` or ``"2w"``; 0 means never.
-
-    A bare number is seconds (the ``SIMHASH_MAX_AGE`` setting and the ``max_age`` URI option), unless
-    ``require_unit`` (the command line's ``--max-age``), where a string must end in one of the units.  Ours, not
-    a library's: nothing installed parses durations (``dateparser``, a benchmark extra, reads dates), and
-    this five-unit grammar is one regular expression."""
+    """Seconds from ``3600``, ``"90s"``, ``"15m"``, ``"12h"``, ``"30d"`` or ``"2w"``; 0 means never.  A bare number is
+    seconds, unless *require_unit* (the command line's ``--max-age``)."""
     if isinstance(value, (int, float)) and not isinstance(value, bool) and not require_unit:
         seconds = float(value)
     else:

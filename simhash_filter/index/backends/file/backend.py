@@ -74,7 +74,8 @@ class FileBackend(TablesBackend):
         super().__init__(
             k=k, design=design, metadata=metadata, rows=rows, buffer_size=buffer_size, merge_factor=merge_factor
         )
-        self._disk = rows.disk = DiskTables(rows, self.tables, self._lock, mode=tables, spill_rows=spill_rows)
+        #: The run files of the older rows (``tables=disk``: :class:`DiskTables`).
+        self.disk = rows.disk = DiskTables(rows, self.tables, self._lock, mode=tables, spill_rows=spill_rows)
         if design.n_tables > 16 and not readonly and (metadata or {}).get("sketch_bytes"):
             raise ValueError(
                 f"the on-disk index keeps the refusals of at most 16 tables (two bytes of each record); design "
@@ -88,7 +89,7 @@ class FileBackend(TablesBackend):
         self._readonly = readonly
         self._notes_file = NotesFile(self.path, readonly=readonly, sync=rows.sync)
         self._loader = GenerationLoader(
-            rows, self.tables, self._disk, requested=metadata, sketch_bytes=self._sketch_bytes
+            rows, self.tables, self.disk, requested=metadata, sketch_bytes=self._sketch_bytes
         )
         try:
             if not readonly:
@@ -209,9 +210,8 @@ class FileBackend(TablesBackend):
                 yield start + i, fp, key, added, sketch
 
     def entries(self) -> Iterator[Entry]:
-        """Every live fingerprint with its key, the time it was added (and its sketch, in an index that keeps
-        sketches), oldest first, read from disk: from the generation open when the iteration starts, to its end
-        (a compaction meanwhile, here or in another process, does not change what it reads)."""
+        """Every live fingerprint with its key, sketch and the time it was added, oldest first, read from the
+        generation open when the iteration starts (a compaction meanwhile does not change what it reads)."""
         rows = self._store
         with self._lock:
             self.ensure_open()
@@ -308,23 +308,9 @@ class FileBackend(TablesBackend):
 
     def _reset(self) -> None:
         """Forget the rows and the tables of the generation closed."""
-        self._disk.close()
+        self.disk.close()
         self._store.clear()
         self.tables.clear()
-
-    @property
-    def table_options(self) -> str:
-        """The URI option that keeps an index's tables where this one's are (``index rebuild`` in place)."""
-        return self._disk.table_options
-
-    @property
-    def tables_on_disk(self) -> bool:
-        """Whether the tables of older rows are kept in run files (decided on the first open for ``auto``)."""
-        return self._disk.tables_on_disk
-
-    def wait_for_merges(self) -> None:
-        """Return once no run files are being merged (for benchmarks and tests: merges run in the background)."""
-        self._disk.wait_for_merges()
 
     def set_clock(self, clock: Callable[[], float]) -> None:
         """Take the time of each row written from now on from *clock* (``index rebuild`` keeps each page's age)."""
@@ -353,14 +339,14 @@ class FileBackend(TablesBackend):
             disk_bytes=sum(sizes.values()),
             key_bytes=sizes["urls"] - HEADER_SIZE,
             memory_bytes=self.nbytes,
-            **self._disk.info(),
+            **self.disk.info(),
         )
         return info
 
     @property
     def nbytes(self) -> int:
         """Bytes held in numpy arrays (fingerprints, sketches, tables, added times); keys stay on disk."""
-        return super().nbytes + self._disk.nbytes
+        return super().nbytes + self.disk.nbytes
 
     def notes(self) -> dict[str, int]:
         """The counters kept in the index's ``notes.json`` (:class:`NotesFile`)."""
@@ -373,7 +359,7 @@ class FileBackend(TablesBackend):
             return self._notes_file.add(increments)
 
     def _release(self) -> None:
-        self._disk.close()
+        self.disk.close()
         rows = self._store
         for fd in rows.fds.values():
             with contextlib.suppress(OSError):

@@ -36,10 +36,8 @@ MODE_FILE = "TABLES"
 
 
 class DiskTables:
-    """The run files of :class:`~simhash_filter.index.backends.file.FileBackend`'s older rows: opened with a
-    generation, written when the rows in memory reach *spill_rows* (:meth:`spill`), merged in a thread of their own;
-    they read the fingerprints, times and refusals of *rows*, and drop *tables*' runs once a spill holds their
-    rows.  *lock* is the store's (a merge swaps its run file in under it)."""
+    """The run files of a :class:`~simhash_filter.index.backends.file.FileBackend`'s older *rows*, whose *tables*
+    drop their runs once a spill holds their rows; *lock* is the store's (a merge swaps its run file in under it)."""
 
     def __init__(
         self, rows: FileRows, tables: BoundedTables, lock: threading.Lock, *, mode: str, spill_rows: int
@@ -194,10 +192,9 @@ class DiskTables:
         return RunFile.open(path, self._rows.salt, self.design, columns, read=False, on_damage=self._damaged)
 
     def _merge_later(self) -> None:
-        """Write a run file again in a thread of its own (one at a time: only this changes run files other than the
-        newest; the checks go on with the run files as they are, and the new one replaces those it holds the rows of
-        when it is written): first one whose entries were found damaged or have no checks, else the newest two
-        adjacent run files that the merge rule merges.  Called with the backend's lock held."""
+        """Write a run file again in a thread of its own, one at a time (the checks go on with the run files as they
+        are): a damaged one first, else the newest two that the merge rule merges.  Called with the backend's lock
+        held."""
         if self._merger is not None or self._readonly:
             return
         job = self._next_job()

@@ -45,10 +45,8 @@ logger = logging.getLogger("simhash_filter.index.backends.file")
 
 
 class GenerationLoader:
-    """Reads the current generation of *rows*' directory into *rows* (its columns, its header's fields, its
-    tombstones), opening the run files of *disk* and building *tables* as it goes, for
-    :class:`~simhash_filter.index.backends.file.FileBackend`; creates the index (with the *requested* metadata and
-    sketches of *sketch_bytes*) if there is none."""
+    """Reads the current generation of *rows*' directory into *rows*, *disk*'s run files and *tables*; creates the
+    index (of the *requested* metadata, sketches of *sketch_bytes*) if there is none."""
 
     def __init__(
         self,

@@ -170,12 +170,8 @@ def write_run(
 
 
 class RunColumns:
-    """A run's rows as the backend holds them in memory (views of its arrays: a row's fingerprint and refusals never
-    change), which its entries are derived from: a damaged block of entries is made again from them.
-
-    These are the records' values (read from them, or from the run file's columns, checked by its CRC): making a
-    block again needs no read of the records, and costs one pass over the run's fingerprints for one table (a
-    numpy pass), once per damaged block (it is kept)."""
+    """A run's rows as the backend holds them in memory (views of its arrays, which never change): a damaged block of
+    entries is made again from them, without reading the records."""
 
     __slots__ = ("design", "fps", "refused", "start")
 

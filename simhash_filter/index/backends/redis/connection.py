@@ -35,10 +35,6 @@ Call = tuple[list[Any], list[Any]]
 _T = TypeVar("_T")
 
 
-def _never_closed() -> None:
-    """The default ``check_open`` of :class:`Retries`: nothing to check."""
-
-
 @dataclass(frozen=True)
 class Retries:
     """How an index's Redis calls are tried again after a connection error or a timeout: at most *retries* more
@@ -50,7 +46,7 @@ class Retries:
     retries: int = DEFAULT_RETRIES
     backoff: float = DEFAULT_BACKOFF
     where: str = "Redis"
-    check_open: Callable[[], None] = _never_closed
+    check_open: Callable[[], None] = lambda: None
 
     def failed(self, exc: BaseException, attempt: int) -> None:
         """Attempt number *attempt* (1 for the first) failed with *exc*: wait before the next one, or raise when
@@ -102,15 +98,8 @@ class Opened(NamedTuple):
 
 def _redis_options() -> set[str]:
     """Keyword arguments of ``redis.Redis`` that a URI may carry (``socket_timeout``, ``ssl_ca_certs``...)."""
-    names = set(inspect.signature(redis.Redis.__init__).parameters)
-    return (names | {"timeout"}) - {
-        "self",
-        "connection_pool",
-        "retry",
-        "decode_responses",
-        "encoding",
-        "encoding_errors",
-    }
+    names = set(inspect.signature(redis.Redis.__init__).parameters) | {"timeout"}
+    return names - {"self", "connection_pool", "retry", "decode_responses", "encoding", "encoding_errors"}
 
 
 def client_from_uri(uri: str) -> Opened:
