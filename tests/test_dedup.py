@@ -11,9 +11,8 @@ import time
 import pytest
 import worker_helpers
 
-from simhash_filter.batch import dedup as dedup_module
-from simhash_filter.batch.dedup import MALFORMED, Outcome, Summary, dedup, parse_line
-from simhash_filter.config import DEFAULTS
+from simhash_filter.batch.dedup import MALFORMED, Outcome, Page, Summary, WorkersFailed, dedup, parse_line
+from simhash_filter.config import DEFAULTS, FilterConfig
 from simhash_filter.errors import FINGERPRINT_ERROR
 
 
@@ -181,24 +180,23 @@ def test_a_killed_worker_is_replaced_and_no_page_is_lost(pages):
 
 
 def test_a_page_that_kills_its_worker_is_reported_and_the_run_goes_on(pages):
-    """A page whose worker dies each time it is fingerprinted gets status error; every other line keeps
-    its place and its outcome."""
-    lines = _lines(pages, 200)
-    lines[70] = lines[70].replace(b"</body>", worker_helpers.POISON.replace(b'"', b'\\"') + b"</body>")
-    prepared = list(dedup_module._in_workers(dedup_module._chunks(lines, dedup_module.CHUNK_LINES), 2,
-                                             worker_helpers.prepare_or_die, dedup_module._init_worker,
-                                             (DEFAULTS.fingerprint,)))  # fmt: skip
-    assert len(prepared) == len(lines)
-    assert prepared[70][:3] == ("https://x.example/70", None, FINGERPRINT_ERROR)
-    assert "worker process died" in prepared[70][3]
-    expected = list(dedup_module._prepared(lines[:70] + lines[71:], DEFAULTS.fingerprint, 1))
-    assert prepared[:70] + prepared[71:] == expected
+    """A page whose worker dies each time it is sent one gets status error; every other line keeps its place and
+    its outcome."""
+    lines: list[bytes | Page] = list(_lines(pages, 200))
+    lines[70] = worker_helpers.PoisonPage("https://x.example/poison", "<p>never fingerprinted</p>")
+    outcomes = list(dedup(lines, config=DEFAULTS, workers=2))
+    assert len(outcomes) == len(lines)
+    assert (outcomes[70].url, outcomes[70].fingerprint, outcomes[70].status) == (
+        "https://x.example/poison", None, FINGERPRINT_ERROR)  # fmt: skip
+    assert "worker process died" in (outcomes[70].reason or "")
+    expected = [o.record() for o in dedup(lines[:70] + lines[71:], config=DEFAULTS, workers=1)]
+    assert [o.record() for o in outcomes[:70] + outcomes[71:]] == expected
 
 
 def test_workers_that_cannot_start_fail_the_run_within_seconds(pages):
     """Workers that die as they start end the run with WorkersFailed, not a hang."""
     start = time.monotonic()
-    with pytest.raises(dedup_module.WorkersFailed, match="died 5 times in a row"):
-        list(dedup_module._in_workers([[line] for line in _lines(pages, 10)], 2, dedup_module._prepare_chunk,
-                                      worker_helpers.fail_to_start, ()))  # fmt: skip
+    config = FilterConfig(fingerprint=worker_helpers.DyingConfig())
+    with pytest.raises(WorkersFailed, match="died 5 times in a row"):
+        list(dedup(_lines(pages, 10), config=config, workers=2))
     assert time.monotonic() - start < 30

@@ -34,6 +34,7 @@ from simhash_filter.index.backends import Candidate
 from simhash_filter.index.backends.memory import MemoryBackend
 from simhash_filter.index.bound import DEFAULT_BOUND, CheckBound
 from simhash_filter.index.nearduplicate import NearDuplicateIndex
+from simhash_filter.model.fingerprint import Fingerprinter
 
 pytestmark = pytest.mark.usefixtures("memory_index")
 
@@ -443,15 +444,15 @@ def test_pages_enter_the_index_in_the_order_they_arrived(where, monkeypatch):
     copy, fingerprinted first, is the near-duplicate (as in the reactor thread), not the original."""
     original = ARTICLE + worker_helpers.SLOW  # a comment after the page: the same fingerprint
     if where == "threads":
-        mw = middleware(SIMHASH_THREADS=2)
-        job = mw.filter.executor._job
+        fingerprint = Fingerprinter.fingerprint
 
-        def slow_original(body: bytes | str, encoding: str | None) -> Any:
+        def slow_original(self: Fingerprinter, body: bytes | str, encoding: str | None = None) -> Any:
             if body == original:
                 time.sleep(0.5)
-            return job(body, encoding)
+            return fingerprint(self, body, encoding)
 
-        monkeypatch.setattr(mw.filter.executor, "_job", slow_original)
+        monkeypatch.setattr(Fingerprinter, "fingerprint", slow_original)
+        mw = middleware(SIMHASH_THREADS=2)
     else:
         monkeypatch.setattr(workers, "WORKER_MODULE", "worker_helpers")  # takes 0.5 s over SLOW pages
         mw = middleware(SIMHASH_PROCESSES=2)

@@ -9,6 +9,8 @@ import os
 import time
 from typing import Any
 
+from simhash_filter.batch.dedup import Page
+from simhash_filter.config import FingerprintConfig
 from simhash_filter.crawl import workers
 
 POISON = b"<!-- kill the worker -->"
@@ -30,13 +32,20 @@ if __name__ == "__main__":
     workers._main()
 
 
-def prepare_or_die(lines: list[bytes]) -> Any:
-    """``dedup``'s chunk work in a worker process, but the process dies on lines containing ``POISON``."""
-    from simhash_filter.batch import dedup
+class PoisonPage(Page):
+    """A ``dedup`` input page whose worker process dies as it receives it (unpickling it exits)."""
 
-    if any(POISON in line for line in lines):
-        os._exit(70)
-    return dedup._prepare_chunk(lines)
+    __slots__ = ()
+
+    def __reduce__(self) -> Any:
+        return os._exit, (70,)
+
+
+class DyingConfig(FingerprintConfig):
+    """A model configuration whose worker processes die as they start (unpickling it exits)."""
+
+    def __reduce__(self) -> Any:
+        return os._exit, (71,)
 
 
 def fail_to_start(*args: Any) -> None:
