@@ -189,30 +189,17 @@ class Report:
             unchanged = f", {get('simhash/unchanged')} unchanged since an earlier crawl ({items})"
         if get("simhash/refetched"):
             unchanged += f", {get('simhash/refetched')} fetched again in this crawl"
+        size = f"index size {index_size}" if isinstance(index_size, int) else f"index size unknown: {index_size}"
+        full = ""
+        if get("simhash/index_full", 0):
+            full = (f"; Redis is full: {get('simhash/index_full')} pages went unchecked; raise maxmemory or give the "
+                    "index a Redis of its own (or SIMHASH_ON_INDEX_ERROR = 'stop')")  # fmt: skip
         return (
             f"simhash: {checked} pages checked: {get('simhash/kept', 0)} kept, "
             f"{get('simhash/near_duplicates', 0)} near-duplicates ({get('simhash/dropped', 0)} dropped, "
             f"{get('simhash/flagged', 0)} flagged{unchanged}); {skipped} skipped{f' ({reasons})' if reasons else ''}; "
-            f"{_size_part(index_size)}; fingerprinting {per_page} {where} ({seconds:.2f} s in all{inline})"
-            f"{self._full()}"
+            f"{size}; fingerprinting {per_page} {where} ({seconds:.2f} s in all{inline}){full}"
         )
-
-    def _full(self) -> str:
-        """The summary's words on a full Redis ('' when it was not)."""
-        full = self.stats.get_value("simhash/index_full", 0)
-        if not full:
-            return ""
-        return (
-            f"; Redis is full: {full} pages went unchecked; raise maxmemory or give the index a Redis of its own "
-            "(or SIMHASH_ON_INDEX_ERROR = 'stop')"
-        )
-
-
-def _size_part(index_size: int | str) -> str:
-    """The summary's words on the index's size: ``index size N``, or ``index size unknown: <why>``."""
-    if isinstance(index_size, int):
-        return f"index size {index_size}"
-    return f"index size unknown: {index_size}"
 
 
 #: Scrapy's names of the JSON Lines feed format, which ``simhash-filter report`` reads.

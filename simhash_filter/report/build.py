@@ -14,12 +14,11 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import IO, Any
-from urllib.parse import urlsplit
 
 from simhash_filter import __version__
 from simhash_filter.batch.dedup import MALFORMED
 from simhash_filter.config import FilterConfig
-from simhash_filter.index.nearduplicate import NearDuplicateIndex
+from simhash_filter.index.nearduplicate import NearDuplicateIndex, host_of
 from simhash_filter.report import DEFAULT_MAX_PAIRS, DEFAULT_TEXT_CAP, detail, html, svg
 from simhash_filter.report.source import Source
 
@@ -100,13 +99,6 @@ class Report:
         return html.render(self.summary, self.chunks, self.charts, title=self.summary["meta"]["title"])
 
 
-def _host(url: str) -> str:
-    try:
-        return (urlsplit(url).hostname or "").lower()
-    except ValueError:
-        return ""
-
-
 def read_decisions(source: Source) -> Decisions:
     """The first read: every page's decision, and each near-duplicate joined to the page it names."""
     d = Decisions()
@@ -116,7 +108,7 @@ def read_decisions(source: Source) -> Decisions:
 
     def add(url: str, size: int, status: str | None, fingerprint: int | None, distance: int | None,
             similarity: float | None = None) -> int:  # fmt: skip
-        host = _host(url)
+        host = host_of(url) or ""
         d.hosts.append(host_ids.setdefault(host, len(host_ids)))
         d.urls.append(url)
         d.sizes.append(size)

@@ -1,22 +1,20 @@
 """The labelled pairs measured: each pair's Hamming distance, sketch similarity (and, model v6, spot similarity;
-model v7, whether the two pages are apart), whether the index's tables can find it, and whether the filter's rule
-flags it at a given (k, t)."""
+model v7, whether the two pages are apart) and whether the index's tables can find it."""
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
 from simhash_filter.config import DEFAULTS, FilterConfig
-from simhash_filter.index.nearduplicate import Rule, apart, spots_of, spots_verdict, verdict
+from simhash_filter.index.nearduplicate import apart, host_of, spots_of
 from simhash_filter.index.tables import TableDesign
 from simhash_filter.model.sketch import similarity
 from simhash_filter.report.calibrate.labels import LabelledPair
 from simhash_filter.report.calibrate.pages import PageInfo
 
-__all__ = ["MISSING_PAGE", "PairResult", "host_of", "measure_pairs"]
+__all__ = ["MISSING_PAGE", "PairResult", "measure_pairs"]
 
 MISSING_PAGE = "missing_page"
 
@@ -38,23 +36,6 @@ class PairResult:
     spots: float = -1.0
     #: Two pages of one host that are distinct whatever their sketches say (model v7's :func:`apart`).
     apart: bool = False
-
-    def flagged(self, k: int, t: float) -> bool:
-        """Whether the filter at (k, t) calls the two pages near-duplicates (judging this pair alone): the word
-        sketches verify, or (model v6) the spots of two article-like pages do, and (model v7) they are not apart."""
-        rule = Rule(k, t)
-        return not self.apart and (
-            bool(verdict(self.distance, self.found, self.similarity, rule))
-            or bool(spots_verdict(self.distance, self.found, self.spots, rule))
-        )
-
-
-def host_of(url: str) -> str:
-    """The host of a URL, lower-case (``-`` when it has none)."""
-    try:
-        return (urlsplit(url).hostname or "-").lower()
-    except ValueError:
-        return "-"
 
 
 def measure_pairs(
@@ -79,8 +60,8 @@ def measure_pairs(
         s = similarity(a.sketch[:words], b.sketch[:words])
         spots = spots_of(a.sketch, b.sketch, words)
         distinct = apart(pair.url_a, pair.url_b, a.sketch, b.sketch, words)
-        out.append(PairResult(pair.url_a, pair.url_b, pair.duplicate, d, s, found, a.lang, host_of(pair.url_a), spots,
-                              distinct))  # fmt: skip
+        host = host_of(pair.url_a) or "-"
+        out.append(PairResult(pair.url_a, pair.url_b, pair.duplicate, d, s, found, a.lang, host, spots, distinct))
     return out, skipped
 
 
