@@ -12,6 +12,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from importlib.resources import files
+from string import Template
 from typing import Any
 
 __all__ = ["CSP", "Encoded", "encode", "render"]
@@ -84,112 +85,5 @@ def render(
     data = _data_block(_DATA_ID, summary) + "".join(
         _data_block(_CHUNK_ID.format(i), chunk) for i, chunk in enumerate(chunks)
     )
-    return f"""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="{CSP}">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="generator" content="simhash-filter report">
-<link rel="icon" href="data:,">
-<title>{heading}</title>
-<style>
-{style}</style>
-</head>
-<body>
-<header id="top">
-<div class="top-row">
-<h1 id="title">{heading}</h1>
-<div id="labels-bar" class="labels-bar">
-<span id="labels-count">0 labelled pairs</span>
-<button type="button" id="labels-export" disabled>Export labels.jsonl</button>
-</div>
-</div>
-<dl id="meta" class="meta"></dl>
-<nav class="sections">
-<a href="#summary">Overview</a> <a href="#clusters">Clusters</a>
-<a href="#near-misses" id="nav-near-misses">Near misses</a> <a href="#hosts">Hosts</a> <a href="#skipped">Skipped</a>
-</nav>
-</header>
-<noscript><p class="error">This report needs JavaScript to show its data.</p></noscript>
-<div id="error" class="error" role="alert" hidden></div>
-<main>
-<section id="summary">
-<h2>Overview</h2>
-<div id="summary-numbers" class="cards"></div>
-<ul id="notes" class="notes"></ul>
-<div class="charts">
-{_charts(charts)}
-</div>
-</section>
-<section id="clusters">
-<h2>Clusters of near-duplicates</h2>
-<p class="hint">Each cluster is a kept page and the pages judged its near-duplicates, largest first.
-Click a cluster to list its members.</p>
-<div class="toolbar">
-<input type="search" id="clusters-filter" placeholder="Filter by URL or host of any page" aria-label="Filter clusters">
-<span class="count" id="clusters-count"></span>
-</div>
-<div class="pager" id="clusters-pager-top"></div>
-<div id="clusters-list" class="cluster-list"></div>
-<div class="pager" id="clusters-pager"></div>
-</section>
-<section id="near-misses">
-<h2>Near misses</h2>
-<p class="hint">Kept pages that came close to an earlier page without being flagged as near-duplicates.</p>
-<div class="toolbar"><span class="count" id="near-misses-count"></span></div>
-<div class="table-wrap"><table id="near-misses-table" class="data">
-<thead><tr><th>Page (kept)</th><th>Host</th><th>Nearest earlier page</th><th class="num">Distance</th>
-<th class="num">Similarity</th><th>Label</th><th></th></tr></thead>
-<tbody></tbody></table></div>
-<div class="pager" id="near-misses-pager"></div>
-</section>
-<section id="hosts">
-<h2>Hosts</h2>
-<div class="toolbar">
-<input type="search" id="hosts-filter" placeholder="Filter hosts" aria-label="Filter hosts">
-<span class="count" id="hosts-count"></span>
-</div>
-<div class="table-wrap"><table id="hosts-table" class="data sortable">
-<thead><tr></tr></thead><tbody></tbody></table></div>
-<div class="pager" id="hosts-pager"></div>
-</section>
-<section id="skipped">
-<h2>Skipped pages</h2>
-<p class="hint">Pages that were not fingerprinted, and why.</p>
-<table id="skipped-reasons" class="data compact"><thead><tr><th>Reason</th><th class="num">Pages</th>
-<th class="num">Share of skipped</th></tr></thead><tbody></tbody></table>
-<div class="toolbar">
-<label>Reason <select id="skipped-reason"><option value="">all reasons</option></select></label>
-<span class="count" id="skipped-count"></span>
-</div>
-<div class="table-wrap"><table id="skipped-table" class="data">
-<thead><tr><th>Page</th><th>Host</th><th>Reason</th></tr></thead><tbody></tbody></table></div>
-<div class="pager" id="skipped-pager"></div>
-</section>
-</main>
-<section id="pair" class="pair-view" hidden aria-labelledby="pair-title">
-<div class="pair-bar">
-<button type="button" id="pair-close" class="close" title="Close (Esc)">&larr; Back to the report</button>
-<h2 id="pair-title" tabindex="-1">Pair</h2>
-<span class="pair-nav">
-<button type="button" id="pair-prev" title="Previous pair (&larr;)">&lsaquo; Previous</button>
-<span id="pair-position" class="count"></span>
-<button type="button" id="pair-next" title="Next pair (&rarr;)">Next &rsaquo;</button>
-</span>
-<span class="pair-label" role="group" aria-label="Label this pair">
-<span id="pair-label-state" class="label-state"></span>
-<button type="button" id="label-duplicate" class="mark dup" title="Mark as near-duplicate (1)">near-duplicate</button>
-<button type="button" id="label-distinct" class="mark distinct" title="Mark as distinct (2)">distinct</button>
-<button type="button" id="label-clear" class="mark" title="Clear the label (0)">clear</button>
-<span id="pair-labels-count" class="count"></span>
-<button type="button" id="pair-labels-export" title="Download the labels as labels.jsonl" disabled>Export</button>
-</span>
-</div>
-<div id="pair-body" class="pair-body"></div>
-</section>
-{data}<script>
-{script}</script>
-</body>
-</html>
-"""
+    page = Template(_asset("report.html"))
+    return page.substitute(csp=CSP, heading=heading, style=style, charts=_charts(charts), data=data, script=script)
