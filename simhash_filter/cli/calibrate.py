@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import html
+import importlib.util
 import json
 import os
 import sys
@@ -97,14 +98,6 @@ def _plot_kind(args: argparse.Namespace) -> str | None:
     return suffix[1:]
 
 
-def _has_matplotlib() -> bool:
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 def cmd_calibrate(args: argparse.Namespace) -> int:
     config = filter_config(args)
     if args.workers is not None and args.workers < 1:
@@ -112,7 +105,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     if "-" in args.pages:
         raise UsageError("--pages cannot be '-': only the labels can be read from standard input")
     plot = _plot_kind(args)
-    if plot == "png" and not _has_matplotlib():
+    if plot == "png" and importlib.util.find_spec("matplotlib") is None:
         warn(MATPLOTLIB_MISSING.format(path=args.plot))
         return EXIT_MALFORMED
 

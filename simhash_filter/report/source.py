@@ -107,23 +107,12 @@ class Source:
 
     def entries(self, content: bool) -> Iterator[Entry]:
         """Every page in input order; with ``content``, its HTML and/or text too."""
-        if self.pages is None:
-            yield from self._feed(content)
-        else:
-            yield from self._with_pages(content)
-
-    def _feed(self, content: bool) -> Iterator[Entry]:
-        with open_lines(self.path) as stream:
-            for line in stream:
-                if not line.strip():
-                    continue
-                yield _feed_entry(line, content)
-
-    def _with_pages(self, content: bool) -> Iterator[Entry]:
-        assert self.pages is not None and self.page_files is not None
-        items = iter(InputReader(self.page_files, max_bytes=self.max_bytes))
-        with open_lines(self.path) as out:
-            yield from _aligned(out, items, content, self.pages)
+        with open_lines(self.path) as lines:
+            if self.pages is None or self.page_files is None:
+                yield from (_feed_entry(line, content) for line in lines if line.strip())
+            else:
+                items = iter(InputReader(self.page_files, max_bytes=self.max_bytes))
+                yield from _aligned(lines, items, content, self.pages)
 
 
 def _feed_entry(line: bytes, content: bool) -> Entry:
