@@ -73,12 +73,9 @@ def same_file(a: str, b: str) -> bool:
 
 
 def input_files(paths: Sequence[str], *, exclude: Iterable[str | None] = ()) -> list[str]:
-    """The local files the inputs ``paths`` name (the module's rule), once each, sorted by absolute path.
-
-    A file a directory or a glob gives that is one of ``exclude`` (the run's output) is left out; a file named
-    itself is not (the caller refuses it).  Raises :class:`FileNotFoundError` naming the input when a file does
-    not exist, a directory holds no input file or a glob matches none.
-    """
+    """The local files the inputs ``paths`` name (the module's rule), once each, sorted by absolute path; those of
+    ``exclude`` a directory or a glob gives are left out.  Raises :class:`FileNotFoundError` naming an input that
+    gives no file."""
     excluded = [path for path in exclude if path and path != "-" and os.path.exists(path)]
 
     def kept(path: str) -> bool:

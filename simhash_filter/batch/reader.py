@@ -26,13 +26,8 @@ def _unzipped(raw: IO[bytes]) -> IO[bytes]:
 
 class InputReader:
     """The input items of several files (:func:`~simhash_filter.batch.inputs.input_files`) or of standard input,
-    in order: the lines of JSON Lines files (bytes), the pages of WARC files
-    (:class:`~simhash_filter.batch.warc.WarcPage`), what is not a page counted in :attr:`counts`.
-
-    A JSON Lines file or standard input is gunzipped when it starts with gzip's magic bytes; standard input
-    whose (gunzipped) first bytes are ``WARC/`` is read as WARC.  Files are opened one at a time as the items are
-    read; :meth:`where` names the file and line (or page) of an item's number.
-    """
+    in order: JSON lines (bytes, gunzipped by their magic bytes) and WARC pages (standard input is WARC when its
+    first bytes say so), what is not a page counted in :attr:`counts`; :meth:`where` names an item's place."""
 
     def __init__(self, files: Sequence[str], *, max_bytes: int | None = None, stdin: IO[bytes] | None = None) -> None:
         self.files = list(files)

@@ -1,9 +1,5 @@
-"""A page given by its URL (``compare https://a.example/x https://b.example/x``): one plain GET.
-
-The command line compares what a user points at, and a user points at pages by their URL.  The bytes go to the
-fingerprinter unchanged, with the charset of the ``Content-Type`` header, as a crawl gives them: the header is
-the first place the model takes a page's charset from.  No cookies, no JavaScript, no retries: the page a crawl
-would see on its first request.
+"""A page given by its URL (``compare https://a.example/x https://b.example/x``): one plain GET, the bytes given
+to the fingerprinter with the charset of the ``Content-Type`` header, as a crawl's first request would see them.
 """
 
 from __future__ import annotations
