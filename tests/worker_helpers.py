@@ -1,7 +1,8 @@
 """A worker process for the tests (``python -m worker_helpers``, run by the filter when
 ``simhash_filter.crawl.workers.WORKER_MODULE`` names it): the real worker, but it dies on pages containing
 ``POISON`` (as a crash in a C extension, or the OOM killer, would kill it) and takes half a second over
-pages containing ``SLOW``."""
+pages containing ``SLOW``; and inputs that kill ``dedup``'s worker processes (:class:`PoisonPage`,
+:class:`DyingConfig`)."""
 
 from __future__ import annotations
 
