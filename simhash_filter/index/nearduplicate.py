@@ -155,8 +155,7 @@ class NearDuplicateIndex:
     *expected_size*); *backend* a URI for :func:`~simhash_filter.index.backends.open_backend` or a :class:`Backend`;
     *metadata* (the model id and ``sketch_bytes``) is kept with the index, and a persistent backend refuses an index
     stored with other metadata.  *per_table*, *duplicates* and *block_pages* (default:
-    :func:`~simhash_filter.index.tables.block_limit`) bound the work of a check (:mod:`simhash_filter.index.bound`).
-    """
+    :func:`~simhash_filter.index.tables.block_limit`) bound the work of a check (:mod:`simhash_filter.index.bound`)."""
 
     def __init__(
         self,
@@ -313,8 +312,7 @@ class NearDuplicateIndex:
         """The stored fingerprints within *k* (default: the index's k) that share a table's lead with
         *fingerprint* (every one within the design's k), nearest first, unverified.
 
-        Ties are in insertion order; a fingerprint stored twice is returned twice (once per key).
-        """
+        Ties are in insertion order; a fingerprint stored twice is returned twice (once per key)."""
         return self._backend.query(check_fingerprint(fingerprint), self._query_k(k))
 
     def check(self, fingerprint: int, sketch: bytes, key: str = "") -> Match | None:

@@ -160,8 +160,7 @@ class TableDesign:
         """For each table, ``(source_shift, mask, target_shift)`` moves that gather its leading bits.
 
         A table's *lead value* is its leading blocks side by side, in block order, as a
-        ``lead_bits``-bit integer; blocks that are adjacent in the fingerprint move together.
-        """
+        ``lead_bits``-bit integer; blocks that are adjacent in the fingerprint move together."""
         m = len(self.blocks)
         lows = [F - sum(self.blocks[: i + 1]) for i in range(m)]  # shift of each block's lowest bit
         out = []

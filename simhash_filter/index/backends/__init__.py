@@ -4,8 +4,7 @@
 their own table over it (as Scrapy merges ``FEED_STORAGES`` over ``FEED_STORAGES_BASE``), where
 ``None`` disables a scheme.  Classes are imported only when a URI asks for them.
 
-A URI may carry credentials: show one only through :func:`redact_uri` (:mod:`~simhash_filter.index.backends.uri`).
-"""
+A URI may carry credentials: show one only through :func:`redact_uri` (:mod:`~simhash_filter.index.backends.uri`)."""
 
 from __future__ import annotations
 
@@ -94,8 +93,7 @@ def open_backend(
 ) -> Backend:
     """Open the backend named by *uri* for distances up to *k* with the table *design*.
 
-    *backends* is merged over :data:`BACKENDS_BASE` (``None`` disables a scheme).
-    """
+    *backends* is merged over :data:`BACKENDS_BASE` (``None`` disables a scheme)."""
     scheme = uri_scheme(uri)
     registry = backend_registry(backends)
     spec = registry.get(scheme)

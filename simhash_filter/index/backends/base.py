@@ -74,8 +74,7 @@ def earlier_version(what: str, delete: str) -> str:
 def check_metadata(stored: Mapping[str, Any], requested: Mapping[str, Any] | None) -> None:
     """Raise :class:`MetadataMismatchError` if *requested* is given and differs from *stored*.
 
-    Persistent backends call this on open; ``requested=None`` accepts whatever is stored.
-    """
+    Persistent backends call this on open; ``requested=None`` accepts whatever is stored."""
     if requested is None or dict(stored) == dict(requested):
         return
     keys = sorted(set(stored) | set(requested))
@@ -103,8 +102,7 @@ class Backend(abc.ABC):
     JSON-like dict kept with the index (the fingerprint model id, ``sketch_bytes``: the size of the sketch kept beside
     every fingerprint, ``verify_bytes``: its leading bytes that the bound verifies), stored by a persistent backend
     on creation and compared on open (:func:`check_metadata`).  Every engine decides a check as
-    :func:`~simhash_filter.index.bound.take` over the pages its tables hold (``tests/test_backends.py``).
-    """
+    :func:`~simhash_filter.index.bound.take` over the pages its tables hold (``tests/test_backends.py``)."""
 
     #: True for a backend that waits on the network (Redis): the crawl then calls it off the reactor thread.
     remote: ClassVar[bool] = False

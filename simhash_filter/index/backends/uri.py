@@ -1,8 +1,7 @@
 """Backend URIs: their scheme, their options, and how to show one without its secrets.
 
 A URI may carry credentials (``redis://user:password@host``): show one only through :func:`redact_uri`
-(an error message that may quote it through :func:`error_message`).
-"""
+(an error message that may quote it through :func:`error_message`)."""
 
 from __future__ import annotations
 
@@ -22,8 +21,7 @@ def _split_uri(uri: str) -> tuple[str, str | None, str, str, str] | None:
     """``(scheme://, userinfo or None, host and path, query, fragment)``, or None for a plain path.
 
     The userinfo ends at the last ``@`` before the query, so that a password holding an unquoted ``/``,
-    ``#`` or ``@`` is still found.
-    """
+    ``#`` or ``@`` is still found."""
     scheme, sep, rest = uri.partition("://")
     if not sep or "/" in scheme:
         return None
@@ -41,8 +39,7 @@ def redact_uri(uri: str) -> str:
     (``password=``, ``ssl_password=``, ``token=``...) masked as ``***``; the user name and the rest kept.
 
     ``redis://alice:pw@host:6379/0?prefix=site`` → ``redis://alice:***@host:6379/0?prefix=site``.  A plain
-    directory path is returned as it is.
-    """
+    directory path is returned as it is."""
     parts = _split_uri(uri) if isinstance(uri, str) else None
     if parts is None:
         return uri if isinstance(uri, str) else repr(uri)
@@ -125,8 +122,7 @@ def uri_scheme(uri: str) -> str:
 def with_uri_option(uri: str, name: str, value: str) -> str:
     """*uri* with the query option ``name=value`` added, unless it has that option already.
 
-    A plain directory path becomes a ``file://`` URI, which can carry options.
-    """
+    A plain directory path becomes a ``file://`` URI, which can carry options."""
     if "://" not in uri:
         uri = "file://" + quote(uri)
     if any(key == name for key, _ in parse_qsl(urlsplit(uri).query, keep_blank_values=True)):

@@ -49,8 +49,7 @@ class FileBackend(TablesBackend):
     Options (docs/stores.md, "The on-disk index"): ``sync`` (``none`` or ``always``), ``max_age`` (seconds or
     ``12h``, ``30d``...; 0: forever), ``readonly``, ``tables`` (``auto``, ``memory`` or ``disk``), ``spill_rows``,
     and the memory backend's ``buffer_size`` and ``merge_factor``.  One process writes at a time
-    (:class:`IndexLockedError` otherwise).
-    """
+    (:class:`IndexLockedError` otherwise)."""
 
     def __init__(
         self,

@@ -4,8 +4,7 @@
 A row's fingerprint, refusals, added time and (past the run files) sketch are in memory; its key is read from the
 keys file through its record, and the sketch of a row in a run file from its record, each checked.  Appending writes
 the keys and then the records before the row counts as stored.  Deleted rows, and rows older than ``max_age``, are
-hidden.
-"""
+hidden."""
 
 from __future__ import annotations
 

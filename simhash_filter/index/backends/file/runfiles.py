@@ -26,17 +26,14 @@ from simhash_filter.index.backends.file.records import HEADER_SIZE, header, read
 from simhash_filter.index.tables import TableDesign, is_count
 
 RUN_MAGIC = b"simhash-filter tables\n"
-#: The run-file format written and read (it checks the entries a block at a time)
-#: again, checked only its header, columns and directories).
+#: The run-file format written and read.
 RUN_FORMAT = 2
 #: An entry of a table on disk: a row's number (its fingerprint is in memory, in the columns).
 ENTRY = np.dtype("<u4")
 #: Rows per bucket on average (a bucket is one ``pread`` of about 16 x 4 bytes; the directories cost 4 bytes per
 #: this many rows and table in memory).
 BUCKET_ROWS = 16
-#: Entries per checked block (1 KiB): a CRC-32 each, kept in memory (4 bytes per 256 rows per table: 0.23 bytes a
-#: page with 15 tables), and the bytes a check reads per table and run file (the blocks holding its bucket of ~16-32
-#: entries): the sizes compared by ``benchmarks/speed/bench_run_checks.py`` are in docs/stores.md.
+#: Entries per checked block (1 KiB), a CRC-32 each kept in memory (docs/stores.md compares the sizes).
 BLOCK_ENTRIES = 256
 #: Rows made and entries written at a time (bounds the temporary memory of writing a large run: its sort keys, 8
 #: bytes a row, and this many rows' worth).

@@ -18,8 +18,7 @@ from simhash_filter.index.tables import TableDesign
 class MemoryBackend(TablesBackend):
     """Everything in process memory; lost on exit.  ``memory://?buffer_size=2048&merge_factor=8``.
 
-    Thread-safe: one lock serialises every call, so :meth:`add_and_candidates` is atomic.
-    """
+    Thread-safe: one lock serialises every call, so :meth:`add_and_candidates` is atomic."""
 
     def __init__(
         self,

@@ -18,8 +18,7 @@ class Columns(abc.ABC):
     them from its records): ``sketches[r - sketch_base]`` is row *r*'s.
 
     Appending calls :meth:`keep` with the new rows before they count as stored: a store keeps their keys there
-    (and writes them first, if it persists them); if it raises, nothing is appended.
-    """
+    (and writes them first, if it persists them); if it raises, nothing is appended."""
 
     def __init__(self, refused_dtype: np.dtype, *, timed: bool = False) -> None:
         self.refused_dtype = refused_dtype

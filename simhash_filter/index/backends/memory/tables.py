@@ -35,8 +35,7 @@ class RowSource(Protocol):
 
     Rows are numbered from 0 in the order they were stored.  The columns are read on every call (a store may
     grow them into new arrays): row *r*'s fingerprint is ``fingerprints[r]`` and the tables that refused it
-    ``refusals[r]`` (bit *t*: table *t*), for every *r* below :attr:`stored`.
-    """
+    ``refusals[r]`` (bit *t*: table *t*), for every *r* below :attr:`stored`."""
 
     @property
     def fingerprints(self) -> np.ndarray:
@@ -86,8 +85,7 @@ class BoundedTables:
 
     Rows below :attr:`sealed` are in runs (or, after a spill, in the source's lower buckets), the rest is the
     buffer, scanned whole.  A full buffer (``buffer_size`` rows) becomes a run; a run is rebuilt together with the
-    newer run after it while it is at most ``merge_factor`` times larger.
-    """
+    newer run after it while it is at most ``merge_factor`` times larger."""
 
     def __init__(self, source: RowSource, *, design: TableDesign, buffer_size: int, merge_factor: int) -> None:
         if not is_count(buffer_size, 1):

@@ -69,8 +69,7 @@ class RedisBackend(Backend):
     *retries* and *retry_backoff* how a call is tried again (:class:`~.connection.Retries`); *max_age* (seconds, 0:
     never) hides older fingerprints; *sketch_in_key* (a new shard of a sharded index) keeps a home's sketch in its key.
     Opening stores the design, the bucket width and *metadata* on first use, and refuses an index stored with others
-    (:class:`MetadataMismatchError`).
-    """
+    (:class:`MetadataMismatchError`)."""
 
     #: Calls go over the network and may block (up to the socket timeout, times the tries).
     remote: ClassVar[bool] = True
@@ -391,8 +390,7 @@ class RedisBackend(Backend):
         page is counted in the meta hash's ``pages`` by the script that stores it (:mod:`.sharded`).
 
         Tries again after a connection error or a timeout (telling the script, which then never adds
-        twice), creates the index again if it is gone, loads the script again if the server lost it.
-        """
+        twice), creates the index again if it is gone, loads the script again if the server lost it."""
         self._check_open()
         calls = (
             self._calls(fingerprints, keys, sketches, tables, masks) if len(fingerprints) else [([self._meta_key], [])]

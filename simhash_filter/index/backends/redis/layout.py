@@ -11,9 +11,7 @@ import numpy as np
 from simhash_filter.index.backends.base import Candidate
 from simhash_filter.index.tables import TableDesign
 
-#: Format of the stored index (``format`` in the meta hash): its layout version.  A bucket entry keeps the id, a
-#: 32-bit fold of the fingerprint and its low half; a record the page's sketch.  A check leaves a page out of the
-#: buckets of the tables that refuse it (and writes no record when every table does).
+#: Format of the stored index (``format`` in the meta hash): its layout version.
 FORMAT = "simhash-filter redis 3"
 #: Default number of leading bits of each table's lead value that name its bucket (at most the lead bits), for a
 #: design whose leads are this short or shorter (:func:`default_bucket_bits`).
@@ -27,13 +25,11 @@ def default_bucket_bits(design: TableDesign) -> int:
     bounded; shorter buckets would hold many blocks, and the script scans every entry of a bucket)."""
     shortest = min(design.lead_bits)
     return shortest if shortest >= 20 else DEFAULT_BUCKET_BITS
-#: Fingerprints per record chunk (``{prefix}:f<c>`` and ``{prefix}:u<c>``): 4095 records of 16 bytes and
-#: the string's header fit a 64 KiB allocation exactly (4096 would take the next size, 80 KiB); records of
-#: 80 bytes (a 64-byte sketch) fit 320 KiB.
+#: Fingerprints per record chunk (``{prefix}:f<c>`` and ``{prefix}:u<c>``): 4095 records of 16 bytes and the
+#: string's header fit a 64 KiB allocation exactly.
 CHUNK = 4095
 #: Bytes of a bucket entry: the id (4) and the fingerprint's 32-bit fold (4: its halves XORed), then its low half
-#: (:data:`ENTRY_LOW`), so that a candidate search verifies the entries that pass the fold without reading their
-#: records.
+#: (:data:`ENTRY_LOW`): an entry that passes the fold is verified without reading its record.
 ENTRY = 8
 ENTRY_LOW = 4
 #: Bytes of a record without its sketch: the fingerprint (8), the end of its key (4), when it was added (4); the

@@ -18,7 +18,7 @@ import hashlib
 import json
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -294,25 +294,13 @@ class ShardedRedisBackend(Backend):
     def _together(self, calls: list[tuple[Any, tuple[Any, ...], dict[str, Any]]]) -> list[Any]:
         """Run the calls at the same time (the first in this thread), their results in order; the first error is
         raised once every call has ended."""
-        if len(calls) == 1:
-            function, args, kwargs = calls[0]
-            return [function(*args, **kwargs)]
-        futures: list[Future[Any]] = [self._pool.submit(f, *a, **kw) for f, a, kw in calls[1:]]
-        results: list[Any] = []
-        error: BaseException | None = None
+        futures = [self._pool.submit(f, *a, **kw) for f, a, kw in calls[1:]]
+        function, args, kwargs = calls[0]
         try:
-            function, args, kwargs = calls[0]
-            results.append(function(*args, **kwargs))
-        except BaseException as exc:  # the others still run to their end
-            error = exc
-        for future in futures:
-            try:
-                results.append(future.result())
-            except BaseException as exc:
-                error = error or exc
-        if error is not None:
-            raise error
-        return results
+            first = function(*args, **kwargs)
+        finally:
+            wait(futures)  # the others run to their end either way
+        return [first, *(future.result() for future in futures)]
 
     def add_many(self, fingerprints: np.ndarray, keys: Sequence[str], sketches: Sequence[bytes]) -> None:
         """Store every page in all its tables (no check): per shard, the pages it owns a bucket of, each with the
