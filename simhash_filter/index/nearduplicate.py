@@ -231,17 +231,18 @@ class NearDuplicateIndex:
         prose = part < len(sketch)
         best: Match | None = None
         best_similarity = -1.0  # below every similarity: no best yet
-        kept = [c for c in candidates if not apart(key, c.key, sketch, c.sketch, part)] if prose else candidates
-        for c in kept:  # each one found by the tables: within k, sharing a lead
+        # apart only ever leaves a candidate out: asked of one that would be the best so far (a crowd's none)
+        for c in candidates:  # each one found by the tables: within k, sharing a lead
             s = similarity(sketch[:part], c.sketch[:part])
             if verdict(c.distance, True, s, self._rule) and s > best_similarity:
-                best, best_similarity = Match(c.key, c.distance, c.fingerprint, s), s
+                if not (prose and apart(key, c.key, sketch, c.sketch, part)):
+                    best, best_similarity = Match(c.key, c.distance, c.fingerprint, s), s
         if best is not None or not prose:
             return best
-        for c in kept:
+        for c in candidates:
             if spots_verdict(c.distance, True, spots_of(sketch, c.sketch, part), self._rule):
                 s = similarity(sketch[:part], c.sketch[:part])
-                if s > best_similarity:
+                if s > best_similarity and not apart(key, c.key, sketch, c.sketch, part):
                     best, best_similarity = Match(c.key, c.distance, c.fingerprint, s), s
         return best
 
