@@ -27,7 +27,9 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -43,12 +45,22 @@ META = DEFAULTS.index_metadata()
 SKETCH = META["sketch_bytes"]
 
 
-def _pages(n: int, seed: int) -> tuple[list[int], list[str], list[bytes]]:
-    rng = np.random.default_rng(seed)
-    fps = rng.integers(0, 2**64, size=n, dtype=np.uint64)
-    sketches = rng.integers(0, 256, size=(n, SKETCH), dtype=np.uint8)
-    keys = [f"https://www.example.com/section/page-{seed}-{i:012d}.html" for i in range(n)]
-    return fps.tolist(), keys, [bytes(row) for row in sketches]
+def _pages(n: int, seed: int, lo: int = 0) -> tuple[list[int], list[str], list[bytes]]:
+    """Pages *lo* to *lo* + *n* of the stream *seed*: the same pages whatever the chunks they are made in, when the
+    chunks start at multiples of :data:`CHUNK` (a 10M fill holds one chunk at a time)."""
+    fps: list[int] = []
+    keys: list[str] = []
+    sketches: list[bytes] = []
+    for start in range(lo, lo + n, CHUNK):
+        rng = np.random.default_rng([seed, start // CHUNK])
+        count = min(CHUNK, lo + n - start)
+        fps += rng.integers(0, 2**64, size=count, dtype=np.uint64).tolist()
+        sketches += [bytes(row) for row in rng.integers(0, 256, size=(count, SKETCH), dtype=np.uint8)]
+        keys += [f"https://www.example.com/section/page-{seed}-{i:012d}.html" for i in range(start, start + count)]
+    return fps, keys, sketches
+
+
+CHUNK = 10_000
 
 
 def _evalsha_usec(nodes: list[RedisServer]) -> list[int]:
@@ -112,48 +124,64 @@ def measure(
     pattern: str,
     bound: CheckBound = DEFAULTS.bound,
     scan: bool = True,
-) -> dict:
-    """Fill the index at *uri* with *size* pages (``add_many``, 10,000 at a time), then time *checks* checks; memory
-    from ``MEMORY USAGE`` of its keys (*scan*; slow at tens of millions of keys) and from ``used_memory``."""
-    fps, keys, sketches = _pages(size, 1)
+    at: Sequence[int] = (),
+) -> list[dict]:
+    """Fill the index at *uri* with *size* pages (``add_many``, :data:`CHUNK` at a time), and at each size of *at*
+    and at the end time *checks* checks (half of them near-duplicates of stored pages); memory from ``used_memory``
+    grown since the start, and from ``MEMORY USAGE`` of its keys at the end (*scan*; slow at tens of millions of
+    keys).  Each size's row is printed as it is measured (a long fill that is stopped keeps what it measured)."""
+    rows = []
     used_before = _used(nodes)
     with open_backend(uri, k=K, design=design, metadata=META) as backend:
-        start = time.perf_counter()
-        step = 10_000
-        for lo in range(0, size, step):
-            backend.add_many(np.array(fps[lo : lo + step], dtype=np.uint64), keys[lo : lo + step],
-                             sketches[lo : lo + step])  # fmt: skip
-            if (lo + step) % 1_000_000 == 0:  # a long fill says how far it got, and what each node holds then
-                grown = [after - before for after, before in zip(_used(nodes), used_before, strict=True)]
-                print(f"  {lo + step:,} pages in {time.perf_counter() - start:.0f} s, used_memory grown by {grown}",
-                      file=sys.stderr, flush=True)  # fmt: skip
-        fill = time.perf_counter() - start
-        rng = np.random.default_rng(2)
-        q_fps, q_keys, q_sketches = _pages(checks, 3)
-        for i in range(0, checks, 2):  # half of them near-duplicates of stored pages
-            j = int(rng.integers(0, size))
+        fill = 0.0
+        filled = 0
+        for target in sorted({n for n in at if n < size} | {size}):
+            start = time.perf_counter()
+            for lo in range(filled, target, CHUNK):
+                fps, keys, sketches = _pages(min(CHUNK, target - lo), 1, lo)
+                backend.add_many(np.array(fps, dtype=np.uint64), keys, sketches)
+                if (lo + CHUNK) % 1_000_000 == 0:  # a long fill says how far it got, and what each node holds then
+                    grown = [after - before for after, before in zip(_used(nodes), used_before, strict=True)]
+                    print(f"  {lo + CHUNK:,} pages in {fill + time.perf_counter() - start:.0f} s, used_memory grown "
+                          f"by {grown}", file=sys.stderr, flush=True)  # fmt: skip
+            fill += time.perf_counter() - start
+            filled = target
+            used = [after - before for after, before in zip(_used(nodes), used_before, strict=True)]
+            row = _checks(backend, nodes, filled, checks, bound, len(rows))
+            memory = _memory(nodes, pattern) if scan and filled == size else used
+            row = {"size": filled, "design": design.name, "block_pages": bound.block_pages, "fill_s": round(fill, 1),
+                   "used_memory_by_node": used, "used_memory_per_page_by_node": [round(u / filled, 1) for u in used],
+                   **row, "bytes_per_page": round(sum(memory) / filled, 1),
+                   "memory_share_by_node": [round(m / max(1, sum(memory)), 3) for m in memory]}  # fmt: skip
+            print(json.dumps(row), file=sys.stderr, flush=True)
+            rows.append(row)
+    return rows
+
+
+def _checks(backend: Any, nodes: list[RedisServer], filled: int, checks: int, bound: CheckBound, run: int) -> dict:
+    """Time *checks* add-and-candidates of new pages into the index of *filled* pages, every other one a near-duplicate
+    of a stored page (of 20 chunks drawn at random)."""
+    rng = np.random.default_rng([2, run])
+    q_fps, q_keys, q_sketches = _pages(checks, 3 + run)
+    near = list(range(0, checks, 2))
+    for part, lo in zip(np.array_split(near, 20), rng.integers(0, max(1, filled // CHUNK), size=20), strict=True):
+        fps, _, sketches = _pages(min(CHUNK, filled - lo * CHUNK), 1, int(lo) * CHUNK)
+        for i in part:
+            j = int(rng.integers(0, len(fps)))
             q_fps[i] = fps[j] ^ (1 << int(rng.integers(0, 64)))
             q_sketches[i] = sketches[j]
-        used = [after - before for after, before in zip(_used(nodes), used_before, strict=True)]
-        _reset(nodes)
-        _slowlog(nodes, True)
-        times = []
-        for fp, key, sketch in zip(q_fps, q_keys, q_sketches, strict=True):
-            t0 = time.perf_counter_ns()
-            backend.add_and_candidates(fp, key, sketch, K, bound)
-            times.append(time.perf_counter_ns() - t0)
-        usec = _evalsha_usec(nodes)
-        calls = _slowlog(nodes, False)
-    memory = _memory(nodes, pattern) if scan else used
+    _reset(nodes)
+    _slowlog(nodes, True)
+    times = []
+    for fp, key, sketch in zip(q_fps, q_keys, q_sketches, strict=True):
+        t0 = time.perf_counter_ns()
+        backend.add_and_candidates(fp, key, sketch, K, bound)
+        times.append(time.perf_counter_ns() - t0)
+    usec = _evalsha_usec(nodes)
+    calls = _slowlog(nodes, False)
     times.sort()
     every = sorted(d for node in calls for d in node)
     return {
-        "size": size,
-        "design": design.name,
-        "block_pages": bound.block_pages,
-        "fill_s": round(fill, 1),
-        "used_memory_by_node": used,
-        "used_memory_per_page_by_node": [round(u / size, 1) for u in used],
         "server_us_per_call_p50_p99": [every[len(every) // 2], every[int(0.99 * (len(every) - 1))]] if every else None,
         "server_us_per_call_p99_by_node": [sorted(c)[int(0.99 * (len(c) - 1))] if c else None for c in calls],
         "calls_per_check_by_node": [round(len(c) / checks, 2) for c in calls],
@@ -162,8 +190,6 @@ def measure(
         "check_p99_ms": round(times[int(0.99 * (len(times) - 1))] / 1e6, 3),
         "server_us_per_check": round(sum(usec) / checks, 1),
         "server_us_per_check_busiest_node": round(max(usec) / checks, 1),
-        "bytes_per_page": round(sum(memory) / size, 1),
-        "memory_share_by_node": [round(m / max(1, sum(memory)), 3) for m in memory],
     }
 
 
@@ -268,6 +294,7 @@ def main() -> int:
     parser.add_argument("--checks", type=int, default=2000)
     parser.add_argument("--expected-pages", type=int, default=0)
     parser.add_argument("--no-scan", action="store_true", help="memory from used_memory only (large sizes)")
+    parser.add_argument("--at", default="", help="sizes to time checks at on the way (1000000,3000000)")
     parser.add_argument("--only", choices=("one", "cluster"), help="measure one of the two only")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
@@ -283,18 +310,19 @@ def main() -> int:
     bound = FilterConfig(expected_pages=expected).bound
     results = []
     scan = not args.no_scan
+    at = [int(n) for n in args.at.split(",") if n]
     with tempfile.TemporaryDirectory() as tmp:
         if args.only != "cluster":
             with RedisServer(Path(tmp) / "one") as one:
-                row = measure(f"{one.url}?prefix=one", [one], design, args.size, args.checks, "{one}:*", bound, scan)
-                results.append({"index": "one server", **row})
-                print(json.dumps(results[-1]), flush=True)
+                uri = f"{one.url}?prefix=one"
+                rows = measure(uri, [one], design, args.size, args.checks, "{one}:*", bound, scan, at)
+                results += [{"index": "one server", **row} for row in rows]
         if args.only != "one":
             with RedisCluster(Path(tmp) / "cluster") as cluster:
                 uri = f"{cluster.url}?cluster=1&shards=3&prefix=big"
-                row = measure(uri, cluster.nodes, design, args.size, args.checks, "{big*", bound, scan)
-                results.append({"index": "3 shards, 3-node cluster", **row})
-                print(json.dumps(results[-1]), flush=True)
+                rows = measure(uri, cluster.nodes, design, args.size, args.checks, "{big*", bound, scan, at)
+                results += [{"index": "3 shards, 3-node cluster", **row} for row in rows]
+    print(json.dumps(results, indent=1))
     if args.json:
         write_json(args.json, results, indent=2)
     return 0
