@@ -20,6 +20,8 @@ from simhash_filter.index.tables import TableDesign, is_count
 _BLOCK_FILTER_MIN = 64
 #: A bounded check with at most this many hits within k sorts them into their tables in Python (cheaper than numpy).
 _PY_HITS_MAX = 32
+#: The most blocks :attr:`BoundedTables.full_blocks` keeps (a block of 512 entries is 8 KB).
+_FULL_KEPT = 256
 #: A bounded check sorts its hits within k by one int64 key: table, then distance, then row (rows below 2**33).
 _TABLE_SHIFT = 40
 _DISTANCE_SHIFT = 33
@@ -102,6 +104,9 @@ class BoundedTables:
         self._lead_masks = np.array(design.lead_masks, dtype=np.uint64)
         self._table_bits = np.uint64(1) << np.arange(len(design.lead_masks), dtype=np.uint64)  # bit t: table t
         self.runs: list[Run] = []
+        #: Blocks a check found full (the bound's rule 3: they take no more pages), read in one piece by the next
+        #: checks: ``(table, lead) -> (the entries' fingerprints, their rows, the rows stored when read)``.
+        self.full_blocks: dict[tuple[int, int], tuple[np.ndarray, np.ndarray, int]] = {}
         #: Rows below this are in runs (or the source's lower buckets), the rest is the buffer.
         self.sealed = 0
 
@@ -121,6 +126,7 @@ class BoundedTables:
         """Drop the runs: the rows below *sealed* are in the source's lower buckets, the rest in the buffer."""
         self.runs = []
         self.sealed = sealed
+        self.full_blocks = {}
 
     def added(self) -> None:
         """Rows were stored: seal the buffer if it is full (:meth:`seal`)."""
@@ -154,16 +160,23 @@ class BoundedTables:
             return self.design.lead_values(fingerprint)
         return [(fingerprint >> s) & m for s, m in self._spans]
 
-    def buckets(self, fingerprint: int) -> list[Part]:
+    def buckets(self, fingerprint: int, skip: int = 0) -> list[Part]:
         """The entries of the page's block in every table of every run (after the source's lower buckets), when
         not empty (a bucket names only a lead's top bits in a small run: a long one's entries of other leads are
-        left out, so that a flood in one block never costs a page of another block more than a numpy pass)."""
+        left out, so that a flood in one block never costs a page of another block more than a numpy pass); none
+        of the tables in *skip* (bit *t*: table *t*)."""
         parts: list[Part] = []
         masks = self.design.lead_masks
         leads = self._leads(fingerprint)
-        parts.extend(self.source.lower_buckets(fingerprint, leads))
+        for values, rows, table in self.source.lower_buckets(fingerprint, leads):
+            if skip and not isinstance(table, int):
+                kept = (np.left_shift(1, table) & skip) == 0
+                values, rows, table = values[kept], rows[kept], table[kept]
+            parts.append((values, rows, table))
         for run in self.runs:
             for t, ((_, off, values, rows, drop), lead) in enumerate(zip(run.tables, leads, strict=True)):
+                if (skip >> t) & 1:
+                    continue
                 b = lead >> drop
                 lo = off[b]
                 hi = off[b + 1]
@@ -182,13 +195,35 @@ class BoundedTables:
             return np.repeat(np.array([t for _, _, t in parts], dtype=np.int64), lengths)
         return np.concatenate([np.full(len(r), t) if isinstance(t, int) else np.asarray(t) for _, r, t in parts])
 
-    def _buffer_blocks(self, xb: np.ndarray) -> np.ndarray:
+    def _buffer_blocks(self, xb: np.ndarray, skip: int) -> np.ndarray:
         """For each table and each buffer row (*xb*: their fingerprints XOR the page's): whether the table took the
-        row and it shares the page's lead there (a ``(tables, len(xb))`` boolean array, rows innermost)."""
+        row and it shares the page's lead there, False for the tables in *skip* (a ``(tables, len(xb))`` boolean
+        array, rows innermost)."""
         refused = self.source.refusals[self.sealed : self.sealed + len(xb)]
         bits = self._table_bits.astype(refused.dtype, copy=False)
         took: np.ndarray = ((bits[:, None] & refused) == 0) & ((self._lead_masks[:, None] & xb) == 0)
+        took[[t for t in range(len(took)) if (skip >> t) & 1]] = False
         return took
+
+    def _known_full(self, fingerprint: int) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+        """The page's blocks in :attr:`full_blocks`, by table; one that a row stored since it was read may have
+        joined (a bulk add: a check stores no page in a full block) is forgotten."""
+        found = {}
+        stored = self.source.stored
+        for t, mask in enumerate(self.design.lead_masks):
+            entry = self.full_blocks.get((t, fingerprint & mask))
+            if entry is None:
+                continue
+            values, rows, seen = entry
+            if seen != stored:
+                new = self.source.fingerprints[seen:stored] ^ np.uint64(fingerprint)
+                took = (self.source.refusals[seen:stored] >> t) & 1 == 0
+                if not 0 < stored - seen <= self.buffer_size or (took & ((new & np.uint64(mask)) == 0)).any():
+                    del self.full_blocks[(t, fingerprint & mask)]
+                    continue
+                self.full_blocks[(t, fingerprint & mask)] = (values, rows, stored)
+            found[t] = (values, rows)
+        return found
 
     def _may_fill(self, parts: list[Part], buffer: int, limit: int) -> bool:
         """Whether a table's buckets and the buffer hold *limit* entries or more in all (else no block is full:
@@ -211,8 +246,13 @@ class BoundedTables:
         with pages near this one (that do not verify) costs a numpy pass, not a Python loop; and the tables whose
         block holds *limit* entries, hidden rows counted (bit *t*: table *t*; the bound's rule 3; 0: not asked)."""
         source = self.source
-        parts = self.buckets(fingerprint)
+        known = self._known_full(fingerprint) if self.full_blocks else {}
+        skip = sum(1 << t for t in known)
+        parts = self.buckets(fingerprint, skip=skip)
+        parts += [(v, r, t) for t, (v, r) in known.items()]
         sealed, n = self.sealed, source.stored
+        if len(known) == len(self._lead_masks):  # no table reads the buffer
+            n = sealed
         values = [v for v, _, _ in parts]
         if n > sealed:  # the buffer, scanned whole
             values.append(source.fingerprints[sealed:n])
@@ -226,21 +266,24 @@ class BoundedTables:
         total = sum(lengths)
         crowded = bool(limit) and self._may_fill(parts, n - sealed, limit)
         if not crowded and len(sel) <= _PY_HITS_MAX:  # the usual case: a few hits, sorted into their tables in Python
-            return (self._few_hits(parts, lengths, total, sel, dist, x, hits) if len(sel) else hits), 0
+            return (self._few_hits(parts, lengths, total, sel, dist, x, hits, skip) if len(sel) else hits), 0
         # every entry's table and whether it is in the page's block (a bucket may be wider), in one pass
         table = self._part_tables(parts, lengths) if total else np.empty(0, dtype=np.int64)
         in_block = (x[:total] & self._lead_masks[table]) == 0
-        buffer = self._buffer_blocks(x[total:]) if n > sealed else np.zeros((len(hits), 0), dtype=bool)
+        buffer = self._buffer_blocks(x[total:], skip) if n > sealed else np.zeros((len(hits), 0), dtype=bool)
+        all_rows = np.concatenate([r for _, r, _ in parts]) if total else np.empty(0, dtype=np.int64)
         full = 0
         if crowded:  # the entries of each table's block (rule 3)
             counts = np.bincount(table[in_block], minlength=len(hits)) + np.count_nonzero(buffer, axis=1)
             for t in np.flatnonzero(counts >= limit).tolist():
                 full |= 1 << t
+                if t not in known:  # kept for the next checks in one piece
+                    self._keep_full(t, fingerprint, x, all_rows, in_block & (table == t), buffer[t])
         if len(sel) <= _PY_HITS_MAX:
-            return (self._few_hits(parts, lengths, total, sel, dist, x, hits) if len(sel) else hits), full
+            return (self._few_hits(parts, lengths, total, sel, dist, x, hits, skip) if len(sel) else hits), full
         in_runs = sel[sel < total]
         in_runs = in_runs[in_block[in_runs]]
-        row_ids = np.concatenate([r for _, r, _ in parts])[in_runs].astype(np.int64) if total else in_runs
+        row_ids = all_rows[in_runs].astype(np.int64) if total else in_runs
         t_buffer, at = np.nonzero(buffer[:, sel[sel >= total] - total])  # in the tables that took it, in the block
         pos_buffer = sel[sel >= total][at]
         tables = np.concatenate((table[in_runs], t_buffer)).astype(np.int64)
@@ -260,6 +303,19 @@ class BoundedTables:
                 table_hits.append(((key >> _DISTANCE_SHIFT) & 127, key & _ROW_MASK))
         return hits, full
 
+    def _keep_full(
+        self, t: int, fingerprint: int, x: np.ndarray, rows: np.ndarray, in_runs: np.ndarray, in_buffer: np.ndarray
+    ) -> None:
+        """Keep table *t*'s full block in :attr:`full_blocks`: its entries in the runs (*in_runs* of *x*, the
+        entries' fingerprints XOR the page's, and their *rows*) and in the buffer (*in_buffer*)."""
+        if len(self.full_blocks) >= _FULL_KEPT:
+            del self.full_blocks[next(iter(self.full_blocks))]  # the oldest kept
+        total = len(rows)
+        at = np.flatnonzero(in_buffer)
+        values = np.concatenate((x[:total][in_runs], x[total + at])) ^ np.uint64(fingerprint)
+        block_rows = np.concatenate((rows[in_runs].astype(np.int64), at + self.sealed))
+        self.full_blocks[(t, fingerprint & self.design.lead_masks[t])] = (values, block_rows, self.source.stored)
+
     def _few_hits(
         self,
         parts: list[Part],
@@ -269,6 +325,7 @@ class BoundedTables:
         dist: np.ndarray,
         x: np.ndarray,
         hits: list[list[tuple[int, int]]],
+        skip: int,
     ) -> list[list[tuple[int, int]]]:
         """:meth:`block_hits` for a few positions *sel* within k of the buckets (*parts*) and the buffer."""
         source = self.source
@@ -287,7 +344,7 @@ class BoundedTables:
                     hits[t].append((d, int(rows[at])))
                 continue
             row = sealed + pos - total  # in the buffer: in the tables that took it and whose lead it shares
-            refused = int(all_refused[row])
+            refused = int(all_refused[row]) | skip
             for t, mask in enumerate(masks):
                 if not (refused >> t) & 1 and not xv & mask:
                     hits[t].append((d, row))
