@@ -17,7 +17,7 @@ import numpy as np
 
 from simhash_filter.index.backends import open_backend
 from simhash_filter.index.backends.base import Backend, Candidate, IndexFullError, full_message
-from simhash_filter.index.bound import DEFAULT_DUPLICATES, DEFAULT_PER_TABLE, CheckBound
+from simhash_filter.index.bound import DEFAULT_DUPLICATES, DEFAULT_PER_TABLE, CheckBound, most_differing_bits
 from simhash_filter.index.tables import (
     F,
     Match,
@@ -29,6 +29,7 @@ from simhash_filter.index.tables import (
     resolve_design,
 )
 from simhash_filter.model.sketch import (
+    ARTICLE,
     PART_BYTES,
     prose_similarity,
     sequence_similarity,
@@ -228,19 +229,30 @@ class NearDuplicateIndex:
         with a prose part, the one with the most similar word sketch among those whose spots verify
         (:func:`spots_verdict`); never a candidate :func:`apart` from the page (*key*: its URL); or None."""
         part = self._backend.verify_bytes
-        prose = part < len(sketch)
+        # bit counts against each threshold's most differing bits decide as verdict and spots_verdict; the
+        # similarity and apart are asked of a candidate that verifies (a crowd's none)
+        words, page = self._bound.differing_bits(part), int.from_bytes(sketch[:part], "little")
+        near = [c for c in candidates if c.distance <= self._k]
         best: Match | None = None
         best_similarity = -1.0  # below every similarity: no best yet
-        # apart only ever leaves a candidate out: asked of one that would be the best so far (a crowd's none)
-        for c in candidates:  # each one found by the tables: within k, sharing a lead
-            s = similarity(sketch[:part], c.sketch[:part])
-            if verdict(c.distance, True, s, self._rule) and s > best_similarity:
-                if not (prose and apart(key, c.key, sketch, c.sketch, part)):
+        for c in near:
+            if (int.from_bytes(c.sketch[:part], "little") ^ page).bit_count() <= words:
+                s = similarity(sketch[:part], c.sketch[:part])
+                if s > best_similarity and not apart(key, c.key, sketch, c.sketch, part):
                     best, best_similarity = Match(c.key, c.distance, c.fingerprint, s), s
-        if best is not None or not prose:
+        if best is not None or len(sketch) < part + PART_BYTES or not sketch[-PART_BYTES] & ARTICLE:
             return best
-        for c in candidates:
-            if spots_verdict(c.distance, True, spots_of(sketch, c.sketch, part), self._rule):
+        spots, prose = (
+            most_differing_bits(PROSE_SIMILARITY, PART_BYTES - 1),
+            int.from_bytes(sketch[1 - PART_BYTES :], "little"),
+        )
+        for c in near:
+            tail = c.sketch[-PART_BYTES:]
+            if (
+                len(c.sketch) >= part + PART_BYTES
+                and tail[0] & ARTICLE
+                and (int.from_bytes(tail[1:], "little") ^ prose).bit_count() <= spots
+            ):
                 s = similarity(sketch[:part], c.sketch[:part])
                 if s > best_similarity and not apart(key, c.key, sketch, c.sketch, part):
                     best, best_similarity = Match(c.key, c.distance, c.fingerprint, s), s
