@@ -312,6 +312,19 @@ def test_two_stage_blocks_take_no_more_than_block_pages(make_backend: Factory) -
     for i in range(30):
         q = flip(base[i % 3], rng.sample(range(64), rng.randint(0, 12)))
         assert backend.candidates(q, K, bound) == reference.candidates(q)
+    # a bulk add stores pages in full blocks too (no check): the next checks see them
+    bulk = [flip(base[i % 3], rng.sample(range(64), rng.randint(0, 4))) for i in range(12)]
+    backend.add_many(
+        np.array(bulk, dtype=np.uint64), [f"b{i}" for i in range(12)], [a_sketch(9000 + i) for i in range(12)]
+    )
+    reference.stored += [
+        (fp, f"b{i}", a_sketch(9000 + i), frozenset(range(TWO_STAGE.n_tables))) for i, fp in enumerate(bulk)
+    ]
+    for i in range(30):
+        fp = flip(base[i % 3], rng.sample(range(64), rng.randint(0, 12)))
+        assert backend.add_and_candidates(fp, f"d{i}", a_sketch(7000 + i), K, bound) == reference.add(
+            fp, f"d{i}", a_sketch(7000 + i)
+        ), i
 
 
 def near_sketch(sketch: bytes, bits: int) -> bytes:

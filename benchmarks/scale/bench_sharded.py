@@ -130,7 +130,7 @@ def measure(
     and at the end time *checks* checks (half of them near-duplicates of stored pages); memory from ``used_memory``
     grown since the start, and from ``MEMORY USAGE`` of its keys at the end (*scan*; slow at tens of millions of
     keys).  Each size's row is printed as it is measured (a long fill that is stopped keeps what it measured)."""
-    rows = []
+    rows: list[dict] = []
     used_before = _used(nodes)
     with open_backend(uri, k=K, design=design, metadata=META) as backend:
         fill = 0.0
