@@ -27,31 +27,21 @@ _FEW = 48
 SCRIPT = (
     r"""
 -- simhash-filter: probe, verify and add in one atomic step (see simhash_filter/index/backends/redis/).
--- KEYS[1]: the meta hash; KEYS[2..]: T bucket keys per item, item after item (op "m": those of the tables its
--- mask names only).
--- ARGV: op, k, key prefix ("{p}:"), T, retry ("1": an earlier attempt of this call may have run), max_age
--- (seconds, 0: none), R (bytes per record: @RECORD@ + the sketch's), the tables' lead masks (8 bytes each,
--- big-endian; "d" and "p" only, else empty), the bound of a two-stage check ("d" and "p"; else "0"): the
--- candidates per table, the verified ones that make a table refuse the page, the most bits in which two
--- sketches may differ and verify; the most pages the index takes; for a shard of a sharded index, "1" if a "d"
--- reply ends with 1 when the page is stored here (else 0), "2" the same and the page counted in the meta hash's
--- "pages" when this call stores it (the shard that counts it), else "0"; the most entries a block takes ("d";
--- else "0": rule 3 of the bound); per table, "1" if its bucket names only part of its lead (holds several blocks),
--- else "0"; then per item the fingerprint (8 bytes,
--- big-endian), for "a", "m" and "d" its key and its sketch;
--- ARGV[16]: the leading bytes of a sketch that are verified (the word sketch; the rest is read by the client);
--- ARGV[17]: "0", or for a shard of a sharded index whose records keep no sketch, the sketch's size: a page's key
--- stored here is then its sketch followed by its URL on its home shard, else a shorter hashed key (and the page's
--- own sketch in ARGV is the verified part only); ARGV[18]: the sketches of such pages kept on other shards, as the
--- client found them on their homes, one after the other: fingerprint (8 bytes), hashed key (17), "1" and the
--- verified part (V bytes), or "0" and V bytes when its home has none (it does not verify).  A "d" check that must
--- verify a page whose sketch is neither here nor in ARGV[18] stores nothing and its reply ends with 2 (the client
--- calls again with the sketches).  The home's "d" check (SK, "2") answers, after its candidates, the pages that
--- claimed it (op "r"): fingerprint, their key on their home (sketch and URL), "" each.
--- Ops: "a" add, "m" add to some tables (a sharded index's bulk load), "d" add-and-candidates,
--- "p" candidates, "n" count, "r" a page's record on its home (SK; one item: fingerprint, hashed key, and a claim,
--- fingerprint, 4-byte length and key of the page asking, or "": its key there, else what the x hash keeps of it,
--- else nil, and the claim kept: see simhash_filter/index/backends/redis/sharded.py).
+-- KEYS[1]: the meta hash; then T bucket keys per item (op "m": those of the tables its mask names).
+-- ARGV[1..18], the header: op; k; the key prefix "{p}:"; T; retry ("1": an earlier attempt may have run); max_age
+-- (seconds, 0: none); R, bytes per record (@RECORD@ + the sketch's); the tables' lead masks (8 bytes each, "d" and
+-- "p"); the bound ("d" and "p", else "0"): per_table, duplicates, the most differing sketch bits; the most pages
+-- the index takes; a shard's "1" (a "d" reply ends with 1 if the page is stored here, else 0) or "2" (the same, and
+-- the page counted in "pages" by the call that stores it), else "0"; the most entries a block takes ("d", else
+-- "0"); per table "1" if its bucket holds several blocks, else "0"; V, the verified sketch bytes; SK, a shard's
+-- sketch bytes at the start of a home's key (0: sketches in the records; a page stored for another home has a
+-- hashed key, and an item's sketch is its V bytes); the sketches the client found on other homes (fingerprint,
+-- hashed key, "1" and V bytes, or "0" and V bytes when its home has none).  Then per item: the fingerprint (8
+-- bytes, big-endian), and for "a", "m" and "d" its key and sketch ("m": then its mask).
+-- A "d" check that needs a sketch neither here nor given stores nothing and its reply ends with 2; a home's "d"
+-- (SK, "2") answers, after its candidates, the pages that claimed it: fingerprint, their key on their home, "".
+-- Ops: "a" add, "m" add to some tables, "d" add-and-candidates, "p" candidates, "n" count, "r" a page's record on
+-- its home, else its claim kept there (simhash_filter/index/backends/redis/sharded.py).
 local op, k, P, T = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
 local retry, max_age = ARGV[5] == "1", tonumber(ARGV[6])
 local R, MASKS = tonumber(ARGV[7]), ARGV[8]
@@ -472,7 +462,7 @@ if op == "p" then -- read only
   return results
 end
 if op == "r" then -- a page's record on its home, else a claim on it there (the page asking will not verify it)
-  local q, hashed, claim = ARGV[H + 1], ARGV[H + 2], ARGV[H + 3]
+  local q, hashed, claim = ARGV[H + 1], ARGV[H + 2], ARGV[H + 3] -- claim: fingerprint, 4-byte length, key; or ""
   local _, zeros = blocks(q, 1, 0, {}, true)
   for t = 1, T do
     for _, h in ipairs(zeros[t]) do
