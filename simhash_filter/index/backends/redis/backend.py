@@ -384,13 +384,9 @@ class RedisBackend(Backend):
         masks: Sequence[bytes] | None = None,
         supplied: bytes = b"",
     ) -> list[Any]:
-        """Run the script for *op* over a batch (*bound*: that of a two-stage check): one call per :data:`BATCH`
-        items, pipelined; the replies.  With *tables* (one fingerprint, op ``"d"``, ``"p"`` or ``"a"``), only those
-        tables' buckets, and a ``"d"`` reply ends with 1 if the page is stored here, else 0; with *count* too, the
-        page is counted in the meta hash's ``pages`` by the script that stores it (:mod:`.sharded`).
-
-        Tries again after a connection error or a timeout (telling the script, which then never adds
-        twice), creates the index again if it is gone, loads the script again if the server lost it."""
+        """Run the script for *op* over a batch, one call per :data:`BATCH` items, pipelined; the replies (the header
+        of :mod:`.script` from *bound*, *tables*, *count* and *supplied*).  Tries again after a connection error or a
+        timeout (telling the script), and creates the index again if it is gone."""
         self._check_open()
         calls = (
             self._calls(fingerprints, keys, sketches, tables, masks) if len(fingerprints) else [([self._meta_key], [])]
@@ -450,11 +446,8 @@ class RedisBackend(Backend):
     def add_and_candidates(
         self, fingerprint: int, key: str, sketch: bytes, k: int, bound: CheckBound = DEFAULT_BOUND
     ) -> list[Candidate]:
-        """Atomically, on the server: the candidates within *k* under *bound* (of each table, the ``per_table``
-        nearest in the page's block), nearest first, then oldest, with their sketches; then this page stored in
-        the buckets of the tables that take it (a table whose block holds ``duplicates`` verified near-duplicates
-        of it, or this very page, does not; none: no record either).  A call tried again after a timeout that
-        finds the page stored (its first attempt ran) answers as that attempt did, and stores nothing."""
+        """:meth:`Backend.add_and_candidates`, in one script call on the server; a call tried again after a timeout
+        that finds the page stored (its first attempt ran) answers as that attempt did, and stores nothing."""
         checked = self.checked_sketches([sketch], 1)
         (reply,) = self._call("d", k, [fingerprint], [key], checked, bound)
         return decode_candidates(reply[0])
@@ -490,9 +483,7 @@ class RedisBackend(Backend):
         self, fingerprints: np.ndarray, keys: Sequence[str], sketches: Sequence[bytes], masks: Sequence[bytes]
     ) -> None:
         """Store many pages, each in the tables its mask names (a byte ``1`` or ``0`` per table) and counted in the
-        meta hash's ``pages`` when the mask's last byte is ``1``: a sharded index's bulk load, one script call per
-        :data:`BATCH` pages with the bucket keys of those tables only, pipelined (on one server; one call after the
-        other in a cluster)."""
+        meta hash's ``pages`` when the mask's last byte is ``1``: a sharded index's bulk load."""
         checked = self.checked_sketches(sketches, len(fingerprints))
         if self._sketch_in_key:
             home = [mask[-1:] == b"1" for mask in masks]

@@ -37,11 +37,9 @@ _T = TypeVar("_T")
 
 @dataclass(frozen=True)
 class Retries:
-    """How an index's Redis calls are tried again after a connection error or a timeout: at most *retries* more
-    times, after *backoff* seconds doubled each time, then the error is raised naming the index (*where*).  One
-    policy for every call of an index, so that none of them fails on the first lost reply while the others ride
-    out the same stall (a call tried again must be idempotent: a timed-out attempt may still run on the server).
-    *check_open* raises when the index was closed meanwhile (then nothing is tried again)."""
+    """How every Redis call of an index is tried again after a connection error or a timeout (it must be
+    idempotent): at most *retries* more times, after *backoff* seconds doubled each time, then the error is raised
+    naming the index (*where*); *check_open* raises when the index was closed meanwhile."""
 
     retries: int = DEFAULT_RETRIES
     backoff: float = DEFAULT_BACKOFF

@@ -20,9 +20,7 @@ DEFAULT_BUCKET_BITS = 14
 
 def default_bucket_bits(design: TableDesign) -> int:
     """The bucket width a new index of *design* gets: :data:`DEFAULT_BUCKET_BITS`, or the design's shortest lead
-    when it has 20 bits or more (the 15 and 56 tables of large indexes, ``SIMHASH_EXPECTED_PAGES``: a bucket then
-    holds one block, at most 1,024 random pages at the size the design is built for, and a check's scan stays
-    bounded; shorter buckets would hold many blocks, and the script scans every entry of a bucket)."""
+    when it has 20 bits or more (a bucket then holds one block, and a check's scan stays bounded)."""
     shortest = min(design.lead_bits)
     return shortest if shortest >= 20 else DEFAULT_BUCKET_BITS
 #: Fingerprints per record chunk (``{prefix}:f<c>`` and ``{prefix}:u<c>``): 4095 records of 16 bytes and the
