@@ -9,7 +9,6 @@ import io
 import json
 import os
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, suppress
@@ -100,7 +99,8 @@ class _Output:
             self._file = open(path, "wb")  # noqa: SIM115 - closed by commit() or discard()
         else:
             head, name = os.path.split(path)
-            fd, self._partial = tempfile.mkstemp(prefix=f".{name}.", suffix=".partial", dir=head or ".")
+            self._partial = os.path.join(head, f".{name}.{os.getpid()}.partial")
+            fd = os.open(self._partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)  # less the umask, as open()
             self._file = os.fdopen(fd, "wb")
         if path.endswith(".gz"):
             self._gzip = gzip.GzipFile(fileobj=self._file, mode="wb", filename="", mtime=0)
@@ -129,7 +129,6 @@ class _Output:
             self._file.flush()
             if self._partial is not None:
                 os.fsync(self._file.fileno())
-                os.chmod(self._partial, 0o666 & ~_umask())
                 os.replace(self._partial, self.path)  # type: ignore[arg-type]
                 self._partial = None
             self.stream.close()
@@ -154,12 +153,6 @@ class _WriteError(Exception):
 
     def __init__(self, error: OSError) -> None:
         super().__init__(error.strerror or str(error))
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def _progress(outcomes: Iterator[Outcome], enabled: bool, source: _Input) -> Iterator[Outcome]:

@@ -330,11 +330,6 @@ def build(source: Source, options: Options) -> Report:
                     similarity[int(pair_id)] = pair["similarity"]
             if len(chunks) % 20 == 0:
                 say(f"worked out {len(chunks) * PAIRS_PER_CHUNK} of {len(pairs)} pairs")
-    for _, members in cluster_rows:  # where no texts give it, the similarity the feed carries (flag mode)
-        for row in members:
-            feed = d.similarities[row[0]]
-            if row[4] >= 0 and row[4] not in similarity and feed is not None and d.targets[row[0]] == row[1]:
-                similarity[row[4]] = feed
     for row in [m for _, members in cluster_rows for m in members] + miss_rows:
         row[3] = similarity.get(row[4])
 
