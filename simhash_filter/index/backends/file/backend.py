@@ -175,9 +175,9 @@ class FileBackend(TablesBackend):
 
     def _scan(
         self, records_fd: int, urls_fd: int, n: int, generation: int
-    ) -> Generator[tuple[int, int, str, int, bytes | None], None, None]:
-        """(row, fingerprint, key, added, sketch or None) of the rows ``0..n-1`` of the open files of
-        *generation*, in order, each key verified."""
+    ) -> Generator[tuple[int, int, str, int, bytes], None, None]:
+        """(row, fingerprint, key, added, sketch) of the rows ``0..n-1`` of the open files of *generation*, in
+        order, each key verified."""
         rows = self._store
         size = self._sketch_bytes
         path = self._directory.file("records", generation)
@@ -187,7 +187,7 @@ class FileBackend(TablesBackend):
             first = int(chunk["offset"][0])
             lengths = key_lengths(chunk, rows.length_bits)
             blob = pread(urls_fd, int(chunk["offset"][-1] + lengths[-1]) - first, first)
-            sketches = np.ascontiguousarray(chunk["sketch"]).tobytes() if size else b""
+            sketches = np.ascontiguousarray(chunk["sketch"]).tobytes()
             for i, (fp, offset, length, added, crc) in enumerate(
                 zip(
                     chunk["fp"].tolist(),
@@ -205,8 +205,7 @@ class FileBackend(TablesBackend):
                     key = data.decode("utf-8", "surrogatepass")
                 except UnicodeDecodeError:  # its key check matched by chance
                     raise damaged_key(urls, start + i, offset, length) from None
-                sketch = sketches[i * size : (i + 1) * size] if size else None
-                yield start + i, fp, key, added, sketch
+                yield start + i, fp, key, added, sketches[i * size : (i + 1) * size]
 
     def entries(self) -> Iterator[Entry]:
         """Every live fingerprint with its key, sketch and the time it was added, oldest first, read from the
@@ -255,7 +254,7 @@ class FileBackend(TablesBackend):
 
     def _write_generation(self, new: int) -> None:
         """Write generation *new*: the live rows of this one, their keys verified, with the tables that refused
-        them, under a new salt, in this one's format (a format-3 generation holds no refusals)."""
+        them, under a new salt, in this one's format."""
         rows = self._store
         salt = secrets.randbits(63)
         self._directory.create(new, salt, rows.created, self._metadata, self._sketch_bytes, rows.format)
