@@ -93,9 +93,7 @@ class RedisBackend(Backend):
         super().__init__(k=k, design=design, metadata=metadata)
         if not isinstance(prefix, str) or not prefix or "{" in prefix or "}" in prefix:
             raise ValueError(f"prefix must be a non-empty string without braces, got {prefix!r}")
-        if bucket_bits is not None and (
-            not is_count(bucket_bits, 1, 32)
-        ):
+        if bucket_bits is not None and not is_count(bucket_bits, 1, 32):
             raise ValueError(f"bucket_bits must be an int in [1, 32], got {bucket_bits!r}")
         if not is_count(retries):
             raise ValueError(f"retries must be an int >= 0, got {retries!r}")
@@ -117,15 +115,14 @@ class RedisBackend(Backend):
         self._heads = [f"{self._tag}{t}:" for t in range(design.n_tables)]
         self._lock = threading.Lock()  # guards re-creating a lost index
         self._runner = ScriptRunner(client, SCRIPT.encode("utf-8"))
-        requested_bits = bucket_bits
         self._requested_metadata = None if metadata is None else dict(metadata)
         stored = self._open(default_bucket_bits(design) if bucket_bits is None else bucket_bits)
         self._bucket_bits = int(stored["bucket_bits"])
         self._shifts = [lead - min(self._bucket_bits, lead) for lead in design.lead_bits]
-        if requested_bits is not None and requested_bits != self._bucket_bits:
+        if bucket_bits is not None and bucket_bits != self._bucket_bits:
             raise MetadataMismatchError(
                 f"the Redis index {prefix!r} ({self._location}) uses bucket_bits={self._bucket_bits}, "
-                f"not {requested_bits}: {self._way_out()}"
+                f"not {bucket_bits}: {self._way_out()}"
             )
         self._metadata = json.loads(stored["metadata"])
         self._sketch_bytes = self._stored_sketch_bytes()
