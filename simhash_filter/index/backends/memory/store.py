@@ -90,7 +90,7 @@ class TablesBackend(Backend):
 
     def _add_one(self, fingerprint: int, key: str, sketch: np.ndarray, refused: int = 0) -> None:
         self._rows.append_one(fingerprint, key, sketch, refused)
-        self.tables.added()
+        self.tables.added(fingerprint, refused)
 
     def add(self, fingerprint: int, key: str, sketch: bytes) -> None:
         """Store one fingerprint and its sketch."""

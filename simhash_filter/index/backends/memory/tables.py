@@ -105,8 +105,9 @@ class BoundedTables:
         self._table_bits = np.uint64(1) << np.arange(len(design.lead_masks), dtype=np.uint64)  # bit t: table t
         self.runs: list[Run] = []
         #: Blocks a check found full (the bound's rule 3: they take no more pages), read in one piece by the next
-        #: checks: ``(table, lead) -> (the entries' fingerprints, their rows, the rows stored when read)``.
-        self.full_blocks: dict[tuple[int, int], tuple[np.ndarray, np.ndarray, int]] = {}
+        #: checks: ``(table, lead) -> (the entries' fingerprints, their rows)``, while no row joins them.
+        self.full_blocks: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+        self._full_rows = 0  # the rows stored when full_blocks was last brought up to date
         #: Rows below this are in runs (or the source's lower buckets), the rest is the buffer.
         self.sealed = 0
 
@@ -128,8 +129,16 @@ class BoundedTables:
         self.sealed = sealed
         self.full_blocks = {}
 
-    def added(self) -> None:
-        """Rows were stored: seal the buffer if it is full (:meth:`seal`)."""
+    def added(self, fingerprint: int | None = None, refused: int = 0) -> None:
+        """Rows were stored (one, *fingerprint*, that the tables in *refused* did not take; or many): forget the
+        full blocks they joined (many: every one), then seal the buffer if it is full (:meth:`seal`)."""
+        if fingerprint is None:
+            self.full_blocks = {}
+        elif self.full_blocks:
+            for t, mask in enumerate(self.design.lead_masks):
+                if not (refused >> t) & 1:
+                    self.full_blocks.pop((t, fingerprint & mask), None)
+        self._full_rows = self.source.stored
         if self.source.stored - self.sealed >= self.buffer_size:
             self.seal()
 
@@ -206,24 +215,12 @@ class BoundedTables:
         return took
 
     def _known_full(self, fingerprint: int) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-        """The page's blocks in :attr:`full_blocks`, by table; one that a row stored since it was read may have
-        joined (a bulk add: a check stores no page in a full block) is forgotten."""
-        found = {}
-        stored = self.source.stored
-        for t, mask in enumerate(self.design.lead_masks):
-            entry = self.full_blocks.get((t, fingerprint & mask))
-            if entry is None:
-                continue
-            values, rows, seen = entry
-            if seen != stored:
-                new = self.source.fingerprints[seen:stored] ^ np.uint64(fingerprint)
-                took = (self.source.refusals[seen:stored] >> t) & 1 == 0
-                if not 0 < stored - seen <= self.buffer_size or (took & ((new & np.uint64(mask)) == 0)).any():
-                    del self.full_blocks[(t, fingerprint & mask)]
-                    continue
-                self.full_blocks[(t, fingerprint & mask)] = (values, rows, stored)
-            found[t] = (values, rows)
-        return found
+        """The page's blocks in :attr:`full_blocks`, by table (none when rows were stored without :meth:`added`:
+        an index file read again)."""
+        if self.source.stored != self._full_rows:
+            self.full_blocks, self._full_rows = {}, self.source.stored
+        masks = self.design.lead_masks
+        return {t: block for t, mask in enumerate(masks) if (block := self.full_blocks.get((t, fingerprint & mask)))}
 
     def _may_fill(self, parts: list[Part], buffer: int, limit: int) -> bool:
         """Whether a table's buckets and the buffer hold *limit* entries or more in all (else no block is full:
@@ -314,7 +311,7 @@ class BoundedTables:
         at = np.flatnonzero(in_buffer)
         values = np.concatenate((x[:total][in_runs], x[total + at])) ^ np.uint64(fingerprint)
         block_rows = np.concatenate((rows[in_runs].astype(np.int64), at + self.sealed))
-        self.full_blocks[(t, fingerprint & self.design.lead_masks[t])] = (values, block_rows, self.source.stored)
+        self.full_blocks[(t, fingerprint & self.design.lead_masks[t])] = (values, block_rows)
 
     def _few_hits(
         self,
