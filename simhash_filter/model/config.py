@@ -1,6 +1,5 @@
-"""The fingerprint model's settings: everything that changes a fingerprint lives in :class:`FingerprintConfig`;
-its :meth:`model_id` names the model so that an index can refuse fingerprints made by another one.
-"""
+"""The fingerprint model's settings: everything that changes a fingerprint lives in :class:`FingerprintConfig`, and
+its :meth:`~FingerprintConfig.model_id` names the model so that an index can refuse fingerprints of another one."""
 
 from __future__ import annotations
 
@@ -26,8 +25,7 @@ class FingerprintConfig:
     boilerplate_weight: float = 0.01
     #: Word n-gram sizes used as text features (1 = single words).
     ngrams: tuple[int, ...] = (1,)
-    #: Single words are split into character n-grams of this size (0 = whole words), so that a typo or
-    #: a spelling variant changes a few features of a word rather than all of it.
+    #: Single words are split into character n-grams of this size (0 = whole words).
     char_ngram: int = 4
     #: The same for Chinese words (jieba words are one to four characters long).
     cjk_char_ngram: int = 2
@@ -41,8 +39,7 @@ class FingerprintConfig:
     max_elements: int = 100_000
     #: Work cap: at most this many text tokens are used.
     max_tokens: int = 200_000
-    #: Work cap: at most this many distinct text features (the first met, heaviest text first); a real page
-    #: has a few thousand, a page of random words could otherwise need gigabytes.
+    #: Work cap: at most this many distinct text features (the first met, heaviest text first).
     max_features: int = 30_000
     #: Seed of xxhash for feature hashing.
     seed: int = 0x5EED
@@ -50,8 +47,8 @@ class FingerprintConfig:
     sketch_bins: int = 512
     #: A word counts once in the sketch per this much of its weight (at least once).
     sketch_step: float = 0.25
-    #: The site part (:mod:`simhash_filter.model.sitepart`, model v7) and the second verifier for prose
-    #: (:mod:`simhash_filter.model.prose`): their bytes follow the word sketch in what the index stores.
+    #: The site part (:mod:`simhash_filter.model.sitepart`) and the prose part (:mod:`simhash_filter.model.prose`)
+    #: follow the word sketch in what the index stores.
     prose: bool = True
 
     def __post_init__(self) -> None:

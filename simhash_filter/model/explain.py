@@ -1,12 +1,6 @@
-"""Why two pages got different fingerprints: the features that pushed them apart.
-
-Both pages are turned into weighted features exactly as :class:`~simhash_filter.model.fingerprint.Fingerprinter`
-does.  A feature's part in the difference is ``|w_a - w_b|`` (its weight in one page minus its weight
-in the other; 0 when absent).  Simhash bits follow the weighted vote of the features, so the features
-with the largest differences are the ones that moved bits.  The total difference is split into text and
-structure, and the features present in only one page (or with very different weights) are listed,
-largest difference first.
-"""
+"""Why two pages got different fingerprints: their features, made as
+:class:`~simhash_filter.model.fingerprint.Fingerprinter` makes them, ranked by ``|w_a - w_b|`` (0 when absent), the
+amount each pulls the two fingerprints apart, with the total difference split into text and structure."""
 
 from __future__ import annotations
 

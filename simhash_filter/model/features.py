@@ -1,15 +1,9 @@
 """Weighted features of a page: TF-IDF words weighted by where they stand, and decayed DOM structure.
 
-Text is NFKC-normalised and case-folded; Latin-script (and any non-CJK) words are runs of letters and
-digits; runs of CJK ideographs are segmented into words with jieba; British spellings become American
-ones (:mod:`simhash_filter.model.spelling`).  A word enters the fingerprint as the character n-grams of
-``<word>`` (``char_ngram``), its weight shared among them, so that a typo or another spelling variant
-changes a few features instead of a whole word.  A feature's weight is
-``idf ** idf_power * sublinear(tf)``, where each occurrence adds the weight of its place in the page
-(main content, other text, boilerplate; see :mod:`simhash_filter.model.extract`) to tf; n-grams of several
-words take the mean IDF of their words.  Words with digits (counters, dates, session ids, versions)
-count ``DIGIT_WEIGHT`` of a word, so that numbers that change between fetches move the fingerprint
-little.  Structure features get ``structure_weight`` of the vote (see :func:`page_features`).
+A word (NFKC, case-folded; CJK runs segmented with jieba; British spellings as American ones) enters as the character
+n-grams of ``<word>``, its weight shared among them.  A feature's weight is ``idf ** idf_power * sublinear(tf)``,
+where each occurrence adds the weight of its place in the page (:mod:`simhash_filter.model.extract`) to tf; word
+n-grams take the mean IDF of their words, and words with digits ``DIGIT_WEIGHT`` of it.  Why: docs/design.md.
 """
 
 from __future__ import annotations
@@ -37,8 +31,7 @@ _NON_CJK_WORD = re.compile(r"[^\W_]+")
 _ASCII_WORDS = str.maketrans({chr(c): chr(c).lower() if chr(c).isalnum() else " " for c in range(128)})
 HAS_DIGIT = re.compile(r"\d")
 DIGIT_WEIGHT = 0.1
-#: IDF given to words found in no table (typos, identifiers, random strings): that of a fairly rare
-#: word, so that a typo or a session id never outweighs the words the page is made of.
+#: IDF given to words found in no table (typos, identifiers, random strings): that of a fairly rare word.
 UNKNOWN_IDF = 8.0
 
 
@@ -56,14 +49,14 @@ class Features:
 
 def tokenize(text: str, max_tokens: int) -> list[str]:
     """Normalised words of ``text`` (CJK runs segmented with jieba), at most ``max_tokens``."""
-    if text.isascii():  # NFKC leaves ASCII alone, casefold is lower(), and words are runs of [a-z0-9]
+    if text.isascii():  # NFKC leaves ASCII alone and casefold is lower()
         return text.translate(_ASCII_WORDS).split()[:max_tokens]
     text = unicodedata.normalize("NFKC", text).casefold()
-    if CJK_RUN.search(text) is None:  # then WORD is just this simpler (faster) pattern
+    if CJK_RUN.search(text) is None:
         return _NON_CJK_WORD.findall(text)[:max_tokens]
     words = WORD.findall(text)
     out: list[str] = []
-    if len(text) <= max_tokens:  # no run of text makes more words than it has characters: no cap to check
+    if len(text) <= max_tokens:  # no more words than characters: no cap to check
         append = out.append
         for w in words:
             if "\u3400" <= w[0] <= "\u9fff" or "\uf900" <= w[0] <= "\ufaff":  # is_cjk(w[0])
@@ -76,7 +69,7 @@ def tokenize(text: str, max_tokens: int) -> list[str]:
             out.append(w)
         elif len(w) <= MAX_CACHED_RUN:
             out.extend(segment_run(w))
-        else:  # a hostile run of a million characters: its words slice by slice, as far as the cap needs
+        else:  # a long run: slice by slice, as far as the cap needs
             for piece in segment_slices(w):
                 out.extend(piece)
                 if len(out) >= max_tokens:
@@ -116,18 +109,18 @@ def _text_features(page: PageText, config: FingerprintConfig) -> tuple[dict[str,
             break
         words = tokenize(text, budget)
         budget -= len(words)
-        spelled = max(config.ngrams) > 1  # word n-grams need every word respelled; single words only the distinct
+        spelled = max(config.ngrams) > 1  # word n-grams need every word respelled
         if spelled:
             words = american_words(words)
         for n in config.ngrams:
             if n == 1:
                 counts = Counter(words)
-                if len(counts) > config.max_features:  # only so many can become features: respell no more
+                if len(counts) > config.max_features:
                     counts = Counter(dict(islice(counts.items(), config.max_features)))
                 grams = counts if spelled else _american_counts(counts)
             else:
                 grams = Counter(" ".join(g) for g in zip(*(words[i:] for i in range(n)), strict=False))
-            if not tf:  # the first group: every gram is new
+            if not tf:
                 tf = {g: 0.0 + rw * c for g, c in islice(grams.items(), config.max_features)}
                 continue
             room = config.max_features - len(tf)
@@ -140,7 +133,7 @@ def _text_features(page: PageText, config: FingerprintConfig) -> tuple[dict[str,
     if not tf:
         return {}, ()
     powers, hashes = zip(*word_values(list(tf), config), strict=True)
-    # IDF ** idf_power times the sublinear tf: w up to 1, then 1 + ln w (computed once per distinct w)
+    # the sublinear tf: w up to 1, then 1 + ln w
     tfs = list(tf.values())
     log = math.log
     sublinear = {w: 1.0 + log(w) for w in set(tfs) if w > 1.0}
@@ -148,8 +141,7 @@ def _text_features(page: PageText, config: FingerprintConfig) -> tuple[dict[str,
 
 
 def _american_counts(counts: Counter[str]) -> Counter[str]:
-    """``counts`` with each word under its :func:`~simhash_filter.model.spelling.american` spelling (the distinct
-    words are mapped, not every occurrence)."""
+    """``counts`` with each word under its :func:`~simhash_filter.model.spelling.american` spelling."""
     words = list(counts)
     mapped = american_words(words)
     if mapped == words:
@@ -201,15 +193,14 @@ def gram_idfs(grams: list[str]) -> list[float]:
             parts = g.split(" ")
             idf = sum(word_idf[p] for p in parts) / len(parts)
         else:
-            idf = word_idf[g]  # the mean of one value is that value, exactly
-        if not g.isalpha() and HAS_DIGIT.search(g):  # letters only: no digit (\d is a kind of non-letter)
+            idf = word_idf[g]
+        if not g.isalpha() and HAS_DIGIT.search(g):
             idf *= DIGIT_WEIGHT
         out.append(idf)
     return out
 
 
-#: (idf_power, char_ngram, cjk_char_ngram) -> word -> (IDF ** idf_power, gram_count): the IDF tables
-#: never change, so neither does any of this.
+#: (idf_power, char_ngram, cjk_char_ngram) -> word -> (IDF ** idf_power, gram_count).
 _WORD_CACHE: dict[tuple[float, int, int], dict[str, tuple[float, int]]] = {}
 #: Per-word memos are emptied when they grow past this many words.
 MAX_CACHED_WORDS = 500_000
@@ -236,21 +227,16 @@ def gram_size(feature: str, config: FingerprintConfig) -> int:
 
 
 def page_features(page: PageText, config: FingerprintConfig) -> Features:
-    """All weighted features of an extracted page, structure scaled to ``structure_weight`` of the vote.
-
-    A simhash bit is the sign of a sum of +-weights: how much a group of features sways it grows with
-    the root of the sum of its squared weights, not with its total weight.  The structure (a few heavy
-    features) is therefore scaled against the text (many light character n-grams) in that measure.
-    """
+    """All weighted features of an extracted page, structure scaled to ``structure_weight`` of the vote, measured as
+    the root of the sum of squared weights (docs/design.md)."""
     text, counts = _text_features(page, config)
     structure: dict[str, float] = {}
     sw = config.structure_weight
     if sw > 0 and page.structure:
-        # math.fsum: correctly rounded, so the same on every Python (sum() of floats changed in 3.12)
+        # math.fsum: correctly rounded, the same on every Python
         s_norm = math.sqrt(math.fsum(v * v for v in page.structure.values()))
         weights = list(text.values())
         t_norm = math.sqrt(math.fsum(map(truediv, map(mul, weights, weights), counts)))  # sum of w * w / count
-        # with no text at all, structure is all there is
         scale = sw / (1 - sw) * t_norm / s_norm if t_norm > 0 and sw < 1 else 1.0 / s_norm
         structure = {k: v * scale for k, v in page.structure.items()}
     if sw >= 1:

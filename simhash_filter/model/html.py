@@ -1,11 +1,7 @@
-"""Turn page bytes into the UTF-8 bytes the model's parser reads (:func:`page_bytes`), or into an lxml tree
-(:func:`parse`, for what reads lxml trees outside the fingerprint: the language of a page in ``calibrate``).
-
-Encoding: a byte-order mark, then the caller's declared encoding (an HTTP header), then the page's
-own ``<meta charset>``, then a strict UTF-8 / GB18030 sniff, then windows-1252 — the order a browser
-follows (w3lib does the first three).  Neither parser fetches anything or resolves external entities, and
-everything after parsing walks the tree iteratively.
-"""
+"""A page's bytes as the UTF-8 bytes the model's parser reads (:func:`page_bytes`), or as an lxml tree
+(:func:`parse`, for calibrate's page language).  The encoding is found in a browser's order: a byte-order mark, the
+caller's declared encoding (an HTTP header), the page's ``<meta charset>``, a strict UTF-8 / GB18030 sniff, then
+windows-1252.  Nothing is fetched and no external entity is resolved."""
 
 from __future__ import annotations
 
@@ -34,7 +30,7 @@ INVISIBLE_TAGS = (
     "button",
 )
 
-if TYPE_CHECKING:  # lxml parses for parse() only (calibrate's page language, the benchmarks); the model uses Lexbor
+if TYPE_CHECKING:
     from lxml import etree
 
 
@@ -43,7 +39,7 @@ def _parser() -> etree.HTMLParser:
     from lxml import etree
 
     return etree.HTMLParser(
-        encoding="utf-8",  # the text is decoded first; libxml2 is handed UTF-8 bytes
+        encoding="utf-8",
         recover=True,
         no_network=True,
         remove_comments=True,
@@ -95,9 +91,8 @@ _NOT_TEXT = frozenset({"idna", "punycode", "undefined", "raw-unicode-escape", "u
 
 
 def _encoding(data: bytes, declared: str | None) -> tuple[str, bytes, bool]:
-    """``(encoding, byte-order mark, sniffed)`` by a browser's order: byte-order mark, the caller's declared encoding
-    (an HTTP header), the page's own ``<meta charset>``, then a sniff (*sniffed*: ``utf-8`` then means the bytes
-    decode as UTF-8); a declaration that names no text encoding is passed over."""
+    """``(encoding, byte-order mark, sniffed)`` in the module's order; a declaration that names no text encoding is
+    passed over."""
     bom_enc, bom = read_bom(data)
     if bom_enc is not None and bom is not None:
         return bom_enc, bom, False
@@ -122,7 +117,7 @@ def _cut_utf8_safely(data: bytes, limit: int) -> bytes:
     j = len(cut)
     while j > 0 and len(cut) - j < 3 and cut[j - 1] & 0xC0 == 0x80:
         j -= 1
-    if j > 0 and cut[j - 1] >= 0xC0:  # a lead byte: drop its sequence only if it is incomplete
+    if j > 0 and cut[j - 1] >= 0xC0:
         lead = cut[j - 1]
         need = 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
         if len(cut) - (j - 1) < need:
@@ -134,7 +129,7 @@ def decode(html: bytes | str, encoding: str | None = None, max_bytes: int = 4_00
     """Return ``(text, encoding, truncated)``; raise :class:`NotHtml` for binary input."""
     if isinstance(html, str):
         truncated = False
-        if len(html) > max_bytes // 4:  # up to 4 bytes a character: measure the cap in UTF-8 bytes
+        if len(html) > max_bytes // 4:  # the cap is in UTF-8 bytes
             data = html.encode("utf-8", "replace")
             truncated = len(data) > max_bytes
             if truncated:
@@ -153,7 +148,7 @@ def decode(html: bytes | str, encoding: str | None = None, max_bytes: int = 4_00
 
 #: Control bytes that text does not contain (tab, newline, form feed, carriage return and escape excepted).
 _CONTROL_BYTES = bytes(c for c in range(1, 32) if c not in (9, 10, 12, 13, 27))
-#: The same as a table of 256 entries, 1 for a control byte (the compiled core's count).
+#: The same as a table of 256 entries, 1 for a control byte.
 _CONTROL_TABLE = bytes(1 if c in _CONTROL_BYTES else 0 for c in range(256))
 
 
@@ -166,7 +161,7 @@ def _compiled_control_bytes() -> Callable[[bytes, bytes], int] | None:
 
 
 def _check_binary(head: bytes) -> None:
-    if head.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16 with a BOM is text
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16
         return
     if b"\x00" in head:
         raise NotHtml("NUL bytes in the first 8 KiB: binary content, not an HTML page")
@@ -181,9 +176,8 @@ def _check_binary(head: bytes) -> None:
 
 def page_bytes(html: bytes | str, encoding: str | None = None, max_bytes: int = 4_000_000) -> tuple[bytes, str, bool]:
     """``(data, encoding, truncated)``: the page as UTF-8 bytes for the model's parser (empty when the page is empty
-    or only white space); raise :class:`NotHtml` for binary input.  Bytes in UTF-8 (declared or sniffed, without a
-    byte-order mark, valid) are handed on as they are; other bytes are decoded once and encoded to UTF-8, str
-    encoded once: the same bytes either way."""
+    or only white space); raise :class:`NotHtml` for binary input.  Valid UTF-8 bytes without a byte-order mark are
+    handed on as they are."""
     if isinstance(html, bytes):
         truncated = len(html) > max_bytes
         data = _cut_utf8_safely(html, max_bytes) if truncated else html
@@ -193,7 +187,7 @@ def page_bytes(html: bytes | str, encoding: str | None = None, max_bytes: int = 
             if _nul_in_first_chars(data, 8192):  # decode()'s test, on the same text
                 raise NotHtml("NUL characters in the text: not an HTML page")
             return (data if data.strip(_ASCII_SPACE) else b""), enc, truncated
-    elif len(html) <= max_bytes // 4:  # str within the cap in any case: encoded once, NUL found in the bytes
+    elif len(html) <= max_bytes // 4:  # str within the cap in any case
         if not html or html.isspace():
             return b"", "unicode", False
         data = html.encode("utf-8", "replace")
@@ -207,8 +201,7 @@ def page_bytes(html: bytes | str, encoding: str | None = None, max_bytes: int = 
 
 
 def _nul_in_first_chars(data: bytes, chars: int) -> bool:
-    """Whether the first *chars* characters of the valid UTF-8 *data* hold a NUL (only a zero byte decodes to one:
-    the text is decoded only when the first 4 * *chars* bytes hold a zero byte)."""
+    """Whether the first *chars* characters of the valid UTF-8 *data* hold a NUL."""
     at = data.find(b"\x00", 0, 4 * chars)
     return at >= 0 and len(data[:at].decode("utf-8")) < chars
 
@@ -238,7 +231,7 @@ def _valid_utf8(data: bytes) -> bool:
 def parse(html: bytes | str, encoding: str | None = None, max_bytes: int = 4_000_000) -> Parsed:
     """Decode and parse a page; drop invisible elements.  ``root`` is None when nothing parsed."""
     text, enc, truncated = decode(html, encoding, max_bytes)
-    if not text or text.isspace():  # what strip() would leave empty, without copying the page
+    if not text or text.isspace():
         return Parsed(None, enc, truncated)
     from lxml import etree
 

@@ -1,25 +1,17 @@
-"""The model's HTML parser (model v6): Lexbor, as the HTML standard builds a page's tree, behind the nesting guard
-(:mod:`simhash_filter.model.nesting`).
+"""The pure-Python reference of the compiled core's parse and walk (``_core_lexbor.pxi``): the same Lexbor through
+selectolax's public node API, with the same document options, giving exactly what the compiled walk gives
+(docs/speed.md, "Model v6").  :func:`walk` gives:
 
-The compiled core parses with Lexbor built into it (``_core_lexbor.pxi``); this module is its pure-Python reference:
-the same Lexbor release through selectolax's Python API (selectolax is pinned exactly, as jieba and wordfreq are:
-the tree, and so the fingerprints, depend on its version), with the same document options.  :func:`walk` reads the
-tree through selectolax's public node API (``child``, ``next``, ``tag``, ``attributes``, ``text_content``) and gives
-exactly what the compiled walk gives:
-
-- the elements under the root (``<html>``) in document order, each with its tag's number (tags numbered by first
-  appearance, ``tag_of`` names them), its parent's index, its depth and the index of the last element of its
-  subtree; the invisible elements (:data:`~simhash_filter.model.html.INVISIBLE_TAGS`) are passed over with their
-  content; ``tbody`` is walked through (its content belongs to its table), so that a table reads the same whether
-  its page writes the ``<tbody>`` the parser implies or not;
+- the elements under the root in document order, each with its tag's number (tags numbered by first appearance,
+  ``tag_of`` names them), its parent's index, its depth and the index of the last element of its subtree;
+  invisible elements (:data:`~simhash_filter.model.html.INVISIBLE_TAGS`) are passed over with their content, and
+  ``tbody`` is walked through (its content belongs to its table);
 - ``candidates``: the elements whose tag is in *boilerplate_tags* or whose ``class``, ``id`` or ``role`` value
   satisfies *boilerplate_words*;
-- text segments in the order of an event walk: an element's text at its start (the text nodes before its first
-  walked child), its tail after its subtree closes (the text nodes after it up to its next walked sibling, owned by
-  its parent); comments and invisible elements between text nodes are passed over, joining the text around them;
-  texts that are empty or only white space are left out;
-- the cap: after *max_elements* elements the walk stops, ``truncated`` is True and the open elements end at the
-  last one.
+- text segments in the order of an event walk: an element's text before its first walked child, and its tail
+  (owned by its parent) up to its next walked sibling; comments and invisible elements between text nodes join the
+  text around them; empty or white-space texts are left out;
+- after *max_elements* elements the walk stops, ``truncated`` is True and the open elements end at the last one.
 """
 
 from __future__ import annotations
@@ -27,15 +19,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # imported where the pure-Python walk parses (the compiled core has its own Lexbor)
+if TYPE_CHECKING:
     from selectolax.lexbor import LexborHTMLParser
 
 from simhash_filter.model.html import INVISIBLE_TAGS
 
-#: Lexbor's document options: without mutation events (``LXB_DOM_DOCUMENT_OPT_WO_EVENTS``: no copy of a selected
-#: ``<option>`` into ``<selectedcontent>``, faster), and parsed as a browser that runs scripts parses: ``<noscript>``
-#: holds raw text, invisible like the rest of it (without scripting the text of a ``<noscript>`` in ``<head>`` would
-#: move into the body).  The compiled core checks at import that it uses the same.
+#: Lexbor's document options: without mutation events (``LXB_DOM_DOCUMENT_OPT_WO_EVENTS``), and with scripting
+#: (``<noscript>`` holds raw text).  The compiled core checks at import that it uses the same.
 DOCUMENT_OPTIONS = 1
 SCRIPTING = True
 
@@ -66,7 +56,7 @@ def _flat(node: Any) -> Any:
         if node.child is not None:
             node = node.child
             continue
-        while node.next is None:  # an empty tbody: the node after it
+        while node.next is None:
             node = node.parent
             if node is None or not _tbody(node):
                 return None

@@ -1,28 +1,8 @@
-"""The nesting guard: a pass over a page's UTF-8 bytes before the HTML parser sees them, which removes the start tags
-met while :data:`MAX_DEPTH` elements are open, keeping everything else (the text in and after the deep part, the end
-tags, comments, raw text): what is deeper is read as the text of the deepest element, and the elements a page can
-open stay few (a start tag that would close an open element implicitly, such as ``<li>`` in an open ``li``, is
-removed too at that depth, so that 200,000 nested lists do not become 200,000 siblings).
-
-Why: Lexbor's tree construction is quadratic in the depth of the open elements (the scope checks walk the stack of
-open elements: 100,000 nested ``<div>`` take 84 s).  Browsers bound it too (Blink and WebKit stop nesting at 512
-open elements).  With the guard every page is parsed in time linear in its size, and a page nested 1,000 deep keeps
-its text (libxml2, the model's parser before model v6, dropped what was below 256 levels).
-
-How: a small state machine over the bytes, the HTML tokenizer's rules for what a tag is (comments, ``<!...>`` and
-``<?...>`` bogus comments, quoted attribute values, the raw text of ``script``, ``style``, ``textarea``, ``title``,
-``xmp``, ``iframe``, ``noembed``, ``noframes``, ``noscript`` and ``plaintext``), and a model of the tree
-builder's stack of open elements that is close to it on real pages: void elements open nothing; ``p``, ``li``,
-``dd``/``dt``, ``option``, ``optgroup``, headings, table rows, cells and sections and ``a`` are closed by the start
-tags that close them implicitly; an end tag closes the nearest open element of its name unless an element it cannot
-close through (its scope's boundaries) is nearer.  The model errs towards counting an element as open when the tree
-builder would have closed it (so a page is never parsed deeper than the model says, except through the tree
-builder's reconstruction of formatting elements and elements it ignores, which the model does not follow exactly).
-Start tags of raw-text elements are never removed (their start switches the tokenizer's state).
-
-The compiled core has the same pass in C (``_core_nesting.pxi``): both give the same bytes for every input (tests
-check it on random tag soup), so the compiled and the pure-Python paths parse the same page.
-"""
+"""The nesting guard: a page's UTF-8 bytes without the start tags met while :data:`MAX_DEPTH` elements are open, by a
+model of the HTML tree builder's stack of open elements that errs towards counting an element as open; everything
+else is kept (what is deeper is read as the text of the deepest element), and start tags of raw-text elements are
+never removed.  The compiled pass (``_core_nesting.pxi``) gives the same bytes for every input.  Why and how:
+docs/speed.md, "Model v6"."""
 
 from __future__ import annotations
 
@@ -275,7 +255,7 @@ class _Stack:
 
 def guard(data: bytes, max_depth: int = MAX_DEPTH) -> bytes:
     """*data* without the start tags met while *max_depth* elements are open (*data* itself when there are none)."""
-    if data.count(b"<") <= max_depth:  # fewer tags than the depth: nothing to remove
+    if data.count(b"<") <= max_depth:
         return data
     stack = _Stack()
     cuts: list[tuple[int, int]] = []

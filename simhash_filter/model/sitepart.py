@@ -1,23 +1,8 @@
-"""The site part of a page's stored sketch (model v7): what tells two pages of one site apart.
-
-Pages of one documentation site share most of their words: the navigation, the footer, a note every menu page
-repeats, the template of a reference page.  The word sketch weighs a page's link lists and chrome next to nothing,
-so two menu pages whose only own text is their list of commands, or two reference pages of one template whose
-name and a sentence differ, verify at 0.8-0.97.  Two values of the page alone settle it
-(:data:`~simhash_filter.model.sketch.SITE_BYTES` bytes, between the word sketch and the prose part):
-
-- a 4-byte hash of its title (``<title>``, entities decoded, whitespace collapsed, case folded; zero without one);
-- a one-bit one-permutation MinHash (:data:`~simhash_filter.model.sketch.SEQUENCE_BINS` bins) of the
-  word 3-shingles of its visible text, every segment whatever its weight (lists, navigation and notes included, in
-  the model's order, the first :data:`MAX_CHARS` characters), unweighted: word *sequences*, as the MinHash tools
-  compare pages.
-
-The index reads it for a candidate of the same host only (:func:`simhash_filter.index.nearduplicate.apart`): two
-pages of one host with different titles are distinct unless their word sequences are at least
-:data:`~simhash_filter.index.nearduplicate.SEQUENCE_SIMILARITY` alike.  Tokens: runs of ASCII letters and digits
-(lower-cased) and of other non-ASCII characters, each CJK character a token of its own.  Integers and xxhash only:
-the same page gives the same part in every process, compiled or not.
-"""
+"""The site part of a page's stored sketch (:data:`~simhash_filter.model.sketch.SITE_BYTES` bytes between the word
+sketch and the prose part): a 4-byte hash of the page's title, then a one-bit one-permutation MinHash of the
+unweighted word 3-shingles of its visible text.  The index compares it for candidates of the same host only
+(:func:`simhash_filter.index.nearduplicate.apart`; docs/how-it-works.md, step 4).  Integers and xxhash only: the
+same part in every process, compiled or not."""
 
 from __future__ import annotations
 
@@ -33,7 +18,7 @@ from simhash_filter.model.sketch import SEQUENCE_BINS, SITE_BYTES, TITLE_BYTES
 
 __all__ = ["MAX_CHARS", "SITE_ID", "SITE_SEED", "page_title", "sequence_bits", "sequence_hashes", "site_part"]
 
-#: The characters of visible text read (the heaviest segments first): a site's siblings are told apart well within it.
+#: The characters of visible text read (the heaviest segments first).
 MAX_CHARS = 20_000
 #: Seed of the title hash and of the tokens.
 SITE_SEED = 0x517E
@@ -49,8 +34,7 @@ with np.errstate(over="ignore"):  # P**(i+1) and its inverse modulo 2**64, by po
     _POWERS = np.cumprod(np.full(_MAX_BYTES, _P, dtype=np.uint64))
     _INVERSE = np.cumprod(np.full(_MAX_BYTES, np.uint64(pow(int(_P), -1, 2**64)), dtype=np.uint64))
 # a byte's class: 1 a token's byte (ASCII letter or digit, any byte of a non-ASCII character), 2 a lead byte of
-# U+3000-U+9FFF (CJK punctuation, kana, ideographs: 0xE3-0xE9), which starts a token of its own; 0 other bytes.
-# A token starts where the class rises.
+# U+3000-U+9FFF (0xE3-0xE9), which starts a token of its own; 0 other bytes.  A token starts where the class rises.
 _CLASS = np.zeros(256, dtype=np.uint8)
 _CLASS[[*range(48, 58), *range(97, 123), *range(128, 256)]] = 1
 _CLASS[0xE3:0xEA] = 2
@@ -67,7 +51,8 @@ def page_title(data: bytes) -> str:
 
 
 def sequence_hashes(text: str) -> np.ndarray:
-    """The uint64 hashes of the word 3-shingles of *text* (of its words where it has fewer than three)."""
+    """The uint64 hashes of the word 3-shingles of *text* (of its words where it has fewer than three).  Tokens:
+    runs of ASCII letters and digits (lower-cased) and of other non-ASCII characters, each CJK character its own."""
     data = np.frombuffer(text.lower().encode("utf-8", "replace")[:_MAX_BYTES], dtype=np.uint8)
     cls = _CLASS[data]
     word = cls.astype(bool)
@@ -89,9 +74,8 @@ def sequence_hashes(text: str) -> np.ndarray:
 
 def sequence_bits(hashes: np.ndarray) -> bytes:
     """The one-bit one-permutation MinHash of *hashes* (not empty) in
-    :data:`~simhash_filter.model.sketch.SEQUENCE_BINS` bins: a hash's leading bits are its bin, each bin keeps its
-    smallest hash; an empty bin takes the value of the next filled bin to its right, shifted by the distance
-    (rotation densification); each bin keeps one bit."""
+    :data:`~simhash_filter.model.sketch.SEQUENCE_BINS` bins: a hash's leading bits are its bin; an empty bin takes
+    the value of the next filled bin to its right, shifted by the distance."""
     ordered = np.sort(hashes)
     bins = (ordered >> _BIN_SHIFT).astype(np.int64)
     first = np.empty(len(bins), dtype=bool)
@@ -109,7 +93,7 @@ def site_part(page: PageText) -> bytes:
     the MinHash of its word sequences (zero bits for a page without words)."""
     title = xxhash.xxh32_intdigest(page.title.encode("utf-8"), SITE_SEED) if page.title else 0
     head = title.to_bytes(TITLE_BYTES, "little")
-    if compiled_sequence_bits is not None:  # the same text read, lower-cased and hashed in C
+    if compiled_sequence_bits is not None:
         bits = compiled_sequence_bits(page.texts, MAX_CHARS, _MAX_BYTES, SEQUENCE_BINS)
         return head + (bits if bits is not None else bytes(SITE_BYTES - TITLE_BYTES))
     text, room = [], MAX_CHARS

@@ -1,21 +1,7 @@
-"""A page's verification sketch: weighted one-permutation MinHash of its TF-IDF words, one bit per bin.
-
-The 64-bit simhash finds candidates; the sketch decides.  Two pages' sketches estimate the weighted Jaccard
-similarity of their text features (the same words and TF-IDF weights the simhash votes with):
-
-- each word is repeated ``max(1, rint(w / step))`` times (``step`` = :attr:`FingerprintConfig.sketch_step`), so
-  that the plain Jaccard of the repeated sets is the weighted Jaccard of the weights rounded to ``step``; every
-  word counts at least once, so a page's rare words are never lost to its heavy ones;
-- every copy is hashed once (xxhash64 of the word, mixed with the copy's number), the hashes are spread over
-  ``bins`` bins, and each bin keeps its smallest hash (one-permutation hashing, Li, Owen and Zhang, NIPS 2012);
-  an empty bin takes the value of the next filled bin to its right, mixed with the distance (rotation
-  densification, Shrivastava and Li, ICML 2014), so that every bin is a MinHash sample;
-- each bin keeps one bit of its value (b-bit MinHash, Li and König, WWW 2010): 512 bins are 64 bytes.
-
-Two bins agree with probability ``J + (1 - J) / 2``, so ``J = 2 * agree - 1``.  With 512 bins the estimate's
-standard error is under 0.03.  Integers and xxhash only: the same page gives the same sketch in every
-process, on every machine.
-"""
+"""A page's verification sketch: weighted one-permutation MinHash of its TF-IDF words, one bit per bin, and the
+layout of the parts stored after it.  Two sketches estimate the weighted Jaccard similarity of the words
+(:func:`similarity`); integers and xxhash only, so a page's sketch is the same in every process and on every
+machine.  The method: docs/how-it-works.md, step 2."""
 
 from __future__ import annotations
 
@@ -67,11 +53,8 @@ def sketch_bytes(bins: int) -> int:
 
 
 def sketch(words: Mapping[str, float], bins: int = 512, step: float = 0.25, seed: int = SEED) -> bytes:
-    """The sketch of a page's weighted words (``{word: weight}``): ``sketch_bytes(bins)`` bytes (words hashed
-    with xxhash64 and *seed*).
-
-    A page without words gets all zero bits (it never verifies against a page with words: its estimate
-    against a random sketch is about 0)."""
+    """The sketch of a page's weighted words (``{word: weight}``): ``sketch_bytes(bins)`` bytes, all zero bits for a
+    page without words.  Each word counts ``max(1, rint(weight / step))`` times."""
     if not words:
         return bytes(sketch_bytes(bins))
     hashes = np.fromiter((xxhash.xxh64_intdigest(w.encode("utf-8"), seed) for w in words), dtype=np.uint64,
@@ -106,8 +89,8 @@ def similarity(a: bytes, b: bytes) -> float:
     return max(0.0, 2.0 * agree - 1.0)
 
 
-#: Model v6 stores a prose part after the word sketch (:func:`simhash_filter.model.prose.prose_part`): a flags byte,
-#: then a one-bit MinHash of the page's spot signatures in this many bins (63 bytes: 64 bytes in all).
+#: The prose part after the word sketch (:func:`simhash_filter.model.prose.prose_part`): a flags byte, then a one-bit
+#: MinHash of the page's spot signatures in this many bins.
 PROSE_BINS = 504
 PART_BYTES = 1 + PROSE_BINS // 8
 #: The flag of an article-like page.
@@ -124,9 +107,8 @@ def prose_similarity(a: bytes, b: bytes) -> float | None:
     return similarity(a[1:], b[1:])
 
 
-#: Model v7 stores a *site part* between the word sketch and the prose part
-#: (:func:`simhash_filter.model.sitepart.site_part`): a 4-byte hash of the page's title, then a one-bit MinHash of
-#: the word 3-shingles of its visible text in this many bins.
+#: The site part between the word sketch and the prose part (:func:`simhash_filter.model.sitepart.site_part`): a
+#: title hash, then a one-bit MinHash of the word 3-shingles of the page's visible text in this many bins.
 SEQUENCE_BINS = 256
 TITLE_BYTES = 4
 SITE_BYTES = TITLE_BYTES + SEQUENCE_BINS // 8

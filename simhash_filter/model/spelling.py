@@ -1,16 +1,7 @@
-"""One spelling for English words written differently in British and American English.
-
-The same page published for two English locales (colour/color, organise/organize, dialogue/dialog,
-centre/center, travelled/traveled, licence/license) differs in a few percent of its words; a simhash
-of 64 bits with k = 3 cannot afford that.  Each case-folded Latin word is mapped to one spelling by a
-few suffix rules and a short list of irregular words, before any feature is made of it.
-
-The rules run on both spellings alike, so what matters is that they never merge two words that mean
-different things; they do not need to produce a dictionary word.  Each rule therefore leaves a stem
-of several letters untouched (``four``, ``hour``, ``your``, ``tour`` and ``raise`` keep their
-spelling, ``filled`` does not become ``filed``), and a word the rules rewrite although it is spelled
-one way everywhere (``promise`` -> ``promize``) is rewritten the same way on every page.
-"""
+"""One spelling for English words written differently in British and American English: each case-folded Latin word
+is mapped to one spelling by a few suffix rules and a short list of irregular words (docs/design.md, model v2).
+The rules never merge two words that mean different things (each leaves a stem of several letters untouched); they
+need not produce a dictionary word, as long as every page gets the same one."""
 
 from __future__ import annotations
 
@@ -86,7 +77,7 @@ def american(word: str) -> str:
 
 
 def american_words(words: list[str]) -> list[str]:
-    """:func:`american` of each word (memoised: words repeat within and across pages)."""
+    """:func:`american` of each word (memoised)."""
     memo = _MEMO
     out = list(map(memo.get, words))
     if None in out:

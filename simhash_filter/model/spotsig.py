@@ -1,5 +1,5 @@
-"""The prose verifier's parameters and function words (:mod:`simhash_filter.model.prose`), in a module of their
-own that imports nothing of the model: the fingerprint config names them in the model id (:data:`PROSE_ID`)."""
+"""The prose verifier's parameters and function words (:mod:`simhash_filter.model.prose`), importing nothing of the
+model but the sketch's layout: the fingerprint config names them in the model id (:data:`PROSE_ID`)."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ PROSE_LINE = 120
 MAX_WORDS = 300
 #: Characters read per word asked for (a word and its space are about six; CJK words are shorter).
 CHARS_PER_WORD = 8
-#: Fewer characters of prose than this per spot asked for cannot make :data:`MIN_SPOTS` spots (a spot takes four
-#: words, and the spots of a sentence overlap): such a page is not article-like, whatever its words.
+#: Fewer characters of prose than this per spot asked for cannot make :data:`MIN_SPOTS` spots: such a page is not
+#: article-like, whatever its words.
 SPOT_CHARS = 12
 #: xxhash64 seed of the spots (another than the word sketch's and the simhash's).
 SPOT_SEED = 0x5B07

@@ -1,21 +1,7 @@
-"""Fixed, versioned inverse document frequencies: nothing drifts as pages are seen.
-
-- Chinese words: jieba's own IDF table (``jieba/analyse/idf.txt`` of the pinned jieba release);
-  unknown words get the table's median, as jieba's keyword extractor does.
-- Every other word: ``wordfreq`` 3.1.1 ("large" English list; the wordfreq data is frozen).  Its word
-  frequency p gives ``idf = ln(1 / p)`` (at least ``MIN_IDF``), the same scale as jieba's table; unknown
-  words get :data:`simhash_filter.model.features.UNKNOWN_IDF`.
-
-Reading the two sources costs about half a second per process (wordfreq's and jieba's imports, 600,000
-words parsed), so each table is read from its source once per machine and kept as an :class:`IdfTable`
-in the user's cache directory (:func:`cache_dir`: ``$XDG_CACHE_HOME/simhash-filter``, else
-``~/.cache/simhash-filter`` on Linux, the platform's own elsewhere):
-the same words and the same float64 values, loaded in a few milliseconds.  A file's name and contents
-are keyed by :data:`IDF_SOURCE_ID` (the pinned package versions) and :data:`CACHE_FORMAT`; it is written
-atomically (a temporary file renamed), rebuilt when unreadable, and where nothing can be written the
-table is built in memory.  Each table is loaded on first use: a page without Chinese never loads
-jieba's table (nor, in :mod:`simhash_filter.model.segment`, jieba's dictionary).
-"""
+"""Fixed, versioned inverse document frequencies: jieba's IDF table for Chinese words (unknown words: its median),
+``ln(1 / p)`` of wordfreq's large English list for every other word (at least ``MIN_IDF``; unknown words:
+:data:`simhash_filter.model.features.UNKNOWN_IDF`).  Each table is read from its source once per machine and kept
+in :func:`cache_dir` (docs/speed.md, "Start-up"), and loaded on first use in a process."""
 
 from __future__ import annotations
 
@@ -37,7 +23,6 @@ import xxhash
 from platformdirs import user_cache_dir
 
 IDF_SOURCE_ID = f"jieba-{version('jieba')}-idf/wordfreq-{version('wordfreq')}-en-large"
-UNKNOWN_EN_IDF = math.log(1e8)
 MIN_IDF = 1.0
 #: Version of the cached table layout; bump when :class:`IdfTable`'s arrays change.
 CACHE_FORMAT = 1
@@ -48,12 +33,9 @@ logger = logging.getLogger(__name__)
 
 
 class IdfTable:
-    """A frozen word -> IDF table held in four numpy arrays (fast to save and load, exact to look up).
-
-    ``hashes`` holds the sorted xxhash64 of each word's UTF-8 bytes, ``values`` the IDFs in the same
-    order; a hash found in ``hashes`` is confirmed against the word's own bytes (``blob`` between
-    ``offsets[i]`` and ``offsets[i + 1]``), so a lookup gives exactly what a dict would.
-    """
+    """A frozen word -> IDF table: ``hashes`` the sorted xxhash64 of each word's UTF-8 bytes, ``values`` the IDFs in
+    the same order, word ``i``'s bytes ``blob[offsets[i]:offsets[i + 1]]``; a lookup gives exactly what a dict
+    would."""
 
     __slots__ = ("_blob", "hashes", "offsets", "values")
 
@@ -103,8 +85,7 @@ class IdfTable:
         return out  # type: ignore[return-value]  # every None was replaced
 
     def _probe(self, p: int, wanted: int, word: bytes, default: float) -> float:
-        """The value of ``word`` among the entries from ``p`` on whose hash is ``wanted`` (equal hashes
-        sit side by side), else ``default``."""
+        """The value of ``word`` among the entries from ``p`` on whose hash is ``wanted``, else ``default``."""
         hashes, offsets = self.hashes, self.offsets
         while p < len(hashes) and int(hashes[p]) == wanted:
             if self._blob[int(offsets[p]) : int(offsets[p + 1])] == word:
@@ -148,7 +129,7 @@ class IdfTable:
     @classmethod
     def load(cls, path: Path, key: str) -> IdfTable:
         """Read a table written by :meth:`save` under the same ``key``; ValueError if it is another."""
-        with open(path, "rb") as f:  # our handle: closed even on errors
+        with open(path, "rb") as f:
             z = np.load(f, allow_pickle=False)
             if not isinstance(z, np.lib.npyio.NpzFile):  # a plain .npy array
                 raise ValueError(f"{path} is not a table archive")
@@ -197,7 +178,7 @@ def english_idf_dict() -> dict[str, float]:
 
 
 def _package_dir(name: str) -> str:
-    spec = find_spec(name)  # finds the package without importing it
+    spec = find_spec(name)
     if spec is None or not spec.submodule_search_locations:
         raise ModuleNotFoundError(f"package {name!r} is not installed")
     return next(iter(spec.submodule_search_locations))
@@ -207,10 +188,8 @@ def _package_dir(name: str) -> str:
 
 
 def cache_dir() -> Path:
-    """The user's cache directory for simhash-filter, as ``platformdirs.user_cache_dir`` gives it:
-    ``$XDG_CACHE_HOME/simhash-filter`` when that is set to an absolute path (Linux and macOS; a relative value
-    is ignored, as XDG asks), else ``~/.cache/simhash-filter`` on Linux, ``~/Library/Caches/simhash-filter`` on
-    macOS, ``%LOCALAPPDATA%\\simhash-filter\\Cache`` on Windows.  RuntimeError when there is no home directory."""
+    """The user's cache directory for simhash-filter, as ``platformdirs.user_cache_dir`` gives it
+    (``$XDG_CACHE_HOME/simhash-filter`` when that is absolute); RuntimeError when there is no home directory."""
     path = Path(user_cache_dir("simhash-filter", appauthor=False))
     if not path.is_absolute():  # older platformdirs: "~" left as is when there is no home
         raise RuntimeError(f"no home directory for the cache: {path}")
@@ -228,17 +207,18 @@ def _cache_key(name: str) -> str:
 
 
 def cached_table(name: str, build: Callable[[], dict[str, float]]) -> IdfTable:
-    """Table ``name`` from the cache, else built with ``build()`` and cached (when the cache is writable)."""
+    """Table ``name`` from the cache, else built with ``build()`` and cached where the cache is writable (an
+    unreadable cache file is rebuilt)."""
     key = _cache_key(name)
     try:
         path = cache_path(name)
-    except RuntimeError:  # no home directory to put a cache in
+    except RuntimeError:
         return IdfTable.from_dict(build())
     try:
         return IdfTable.load(path, key)
     except FileNotFoundError:
         pass
-    except (OSError, ValueError, KeyError, EOFError, TypeError, zipfile.BadZipFile) as exc:  # damaged: rebuild
+    except (OSError, ValueError, KeyError, EOFError, TypeError, zipfile.BadZipFile) as exc:
         logger.debug("ignoring unreadable IDF cache %s: %s", path, exc)
     table = IdfTable.from_dict(build())
     try:
