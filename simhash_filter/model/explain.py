@@ -11,8 +11,6 @@ from simhash_filter.model.features import Features
 from simhash_filter.model.fingerprint import Fingerprint, Fingerprinter
 from simhash_filter.model.sketch import similarity as sketch_similarity
 
-__all__ = ["Explanation", "FeatureDifference", "explain", "explain_features"]
-
 #: A feature in both pages is listed when one weight is at least this many times the other.
 DEFAULT_RATIO = 2.0
 #: Features listed per kind (text, structure).

@@ -133,7 +133,6 @@ def _text_features(page: PageText, config: FingerprintConfig) -> tuple[dict[str,
     if not tf:
         return {}, ()
     powers, hashes = zip(*word_values(list(tf), config), strict=True)
-    # the sublinear tf: w up to 1, then 1 + ln w
     tfs = list(tf.values())
     log = math.log
     sublinear = {w: 1.0 + log(w) for w in set(tfs) if w > 1.0}

@@ -16,8 +16,6 @@ from simhash_filter.model.core import compiled_sequence_bits
 from simhash_filter.model.extract import PageText
 from simhash_filter.model.sketch import SEQUENCE_BINS, SITE_BYTES, TITLE_BYTES
 
-__all__ = ["MAX_CHARS", "SITE_ID", "SITE_SEED", "page_title", "sequence_bits", "sequence_hashes", "site_part"]
-
 #: The characters of visible text read (the heaviest segments first).
 MAX_CHARS = 20_000
 #: Seed of the title hash and of the tokens.

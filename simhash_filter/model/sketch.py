@@ -10,23 +10,6 @@ from collections.abc import Mapping
 import numpy as np
 import xxhash
 
-__all__ = [
-    "ARTICLE",
-    "PART_BYTES",
-    "PROSE_BINS",
-    "SEED",
-    "SEQUENCE_BINS",
-    "SITE_BYTES",
-    "TITLE_BYTES",
-    "prose_similarity",
-    "sequence_similarity",
-    "similarity",
-    "site_part_of",
-    "sketch",
-    "sketch_bytes",
-    "titles_differ",
-]
-
 #: xxhash64 seed of the words (another than the simhash's, so the two are independent).
 SEED = 0x5CE7C4
 _EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)

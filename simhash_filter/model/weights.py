@@ -154,9 +154,6 @@ def _hashes(encoded: list[bytes]) -> np.ndarray:
     return np.fromiter((h(b, TABLE_SEED) for b in encoded), dtype=np.uint64, count=len(encoded))
 
 
-# ---------------------------------------------------------------- the sources
-
-
 def chinese_idf_dict() -> tuple[dict[str, float], float]:
     """jieba's IDF table and its median, read from the pinned jieba's ``analyse/idf.txt``."""
     path = Path(_package_dir("jieba")) / "analyse" / "idf.txt"
@@ -182,9 +179,6 @@ def _package_dir(name: str) -> str:
     if spec is None or not spec.submodule_search_locations:
         raise ModuleNotFoundError(f"package {name!r} is not installed")
     return next(iter(spec.submodule_search_locations))
-
-
-# ---------------------------------------------------------------- the cache
 
 
 def cache_dir() -> Path:
