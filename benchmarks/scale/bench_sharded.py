@@ -14,7 +14,9 @@ Memory is ``MEMORY USAGE`` of the index's keys on each node.  The table design i
 Redis server and the 3-node cluster with ``shards=3``, alternated ``--repeat`` times: wall seconds (medians), whether
 the decisions (``url``, ``duplicate_of``, ``distance`` of every line) equal ``memory://``'s, and the index's memory
 (``MEMORY USAGE`` of its keys) on each node, in all and by kind of key (buckets, records, URLs, the rest), beside
-one server's, and what a user measures: ``used_memory`` grown by the run on each node, and the keys (``DBSIZE``)
+one server's (every element counted), and what a user measures: ``used_memory`` grown by the run on each node, the
+keys (``DBSIZE``) and the fields of ``MEMORY STATS`` that say where it went (dataset, main hash table, slot-to-keys,
+scripts)
 (targets: each node 20-50 % of the index, all nodes <= 1.3x one server, wall <= 1.5x one server's).
 
     python -m benchmarks.scale.bench_sharded --public [--repeat 3]
@@ -203,7 +205,7 @@ def _memory_by_kind(nodes: list[RedisServer], pattern: str) -> list[dict[str, in
             keys = list(client.scan_iter(match=pattern, count=10_000))
             pipe = client.pipeline(transaction=False)
             for key in keys:
-                pipe.memory_usage(key)
+                pipe.memory_usage(key, samples=0)  # every element counted, not 5 sampled
             for key, size in zip(keys, pipe.execute(), strict=True):
                 tail = key.decode().rpartition("}:")[2]
                 kind = "buckets" if ":" in tail else {"f": "records", "u": "urls"}.get(tail[:1], "other")
@@ -211,6 +213,22 @@ def _memory_by_kind(nodes: list[RedisServer], pattern: str) -> list[dict[str, in
                     kind = "other"
                 kinds[kind] += size or 0
         out.append(kinds)
+    return out
+
+
+#: The fields of ``MEMORY STATS`` that ``--public`` reports, grown by the run on each node.
+_STATS = ("total.allocated", "dataset.bytes", "overhead.total", "overhead.hashtable.main",
+          "overhead.hashtable.slot-to-keys", "lua.caches", "functions.caches", "clients.normal", "cluster.links",
+          "keys.count")  # fmt: skip
+
+
+def _stats(nodes: list[RedisServer]) -> list[dict[str, int]]:
+    out = []
+    for node in nodes:
+        with node.client() as client:
+            fields = dict(client.execute_command("MEMORY STATS"))  # redis-py parses it (str keys)
+        fields.update(fields.pop("db.0", {}))
+        out.append({name: int(fields.get(name, 0)) for name in _STATS})
     return out
 
 
@@ -236,6 +254,7 @@ def public(repeat: int, tmp: Path) -> dict:
     memory: dict[str, list[dict[str, int]]] = {}
     used: dict[str, list[int]] = {}  # used_memory grown by the run, each node
     keys: dict[str, list[int]] = {}
+    stats: dict[str, list[dict[str, int]]] = {}  # MEMORY STATS grown by the run, each node
     with RedisServer(tmp / "one") as one, RedisCluster(tmp / "cluster") as cluster:
         uris = {
             "memory": ("memory://", []),
@@ -248,6 +267,7 @@ def public(repeat: int, tmp: Path) -> dict:
                     with node.client() as client:
                         client.flushall()
                 before = _used(nodes)
+                stats_before = _stats(nodes)
                 out = tmp / f"{name.replace(' ', '_')}.jsonl"
                 cmd = [sys.executable, "-m", "simhash_filter", "dedup", str(source), "--workers", "1",
                        "--no-progress", "--output", str(out), "--index", uri]  # fmt: skip
@@ -257,6 +277,8 @@ def public(repeat: int, tmp: Path) -> dict:
                 if r == 0 and nodes:
                     memory[name] = _memory_by_kind(nodes, "{pub*")
                     used[name] = [after - b for after, b in zip(_used(nodes), before, strict=True)]
+                    stats[name] = [{f: a[f] - b[f] for f in _STATS}
+                                   for a, b in zip(_stats(nodes), stats_before, strict=True)]  # fmt: skip
                     keys[name] = []
                     for node in nodes:
                         with node.client() as client:
@@ -283,6 +305,8 @@ def public(repeat: int, tmp: Path) -> dict:
         "used_memory_all_nodes_over_one_server": round(sum(used["3 shards"]) / used["one server"][0], 3),
         "keys_one_server": keys["one server"][0],
         "keys_3_shards_by_node": keys["3 shards"],
+        "memory_stats_grown_one_server": stats["one server"][0],
+        "memory_stats_grown_3_shards": {f: sum(node[f] for node in stats["3 shards"]) for f in _STATS},
     }
 
 
