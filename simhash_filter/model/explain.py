@@ -110,12 +110,9 @@ def explain(
     top: int = DEFAULT_TOP,
     ratio: float = DEFAULT_RATIO,
 ) -> Explanation:
-    """Fingerprint two pages and list the features that pushed them apart.
-
-    ``top`` features are listed per kind; a feature present in both pages is listed only when one
-    weight is at least ``ratio`` times the other.  A page that cannot be fingerprinted contributes
-    whatever features it has (none if it did not parse); its :class:`Fingerprint` says why.
-    """
+    """Fingerprint two pages and list ``top`` features per kind that pushed them apart: those in one page only, or
+    with one weight at least ``ratio`` times the other.  A page that cannot be fingerprinted contributes the features
+    it has (none if it did not parse); its :class:`Fingerprint` says why."""
     fingerprinter = Fingerprinter(config)
     (fp_a, feats_a), (fp_b, feats_b) = fingerprinter.analyze(html_a), fingerprinter.analyze(html_b)
     return explain_features(fp_a, feats_a, fp_b, feats_b, top=top, ratio=ratio)

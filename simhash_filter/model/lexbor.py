@@ -11,8 +11,7 @@ selectolax's public node API, with the same document options, giving exactly wha
 - text segments in the order of an event walk: an element's text before its first walked child, and its tail
   (owned by its parent) up to its next walked sibling; comments and invisible elements between text nodes join the
   text around them; empty or white-space texts are left out;
-- after *max_elements* elements the walk stops, ``truncated`` is True and the open elements end at the last one.
-"""
+- after *max_elements* elements the walk stops, ``truncated`` is True and the open elements end at the last one."""
 
 from __future__ import annotations
 
