@@ -7,6 +7,7 @@ import abc
 from collections.abc import Iterator, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from simhash_filter.index.backends.memory.tables import Part
 
@@ -90,26 +91,16 @@ class Columns(abc.ABC):
             out[i] = np.frombuffer(self.sketch(row), dtype=np.uint8)
         return out
 
-    def append_one(self, fingerprint: int, key: str, sketch: np.ndarray, refused: int) -> None:
-        """Store one row (*sketch*: a row of ``sketch_bytes``)."""
-        n = self.stored
-        if n == len(self.fingerprints) or n - self.sketch_base == len(self.sketches):
-            self.reserve(n + 1)
-        self.fingerprints[n] = fingerprint
-        s = n - self.sketch_base
-        self.sketches[s] = sketch
-        self.refusals[n] = refused
-        self.keep(self.fingerprints[n : n + 1], [key], self.sketches[s : s + 1], self.refusals[n : n + 1])
-        self.stored = n + 1
-
-    def append_many(self, fingerprints: np.ndarray, keys: Sequence[str], sketches: np.ndarray) -> None:
-        """Store rows that no table refused (*sketches*: an ``(m, sketch_bytes)`` array)."""
-        n, m = self.stored, len(fingerprints)
+    def append(self, fingerprints: ArrayLike, keys: Sequence[str], sketches: ArrayLike, refused: ArrayLike) -> None:
+        """Store a row per key: its fingerprint, its sketch (a row of ``sketch_bytes``) and the tables that refused
+        it (bit *t*: table *t*)."""
+        n, m = self.stored, len(keys)
         self.reserve(n + m)
         self.fingerprints[n : n + m] = fingerprints
-        self.sketches[n - self.sketch_base : n - self.sketch_base + m] = sketches
-        self.refusals[n : n + m] = 0
-        self.keep(fingerprints, keys, sketches, self.refusals[n : n + m])
+        s = n - self.sketch_base
+        self.sketches[s : s + m] = sketches
+        self.refusals[n : n + m] = refused
+        self.keep(self.fingerprints[n : n + m], keys, self.sketches[s : s + m], self.refusals[n : n + m])
         self.stored = n + m
 
     @abc.abstractmethod

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from simhash_filter.index.backends.base import Backend, Candidate
 from simhash_filter.index.backends.memory.tables import BoundedTables, RowSource
@@ -21,9 +22,7 @@ class RowStore(RowSource, Protocol):
     @property
     def nbytes(self) -> int: ...
 
-    def append_one(self, fingerprint: int, key: str, sketch: np.ndarray, refused: int) -> None: ...
-
-    def append_many(self, fingerprints: np.ndarray, keys: Sequence[str], sketches: np.ndarray) -> None: ...
+    def append(self, fingerprints: ArrayLike, keys: Sequence[str], sketches: ArrayLike, refused: ArrayLike) -> None: ...
 
     def clear(self) -> None: ...
 
@@ -89,7 +88,8 @@ class TablesBackend(Backend):
         return np.frombuffer(b"".join(checked), dtype=np.uint8).reshape(m, self._sketch_bytes)
 
     def _add_one(self, fingerprint: int, key: str, sketch: np.ndarray, refused: int = 0) -> None:
-        self._rows.append_one(fingerprint, key, sketch, refused)
+        """Store one row (*sketch*: a ``(1, sketch_bytes)`` array) that the tables in *refused* do not take."""
+        self._rows.append([fingerprint], [key], sketch, [refused])
         self.tables.added(fingerprint, refused)
 
     def add(self, fingerprint: int, key: str, sketch: bytes) -> None:
@@ -97,7 +97,7 @@ class TablesBackend(Backend):
         rows = self._sketch_rows([sketch], 1)
         with self._lock:
             self.ensure_open()
-            self._add_one(fingerprint, key, rows[0])
+            self._add_one(fingerprint, key, rows)
 
     def add_many(self, fingerprints: np.ndarray, keys: Sequence[str], sketches: Sequence[bytes]) -> None:
         """Store many fingerprints; a large batch becomes one sorted run directly."""
@@ -106,7 +106,7 @@ class TablesBackend(Backend):
             self.ensure_open()
             if len(fingerprints) == 0:
                 return
-            self._rows.append_many(fingerprints, keys, rows)
+            self._rows.append(fingerprints, keys, rows, 0)
             self.tables.added()
 
     # -- reads -----------------------------------------------------------------------------------
@@ -122,7 +122,7 @@ class TablesBackend(Backend):
     ) -> list[Candidate]:
         """Atomically: the candidates within *k* under *bound*, then this page stored in the tables that take
         it (none: not stored)."""
-        row = self._sketch_rows([sketch], 1)[0]
+        row = self._sketch_rows([sketch], 1)
         with self._lock:
             self.ensure_open()
             found, refused = self.tables.bounded(fingerprint, key, sketch, k, bound, self._verify_bytes)
