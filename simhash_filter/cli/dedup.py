@@ -95,13 +95,10 @@ class _Output:
         if path is None or path == "-":
             self.stream: IO[str] = sys.stdout
             return
-        if os.path.exists(path) and not os.path.isfile(path):
-            self._file = open(path, "wb")  # noqa: SIM115 - closed by commit() or discard()
-        else:
+        if not os.path.exists(path) or os.path.isfile(path):
             head, name = os.path.split(path)
             self._partial = os.path.join(head, f".{name}.{os.getpid()}.partial")
-            fd = os.open(self._partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)  # less the umask, as open()
-            self._file = os.fdopen(fd, "wb")
+        self._file = open(self._partial or path, "wb")  # noqa: SIM115 - closed by commit() or discard()
         if path.endswith(".gz"):
             self._gzip = gzip.GzipFile(fileobj=self._file, mode="wb", filename="", mtime=0)
         self.stream = io.TextIOWrapper(self._gzip or self._file, encoding="utf-8", newline="\n")
