@@ -114,22 +114,6 @@ cdef inline str _lx_decode(const lexbor_str_t* s):
     return PyUnicode_DecodeUTF8(<const char*>s.data, s.length, "replace")
 
 
-cdef inline object _lx_visible(const lexbor_str_t* s):
-    """The text node's text, or None when it is only white space (``str.isspace``; an all-ASCII text is judged on its
-    bytes without making a string)."""
-    cdef const lxb_char_t* p = s.data
-    cdef size_t i
-    cdef lxb_char_t b
-    for i in range(s.length):
-        b = p[i]
-        if b >= 0x80:
-            text = _lx_decode(s)
-            return None if (<str>text).isspace() else text
-        if not (b == 32 or 9 <= b <= 13 or 28 <= b <= 31):
-            return _lx_decode(s)
-    return None
-
-
 cdef inline bint _lx_walked(lxb_dom_node_t* x) noexcept:
     return x.type == LXB_DOM_NODE_TYPE_ELEMENT and not (x.local_name < LXB_TAG__LAST_ENTRY
                                                         and _lx_invisible[x.local_name])
@@ -162,31 +146,28 @@ cdef lxb_dom_node_t* _lx_after(lxb_dom_node_t* x) noexcept:
     return _lx_flat(x.next)
 
 
-cdef object _lx_text_run(lxb_dom_node_t** at):
-    """The text from ``at[0]`` up to the next walked element (left in ``at[0]``, NULL after the last sibling),
-    passing over comments and invisible elements with their content; None when empty or only white space."""
+cdef int _lx_text_run(_Walked w, lxb_dom_node_t** at, Py_ssize_t owner) except -1:
+    """Add the text from ``at[0]`` up to the next walked element (left in ``at[0]``, NULL after the last sibling),
+    passing over comments and invisible elements with their content, to *w* as a segment of *owner*'s, unless it is
+    empty or only white space."""
     cdef lxb_dom_node_t* x = _lx_flat(at[0])
-    cdef lxb_dom_character_data_t* first = NULL
     cdef lxb_dom_character_data_t* c
-    cdef list parts = None
+    cdef Py_ssize_t start = w.text_n
+    cdef int visible = 0
     while x is not NULL and not _lx_walked(x):
         if x.type == LXB_DOM_NODE_TYPE_TEXT:
             c = <lxb_dom_character_data_t*>x
             if c.data.length:
-                if first is NULL:
-                    first = c
-                else:
-                    if parts is None:
-                        parts = [_lx_decode(&first.data)]
-                    parts.append(_lx_decode(&c.data))
+                visible |= w.add_text(<const uint8_t*>c.data.data, c.data.length)
         x = _lx_after(x)
     at[0] = x
-    if first is NULL:
-        return None
-    if parts is None:
-        return _lx_visible(&first.data)
-    text = "".join(parts)
-    return None if (<str>text).isspace() else text
+    if visible:
+        w.owner.push(owner)
+        w.seg_at.push(start)
+        w.seg_size.push(w.text_n - start)
+    else:
+        w.text_n = start
+    return 0
 
 
 cdef inline bint _lx_flag(const lexbor_str_t* value, ClassWords words, object boilerplate_words) except -1:
@@ -277,10 +258,7 @@ cdef int _lx_walk(_Walked w, _LexborPage page, Py_ssize_t max_elements, frozense
             w.candidates.append(i)
         stack.push(i)
         nxt = c.first_child
-        text = _lx_text_run(&nxt)
-        if text is not None:
-            w.owner.push(i)
-            w.seg_text.append(text)
+        _lx_text_run(w, &nxt, i)
         if nxt is not NULL:
             c = nxt
             continue
@@ -291,10 +269,7 @@ cdef int _lx_walk(_Walked w, _LexborPage page, Py_ssize_t max_elements, frozense
             if c is top:
                 break
             nxt = _lx_after(c)
-            text = _lx_text_run(&nxt)
-            if text is not None:
-                w.owner.push(stack.items[stack.n - 1])
-                w.seg_text.append(text)
+            _lx_text_run(w, &nxt, stack.items[stack.n - 1])
             if nxt is not NULL:
                 c = nxt
                 break
@@ -322,7 +297,7 @@ def lexbor_walk(bytes data not None, Py_ssize_t max_elements, frozenset boilerpl
     cdef _LexborPage page = _LexborPage(data)
     _lx_walk(w, page, max_elements, boilerplate_tags, boilerplate_words, class_words)
     return (w.tag_of, w.tid.to_list(), w.parent.to_list(), w.depth.to_list(), w.end.to_list(), w.candidates,
-            w.owner.to_list(), w.seg_text, w.truncated)
+            w.owner.to_list(), w.segments(), w.truncated)
 
 
 def lexbor_walk_split(bytes data not None, Py_ssize_t max_elements, frozenset boilerplate_tags,
@@ -336,7 +311,5 @@ def lexbor_walk_split(bytes data not None, Py_ssize_t max_elements, frozenset bo
     page = None  # the tree is freed before the split
     if w.tid.n == 0:
         return (), {}, 0, w.truncated
-    texts, structure = _split_arrays(w.tag_of, w.tid.items, w.parent.items, w.depth.items, w.end.items,
-                                     w.candidates, w.owner.items, w.seg_text, w.tid.n, dom_decay, boilerplate_weight,
-                                     line_break, list_tags, params)  # fmt: skip
+    texts, structure = _split_arrays(w, dom_decay, boilerplate_weight, line_break, list_tags, params)
     return texts, structure, w.tid.n, w.truncated

@@ -82,84 +82,78 @@ cdef inline void _mark_subtrees(const bint* starts, const Py_ssize_t* ends, bint
             out[i] = True
 
 
-cdef Py_ssize_t* _int_array(list values, Py_ssize_t extra) except NULL:
-    cdef Py_ssize_t i, n = len(values)
-    cdef Py_ssize_t* out = <Py_ssize_t*>PyMem_Malloc((n + extra + 1) * sizeof(Py_ssize_t))
-    if out is NULL:
-        raise MemoryError()
-    for i in range(n):
-        out[i] = values[i]
-    return out
+cdef int _remove_line_breaks(_Walked w, object line_break) except -1:
+    """Each segment with a line break and a character of U+3000 and above (what a CJK line break needs) rewritten by
+    *line_break* (which removes the line breaks between CJK characters): its new UTF-8 appended to the text."""
+    cdef Py_ssize_t k, n, at
+    cdef const char* data
+    cdef const uint8_t* p
+    cdef bint wide, newline
+    for k in range(w.seg_at.n):
+        p = <const uint8_t*>w.text + w.seg_at.items[k]
+        n = w.seg_size.items[k]
+        if memchr(p, 10, n) is NULL:
+            continue
+        wide = False
+        for at in range(n):
+            if p[at] >= 0xE3:
+                wide = True
+                break
+        if not wide:
+            continue
+        text = line_break(PyUnicode_DecodeUTF8(<const char*>p, n, NULL))
+        data = PyUnicode_AsUTF8AndSize(text, &n)
+        w.reserve(n)
+        memcpy(w.text + w.text_n, data, n)
+        w.seg_at.items[k] = w.text_n
+        w.seg_size.items[k] = n
+        w.text_n += n
+    return 0
 
 
-def split(list tag_of not None, list tid not None, list parents not None, list depths not None, list ends not None,
-          list candidates not None, list seg_owner not None, list seg_text not None, double dom_decay,
-          double boilerplate_weight, object line_break, frozenset list_tags not None, tuple params not None):
-    """``(texts, structure)`` of :func:`simhash_filter.model.extract._split` (the reference, whose comments say
-    what each step means), bit for bit: *line_break* removes the line breaks between CJK characters from a
-    segment, *list_tags* are the tags of link-list blocks, *params* the reference's constants in the order
-    unpacked below.  ``structure`` is a dict in the reference's (sorted) order."""
-    cdef Py_ssize_t n = len(tid), m = len(seg_text)
-    if n == 0 or len(parents) != n or len(depths) != n or len(ends) != n or len(seg_owner) != m:
-        raise ValueError("split: the element lists and the segment lists must each have one length, elements > 0")
-    cdef Py_ssize_t* c_tid = NULL
-    cdef Py_ssize_t* c_parent = NULL
-    cdef Py_ssize_t* c_depth = NULL
-    cdef Py_ssize_t* c_end = NULL
-    cdef Py_ssize_t* c_owner = NULL
-    try:
-        c_tid = _int_array(tid, 0)
-        c_parent = _int_array(parents, 0)
-        c_depth = _int_array(depths, 0)
-        c_end = _int_array(ends, 0)
-        c_owner = _int_array(seg_owner, 0)
-        return _split_arrays(tag_of, c_tid, c_parent, c_depth, c_end, candidates, c_owner, seg_text, n, dom_decay,
-                             boilerplate_weight, line_break, list_tags, params)  # fmt: skip
-    finally:
-        PyMem_Free(c_tid)
-        PyMem_Free(c_parent)
-        PyMem_Free(c_depth)
-        PyMem_Free(c_end)
-        PyMem_Free(c_owner)
-
-
-cdef tuple _split_arrays(list tag_of, Py_ssize_t* c_tid, Py_ssize_t* c_parent, Py_ssize_t* c_depth,
-                         Py_ssize_t* c_end, list candidates, Py_ssize_t* c_owner, list seg_text, Py_ssize_t n,
-                         double dom_decay, double boilerplate_weight, object line_break, frozenset list_tags,
-                         tuple params):
-    """:func:`split` on the element arrays (*n* elements, a segment per item of *seg_text*)."""
+cdef tuple _split_arrays(_Walked w, double dom_decay, double boilerplate_weight, object line_break,
+                         frozenset list_tags, tuple params):
+    """``(texts, structure)`` of the walk *w*: what :func:`simhash_filter.model.extract._split` (the reference, whose
+    comments say what each step means) gives, bit for bit: *line_break* removes the line breaks between CJK
+    characters from a segment, *list_tags* are the tags of link-list blocks, *params* the reference's constants in
+    the order unpacked below.  ``structure`` is a dict in the reference's (sorted) order."""
     cdef double max_share, link_density, beside_links, hub_share, outside_min, max_mass, volatile_weight
     cdef double volatile_share, cjk_text, prose_chars, prose_paragraphs
     cdef Py_ssize_t volatile_words, volatile_chars
     (max_share, link_density, beside_links, hub_share, outside_min, max_mass, volatile_weight, volatile_words,
      volatile_chars, volatile_share, cjk_text, prose_chars, prose_paragraphs) = params
-    cdef Py_ssize_t m = len(seg_text), n_tags = len(tag_of)
+    cdef Py_ssize_t n = w.tid.n, m = w.seg_at.n, n_tags = len(w.tag_of)
     cdef double* f = NULL
     cdef bint* b = NULL
     cdef _Ranked* ranked = NULL
     cdef _Keyed* keyed = NULL
+    cdef char* joined = NULL
+    _remove_line_breaks(w, line_break)
     try:
         f = <double*>PyMem_Malloc((10 * n + 3 * m + 1) * sizeof(double))
         b = <bint*>PyMem_Malloc((9 * n + m + n_tags + 1) * sizeof(bint))
         ranked = <_Ranked*>PyMem_Malloc((m + 1) * sizeof(_Ranked))
         keyed = <_Keyed*>PyMem_Malloc((n + 1) * sizeof(_Keyed))
-        if f is NULL or b is NULL or ranked is NULL or keyed is NULL:
+        joined = <char*>PyMem_Malloc(w.text_n + m + 1)
+        if f is NULL or b is NULL or ranked is NULL or keyed is NULL or joined is NULL:
             raise MemoryError()
-        return _split(tag_of, seg_text, c_tid, c_parent, c_depth, c_end, candidates, c_owner, n, m, dom_decay,
-                      boilerplate_weight, line_break, list_tags, f, b, ranked, keyed, max_share, link_density,
-                      beside_links, hub_share, outside_min, max_mass, volatile_weight, volatile_words,
-                      volatile_chars, volatile_share, cjk_text, prose_chars, prose_paragraphs)
+        return _split(w.tag_of, w.text, w.seg_at.items, w.seg_size.items, joined, w.tid.items, w.parent.items,
+                      w.depth.items, w.end.items, w.candidates, w.owner.items, n, m, dom_decay, boilerplate_weight,
+                      list_tags, f, b, ranked, keyed, max_share, link_density, beside_links, hub_share, outside_min,
+                      max_mass, volatile_weight, volatile_words, volatile_chars, volatile_share, cjk_text,
+                      prose_chars, prose_paragraphs)
     finally:
         PyMem_Free(f)
         PyMem_Free(b)
         PyMem_Free(ranked)
         PyMem_Free(keyed)
+        PyMem_Free(joined)
 
 
-cdef tuple _split(list tag_of, list seg_text, Py_ssize_t* tid, Py_ssize_t* parent, Py_ssize_t* depth,
-                  Py_ssize_t* end, list candidates, Py_ssize_t* owner, Py_ssize_t n, Py_ssize_t m,
-                  double dom_decay, double boilerplate_weight, object line_break, frozenset list_tags,
-                  double* f, bint* b, _Ranked* ranked, _Keyed* keyed, double max_share, double link_density,
+cdef tuple _split(list tag_of, const char* seg_text, const Py_ssize_t* seg_at, const Py_ssize_t* seg_size,
+                  char* joined, Py_ssize_t* tid, Py_ssize_t* parent, Py_ssize_t* depth, Py_ssize_t* end,
+                  list candidates, Py_ssize_t* owner, Py_ssize_t n, Py_ssize_t m, double dom_decay,
+                  double boilerplate_weight, frozenset list_tags, double* f, bint* b, _Ranked* ranked, _Keyed* keyed, double max_share, double link_density,
                   double beside_links, double hub_share, double outside_min, double max_mass,
                   double volatile_weight, Py_ssize_t volatile_words, Py_ssize_t volatile_chars,
                   double volatile_share, double cjk_text, double prose_chars, double prose_paragraphs):
@@ -190,23 +184,28 @@ cdef tuple _split(list tag_of, list seg_text, Py_ssize_t* tid, Py_ssize_t* paren
     cdef Py_ssize_t i, k, p, a_id = -1, n_tags = len(tag_of), words, digit_words, visible, cjk, content, child
     cdef Py_ssize_t best, last, count, n_depth, d, first
     cdef bint in_space, in_word, word_has_digit, has_digit, little_left
-    cdef Py_UCS4 ch
+    cdef uint32_t ch
     cdef uint8_t flags
-    cdef str seg
+    cdef const char* seg
+    cdef Py_ssize_t at, size, length
     cdef double total, share, weight, boiler_chars, rest_mass, v
     cdef long long key
 
-    # the segments: CJK line breaks removed; visible length (CJK characters counted cjk_text times); volatile
-    seg_text = list(seg_text)
+    # the segments (CJK line breaks removed): visible length (CJK characters counted cjk_text times); volatile
     for k in range(m):
-        seg = seg_text[k]
-        if PyUnicode_KIND(seg) != PyUnicode_1BYTE_KIND and "\n" in seg:  # a CJK line break needs CJK characters
-            seg = seg_text[k] = line_break(seg)
+        seg = seg_text + seg_at[k]
+        size = seg_size[k]
         visible = words = digit_words = cjk = 0
         in_space = True  # str.split(): runs of whitespace separate words, none at the ends
         in_word = word_has_digit = has_digit = False
         count = 0  # whitespace-separated words
-        for ch in seg:
+        at = 0
+        while at < size:
+            if <uint8_t>seg[at] < 0x80:
+                ch = <uint8_t>seg[at]
+                at += 1
+            else:
+                at += _utf8_char(seg, at, &ch)
             flags = _char_flags(ch)
             if flags & _SPACE:
                 in_space = True
@@ -380,8 +379,15 @@ cdef tuple _split(list tag_of, list seg_text, Py_ssize_t* tid, Py_ssize_t* paren
         k = first + 1
         while k < m and ranked[k].weight == ranked[first].weight:
             k += 1
-        if ranked[first].weight > 0:
-            texts.append((ranked[first].weight, "\n".join([seg_text[ranked[i].index] for i in range(first, k)])))
+        if ranked[first].weight > 0:  # the group's segments joined by line breaks, one str
+            length = 0
+            for i in range(first, k):
+                if i > first:
+                    joined[length] = 10
+                    length += 1
+                memcpy(joined + length, seg_text + seg_at[ranked[i].index], seg_size[ranked[i].index])
+                length += seg_size[ranked[i].index]
+            texts.append((ranked[first].weight, PyUnicode_DecodeUTF8(joined, length, NULL)))
         first = k
 
     # structure: (inside content?, parent tag, tag, depth) -> summed dom_decay ** depth, in sorted key order

@@ -112,13 +112,112 @@ cdef inline bint _class_separator(char c) noexcept nogil:
 
 cdef class _Walked:
     """What the walk collects: the elements' tag numbers, parents, depths and subtree ends in document order, the
-    boilerplate candidates, and the text segments with their owners (see :func:`lexbor_walk`)."""
-    cdef list tag_of, candidates, seg_text
-    cdef _Ints tid, parent, depth, end, owner, stack
+    boilerplate candidates, and the text segments with their owners (see :func:`lexbor_walk`).  The segments'
+    text is one UTF-8 buffer (valid, without surrogates), segment k at ``text[seg_at[k]:seg_at[k] + seg_size[k]]``:
+    no Python string per text node."""
+    cdef list tag_of, candidates
+    cdef _Ints tid, parent, depth, end, owner, stack, seg_at, seg_size
     cdef bint truncated
+    cdef char* text
+    cdef Py_ssize_t text_n, text_cap
 
     def __cinit__(self):
-        self.tag_of, self.candidates, self.seg_text = [], [], []
+        self.tag_of, self.candidates = [], []
         self.tid, self.parent, self.depth, self.end, self.owner, self.stack = _Ints(), _Ints(), _Ints(), _Ints(), \
             _Ints(), _Ints()
+        self.seg_at, self.seg_size = _Ints(), _Ints()
         self.truncated = False
+        self.text_cap = 4096
+        self.text = <char*>PyMem_Malloc(self.text_cap)
+        if self.text is NULL:
+            raise MemoryError()
+
+    def __dealloc__(self):
+        PyMem_Free(self.text)
+
+    cdef int reserve(self, Py_ssize_t n) except -1:
+        """Room for *n* more bytes of text."""
+        while self.text_n + n > self.text_cap:
+            self.text = <char*>_grown(self.text, &self.text_cap, 1)
+        return 0
+
+    cdef int add_text(self, const uint8_t* p, Py_ssize_t n) except -1:
+        """Append the text node *p* (*n* bytes of UTF-8; an invalid one decoded with replacement characters, as
+        ``bytes.decode("utf-8", "replace")``): 1 when it holds a character that is not white space
+        (``str.isspace``), else 0."""
+        cdef Py_ssize_t i = 0, size
+        cdef int visible = 0
+        cdef uint8_t b
+        cdef uint32_t c
+        cdef uint64_t word
+        cdef const char* data
+        while i < n:
+            b = p[i]
+            if b < 0x80:
+                if visible:  # only the check of the UTF-8 is left: eight ASCII bytes at a time
+                    while i + 8 <= n:
+                        memcpy(&word, p + i, 8)
+                        if word & 0x8080808080808080ULL:
+                            break
+                        i += 8
+                    if i < n and p[i] < 0x80:
+                        i += 1
+                    continue
+                if not (b == 32 or 9 <= b <= 13 or 28 <= b <= 31):
+                    visible = 1
+                i += 1
+                continue
+            size = _utf8_strict(p + i, n - i, &c)
+            if size == 0:  # not valid UTF-8: the replacement characters, as the parser's text decoded
+                text = PyUnicode_DecodeUTF8(<const char*>p, n, "replace")
+                data = PyUnicode_AsUTF8AndSize(text, &size)
+                self.reserve(size)
+                memcpy(self.text + self.text_n, data, size)
+                self.text_n += size
+                return 0 if text.isspace() else 1
+            if not visible and not _char_flags(c) & _SPACE:
+                visible = 1
+            i += size
+        self.reserve(n)
+        memcpy(self.text + self.text_n, p, n)
+        self.text_n += n
+        return visible
+
+    cdef list segments(self):
+        """The segments' text as a list of str."""
+        return [PyUnicode_DecodeUTF8(self.text + self.seg_at.items[k], self.seg_size.items[k], NULL)
+                for k in range(self.seg_at.n)]
+
+
+cdef inline Py_ssize_t _utf8_strict(const uint8_t* p, Py_ssize_t n, uint32_t* c) noexcept:
+    """The length of the UTF-8 character at *p* (at most *n* bytes) as Python's decoder accepts it (no overlong
+    forms, no surrogates, nothing above U+10FFFF), its code point in *c*; 0 when it is not valid."""
+    cdef uint8_t b = p[0]
+    cdef Py_ssize_t size, k
+    cdef uint8_t low = 0x80, high = 0xBF
+    if 0xC2 <= b <= 0xDF:
+        size = 2
+        c[0] = b & 0x1F
+    elif 0xE0 <= b <= 0xEF:
+        size = 3
+        c[0] = b & 0x0F
+        if b == 0xE0:
+            low = 0xA0
+        elif b == 0xED:
+            high = 0x9F
+    elif 0xF0 <= b <= 0xF4:
+        size = 4
+        c[0] = b & 0x07
+        if b == 0xF0:
+            low = 0x90
+        elif b == 0xF4:
+            high = 0x8F
+    else:
+        return 0
+    if size > n or not low <= p[1] <= high:
+        return 0
+    for k in range(1, size):
+        if k > 1 and not 0x80 <= p[k] <= 0xBF:
+            return 0
+        c[0] = (c[0] << 6) | (p[k] & 0x3F)
+    return size

@@ -24,7 +24,6 @@ __all__ = [
     "compiled_page_fingerprint",
     "compiled_sequence_bits",
     "compiled_sketch",
-    "compiled_split",
     "compiled_text_features",
     "compiled_vote",
     "compiled_word_table",
@@ -38,7 +37,7 @@ PURE_ENV = "SIMHASH_FILTER_PURE_PYTHON"
 
 
 _Compiled = Callable[..., Any] | None
-_NONE: tuple[_Compiled, ...] = (None,) * 13
+_NONE: tuple[_Compiled, ...] = (None,) * 12
 
 
 def _load() -> tuple[tuple[_Compiled, ...], str]:
@@ -56,7 +55,6 @@ def _load() -> tuple[tuple[_Compiled, ...], str]:
             page_fingerprint,
             sequence_bits,
             sketch,
-            split,
             text_features,
             vote,
         )
@@ -67,14 +65,13 @@ def _load() -> tuple[tuple[_Compiled, ...], str]:
             exc,
         )
         return _NONE, f"pure-Python core (compiled core not available: {exc})"
-    compiled = (split, text_features, FeatureCounts, vote, sketch, WordTable, page_fingerprint, ClassWords,
+    compiled = (text_features, FeatureCounts, vote, sketch, WordTable, page_fingerprint, ClassWords,
                 nesting_guard, lexbor_walk, lexbor_walk_split, control_bytes, sequence_bits)  # fmt: skip
     return compiled, "compiled core"
 
 
 _compiled, _description = _load()
 (
-    compiled_split,
     compiled_text_features,
     compiled_counts,
     compiled_vote,

@@ -38,7 +38,6 @@ from simhash_filter.model.core import (
     compiled_class_words,
     compiled_guard,
     compiled_lexbor_walk_split,
-    compiled_split,
 )
 from simhash_filter.model.nesting import guard
 from simhash_filter.model.segment import CJK_RUN
@@ -438,11 +437,6 @@ def _split(
 
     ``tid_l`` numbers each element's tag by order of first appearance, ``tag_of`` names the numbers.
     """
-    if compiled_split is not None:
-        texts, structure = compiled_split(tag_of, tid_l, parents, depths, ends_l, candidates, seg_owner, seg_text,
-                                          dom_decay, boilerplate_weight, _remove_cjk_line_breaks, LINK_LIST_TAGS,
-                                          _SPLIT_PARAMS)  # fmt: skip
-        return PageText(texts=texts, structure=Counter(structure), elements=len(tid_l), truncated=truncated)
     seg_text = [t if t.isascii() else _remove_cjk_line_breaks(t) for t in seg_text]
     n = len(tid_l)
     tid = np.asarray(tid_l, dtype=np.int64)
