@@ -43,6 +43,7 @@ cdef class WordTable:
     cdef uint64_t table_seed
     cdef dict irregular
     cdef tuple antecedent_words  # the prose part's function words, UTF-8 (marked again after each reset)
+    cdef object cut  # jieba's segmenter (rjieba.cut), once a run of CJK ideographs needs it
 
     def __cinit__(self, uint64_t seed, uint64_t sketch_seed, int char_ngram, int cjk_char_ngram, Py_ssize_t limit):
         self.seed = seed
@@ -593,11 +594,12 @@ cdef Py_ssize_t _utf8(str text, Py_ssize_t i, Py_ssize_t j, _Key out) except -1:
 cdef Py_ssize_t _count_run(WordTable table, _Key key, Py_ssize_t chars, Py_ssize_t budget, Py_ssize_t segment,
                            _Buffer seg, tuple segmenter) except -1:
     """Count the words of a run of *chars* CJK ideographs, at most *budget*; *key* holds 0x01 then the run's UTF-8
-    (its entry's key in the table).  A run is segmented by ``segment_run`` the first time the table meets it, then
-    read from the table; a run too long to cache, slice by slice (``segment_slices``)."""
+    (its entry's key in the table).  A run is segmented the first time the table meets it, as ``segment_run``
+    segments it (one ideograph is its own word, a longer run is cut by jieba's segmenter, called straight from here),
+    then read from the table; a run too long to cache, slice by slice (``segment_slices``)."""
     cdef Py_ssize_t n = 3 * chars + 1, e, start, end, taken = 0, size
     cdef const char* data
-    segment_run, segment_slices, max_cached_run = segmenter
+    jieba_cut, segment_slices, max_cached_run = segmenter
     if chars > max_cached_run:
         for piece in segment_slices(PyUnicode_DecodeUTF8(key.data + 1, n - 1, NULL)):
             for word in piece:
@@ -610,9 +612,14 @@ cdef Py_ssize_t _count_run(WordTable table, _Key key, Py_ssize_t chars, Py_ssize
     e = table.known(key.data, n)
     if e < 0:
         start = table.runs.n
-        for word in segment_run(PyUnicode_DecodeUTF8(key.data + 1, n - 1, NULL)):
-            data = PyUnicode_AsUTF8AndSize(word, &size)
-            table.runs.push(table.find(data, size))
+        if chars == 1:
+            table.runs.push(table.find(key.data + 1, 3))
+        else:
+            if table.cut is None:  # the segmenter loads its dictionary on first use: pages without CJK never do
+                table.cut = jieba_cut()
+            for word in table.cut(PyUnicode_DecodeUTF8(key.data + 1, n - 1, NULL), True):
+                data = PyUnicode_AsUTF8AndSize(word, &size)
+                table.runs.push(table.find(data, size))
         e = table.find(key.data, n)
         table.words[e].run_start, table.words[e].run_len = start, table.runs.n - start
     start, end = table.words[e].run_start, table.words[e].run_start + table.words[e].run_len
@@ -630,7 +637,7 @@ def page_fingerprint(WordTable table not None, FeatureCounts structure_bits not 
     """``(features, value, sketch)`` of a page's text segments and structure features under single-word features:
     what the reference's ``page_features`` then ``Fingerprinter._decide`` give (value and sketch None when the page
     has fewer than *min_features* text features), bit for bit; None where this pass declines (a weight too large
-    for exact integer sums) and the reference must compute it.  *segmenter* is ``(segment_run, segment_slices,
+    for exact integer sums) and the reference must compute it.  *segmenter* is ``(jieba_cut, segment_slices,
     MAX_CACHED_RUN)`` of :mod:`~simhash_filter.model.segment`, for runs of CJK ideographs; *word_values* is the
     reference's, for words the table cannot value; *fsum* is ``math.fsum``.  With *prose* (the prose part's
     parameters, ``Fingerprinter``'s), the sketch is followed by the page's prose part (``prose.prose_part``)."""

@@ -41,7 +41,7 @@ from simhash_filter.model.features import (
 )
 from simhash_filter.model.html import NotHtml, page_bytes
 from simhash_filter.model.prose import ANTECEDENTS, CORE_PARAMS, PART_BYTES, prose_part
-from simhash_filter.model.segment import MAX_CACHED_RUN, segment_run, segment_slices
+from simhash_filter.model.segment import MAX_CACHED_RUN, jieba_cut, segment_slices
 from simhash_filter.model.sitepart import page_title, site_part
 from simhash_filter.model.sketch import SEED as SKETCH_SEED
 from simhash_filter.model.sketch import SITE_BYTES, sketch
@@ -275,7 +275,7 @@ class Fingerprinter:
                 done = compiled_page_fingerprint(
                     self._words, self._counts[1], page.texts, page.structure, cfg.max_tokens, cfg.max_features,
                     cfg.structure_weight, cfg.min_features, cfg.sketch_bins, cfg.sketch_step,
-                    (segment_run, segment_slices, MAX_CACHED_RUN), self._word_values, math.fsum,
+                    (jieba_cut, segment_slices, MAX_CACHED_RUN), self._word_values, math.fsum,
                     CORE_PARAMS if cfg.prose else None,
                 )  # fmt: skip
             if done is not None:  # else declined (a weight beyond exact integer sums): the reference computes it

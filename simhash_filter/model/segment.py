@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import cache, lru_cache
 from importlib.metadata import version
 from types import ModuleType
@@ -47,6 +47,13 @@ def _segment_cached(run: str) -> tuple[str, ...]:
     if len(run) == 1:
         return (run,)
     return tuple(_rjieba().cut(run, True))
+
+
+def jieba_cut() -> Callable[[str, bool], list[str]]:
+    """The segmenter :func:`segment_run` calls on a run of two ideographs or more: ``cut(run, True)`` (the compiled
+    core calls it itself, once per distinct run, and keeps the words)."""
+    cut: Callable[[str, bool], list[str]] = _rjieba().cut
+    return cut
 
 
 @cache
