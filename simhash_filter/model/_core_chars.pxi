@@ -30,6 +30,9 @@ cdef void _fill_flags(uint32_t block) noexcept:
     _flag_filled[block] = True
 
 
+_fill_flags(0)  # ASCII's, read straight from the table where a loop has an ASCII byte in hand
+
+
 cdef inline bint _cjk(uint32_t c) noexcept nogil:
     """Whether *c* is a CJK ideograph (the model's ranges: unified, extension A, compatibility)."""
     return 0x3400 <= c <= 0x4DBF or 0x4E00 <= c <= 0x9FFF or 0xF900 <= c <= 0xFAFF

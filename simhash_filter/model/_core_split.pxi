@@ -204,9 +204,10 @@ cdef tuple _split(list tag_of, const char* seg_text, const Py_ssize_t* seg_at, c
             if <uint8_t>seg[at] < 0x80:
                 ch = <uint8_t>seg[at]
                 at += 1
+                flags = _flag_table[ch]  # filled at import for ASCII
             else:
                 at += _utf8_char(seg, at, &ch)
-            flags = _char_flags(ch)
+                flags = _char_flags(ch)
             if flags & _SPACE:
                 in_space = True
             else:
@@ -226,7 +227,7 @@ cdef tuple _split(list tag_of, const char* seg_text, const Py_ssize_t* seg_at, c
                         digit_words += 1
             else:
                 in_word = False
-            if _cjk(ch):
+            if ch >= 0x3400 and _cjk(ch):
                 cjk += 1
         if count > 1:
             visible += count - 1
