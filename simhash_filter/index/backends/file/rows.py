@@ -180,24 +180,28 @@ class FileRows(Columns):
                 return key.decode("utf-8", "surrogatepass")
         raise damaged_key(self.directory.file("urls", self.generation), row, offset, length)
 
-    def sketch(self, row: int) -> bytes:
-        """A row's sketch: from memory, or (a row in a run file) from its record, checked."""
-        if row >= self.sketch_base:
-            return super().sketch(row)
+    def sketch_rows(self, rows: np.ndarray) -> np.ndarray:
+        """The sketches of *rows*: from memory, or (rows in a run file) from their records, checked."""
+        old = rows < self.sketch_base
+        if not old.any():
+            return super().sketch_rows(rows)
+        out = np.empty((len(rows), self.sketch_bytes), dtype=np.uint8)
+        out[~old] = super().sketch_rows(rows[~old])
         size = self.record.itemsize
-        data = os.pread(self.fds["records"], size, HEADER_SIZE + row * size)
-        record = np.frombuffer(data, dtype=self.record) if len(data) == size else None
-        if (
-            record is None
-            or record_checks(record, self.salt)[0] != record["check"][0]
-            or (record["fp"][0] != self.fingerprints[row])
-        ):
+        wanted = rows[old].tolist()
+        parts = [os.pread(self.fds["records"], size, HEADER_SIZE + row * size) for row in wanted]
+        records = np.frombuffer(b"".join(part.ljust(size, b"\0") for part in parts), dtype=self.record)
+        bad = record_checks(records, self.salt) != records["check"]
+        bad |= (records["fp"] != self.fingerprints[wanted]) | np.array([len(part) != size for part in parts])
+        if bad.any():
+            row = wanted[int(np.flatnonzero(bad)[0])]
             at = HEADER_SIZE + row * size
             raise CorruptIndexError(
                 f"{self.file_name()}: record {row} (bytes {at}..{at + size}) is damaged, or the run file holding its "
                 "row is"
             )
-        return bytes(record["sketch"][0])
+        out[old] = records["sketch"]
+        return out
 
     def cutoff(self) -> int:
         """Rows added before this Unix time are expired (0: none)."""

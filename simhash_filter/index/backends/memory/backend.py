@@ -67,4 +67,4 @@ class MemoryBackend(TablesBackend):
             fps = rows.fingerprints[: rows.stored].tolist()
         for row, fp in enumerate(fps):
             if not rows.hidden(row):
-                yield Entry(fp, rows.key(row), sketch=rows.sketch(row))
+                yield Entry(fp, rows.key(row), sketch=bytes(rows.sketches[row]))

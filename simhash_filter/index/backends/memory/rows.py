@@ -76,20 +76,9 @@ class Columns(abc.ABC):
         self.sketch_base = base
         self.sketches = np.empty((room, self.sketch_bytes), dtype=np.uint8)
 
-    def sketch(self, row: int) -> bytes:
-        """The sketch of a row at or past the sketch base."""
-        return bytes(self.sketches[row - self.sketch_base])
-
     def sketch_rows(self, rows: np.ndarray) -> np.ndarray:
-        """The sketches of *rows* (an ``(len(rows), sketch_bytes)`` array): of rows past the sketch base from
-        memory, of the others through :meth:`sketch`."""
-        base = self.sketch_base
-        if not len(rows) or int(rows.min()) >= base:
-            return np.asarray(self.sketches[rows - base])
-        out = np.empty((len(rows), self.sketch_bytes), dtype=np.uint8)
-        for i, row in enumerate(rows.tolist()):
-            out[i] = np.frombuffer(self.sketch(row), dtype=np.uint8)
-        return out
+        """The sketches of *rows*, at or past the sketch base (an ``(len(rows), sketch_bytes)`` array)."""
+        return np.asarray(self.sketches[rows - self.sketch_base])
 
     def append(self, fingerprints: ArrayLike, keys: Sequence[str], sketches: ArrayLike, refused: ArrayLike) -> None:
         """Store a row per key: its fingerprint, its sketch (a row of ``sketch_bytes``) and the tables that refused
