@@ -87,18 +87,6 @@ class TablesBackend(Backend):
         checked = self.checked_sketches(sketches, m)
         return np.frombuffer(b"".join(checked), dtype=np.uint8).reshape(m, self._sketch_bytes)
 
-    def _add_one(self, fingerprint: int, key: str, sketch: np.ndarray, refused: int = 0) -> None:
-        """Store one row (*sketch*: a ``(1, sketch_bytes)`` array) that the tables in *refused* do not take."""
-        self._rows.append([fingerprint], [key], sketch, [refused])
-        self.tables.added(fingerprint, refused)
-
-    def add(self, fingerprint: int, key: str, sketch: bytes) -> None:
-        """Store one fingerprint and its sketch."""
-        rows = self._sketch_rows([sketch], 1)
-        with self._lock:
-            self.ensure_open()
-            self._add_one(fingerprint, key, rows)
-
     def add_many(self, fingerprints: np.ndarray, keys: Sequence[str], sketches: Sequence[bytes]) -> None:
         """Store many fingerprints; a large batch becomes one sorted run directly."""
         rows = self._sketch_rows(sketches, len(fingerprints))
@@ -127,5 +115,6 @@ class TablesBackend(Backend):
             self.ensure_open()
             found, refused = self.tables.bounded(fingerprint, key, sketch, k, bound, self._verify_bytes)
             if refused != self._all_tables:
-                self._add_one(fingerprint, key, row, refused)
+                self._rows.append([fingerprint], [key], row, [refused])
+                self.tables.added(fingerprint, refused)
             return found
